@@ -1,0 +1,25 @@
+"""What a tool call does, in the rules' terms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Verb(StrEnum):
+    READ = "Read"
+    EDIT = "Edit"
+    SEARCH = "Search"
+    EXEC = "Exec"
+    FETCH = "Fetch"
+    TOOL = "Tool"  # anything else: matched by tool name only
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    verb: Verb
+    tool: str
+    target: str | None  # a path, a command or a URL; None when the tool has none
+
+    def describe(self) -> str:
+        return f"{self.tool} of {self.target}" if self.target else self.tool

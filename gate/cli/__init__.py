@@ -1,0 +1,41 @@
+"""The `gate` command line."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from gate import __version__
+from gate.cli import audit, paths, serve
+from gate.errors import GateError
+
+
+class _Group(click.Group):
+    """Turns a GateError into its diagnostics and exit code 1, without a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except GateError as exc:
+            click.echo(f"gate: {exc.diagnostics()}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gate")
+def cli() -> None:
+    """gate: a local privacy gate between coding agents and their model providers.
+
+    Quick start: `gate run -- claude` wraps one agent run; `gate serve` runs a gate that
+    agents point their base URL at; `gate log` shows what was sent.
+    """
+
+
+for command in (*serve.COMMANDS, *audit.COMMANDS, *paths.COMMANDS):
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli(prog_name="gate")

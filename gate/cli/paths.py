@@ -1,0 +1,40 @@
+"""`gate paths`: where gate reads config and rules and writes its data."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from gate import dirs
+from gate.cli.common import echo_json, json_option
+from gate.rules import layers
+
+
+@click.command("paths")
+@json_option
+def paths_cmd(as_json: bool) -> None:
+    """Print the config and data dirs and every file gate reads or writes."""
+    cfg, data = dirs.config_dir(), dirs.data_dir()
+    cwd = os.getcwd()
+    info = {
+        "config_dir": str(cfg),
+        "data_dir": str(data),
+        "config_file": str(cfg / "config.yaml"),
+        "user_rules": str(cfg / "rules.yaml"),
+        "managed_rules": str(layers.managed_path()),
+        "project_rules": [os.path.join(cwd, f) for f in layers.PROJECT_FILES],
+        "rule_packs": str(layers.packs_dir()),
+        "audit_db": str(data / "audit.db"),
+        "log_file": str(data / "gate.log"),
+    }
+    if as_json:
+        echo_json(info)
+        return
+    width = max(map(len, info))
+    for key, value in info.items():
+        shown = ", ".join(value) if isinstance(value, list) else value
+        click.echo(f"{key.replace('_', ' '):<{width}}  {shown}")
+
+
+COMMANDS = (paths_cmd,)

@@ -1,0 +1,160 @@
+"""`gate serve`, `gate run` and `gate env`: run the gate and point agents at it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import click
+
+from gate import dirs, log, runs
+from gate.agents import registry
+from gate.cli.common import load_config
+from gate.config import Config
+from gate.errors import GateError
+from gate.rules.layers import PolicyStore
+
+upstream_option = click.option(
+    "--upstream", "upstreams", multiple=True, metavar="NAME=URL",
+    help="Route /NAME/... to URL (repeatable); overrides a default or config.yaml entry.")
+
+
+@click.command("serve")
+@click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port to listen on (default 8787).")
+@upstream_option
+def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...]) -> None:
+    """Run the gate in the foreground until Ctrl-C.
+
+    Agents point their provider base URL at http://HOST:PORT/NAME, e.g.
+    ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic.
+    """
+    from gate.proxy.server import Listening, serve_forever  # noqa: PLC0415 (mitmproxy is heavy)
+
+    config = load_config(host, port, upstreams)
+    data = dirs.private_dir(dirs.data_dir())
+    log.configure(file=data / "gate.log")
+    PolicyStore()  # fail before listening when a rule file is malformed
+
+    def ready(listening: Listening) -> None:
+        click.echo(f"gate listening on {listening.base_url}  (data: {data})")
+        for name, up in sorted(config.upstreams.items()):
+            click.echo(f"  {listening.base_url}/{name:<12} → {up.url}")
+        click.echo(f"Claude Code: export ANTHROPIC_BASE_URL={listening.base_url}/anthropic")
+        sys.stdout.flush()
+
+    try:
+        serve_forever(config, data, on_ready=ready)
+    except OSError as exc:
+        raise GateError(f"cannot listen on {config.host}:{config.port}: {exc}",
+                        hint="use --port to pick another port") from exc
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True})
+@click.option("--agent", default=None, help="Agent to wire (default: from the command name).")
+@upstream_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, ...]) -> None:
+    """Run COMMAND with its provider traffic going through a gate.
+
+    Reuses a gate already serving this data dir, or starts one for the run and stops it
+    after. Returns COMMAND's exit code. Example: gate run -- claude
+    """
+    try:
+        spec = registry.get(agent) if agent else registry.detect(list(command))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    data = dirs.private_dir(dirs.data_dir())
+    log.configure(file=data / "gate.log", stderr=False)
+    config = load_config(upstreams=upstreams)
+    base, started = _find_or_start(config, data, bool(upstreams))
+    run = runs.register(data, os.getcwd(), spec.name)
+    env = {**os.environ, **spec.env(f"{base}/_run/{run.id}")}
+    try:
+        code = _run_child(list(command), env)
+    finally:
+        runs.unregister(data, run)
+        if started is not None:
+            started.stop()
+    sys.exit(code)
+
+
+@click.command("env")
+@click.option("--agent", default="generic", show_default=True, help="Agent to wire.")
+def env_cmd(agent: str) -> None:
+    """Print shell exports that point an agent at the gate: eval "$(gate env)"."""
+    from gate.proxy.server import read_server_file  # noqa: PLC0415
+
+    try:
+        spec = registry.get(agent)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    config = load_config()
+    running = read_server_file(dirs.data_dir())
+    base = running.base_url if running else f"http://{config.host}:{config.port}"
+    for key, value in spec.env(base).items():
+        click.echo(f"export {key}={shlex.quote(value)}")
+
+
+def _find_or_start(config: Config, data: Path, must_start: bool) -> tuple[str, object | None]:
+    from gate.proxy.server import BackgroundGate, read_server_file  # noqa: PLC0415
+
+    running = read_server_file(data)
+    if running and not must_start and _healthy(running.base_url, data):
+        return running.base_url, None
+    PolicyStore()  # a malformed rule file stops the run before the agent starts
+    try:
+        gate = BackgroundGate(config, data)
+        listening = gate.start()
+    except (OSError, SystemExit, TimeoutError):
+        # The configured port is taken (by another gate or program): use any free port.
+        from dataclasses import replace  # noqa: PLC0415
+
+        gate = BackgroundGate(replace(config, port=0), data)
+        listening = gate.start()
+    return listening.base_url, gate
+
+
+def _healthy(base_url: str, data: Path) -> bool:
+    # Never through a proxy from the environment: the gate is on loopback.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{base_url}/_gate/health", timeout=1.0) as resp:
+            info = json.loads(resp.read())
+    except (OSError, ValueError):
+        return False
+    return bool(info.get("ok")) and info.get("data_dir") == str(data)
+
+
+def _run_child(argv: list[str], env: dict[str, str]) -> int:
+    try:
+        child = subprocess.Popen(argv, env=env)  # inherits the terminal: interactive agents work
+    except FileNotFoundError:
+        click.echo(f"gate: command not found: {argv[0]}", err=True)
+        return 127
+    except PermissionError:
+        click.echo(f"gate: permission denied: {argv[0]}", err=True)
+        return 126
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    # Ctrl-C reaches the child through the terminal; the wrapper keeps running until the
+    # child decides to exit, so the gate outlives every request the child makes.
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
+    old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code = child.wait()
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    return 128 - code if code < 0 else code
+
+
+COMMANDS = (serve_cmd, run_cmd, env_cmd)

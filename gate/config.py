@@ -1,0 +1,127 @@
+"""Typed, frozen config loaded from config.yaml (unknown keys are errors)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from gate.errors import ConfigError
+
+SCHEMA_VERSION = 1
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+DEFAULT_UPSTREAMS = MappingProxyType({
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+})
+# Path segments gate keeps for itself: /_gate/... (health, control) and /_run/<id>/... (runs).
+RESERVED_NAMES = frozenset({"_gate", "_run"})
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+_KEYS = frozenset({"schemaVersion", "host", "port", "upstreams"})
+
+
+@dataclass(frozen=True)
+class Upstream:
+    name: str
+    scheme: str
+    host: str
+    port: int
+    base_path: str  # without trailing slash; prefixed to the forwarded path
+
+    @property
+    def url(self) -> str:
+        default = {"https": 443, "http": 80}[self.scheme]
+        netloc = self.host if self.port == default else f"{self.host}:{self.port}"
+        return f"{self.scheme}://{netloc}{self.base_path}"
+
+
+@dataclass(frozen=True)
+class Config:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    upstreams: MappingProxyType[str, Upstream] = field(
+        default_factory=lambda: MappingProxyType(
+            {n: parse_upstream(n, u) for n, u in DEFAULT_UPSTREAMS.items()}
+        )
+    )
+
+    def with_upstreams(self, extra: dict[str, Upstream]) -> Config:
+        return replace(self, upstreams=MappingProxyType({**self.upstreams, **extra}))
+
+
+def parse_upstream(name: str, url: str) -> Upstream:
+    """Parse one `NAME=URL` upstream; raise ValueError naming what is wrong."""
+    if name in RESERVED_NAMES or not _NAME.match(name):
+        raise ValueError(
+            f"upstream name {name!r} is invalid: use lowercase letters, digits, '-', '_' or '.'"
+            " (and not _gate or _run)"
+        )
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"upstream {name!r}: {url!r} is not an http(s) URL with a host")
+    if parts.query or parts.fragment:
+        raise ValueError(f"upstream {name!r}: {url!r} must not have a query or fragment")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return Upstream(name, parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
+
+
+def parse_upstream_option(text: str) -> Upstream:
+    """Parse `--upstream NAME=URL`."""
+    name, sep, url = text.partition("=")
+    if not sep:
+        raise ValueError(f"--upstream {text!r}: expected NAME=URL, e.g. work=https://llm.example")
+    return parse_upstream(name.strip(), url.strip())
+
+
+def load(path: Path) -> Config:
+    """Load config.yaml; a missing file means defaults. Errors name the file and field."""
+    if not path.exists():
+        return Config()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config: {exc}", where=str(path)) from exc
+    if data is None:
+        return Config()
+    if not isinstance(data, dict):
+        raise ConfigError("expected a mapping at the top level", where=str(path))
+    return _from_mapping(data, path)
+
+
+def _from_mapping(data: dict[str, Any], path: Path) -> Config:
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise ConfigError(
+            f"unknown key {unknown[0]!r}", where=f"{path}: {unknown[0]}",
+            hint=f"known keys: {', '.join(sorted(_KEYS))}",
+        )
+    version = data.get("schemaVersion", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise ConfigError(
+            f"schemaVersion {version!r} is not supported (this gate reads {SCHEMA_VERSION})",
+            where=f"{path}: schemaVersion", hint="upgrade gate or fix the file",
+        )
+    config = Config()
+    host = data.get("host", DEFAULT_HOST)
+    port = data.get("port", DEFAULT_PORT)
+    if not isinstance(host, str) or not host:
+        raise ConfigError("host must be a non-empty string", where=f"{path}: host")
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        raise ConfigError("port must be an integer 0-65535", where=f"{path}: port")
+    ups = data.get("upstreams") or {}
+    if not isinstance(ups, dict):
+        raise ConfigError("upstreams must map NAME to URL", where=f"{path}: upstreams")
+    extra: dict[str, Upstream] = {}
+    for name, url in ups.items():
+        try:
+            extra[str(name)] = parse_upstream(str(name), str(url))
+        except ValueError as exc:
+            raise ConfigError(str(exc), where=f"{path}: upstreams.{name}") from exc
+    return replace(config, host=host, port=port).with_upstreams(extra)

@@ -1,0 +1,55 @@
+"""Where gate keeps its config and data, and how it creates owner-only files there."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+APP = "gate"
+
+
+def config_dir() -> Path:
+    """`$GATE_CONFIG_DIR`, else the platform's config dir."""
+    if env := os.environ.get("GATE_CONFIG_DIR"):
+        return Path(env).expanduser()
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / APP
+    if sys.platform == "win32":
+        return Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming")) / APP
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / APP
+
+
+def data_dir() -> Path:
+    """`$GATE_DATA_DIR`, else the platform's data dir."""
+    if env := os.environ.get("GATE_DATA_DIR"):
+        return Path(env).expanduser()
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / APP
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / APP
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / APP
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` (and parents) owner-only (0700) and return it."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Replace `path` atomically (temp file, fsync, rename) with an owner-only (0600) file."""
+    private_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

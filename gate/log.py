@@ -1,0 +1,22 @@
+"""The one place loguru sinks are configured."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from loguru import logger
+
+FORMAT = "{time:HH:mm:ss} gate {level: <7} {message}"
+
+
+def configure(*, level: str = "INFO", file: Path | None = None, stderr: bool = True) -> None:
+    """Send gate's log to stderr and/or a file. Messages never carry bodies or secrets."""
+    logger.remove()
+    if stderr:
+        logger.add(sys.stderr, level=level, format=FORMAT, diagnose=False, backtrace=False)
+    if file is not None:
+        file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        file.touch(mode=0o600, exist_ok=True)
+        logger.add(file, level=level, format="{time} {level} {message}", diagnose=False,
+                   backtrace=False, rotation="10 MB", retention=3)

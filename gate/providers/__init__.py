@@ -1,0 +1,1 @@
+"""Wire formats: one module per provider format, turning a body into segments and back."""

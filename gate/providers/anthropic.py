@@ -1,0 +1,120 @@
+"""Anthropic Messages (`/v1/messages`, `/v1/messages/count_tokens`): body ⇄ segments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gate.providers.segments import JsonPath, Role, Segment, ToolCall, Walk, get_at, strings
+
+FORMAT = "anthropic"
+PATHS = ("/v1/messages", "/v1/messages/count_tokens")
+# Claude Code's first system block; api.anthropic.com strips it only when it arrives unchanged.
+BILLING_PREFIX = "x-anthropic-billing-header"
+# Blocks whose content is signed or encrypted: passed back byte-identical or the API rejects them.
+_IMMUTABLE_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+_OPAQUE_KEYS = frozenset({"signature", "encrypted_content", "encrypted_index", "encrypted_stdout"})
+
+
+def matches(path: str) -> bool:
+    return path.split("?", 1)[0].rstrip("/").endswith(PATHS)
+
+
+def walk(body: dict[str, Any]) -> Walk:
+    """Segments and paired tool calls of a Messages request body."""
+    segs: list[Segment] = []
+    _walk_system(body.get("system"), segs)
+    for path, text in strings(body.get("tools"), ("tools",)):
+        segs.append(Segment(path, text, Role.SYSTEM))
+    results: dict[str, JsonPath] = {}
+    uses: list[tuple[str, str, Any]] = []
+    for i, msg in enumerate(body.get("messages") or ()):
+        if not isinstance(msg, dict):
+            raise ValueError(f"messages[{i}] is not an object")
+        _walk_message(msg, ("messages", i), segs, uses, results)
+    calls = tuple(
+        ToolCall(id_, name, inp if isinstance(inp, dict) else {}, results.get(id_))
+        for id_, name, inp in uses
+    )
+    model = body.get("model")
+    return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs), calls)
+
+
+def _walk_system(system: Any, segs: list[Segment]) -> None:
+    if isinstance(system, str):
+        segs.append(Segment(("system",), system, Role.SYSTEM))
+        return
+    for i, block in enumerate(system or ()):
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str):
+            immutable = i == 0 and text.startswith(BILLING_PREFIX)
+            segs.append(Segment(("system", i, "text"), text,
+                                Role.IMMUTABLE if immutable else Role.SYSTEM))
+
+
+def _walk_message(msg: dict[str, Any], at: JsonPath, segs: list[Segment],
+                  uses: list[tuple[str, str, Any]], results: dict[str, JsonPath]) -> None:
+    role = {"assistant": Role.ASSISTANT_TEXT, "system": Role.SYSTEM}.get(
+        str(msg.get("role")), Role.USER_TEXT)
+    content = msg.get("content")
+    if isinstance(content, str):
+        segs.append(Segment((*at, "content"), content, role))
+        return
+    for j, block in enumerate(content or ()):
+        bat: JsonPath = (*at, "content", j)
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            segs.append(Segment((*bat, "text"), str(block.get("text", "")), role))
+        elif kind == "tool_use":
+            uses.append((str(block.get("id")), str(block.get("name")), block.get("input")))
+            segs.extend(Segment(p, t, Role.TOOL_CALL, str(block.get("id")))
+                        for p, t in strings(block.get("input"), (*bat, "input")))
+        elif kind == "tool_result":
+            call_id = str(block.get("tool_use_id"))
+            results[call_id] = bat
+            segs.extend(Segment(p, t, Role.TOOL_RESULT, call_id)
+                        for p, t in _content_strings(block.get("content"), (*bat, "content")))
+        elif kind in _IMMUTABLE_BLOCKS:
+            segs.extend(Segment(p, t, Role.IMMUTABLE) for p, t in strings(block, bat))
+        else:
+            # image, document, search_result, server tools and block types we do not know yet:
+            # every string is screened; opaque fields are marked immutable.
+            for p, t in strings(block, bat):
+                opaque = p[-1] in _OPAQUE_KEYS
+                segs.append(Segment(p, t, Role.IMMUTABLE if opaque else Role.ATTACHMENT))
+
+
+def _content_strings(content: Any, at: JsonPath) -> list[tuple[JsonPath, str]]:
+    if isinstance(content, str):
+        return [(at, content)]
+    out: list[tuple[JsonPath, str]] = []
+    for k, part in enumerate(content or ()):
+        if isinstance(part, dict) and part.get("type") == "text":
+            out.append(((*at, k, "text"), str(part.get("text", ""))))
+        else:
+            out.extend(strings(part, (*at, k)))
+    return out
+
+
+def withhold_result(body: dict[str, Any], result: JsonPath, placeholder: str) -> None:
+    """Replace a tool_result's content in place; keep its id, position and cache_control."""
+    block = get_at(body, result)
+    content = block.get("content")
+    if not isinstance(content, list):
+        block["content"] = placeholder
+        return
+    for k, part in enumerate(content):
+        if isinstance(part, dict) and part.get("type") == "text":
+            part["text"] = placeholder
+        else:
+            # An image or document of a denied file becomes a text part at the same index.
+            new: dict[str, Any] = {"type": "text", "text": placeholder}
+            if isinstance(part, dict) and "cache_control" in part:
+                new["cache_control"] = part["cache_control"]
+            content[k] = new
+    if not content:
+        block["content"] = placeholder
+
+
+def error_body(message: str, kind: str = "gate_error") -> dict[str, Any]:
+    """An Anthropic-shaped error, so SDKs and agents show gate's message."""
+    return {"type": "error", "error": {"type": kind, "message": message}}

@@ -1,0 +1,1 @@
+"""The only package that imports mitmproxy: the gate addon, listeners and replies."""

@@ -1,0 +1,178 @@
+"""The gate addon: screen each request before it leaves, record it, stream the response."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+from mitmproxy import http
+from mitmproxy.net import encoding
+
+from gate import __version__, runs
+from gate.agents import registry
+from gate.audit.store import AuditStore, Usage
+from gate.audit.usage import UsageTap
+from gate.config import Config
+from gate.proxy import replies, routing
+from gate.rules.layers import PolicyStore
+from gate.screen.request import Blocked, Outbound, Verdict, screen
+
+HEALTH = "/_gate/health"
+_SENSITIVE_QUERY = ("key=",)
+
+
+class GateAddon:
+    def __init__(self, config: Config, data_dir: Path, policies: PolicyStore, audit: AuditStore,
+                 on_ready: Callable[[str, int], None] | None = None):
+        self.config = config
+        self.data_dir = data_dir
+        self.policies = policies
+        self.audit = audit
+        self.on_ready = on_ready
+
+    # -- mitmproxy hooks -------------------------------------------------------------------
+
+    def running(self) -> None:
+        if self.on_ready is None:
+            return
+        from mitmproxy import ctx  # noqa: PLC0415 (only valid once running)
+
+        host, port = ctx.master.addons.get("proxyserver").listen_addrs()[0][:2]
+        self.on_ready(host, port)
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        # Fail closed: mitmproxy forwards a flow whose addon raised, so nothing may escape here.
+        try:
+            self._request(flow)
+        except Blocked as exc:
+            self._block(flow, 403, str(exc))
+        except Exception as exc:
+            logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
+            self._block(flow, 500, f"gate could not screen this request ({type(exc).__name__});"
+                        " it was not sent. See gate's log, and report the bug if it repeats.")
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if "gate_row" not in flow.metadata or flow.response is None:
+            return
+        tap = UsageTap(flow.response.headers.get("content-type", ""))
+        flow.metadata["gate_tap"] = tap
+
+        def relay(chunk: bytes) -> bytes:
+            tap.feed(chunk)
+            return chunk
+
+        # Streaming untouched: every chunk is relayed as it arrives, tee'd to the usage tap.
+        flow.response.stream = relay
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        row = flow.metadata.get("gate_row")
+        if row is None or flow.response is None:
+            return
+        tap: UsageTap | None = flow.metadata.get("gate_tap")
+        enc = flow.response.headers.get("content-encoding")
+        usage = tap.finish(lambda raw: encoding.decode(raw, enc) if enc else raw) if tap else Usage()
+        self._finish(row, flow, flow.response.status_code, usage, None)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        row = flow.metadata.get("gate_row")
+        if row is not None:
+            msg = flow.error.msg if flow.error else "unknown error"
+            status = flow.response.status_code if flow.response else None
+            self._finish(row, flow, status, Usage(), msg)
+
+    # -- the work --------------------------------------------------------------------------
+
+    def _request(self, flow: http.HTTPFlow) -> None:
+        req = flow.request
+        if req.path.split("?", 1)[0] == HEALTH:
+            self._health(flow)
+            return
+        route = routing.resolve(req.path, self.config.upstreams)
+        if route is None:
+            flow.response = http.Response.make(
+                404, replies.not_found(req.path, list(self.config.upstreams)),
+                {"content-type": "application/json"})
+            return
+        flow.metadata["gate_route"] = route
+        run = None
+        if route.run_id is not None:
+            run = runs.lookup(self.data_dir, route.run_id)
+            if run is None:
+                raise Blocked(f"gate does not know run {route.run_id!r}: restart the agent with"
+                              " `gate run`, or use a base URL without /_run/")
+        try:
+            body = req.get_content(strict=True) or b""
+        except ValueError as exc:
+            raise Blocked(f"gate cannot decode this request body ({exc}); it was not sent")
+        agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
+        verdict = screen(Outbound(route.path, body, agent, run.cwd if run else None),
+                         self.policies)
+        sent = body if verdict.body is None else verdict.body
+        if verdict.body is not None:
+            req.content = verdict.body  # re-encoded with the request's content-encoding
+        flow.metadata["gate_row"] = self._record(flow, route, run, agent, verdict, sent)
+        flow.metadata["gate_t0"] = time.monotonic()
+        up = route.upstream
+        req.scheme, req.host, req.port = up.scheme, up.host, up.port
+        req.path = up.base_path + route.path
+        req.headers["host"] = up.url.split("://", 1)[1].split("/", 1)[0]
+
+    def _record(self, flow: http.HTTPFlow, route: routing.Route, run: runs.Run | None,
+                agent: str | None, verdict: Verdict, sent: bytes) -> int:
+        # Written before the request leaves; if this raises, the request is blocked.
+        return self.audit.record_request(
+            run_id=run.id if run else None, agent=agent, upstream=route.upstream.name,
+            host=route.upstream.host, method=flow.request.method, path=_safe_path(route.path),
+            model=verdict.model, project_root=verdict.project_root, request_bytes=len(sent),
+            verdict="modified" if verdict.body is not None else "forwarded",
+            withheld=[{"call_id": w.call_id, "tool": w.tool, "target": w.target,
+                       "rule": w.rule, "where": w.where} for w in verdict.withheld],
+            body=sent, content_encoding=flow.request.headers.get("content-encoding"),
+        )
+
+    def _block(self, flow: http.HTTPFlow, status: int, message: str) -> None:
+        route: routing.Route | None = flow.metadata.get("gate_route")
+        name = route.upstream.name if route else ""
+        path = route.path if route else flow.request.path
+        flow.response = http.Response.make(
+            status, replies.error(name, path, status, f"gate blocked this request: {message}"),
+            {"content-type": "application/json", "x-gate-blocked": "1"})
+        logger.warning("flow {} blocked ({}): {}", flow.id, status, message)
+        try:
+            self.audit.record_request(
+                upstream=name or "?", host=route.upstream.host if route else "?",
+                method=flow.request.method, path=_safe_path(path),
+                request_bytes=len(flow.request.raw_content or b""), verdict="blocked",
+                reason=message, status=status)
+        except Exception as exc:  # the request is blocked either way
+            logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
+
+    def _finish(self, row: int, flow: http.HTTPFlow, status: int | None, usage: Usage,
+                error: str | None) -> None:
+        t0 = flow.metadata.get("gate_t0", time.monotonic())
+        try:
+            self.audit.record_response(row, status=status,
+                                       latency_ms=(time.monotonic() - t0) * 1000,
+                                       usage=usage, error=error)
+        except Exception as exc:
+            logger.error("audit update failed for request {}: {}", row, type(exc).__name__)
+
+    def _health(self, flow: http.HTTPFlow) -> None:
+        body: dict[str, Any] = {"ok": True, "version": __version__,
+                                "data_dir": str(self.data_dir)}
+        flow.response = http.Response.make(200, json.dumps(body).encode(),
+                                           {"content-type": "application/json"})
+
+
+def _safe_path(path: str) -> str:
+    """The path as stored: a query's API key (Gemini's `?key=`) is never written down."""
+    base, sep, query = path.partition("?")
+    if not sep:
+        return path
+    parts = [p if not p.startswith(_SENSITIVE_QUERY) else p.split("=", 1)[0] + "=***"
+             for p in query.split("&")]
+    return base + "?" + "&".join(parts)

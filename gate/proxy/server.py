@@ -1,0 +1,167 @@
+"""Run mitmproxy in-process with gate's addon: in the foreground, or in a thread for `gate run`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from loguru import logger
+from mitmproxy import options
+from mitmproxy.tools.dump import DumpMaster
+
+from gate import dirs
+from gate.audit.store import AuditStore
+from gate.config import Config
+from gate.proxy.addon import GateAddon
+from gate.rules.layers import PolicyStore
+
+SERVER_FILE = "server.json"
+# Reverse mode needs a default upstream; gate routes every request itself, so this one is
+# never contacted (lazy connections open only to the upstream a request is routed to).
+_UNUSED_UPSTREAM = "reverse:http://127.0.0.1:9/"
+
+
+@dataclass(frozen=True, slots=True)
+class Listening:
+    host: str
+    port: int
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster:
+    opts = options.Options()
+    master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    opts.update(
+        listen_host=config.host,
+        listen_port=config.port,
+        mode=[_UNUSED_UPSTREAM],
+        connection_strategy="lazy",
+        confdir=str(dirs.private_dir(data_dir / "mitmproxy")),
+        # Requests are always read whole (they must be screened); never stream them.
+        stream_large_bodies=None,
+        ssl_insecure=False,
+    )
+    master.addons.add(addon)
+    return master
+
+
+async def serve(config: Config, data_dir: Path, *,
+                on_ready: Callable[[Listening], None] | None = None,
+                stop: asyncio.Event | None = None) -> None:
+    """Serve until `stop` is set (or the master shuts down); audit writes finish first."""
+    audit = AuditStore(data_dir / "audit.db")
+    policies = PolicyStore()
+    ready: list[Listening] = []
+
+    def _ready(host: str, port: int) -> None:
+        ready.append(Listening(host, port))
+        write_server_file(data_dir, ready[0])
+        if on_ready:
+            on_ready(ready[0])
+
+    master = build_master(config, data_dir, GateAddon(config, data_dir, policies, audit, _ready))
+    waiter = asyncio.ensure_future(stop.wait()) if stop else None
+    if waiter:
+        waiter.add_done_callback(lambda _: master.shutdown())
+    try:
+        await master.run()
+    finally:
+        if waiter:
+            waiter.cancel()
+        if ready:
+            clear_server_file(data_dir)
+        audit.close()
+        logger.info("gate stopped")
+
+
+def serve_forever(config: Config, data_dir: Path,
+                  on_ready: Callable[[Listening], None] | None = None) -> None:
+    """Foreground `gate serve`: SIGINT/SIGTERM stop it cleanly."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(config, data_dir, on_ready=on_ready, stop=stop)
+
+    asyncio.run(main())
+
+
+class BackgroundGate:
+    """A gate in a thread of this process, for `gate run` and tests."""
+
+    def __init__(self, config: Config, data_dir: Path):
+        self.config = config
+        self.data_dir = data_dir
+        self.listening: Listening | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._main, name="gate-proxy", daemon=True)
+
+    def start(self, timeout: float = 30.0) -> Listening:
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError("gate did not start listening in time")
+        if self._error is not None:
+            raise self._error
+        assert self.listening is not None
+        return self.listening
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout)
+
+    def _main(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+
+            def ready(listening: Listening) -> None:
+                self.listening = listening
+                self._ready.set()
+
+            await serve(self.config, self.data_dir, on_ready=ready, stop=self._stop)
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._ready.set()
+
+
+def write_server_file(data_dir: Path, listening: Listening) -> None:
+    info = {"schemaVersion": 1, "pid": os.getpid(), "host": listening.host,
+            "port": listening.port, "started": time.time()}
+    dirs.write_private(data_dir / SERVER_FILE, json.dumps(info).encode())
+
+
+def clear_server_file(data_dir: Path) -> None:
+    path = data_dir / SERVER_FILE
+    try:
+        if json.loads(path.read_text())["pid"] == os.getpid():
+            path.unlink()
+    except (OSError, ValueError, KeyError):
+        pass
+
+
+def read_server_file(data_dir: Path) -> Listening | None:
+    try:
+        info = json.loads((data_dir / SERVER_FILE).read_text())
+        return Listening(str(info["host"]), int(info["port"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,1 @@
+"""Rules: Claude Code permission syntax, loaded in layers, evaluated deny > ask > allow."""

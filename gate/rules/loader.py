@@ -1,0 +1,104 @@
+"""Load rule files (YAML) into rules; every error names file:line and what to write instead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from gate.errors import RuleError
+from gate.rules.model import Effect, Rule, parse
+
+SCHEMA_VERSION = 1
+_TOP_KEYS = frozenset({"schemaVersion", "description", *(e.value for e in Effect)})
+_ENTRY_KEYS = frozenset({"rule", "unless", "reason"})
+
+
+def load_file(path: Path, *, shown_as: str | None = None, root: str | None = None) -> list[Rule]:
+    """Rules of one file. A file that exists but holds no rule is an error, never 'allow'."""
+    name = shown_as or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleError(f"cannot read rule file: {exc}", where=name) from exc
+    rules = load_text(text, name, root=root)
+    if not rules:
+        raise RuleError(
+            "no rules in this file", where=name,
+            hint="add rules under deny:, ask: or allow:, or delete the file",
+        )
+    return rules
+
+
+def load_text(text: str, name: str, *, root: str | None = None) -> list[Rule]:
+    try:
+        doc = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}" if mark else name
+        raise RuleError(f"not valid YAML: {getattr(exc, 'problem', exc)}", where=where) from exc
+    if doc is None:
+        return []
+    if not isinstance(doc, yaml.MappingNode):
+        raise RuleError("expected a mapping with deny:, ask: or allow:", where=_at(name, doc))
+    rules: list[Rule] = []
+    for key_node, value in doc.value:
+        key = key_node.value
+        if key not in _TOP_KEYS:
+            raise RuleError(f"unknown key {key!r}", where=_at(name, key_node),
+                            hint="use deny:, ask:, allow:, schemaVersion: or description:")
+        if key == "schemaVersion":
+            if value.value != str(SCHEMA_VERSION):
+                raise RuleError(f"schemaVersion {value.value} is not supported (this gate reads"
+                                f" {SCHEMA_VERSION})", where=_at(name, value))
+        elif key in {e.value for e in Effect}:
+            rules.extend(_entries(Effect(key), value, name, root))
+    return rules
+
+
+def _entries(effect: Effect, node: yaml.Node, name: str, root: str | None) -> list[Rule]:
+    if isinstance(node, yaml.ScalarNode) and node.value in ("", "null", "~"):
+        return []
+    if not isinstance(node, yaml.SequenceNode):
+        raise RuleError(f"{effect.value}: must be a list of rules", where=_at(name, node),
+                        hint=f"{effect.value}:\n  - Read(./.env)")
+    return [_entry(effect, item, name, root) for item in node.value]
+
+
+def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None) -> Rule:
+    unless: tuple[str, ...] = ()
+    rule_node = node
+    if isinstance(node, yaml.MappingNode):
+        fields = {k.value: v for k, v in node.value}
+        extra = sorted(set(fields) - _ENTRY_KEYS)
+        if extra:
+            raise RuleError(f"unknown key {extra[0]!r} in a rule entry", where=_at(name, node),
+                            hint="a rule entry has rule:, and optionally unless: and reason:")
+        if "rule" not in fields:
+            raise RuleError("rule entry has no rule:", where=_at(name, node))
+        rule_node = fields["rule"]
+        if "unless" in fields:
+            unless = _unless(fields["unless"], name)
+    if not isinstance(rule_node, yaml.ScalarNode) or not rule_node.value.strip():
+        raise RuleError("a rule must be a string like Read(./.env)", where=_at(name, rule_node))
+    try:
+        tool, spec = parse(rule_node.value)
+    except ValueError as exc:
+        raise RuleError(str(exc), where=_at(name, rule_node)) from exc
+    if unless and tool not in ("Read", "Edit"):
+        raise RuleError("unless: applies to Read(...) and Edit(...) path rules only",
+                        where=_at(name, node))
+    return Rule(effect, tool, spec, name, rule_node.start_mark.line + 1, root, unless)
+
+
+def _unless(node: yaml.Node, name: str) -> tuple[str, ...]:
+    if not isinstance(node, yaml.SequenceNode) or not all(
+        isinstance(n, yaml.ScalarNode) and n.value.strip() for n in node.value
+    ):
+        raise RuleError("unless: must be a list of path patterns", where=_at(name, node),
+                        hint="unless: [./.env.example]")
+    return tuple(n.value.strip() for n in node.value)
+
+
+def _at(name: str, node: yaml.Node) -> str:
+    return f"{name}:{node.start_mark.line + 1}"

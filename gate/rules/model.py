@@ -1,0 +1,52 @@
+"""A rule: `Tool(specifier)` with its effect and the file:line it came from."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+_RULE = re.compile(r"^(?P<tool>[A-Za-z_][A-Za-z0-9_]*|mcp__[A-Za-z0-9_*-]+)(?:\((?P<spec>.*)\))?$", re.S)
+PATH_TOOLS = frozenset({"Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit"})
+
+
+class Effect(StrEnum):
+    DENY = "deny"
+    ASK = "ask"
+    ALLOW = "allow"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    effect: Effect
+    tool: str
+    specifier: str | None
+    source: str           # the file it came from, as shown to the user
+    line: int             # 1-based
+    root: str | None      # what `/pattern` is relative to: the rule file's root
+    unless: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return self.tool if self.specifier is None else f"{self.tool}({self.specifier})"
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
+
+def parse(text: str) -> tuple[str, str | None]:
+    """Split `Tool(specifier)`; raise ValueError saying what to write instead."""
+    m = _RULE.match(text.strip())
+    if not m:
+        raise ValueError(
+            f"{text!r} is not a rule: write Tool or Tool(specifier), e.g. Read(./.env)"
+            " or Bash(curl *)"
+        )
+    spec = m.group("spec")
+    if spec is not None and not spec.strip():
+        raise ValueError(f"{text!r} has an empty specifier: write {m.group('tool')} alone to"
+                         " match every use of the tool")
+    if spec is not None and "(" in spec and m.group("tool") in PATH_TOOLS and spec.count("(") != spec.count(")"):
+        raise ValueError(f"{text!r} has unbalanced parentheses")
+    return m.group("tool"), None if spec is None else spec.strip()

@@ -1,0 +1,53 @@
+"""Runs started by `gate run`: a run id in the base URL tells the gate the project root."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from gate import dirs
+
+SCHEMA_VERSION = 1
+_ID = re.compile(r"^[0-9a-f]{16}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: str
+    cwd: str
+    agent: str
+    pid: int
+    started: float
+
+
+def runs_dir(data_dir: Path) -> Path:
+    return data_dir / "runs"
+
+
+def register(data_dir: Path, cwd: str, agent: str) -> Run:
+    run = Run(secrets.token_hex(8), cwd, agent, os.getpid(), time.time())
+    payload = {"schemaVersion": SCHEMA_VERSION, **asdict(run)}
+    dirs.write_private(runs_dir(data_dir) / f"{run.id}.json", json.dumps(payload).encode())
+    return run
+
+
+def unregister(data_dir: Path, run: Run) -> None:
+    (runs_dir(data_dir) / f"{run.id}.json").unlink(missing_ok=True)
+
+
+def lookup(data_dir: Path, run_id: str) -> Run | None:
+    """The run with this id, or None when the id is malformed or unknown."""
+    if not _ID.match(run_id):
+        return None
+    try:
+        data = json.loads((runs_dir(data_dir) / f"{run_id}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("schemaVersion") != SCHEMA_VERSION:
+        return None
+    return Run(data["id"], data["cwd"], data["agent"], int(data["pid"]), float(data["started"]))

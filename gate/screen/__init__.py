@@ -1,0 +1,1 @@
+"""Screening: what in an outbound body is withheld or redacted, and the placeholders used."""

@@ -1,0 +1,18 @@
+"""Placeholders that say what happened, so the model does not loop re-reading a file.
+
+They are a pure function of their inputs: the same request always gives the same bytes,
+so every turn's resent history stays byte-identical and prompt caches keep working.
+"""
+
+from __future__ import annotations
+
+from gate.agents.actions import Action
+from gate.rules.model import Rule
+
+
+def withheld(action: Action, rule: Rule) -> str:
+    return (
+        f"[gate: content withheld. {action.describe()} is denied by rule {rule.text}"
+        f" ({rule.where}). The content was not sent to the model provider; do not retry"
+        " this or read the file another way. Ask the user if you need it.]"
+    )

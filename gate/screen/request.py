@@ -1,0 +1,103 @@
+"""Screen one outbound request body: walk it, decide each tool call, withhold in place."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from loguru import logger
+
+from gate.agents import claude_code
+from gate.providers import anthropic
+from gate.providers.segments import Role, Walk, strings
+from gate.rules.layers import PolicyStore
+from gate.rules.model import Effect
+from gate.screen import placeholder
+
+
+class Blocked(Exception):
+    """The request must not leave; the message tells the user why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    path: str                 # the upstream path, query included
+    body: bytes               # decoded (no content-encoding)
+    agent: str | None         # from the run, or guessed from headers
+    project_root: str | None  # from the run, if any
+
+
+@dataclass(frozen=True, slots=True)
+class Withheld:
+    call_id: str
+    tool: str
+    target: str | None
+    rule: str
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    body: bytes | None        # None: forward the original bytes untouched
+    format: str | None
+    model: str | None
+    project_root: str | None
+    withheld: tuple[Withheld, ...] = ()
+    segments: int = 0
+
+
+def screen(req: Outbound, policies: PolicyStore) -> Verdict:
+    """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
+    if not req.body.strip():
+        return Verdict(None, None, None, req.project_root)
+    try:
+        body = json.loads(req.body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        # Fail closed: a body gate cannot parse is a body gate cannot screen.
+        raise Blocked(f"gate cannot screen this request: the body is not JSON ({exc})") from exc
+    if anthropic.matches(req.path):
+        if not isinstance(body, dict):
+            raise Blocked("gate cannot screen this request: a Messages body must be an object")
+        return _screen_anthropic(req, body, policies)
+    # Not a format gate knows yet: every string is walked (and counted) so later screening
+    # sees it; nothing is paired, so nothing is withheld by tool rules.
+    n = sum(1 for _ in strings(body, ()))
+    return Verdict(None, None, None, req.project_root, segments=n)
+
+
+def _screen_anthropic(req: Outbound, body: dict[str, Any], policies: PolicyStore) -> Verdict:
+    walk = anthropic.walk(body)
+    root = req.project_root or _root_from_prompt(walk)
+    policy = policies.policy_for(root)
+    withheld: list[Withheld] = []
+    for call in walk.calls:
+        if call.result is None:
+            continue
+        action = claude_code.action(call.name, call.input, root)
+        decision = policy.decide(action, root)
+        # Until asking a person exists, an ask rule withholds like a deny (fail closed).
+        if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
+            continue
+        anthropic.withhold_result(body, call.result, placeholder.withheld(action, decision.rule))
+        withheld.append(Withheld(call.id, call.name, action.target, decision.rule.text,
+                                 decision.rule.where))
+        logger.info("withheld {} result: rule {} ({})", call.name, decision.rule.text,
+                    decision.rule.where)
+    out = None
+    if withheld:
+        out = dump(body)
+    return Verdict(out, walk.format, walk.model, root, tuple(withheld), len(walk.segments))
+
+
+def _root_from_prompt(walk: Walk) -> str | None:
+    first_user = next(walk.texts(Role.USER_TEXT), "")
+    return claude_code.project_root([*walk.texts(Role.SYSTEM), first_user])
+
+
+def dump(body: Any) -> bytes:
+    """Serialize a rewritten body compactly, as the SDKs and agents send it."""
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:  # a lone surrogate that arrived \u-escaped stays escaped
+        return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode()
