@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -23,12 +24,19 @@ class Seen:
 
 @dataclass
 class FakeProvider:
-    """Start with .start(); every request lands in .seen. Knobs: sse_delay, fail_status."""
+    """Start with .start(); every request lands in .seen. Knobs: sse_delay, fail_status, script.
+
+    `script`, when set, is called with (path, request body) for each /v1/messages request and
+    returns the assistant content blocks to reply with (text and tool_use blocks), or None
+    for the default reply. A reply holding a tool_use ends with stop_reason "tool_use".
+    """
 
     sse_delay: float = 0.0
     fail_status: int | None = None
     seen: list[Seen] = field(default_factory=list)
+    streams_finished: list[float] = field(default_factory=list)  # monotonic time of each end
     reply_text: str = "Hello from the fake provider."
+    script: Callable[[str, dict[str, Any]], list[dict[str, Any]] | None] | None = None
 
     def start(self) -> FakeProvider:
         provider = self
@@ -51,13 +59,16 @@ class FakeProvider:
                     self._json(provider.fail_status, {"type": "error", "error": {
                         "type": "overloaded_error", "message": "Overloaded (fake)"}})
                     return
-                req = json.loads(body) if body else {}
+                try:  # compressed or malformed bodies are recorded, then answered generically
+                    req = json.loads(body) if body else {}
+                except ValueError:
+                    req = {}
                 if self.path.split("?")[0].endswith("/count_tokens"):
                     self._json(200, {"input_tokens": len(body) // 4})
                 elif req.get("stream"):
                     self._sse(req)
                 else:
-                    self._json(200, provider.message(req))
+                    self._json(200, provider.message(req, self.path))
 
             def _record(self, body: bytes) -> None:
                 provider.seen.append(Seen(self.command, self.path,
@@ -77,11 +88,12 @@ class FakeProvider:
                 self.send_header("cache-control", "no-cache")
                 self.send_header("connection", "close")
                 self.end_headers()
-                for name, data in provider.events(req):
+                for name, data in provider.events(req, self.path):
                     self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
                     self.wfile.flush()
                     if provider.sse_delay:
                         time.sleep(provider.sse_delay)
+                provider.streams_finished.append(time.monotonic())
                 self.close_connection = True
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -97,36 +109,56 @@ class FakeProvider:
         self.server.shutdown()
         self.server.server_close()
 
-    def message(self, req: dict[str, Any]) -> dict[str, Any]:
+    def content(self, req: dict[str, Any], path: str = "") -> list[dict[str, Any]]:
+        blocks = self.script(path, req) if self.script else None
+        return blocks if blocks is not None else [{"type": "text", "text": self.reply_text}]
+
+    def message(self, req: dict[str, Any], path: str = "") -> dict[str, Any]:
+        content = self.content(req, path)
+        tool = any(b.get("type") == "tool_use" for b in content)
         return {
             "id": "msg_fake", "type": "message", "role": "assistant",
             "model": req.get("model", "claude-fake"),
-            "content": [{"type": "text", "text": self.reply_text}],
-            "stop_reason": "end_turn", "stop_sequence": None,
+            "content": content,
+            "stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": 21, "output_tokens": 7,
                       "cache_read_input_tokens": 3, "cache_creation_input_tokens": 0},
         }
 
-    def events(self, req: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        msg = self.message(req)
+    def events(self, req: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, Any]]]:
+        msg = self.message(req, path)
         start = {**msg, "content": [], "stop_reason": None,
                  "usage": {**msg["usage"], "output_tokens": 1}}
-        words = self.reply_text.split(" ")
         out: list[tuple[str, dict[str, Any]]] = [
             ("message_start", {"type": "message_start", "message": start}),
             ("ping", {"type": "ping"}),
-            ("content_block_start", {"type": "content_block_start", "index": 0,
-                                     "content_block": {"type": "text", "text": ""}}),
         ]
-        for i, w in enumerate(words):
-            text = w if i == 0 else " " + w
-            out.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                "delta": {"type": "text_delta", "text": text}}))
+        for index, block in enumerate(msg["content"]):
+            out += _block_events(index, block)
         out += [
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
             ("message_delta", {"type": "message_delta",
-                               "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                               "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
                                "usage": {"output_tokens": 7}}),
             ("message_stop", {"type": "message_stop"}),
         ]
         return out
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE events that stream one content block: start, deltas, stop."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    if block.get("type") == "tool_use":
+        out.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                            "content_block": {**block, "input": {}}}))
+        out.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                            "delta": {"type": "input_json_delta",
+                                                      "partial_json": json.dumps(block["input"])}}))
+    else:
+        out.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                            "content_block": {"type": "text", "text": ""}}))
+        for i, w in enumerate(str(block.get("text", "")).split(" ")):
+            text = w if i == 0 else " " + w
+            out.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                "delta": {"type": "text_delta", "text": text}}))
+    out.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return out

@@ -73,6 +73,7 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, .
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log", stderr=False)
     config = load_config(upstreams=upstreams)
+    PolicyStore().policy_for(os.getcwd())  # a malformed rule file stops us before the agent
     base, started = _find_or_start(config, data, bool(upstreams))
     run = runs.register(data, os.getcwd(), spec.name)
     env = {**os.environ, **spec.env(f"{base}/_run/{run.id}")}
@@ -108,7 +109,6 @@ def _find_or_start(config: Config, data: Path, must_start: bool) -> tuple[str, o
     running = read_server_file(data)
     if running and not must_start and _healthy(running.base_url, data):
         return running.base_url, None
-    PolicyStore()  # a malformed rule file stops the run before the agent starts
     try:
         gate = BackgroundGate(config, data)
         listening = gate.start()

@@ -17,6 +17,7 @@ from gate.agents import registry
 from gate.audit.store import AuditStore, Usage
 from gate.audit.usage import UsageTap
 from gate.config import Config
+from gate.errors import GateError
 from gate.proxy import replies, routing
 from gate.rules.layers import PolicyStore
 from gate.screen.request import Blocked, Outbound, Verdict, screen
@@ -50,6 +51,8 @@ class GateAddon:
             self._request(flow)
         except Blocked as exc:
             self._block(flow, 403, str(exc))
+        except GateError as exc:  # e.g. a project rule file that became malformed
+            self._block(flow, 403, exc.diagnostics())
         except Exception as exc:
             logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
             self._block(flow, 500, f"gate could not screen this request ({type(exc).__name__});"

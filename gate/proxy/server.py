@@ -70,9 +70,14 @@ async def serve(config: Config, data_dir: Path, *,
             on_ready(ready[0])
 
     master = build_master(config, data_dir, GateAddon(config, data_dir, policies, audit, _ready))
-    waiter = asyncio.ensure_future(stop.wait()) if stop else None
-    if waiter:
-        waiter.add_done_callback(lambda _: master.shutdown())
+    async def stop_when_asked() -> None:
+        assert stop is not None
+        await stop.wait()
+        # Close the listeners first, so no new request starts while the master winds down.
+        await master.addons.get("proxyserver").servers.update([])
+        master.shutdown()
+
+    waiter = asyncio.ensure_future(stop_when_asked()) if stop else None
     try:
         await master.run()
     finally:

@@ -1,0 +1,71 @@
+"""`gate env`, `gate paths`, `gate log`, `gate show`, and config errors, via the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anthropic
+from click.testing import CliRunner
+
+from gate.cli import cli
+from gate.proxy.server import Listening
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_env_prints_exports_for_the_running_gate(gate: Listening) -> None:
+    code, out, _ = invoke("env", "--agent", "claude-code")
+    assert code == 0
+    assert out.strip() == f"export ANTHROPIC_BASE_URL={gate.base_url}/anthropic"
+    code, out, _ = invoke("env")
+    assert f"export OPENAI_BASE_URL={gate.base_url}/openai/v1" in out
+
+
+def test_env_without_a_running_gate_uses_the_configured_port() -> None:
+    code, out, _ = invoke("env", "--agent", "claude-code")
+    assert out.strip() == "export ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic"
+
+
+def test_paths_json_is_one_object(gate_dirs: dict[str, Path]) -> None:
+    code, out, _ = invoke("paths", "--json")
+    info = json.loads(out)
+    assert code == 0
+    assert info["config_dir"] == str(gate_dirs["config"])
+    assert info["data_dir"] == str(gate_dirs["data"])
+    assert info["audit_db"].endswith("audit.db")
+
+
+def test_log_and_show(client: anthropic.Anthropic) -> None:
+    client.messages.create(model="claude-log", max_tokens=8,
+                           messages=[{"role": "user", "content": "remember me"}])
+    code, out, _ = invoke("log", "--json")
+    rows = json.loads(out)["requests"]
+    assert code == 0 and rows[0]["model"] == "claude-log" and "body" not in rows[0]
+    code, out, _ = invoke("log")
+    assert "claude-log" in out and "forwarded" in out
+    code, out, _ = invoke("show", str(rows[0]["id"]), "--json")
+    assert json.loads(json.loads(out)["request"]["body"])["messages"][0]["content"] == "remember me"
+    code, out, _ = invoke("show", str(rows[0]["id"]))
+    assert "--- body sent ---" in out and "remember me" in out
+    code, _, err = invoke("show", "999")
+    assert code == 1 and "no request 999" in err
+
+
+def test_bad_config_names_the_file_and_field(gate_dirs: dict[str, Path]) -> None:
+    gate_dirs["config"].mkdir()
+    (gate_dirs["config"] / "config.yaml").write_text("prot: 9000\n")
+    code, _, err = invoke("env")
+    assert code == 1
+    assert "config.yaml: prot: unknown key 'prot'" in err and "known keys" in err
+    (gate_dirs["config"] / "config.yaml").write_text("upstreams:\n  work: ftp://x\n")
+    code, _, err = invoke("env")
+    assert code == 1 and "upstreams.work" in err and "not an http(s) URL" in err
+
+
+def test_bad_upstream_option_is_an_error() -> None:
+    code, _, err = invoke("serve", "--upstream", "nonsense")
+    assert code == 1 and "expected NAME=URL" in err

@@ -1,0 +1,65 @@
+"""Shared fixtures: isolated gate dirs, a fake provider, a real gate listener, SDK clients."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import anthropic
+import pytest
+
+from fake_provider import FakeProvider
+from gate.config import Config, parse_upstream
+from gate.proxy.server import BackgroundGate, Listening
+
+
+@pytest.fixture(autouse=True)
+def gate_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Every test gets its own config/data dirs, home and managed-rules path."""
+    paths = {
+        "config": tmp_path / "config",
+        "data": tmp_path / "data",
+        "home": tmp_path / "home",
+        "project": tmp_path / "project",
+    }
+    for p in (paths["home"], paths["project"]):
+        p.mkdir()
+    monkeypatch.setenv("GATE_CONFIG_DIR", str(paths["config"]))
+    monkeypatch.setenv("GATE_DATA_DIR", str(paths["data"]))
+    monkeypatch.setenv("GATE_MANAGED_RULES", str(tmp_path / "managed-rules.yaml"))
+    monkeypatch.setenv("HOME", str(paths["home"]))
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    return paths
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeProvider]:
+    fake = FakeProvider().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
+    """A real gate listener on 127.0.0.1 whose anthropic upstream is the fake provider."""
+    config = replace(Config(), port=0).with_upstreams(
+        {"anthropic": parse_upstream("anthropic", provider.url)})
+    server = BackgroundGate(config, gate_dirs["data"])
+    listening = server.start()
+    yield listening
+    server.stop()
+
+
+@pytest.fixture
+def client(gate: Listening) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(base_url=f"{gate.base_url}/anthropic",
+                             api_key="sk-ant-test-" + os.urandom(4).hex(), max_retries=0) as c:
+        yield c
+
+
+def fake_secret(prefix: str = "") -> str:
+    """A value that looks like a credential, made at run time (never a real secret)."""
+    return prefix + os.urandom(12).hex()

@@ -1,0 +1,144 @@
+"""The anthropic SDK through a real gate listener to the fake provider."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import anthropic
+import httpx2 as httpx
+import pytest
+
+from conftest import fake_secret
+from fake_provider import FakeProvider
+from gate.audit.store import AuditStore
+from gate.proxy.server import Listening
+from messages import conversation, tool_turn
+
+
+def test_non_streaming_message(client: anthropic.Anthropic, provider: FakeProvider) -> None:
+    msg = client.messages.create(model="claude-test", max_tokens=16,
+                                 messages=[{"role": "user", "content": "hi"}])
+    assert msg.content[0].type == "text" and msg.content[0].text == provider.reply_text
+    assert msg.usage.input_tokens == 21
+    seen = provider.seen[-1]
+    assert seen.path == "/v1/messages"
+    assert seen.headers["anthropic-version"] == client._custom_headers.get("anthropic-version", seen.headers["anthropic-version"])
+    assert seen.headers["host"] == provider.url.removeprefix("http://")
+
+
+def test_streaming_message(client: anthropic.Anthropic, provider: FakeProvider,
+                           gate_dirs: dict[str, Path]) -> None:
+    with client.messages.stream(model="claude-test", max_tokens=16,
+                                messages=[{"role": "user", "content": "hi"}]) as stream:
+        text = "".join(stream.text_stream)
+    assert text == provider.reply_text
+    row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
+    assert (row["status"], row["input_tokens"], row["output_tokens"]) == (200, 21, 7)
+    assert row["cache_read_tokens"] == 3
+
+
+def test_count_tokens(client: anthropic.Anthropic, provider: FakeProvider) -> None:
+    count = client.messages.count_tokens(model="claude-test",
+                                         messages=[{"role": "user", "content": "hi"}])
+    assert count.input_tokens > 0
+    assert provider.seen[-1].path == "/v1/messages/count_tokens"
+
+
+def test_unchanged_request_is_forwarded_as_the_original_bytes(
+        gate: Listening, provider: FakeProvider) -> None:
+    # Odd spacing and key order that a re-serialisation would lose.
+    raw = b'{ "model" : "claude-test",\n  "max_tokens": 8, "messages": [{"role":"user","content":"caf\\u00e9"}] }'
+    resp = httpx.post(f"{gate.base_url}/anthropic/v1/messages?beta=true", content=raw,
+                      headers={"content-type": "application/json", "x-api-key": "sk-ant-x",
+                               "anthropic-beta": "foo-2025-01-01,bar-2025-02-02",
+                               "anthropic-version": "2023-06-01", "x-custom": "kept"})
+    assert resp.status_code == 200
+    seen = provider.seen[-1]
+    assert seen.body == raw
+    assert seen.path == "/v1/messages?beta=true"
+    assert seen.headers["anthropic-beta"] == "foo-2025-01-01,bar-2025-02-02"
+    assert seen.headers["x-custom"] == "kept"
+
+
+def test_read_of_env_is_withheld_in_place(client: anthropic.Anthropic, provider: FakeProvider,
+                                          gate_dirs: dict[str, Path]) -> None:
+    project = str(gate_dirs["project"])
+    secret = fake_secret("tok_")
+    body = conversation(
+        project,
+        tool_turn("toolu_01", "Read", {"file_path": f"{project}/src/app.py"}, "print('ok')"),
+        tool_turn("toolu_02", "Read", {"file_path": f"{project}/.env"},
+                  f"     1\tAPI_TOKEN={secret}\n", cache_control={"type": "ephemeral"}),
+    )
+    body["messages"].append({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "the user wants config", "signature": "c2ln"},
+        {"type": "text", "text": "I read the files."}]})
+    body["messages"].append({"role": "user", "content": "thanks"})
+    client.messages.create(**body)
+    sent = provider.seen[-1].json()
+    result = sent["messages"][4]["content"][0]
+    assert secret not in provider.seen[-1].body.decode()
+    assert result["tool_use_id"] == "toolu_02"
+    assert result["cache_control"] == {"type": "ephemeral"}
+    assert "Read(./.env)" in result["content"] and "rules/default.yaml:" in result["content"]
+    # Everything else arrives exactly as the client sent it.
+    expected = json.loads(json.dumps(body))
+    expected["messages"][4]["content"][0]["content"] = result["content"]
+    assert sent == expected
+
+    # The same request again gives byte-identical output (prompt caches keep working).
+    first = provider.seen[-1].body
+    client.messages.create(**body)
+    assert provider.seen[-1].body == first
+
+    rows = list(AuditStore(gate_dirs["data"] / "audit.db").rows(5))
+    assert rows[0]["verdict"] == "modified"
+    assert rows[0]["withheld"][0]["rule"] == "Read(./.env)"
+    assert rows[0]["withheld"][0]["target"] == f"{project}/.env"
+    assert rows[0]["body"].encode() == first  # the audit holds exactly what was sent
+    assert rows[0]["project_root"] == project
+
+
+def test_audit_is_owner_only_and_holds_no_auth_header(
+        client: anthropic.Anthropic, gate_dirs: dict[str, Path]) -> None:
+    client.messages.create(model="claude-test", max_tokens=8,
+                           messages=[{"role": "user", "content": "hi"}])
+    data = gate_dirs["data"]
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    for name in os.listdir(data):
+        path = data / name
+        if path.is_file():
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, name
+    blob = b"".join((data / n).read_bytes() for n in os.listdir(data) if (data / n).is_file())
+    assert client.api_key.encode() not in blob
+
+
+def test_unknown_prefix_gets_a_clear_404(gate: Listening, provider: FakeProvider) -> None:
+    resp = httpx.post(f"{gate.base_url}/nope/v1/messages", json={})
+    assert resp.status_code == 404
+    assert "no upstream for '/nope/v1/messages'" in resp.json()["error"]["message"]
+    assert "/anthropic" in resp.json()["error"]["message"]
+    assert provider.seen == []
+
+
+def test_unknown_run_id_is_blocked(gate: Listening, provider: FakeProvider) -> None:
+    resp = httpx.post(f"{gate.base_url}/_run/0123456789abcdef/anthropic/v1/messages",
+                      json={"model": "m", "messages": []})
+    assert resp.status_code == 403
+    assert resp.json()["error"]["type"] == "gate_error"
+    assert "does not know run" in resp.json()["error"]["message"]
+    assert provider.seen == []
+
+
+def test_upstream_error_bodies_pass_through_verbatim(client: anthropic.Anthropic,
+                                                     provider: FakeProvider) -> None:
+    provider.fail_status = 529
+    with pytest.raises(anthropic.APIStatusError) as info:
+        client.messages.create(model="claude-test", max_tokens=8,
+                               messages=[{"role": "user", "content": "hi"}])
+    assert info.value.status_code == 529
+    assert info.value.body == {"type": "error", "error": {"type": "overloaded_error",
+                                                          "message": "Overloaded (fake)"}}

@@ -1,0 +1,101 @@
+"""Fail closed: whatever goes wrong while screening, nothing is forwarded."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+import zlib
+from pathlib import Path
+
+import brotli
+import httpx2 as httpx
+import pytest
+import zstandard
+
+from conftest import fake_secret
+from fake_provider import FakeProvider
+from gate.audit.store import AuditStore
+from gate.proxy.server import Listening
+from messages import conversation, tool_turn
+
+URL = "/anthropic/v1/messages"
+
+
+def _post(gate: Listening, content: bytes, **headers: str) -> httpx.Response:
+    return httpx.post(f"{gate.base_url}{URL}", content=content,
+                      headers={"content-type": "application/json", "x-api-key": "k", **headers})
+
+
+def _blocked(resp: httpx.Response, provider: FakeProvider, status: int, words: str) -> None:
+    assert resp.status_code == status
+    err = resp.json()
+    assert err["type"] == "error" and err["error"]["type"] == "gate_error"
+    assert words in err["error"]["message"]
+    assert provider.seen == []  # nothing left the machine
+
+
+def test_a_crash_in_screening_blocks_the_request(gate: Listening, provider: FakeProvider,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 gate_dirs: dict[str, Path]) -> None:
+    def crash(*_args: object) -> None:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr("gate.proxy.addon.screen", crash)
+    resp = _post(gate, json.dumps({"model": "m", "messages": []}).encode())
+    _blocked(resp, provider, 500, "could not screen this request (RuntimeError)")
+    row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
+    assert row["verdict"] == "blocked" and row["body"] is None
+
+
+def test_a_failed_audit_write_blocks_the_request(gate: Listening, provider: FakeProvider,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*_args: object, **_kw: object) -> int:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(AuditStore, "record_request", full)
+    resp = _post(gate, json.dumps({"model": "m", "messages": []}).encode())
+    _blocked(resp, provider, 500, "OperationalError")
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"\xff\xfe", b"[1, 2]"])
+def test_unparseable_bodies_are_blocked(gate: Listening, provider: FakeProvider,
+                                        body: bytes) -> None:
+    resp = _post(gate, body)
+    _blocked(resp, provider, 403, "cannot screen this request")
+
+
+def test_an_unknown_content_encoding_is_blocked(gate: Listening, provider: FakeProvider) -> None:
+    resp = _post(gate, b"\x00\x01garbage", **{"content-encoding": "x-custom"})
+    _blocked(resp, provider, 403, "cannot decode this request body")
+
+
+def test_a_corrupt_gzip_body_is_blocked(gate: Listening, provider: FakeProvider) -> None:
+    resp = _post(gate, b"\x1f\x8b not really gzip", **{"content-encoding": "gzip"})
+    _blocked(resp, provider, 403, "cannot decode")
+
+
+CODECS = {
+    "gzip": (gzip.compress, gzip.decompress),
+    "deflate": (zlib.compress, zlib.decompress),
+    "br": (brotli.compress, brotli.decompress),
+    "zstd": (lambda b: zstandard.ZstdCompressor().compress(b),
+             lambda b: zstandard.ZstdDecompressor().decompress(b)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CODECS))
+def test_encoded_bodies_are_decoded_screened_and_reencoded(
+        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], name: str) -> None:
+    encode, decode = CODECS[name]
+    project = str(gate_dirs["project"])
+    secret = fake_secret()
+    body = conversation(project, tool_turn("toolu_9", "Read", {"file_path": f"{project}/.env"},
+                                           f"DB_PASSWORD={secret}"))
+    resp = _post(gate, encode(json.dumps(body).encode()), **{"content-encoding": name})
+    assert resp.status_code == 200
+    seen = provider.seen[-1]
+    assert seen.headers["content-encoding"] == name
+    sent = json.loads(decode(seen.body))
+    assert "withheld" in sent["messages"][2]["content"][0]["content"]
+    assert secret.encode() not in decode(seen.body)

@@ -1,0 +1,71 @@
+"""Rule files: bad input names file:line and what to write instead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.errors import RuleError
+from gate.rules.layers import PolicyStore
+from gate.rules.loader import load_file, load_text
+from gate.rules.model import Effect
+
+
+def test_rules_carry_file_and_line() -> None:
+    rules = load_text("# team rules\ndeny:\n  - Read(./.env)\n  - rule: Read(.env.*)\n"
+                      "    unless: [.env.example]\nask:\n  - Bash(curl *)\n", "team.yaml")
+    assert [(r.effect, r.text, r.where) for r in rules] == [
+        (Effect.DENY, "Read(./.env)", "team.yaml:3"),
+        (Effect.DENY, "Read(.env.*)", "team.yaml:4"),
+        (Effect.ASK, "Bash(curl *)", "team.yaml:7"),
+    ]
+    assert rules[1].unless == (".env.example",)
+
+
+@pytest.mark.parametrize(("text", "where", "words"), [
+    ("deny:\n  - Read(./.env\n", "t.yaml:2", "not a rule"),
+    ("deny:\n  - Read()\n", "t.yaml:2", "empty specifier"),
+    ("deny: Read(./.env)\n", "t.yaml:1", "must be a list"),
+    ("denny:\n  - Read(./.env)\n", "t.yaml:1", "unknown key 'denny'"),
+    ("deny:\n  - rule: Read(x)\n    unles: [y]\n", "t.yaml:2", "unknown key 'unles'"),
+    ("deny:\n  - unless: [y]\n", "t.yaml:2", "no rule"),
+    ("deny:\n  - [Read(x)\n", "t.yaml:3", "not valid YAML"),
+    ("schemaVersion: 9\ndeny:\n  - Read(x)\n", "t.yaml:1", "schemaVersion 9"),
+    ("deny:\n  - rule: Bash(ls)\n    unless: [x]\n", "t.yaml:2", "unless: applies"),
+])
+def test_bad_rule_files_name_the_line(text: str, where: str, words: str) -> None:
+    with pytest.raises(RuleError) as info:
+        load_text(text, "t.yaml")
+    assert info.value.where == where
+    assert words in info.value.message
+
+
+def test_an_empty_rule_file_is_an_error_not_allow(tmp_path: Path) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text("# nothing yet\n")
+    with pytest.raises(RuleError, match="no rules"):
+        load_file(path)
+
+
+def test_a_malformed_user_rule_file_stops_gate(gate_dirs: dict[str, Path]) -> None:
+    gate_dirs["config"].mkdir()
+    (gate_dirs["config"] / "rules.yaml").write_text("deny:\n  - Read(./.env\n")
+    with pytest.raises(RuleError) as info:
+        PolicyStore()
+    assert info.value.where is not None and info.value.where.endswith("rules.yaml:2")
+
+
+def test_project_rules_apply_and_reload_when_changed(gate_dirs: dict[str, Path]) -> None:
+    root = gate_dirs["project"]
+    (root / ".gate").mkdir()
+    team = root / ".gate" / "rules.yaml"
+    team.write_text("deny:\n  - Read(./config/prod.json)\n")
+    store = PolicyStore()
+    texts = [r.text for r in store.policy_for(str(root)).rules]
+    assert "Read(./config/prod.json)" in texts
+    team.write_text("deny:\n  - Read(./config/staging.json)\n")
+    import os
+    os.utime(team, (1, 1))  # a different mtime, whatever the clock's resolution
+    texts = [r.text for r in store.policy_for(str(root)).rules]
+    assert "Read(./config/staging.json)" in texts and "Read(./config/prod.json)" not in texts
