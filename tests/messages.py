@@ -7,7 +7,8 @@ from typing import Any
 
 def system(cwd: str) -> list[dict[str, Any]]:
     return [
-        {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.197; cc_entrypoint=cli;"},
+        {"type": "text",
+         "text": "x-anthropic-billing-header: cc_version=2.1.197; cc_entrypoint=cli;"},
         {"type": "text", "text": "You are Claude Code.\n# Environment\nYou have been invoked in"
          f" the following environment: \n - Primary working directory: {cwd}\n - Platform: linux",
          "cache_control": {"type": "ephemeral"}},
@@ -25,7 +26,8 @@ def tool_turn(call_id: str, name: str, tool_input: dict[str, Any], result: Any,
     ]
 
 
-def conversation(cwd: str, *turns: list[dict[str, Any]], model: str = "claude-test") -> dict[str, Any]:
+def conversation(cwd: str, *turns: list[dict[str, Any]],
+                 model: str = "claude-test") -> dict[str, Any]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "help me with this project"}]
     for t in turns:
         messages += t

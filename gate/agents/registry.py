@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from gate.agents import claude_code
 
@@ -51,6 +52,7 @@ def get(name: str) -> Agent:
 def detect(argv: list[str]) -> Agent:
     """The agent a command runs, from its executable's name; `generic` when unknown."""
     exe = os.path.basename(argv[0]) if argv else ""
+    exe = exe.removesuffix(".exe").removesuffix(".cmd")
     for agent in AGENTS.values():
         if exe in agent.commands:
             return agent
@@ -63,3 +65,31 @@ def from_user_agent(user_agent: str) -> str | None:
         if any(ua.startswith(prefix) for prefix in agent.user_agents):
             return agent.name
     return None
+
+
+_MARK = "http://gate.invalid"
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def inherited_upstreams(agent: Agent, environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Base URLs the user already set for this agent: NAME → (variable, upstream URL).
+
+    `gate run` must not silently move a user from their own gateway to the public API, so
+    a base URL set in the environment becomes the upstream gate forwards to. URLs that
+    already point at a gate on loopback are left alone.
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for var, ours in agent.env(_MARK).items():
+        current = environ.get(var, "").strip().rstrip("/")
+        if not current:
+            continue
+        name, _, suffix = ours.removeprefix(_MARK + "/").partition("/")
+        parts = urlsplit(current)
+        if parts.hostname in _LOOPBACK and parts.path.startswith((f"/{name}", "/_run/")):
+            continue
+        suffix = "/" + suffix if suffix else ""
+        if suffix and not current.endswith(suffix):
+            raise ValueError(f"{var}={current} does not end in {suffix}: gate cannot forward"
+                             f" to it; fix it or pass --upstream {name}=URL")
+        out[name] = (var, current.removesuffix(suffix) if suffix else current)
+    return out

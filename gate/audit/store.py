@@ -7,11 +7,12 @@ import os
 import sqlite3
 import threading
 import time
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import zstandard
 
 from gate import dirs
 
@@ -33,7 +34,7 @@ MIGRATIONS = (
         verdict TEXT NOT NULL,          -- forwarded | modified | blocked
         withheld TEXT NOT NULL,         -- JSON list: tool, target, rule, where (never content)
         reason TEXT,                    -- why it was blocked
-        body BLOB,                      -- zlib of the exact body sent (decoded)
+        body BLOB,                      -- zstd of the exact body sent (decoded)
         content_encoding TEXT,
         status INTEGER,
         latency_ms REAL,
@@ -86,7 +87,9 @@ class AuditStore:
     def record_request(self, **fields: Any) -> int:
         """Insert one request row; raises if it cannot be written (the caller blocks)."""
         body = fields.pop("body", None)
-        fields["body"] = zlib.compress(body, 6) if body is not None else None
+        # zstd level 3: ~7 ms for 2 MB against ~60 ms for zlib level 6, on the send path.
+        if body is not None:
+            fields["body"] = zstandard.ZstdCompressor(level=3).compress(body)
         fields["withheld"] = json.dumps(fields.get("withheld") or [])
         fields.setdefault("ts", time.time())
         cols = ", ".join(fields)
@@ -128,7 +131,8 @@ def _public(row: sqlite3.Row) -> dict[str, Any]:
     out = dict(row)
     out["withheld"] = json.loads(out["withheld"])
     blob = out.pop("body")
-    out["body"] = zlib.decompress(blob).decode("utf-8", "replace") if blob is not None else None
+    out["body"] = (zstandard.ZstdDecompressor().decompress(blob).decode("utf-8", "replace")
+                   if blob is not None else None)
     return out
 
 
@@ -140,5 +144,6 @@ def _migrate(db: sqlite3.Connection) -> None:
         raise sqlite3.DatabaseError(
             f"audit.db schema {current} is newer than this gate ({len(MIGRATIONS)}): upgrade gate")
     for version in range(current + 1, len(MIGRATIONS) + 1):
-        db.executescript("BEGIN;" + MIGRATIONS[version - 1]
-                         + f"; INSERT INTO schema_version VALUES ({version}); COMMIT;")
+        script = MIGRATIONS[version - 1]  # our own constant SQL, never user input
+        db.executescript(f"BEGIN; {script}; INSERT INTO schema_version VALUES ({version});"  # noqa: S608
+                         " COMMIT;")

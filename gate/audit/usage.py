@@ -52,7 +52,7 @@ class UsageTap:
         elif self._json and not self.overflow:
             raw = bytes(self._json)
             self._take(decode(raw) if decode else raw)
-        return Usage(**self._fields)  # type: ignore[arg-type]
+        return Usage(**self._fields)
 
     def _take(self, data: bytes) -> None:
         try:

@@ -24,7 +24,7 @@ def load_config(host: str | None = None, port: int | None = None,
             raise ConfigError(str(exc), where="--upstream") from exc
         extra[up.name] = up
     cfg = cfg.with_upstreams(extra)
-    from dataclasses import replace  # noqa: PLC0415
+    from dataclasses import replace
 
     return replace(cfg, host=host or cfg.host, port=cfg.port if port is None else port)
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +20,9 @@ from gate.cli.common import load_config
 from gate.config import Config
 from gate.errors import GateError
 from gate.rules.layers import PolicyStore
+
+if TYPE_CHECKING:
+    from gate.proxy.server import BackgroundGate
 
 upstream_option = click.option(
     "--upstream", "upstreams", multiple=True, metavar="NAME=URL",
@@ -35,7 +39,7 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...]) ->
     Agents point their provider base URL at http://HOST:PORT/NAME, e.g.
     ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic.
     """
-    from gate.proxy.server import Listening, serve_forever  # noqa: PLC0415 (mitmproxy is heavy)
+    from gate.proxy.server import Listening, serve_forever
 
     config = load_config(host, port, upstreams)
     data = dirs.private_dir(dirs.data_dir())
@@ -70,6 +74,15 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, .
         spec = registry.get(agent) if agent else registry.detect(list(command))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    try:
+        inherited = registry.inherited_upstreams(spec, os.environ)
+    except ValueError as exc:
+        raise GateError(str(exc)) from exc
+    named = {u.partition("=")[0].strip() for u in upstreams}
+    for name, (var, url) in sorted(inherited.items()):
+        if name not in named:
+            click.echo(f"gate: {var} is set, so /{name} forwards to {url}", err=True)
+            upstreams += (f"{name}={url}",)
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log", stderr=False)
     config = load_config(upstreams=upstreams)
@@ -90,7 +103,7 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, .
 @click.option("--agent", default="generic", show_default=True, help="Agent to wire.")
 def env_cmd(agent: str) -> None:
     """Print shell exports that point an agent at the gate: eval "$(gate env)"."""
-    from gate.proxy.server import read_server_file  # noqa: PLC0415
+    from gate.proxy.server import read_server_file
 
     try:
         spec = registry.get(agent)
@@ -103,8 +116,9 @@ def env_cmd(agent: str) -> None:
         click.echo(f"export {key}={shlex.quote(value)}")
 
 
-def _find_or_start(config: Config, data: Path, must_start: bool) -> tuple[str, object | None]:
-    from gate.proxy.server import BackgroundGate, read_server_file  # noqa: PLC0415
+def _find_or_start(config: Config, data: Path,
+                   must_start: bool) -> tuple[str, BackgroundGate | None]:
+    from gate.proxy.server import BackgroundGate, read_server_file
 
     running = read_server_file(data)
     if running and not must_start and _healthy(running.base_url, data):
@@ -114,7 +128,7 @@ def _find_or_start(config: Config, data: Path, must_start: bool) -> tuple[str, o
         listening = gate.start()
     except (OSError, SystemExit, TimeoutError):
         # The configured port is taken (by another gate or program): use any free port.
-        from dataclasses import replace  # noqa: PLC0415
+        from dataclasses import replace
 
         gate = BackgroundGate(replace(config, port=0), data)
         listening = gate.start()

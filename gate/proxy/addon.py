@@ -40,7 +40,7 @@ class GateAddon:
     def running(self) -> None:
         if self.on_ready is None:
             return
-        from mitmproxy import ctx  # noqa: PLC0415 (only valid once running)
+        from mitmproxy import ctx
 
         host, port = ctx.master.addons.get("proxyserver").listen_addrs()[0][:2]
         self.on_ready(host, port)
@@ -77,7 +77,9 @@ class GateAddon:
             return
         tap: UsageTap | None = flow.metadata.get("gate_tap")
         enc = flow.response.headers.get("content-encoding")
-        usage = tap.finish(lambda raw: encoding.decode(raw, enc) if enc else raw) if tap else Usage()
+        usage = Usage()
+        if tap is not None:
+            usage = tap.finish(lambda raw: encoding.decode(raw, enc) if enc else raw)
         self._finish(row, flow, flow.response.status_code, usage, None)
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -110,7 +112,7 @@ class GateAddon:
         try:
             body = req.get_content(strict=True) or b""
         except ValueError as exc:
-            raise Blocked(f"gate cannot decode this request body ({exc}); it was not sent")
+            raise Blocked(f"gate cannot decode this request body ({exc}); it was not sent") from exc
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
         verdict = screen(Outbound(route.path, body, agent, run.cwd if run else None),
                          self.policies)

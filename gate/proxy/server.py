@@ -64,6 +64,7 @@ async def serve(config: Config, data_dir: Path, *,
     ready: list[Listening] = []
 
     def _ready(host: str, port: int) -> None:
+        _lock_down(data_dir / "mitmproxy")
         ready.append(Listening(host, port))
         write_server_file(data_dir, ready[0])
         if on_ready:
@@ -147,6 +148,13 @@ class BackgroundGate:
             self._error = exc
         finally:
             self._ready.set()
+
+
+def _lock_down(path: Path) -> None:
+    """mitmproxy writes its CA files world-readable; everything gate keeps is owner-only."""
+    for item in path.iterdir():
+        if item.is_file():
+            item.chmod(0o600)
 
 
 def write_server_file(data_dir: Path, listening: Listening) -> None:

@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-_RULE = re.compile(r"^(?P<tool>[A-Za-z_][A-Za-z0-9_]*|mcp__[A-Za-z0-9_*-]+)(?:\((?P<spec>.*)\))?$", re.S)
+_RULE = re.compile(
+    r"^(?P<tool>[A-Za-z_][A-Za-z0-9_]*|mcp__[A-Za-z0-9_*-]+)(?:\((?P<spec>.*)\))?$", re.S)
 PATH_TOOLS = frozenset({"Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit"})
 
 
@@ -47,6 +48,4 @@ def parse(text: str) -> tuple[str, str | None]:
     if spec is not None and not spec.strip():
         raise ValueError(f"{text!r} has an empty specifier: write {m.group('tool')} alone to"
                          " match every use of the tool")
-    if spec is not None and "(" in spec and m.group("tool") in PATH_TOOLS and spec.count("(") != spec.count(")"):
-        raise ValueError(f"{text!r} has unbalanced parentheses")
     return m.group("tool"), None if spec is None else spec.strip()

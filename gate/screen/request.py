@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from loguru import logger
 
 from gate.agents import claude_code
@@ -52,7 +53,7 @@ def screen(req: Outbound, policies: PolicyStore) -> Verdict:
     if not req.body.strip():
         return Verdict(None, None, None, req.project_root)
     try:
-        body = json.loads(req.body)
+        body = parse(req.body)
     except (UnicodeDecodeError, ValueError) as exc:
         # Fail closed: a body gate cannot parse is a body gate cannot screen.
         raise Blocked(f"gate cannot screen this request: the body is not JSON ({exc})") from exc
@@ -82,10 +83,10 @@ def _screen_anthropic(req: Outbound, body: dict[str, Any], policies: PolicyStore
         anthropic.withhold_result(body, call.result, placeholder.withheld(action, decision.rule))
         withheld.append(Withheld(call.id, call.name, action.target, decision.rule.text,
                                  decision.rule.where))
-        logger.info("withheld {} result: rule {} ({})", call.name, decision.rule.text,
-                    decision.rule.where)
     out = None
     if withheld:
+        logger.info("withheld {} tool result(s): {}", len(withheld),
+                    ", ".join(sorted({w.rule for w in withheld})))
         out = dump(body)
     return Verdict(out, walk.format, walk.model, root, tuple(withheld), len(walk.segments))
 
@@ -95,9 +96,18 @@ def _root_from_prompt(walk: Walk) -> str | None:
     return claude_code.project_root([*walk.texts(Role.SYSTEM), first_user])
 
 
-def dump(body: Any) -> bytes:
-    """Serialize a rewritten body compactly, as the SDKs and agents send it."""
+def parse(raw: bytes) -> Any:
     try:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-    except UnicodeEncodeError:  # a lone surrogate that arrived \u-escaped stays escaped
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # orjson refuses what the JSON spec allows but it does not (lone \u-escaped
+        # surrogates, integers beyond 64 bits); the standard parser decides.
+        return json.loads(raw)
+
+
+def dump(body: Any) -> bytes:
+    """Serialize a rewritten body compactly (UTF-8, no spaces), as SDKs and agents send it."""
+    try:
+        return orjson.dumps(body)
+    except (orjson.JSONEncodeError, TypeError):  # a lone surrogate stays \u-escaped
         return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode()

@@ -116,3 +116,16 @@ def test_a_project_rule_file_broken_mid_run_blocks_requests(
     message = resp.json()["error"]["message"]
     assert ".gate/rules.yaml:2: " in message and "not a rule" in message
     assert provider.seen == []
+
+
+def test_gate_run_keeps_a_base_url_the_user_already_set(
+        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    project = _project(gate_dirs["project"])
+    # The user routes through their own gateway: gate run must forward there, not to the
+    # public API. (The fake provider stands in for the company gateway.)
+    proc = _run(["run", "--", sys.executable, "client.py", fake_secret()], project,
+                ANTHROPIC_BASE_URL=provider.url)
+    assert proc.returncode == 0, proc.stderr
+    assert f"ANTHROPIC_BASE_URL is set, so /anthropic forwards to {provider.url}" in proc.stderr
+    assert "/_run/" in json.loads(proc.stdout)["base_url"]
+    assert "Read(./config/prod.json)" in provider.seen[-1].body.decode()

@@ -59,7 +59,8 @@ def test_read_rule_covers_search_and_edit_but_not_exec(default_policy: Policy) -
 
 def test_a_denied_directory_denies_what_is_beneath_it() -> None:
     policy = Policy(tuple(load_text("deny:\n  - Read(./secrets)\n", "t.yaml")))
-    assert policy.decide(Action(Verb.READ, "Read", f"{ROOT}/secrets/a/b.txt"), ROOT).effect is Effect.DENY
+    inside = Action(Verb.READ, "Read", f"{ROOT}/secrets/a/b.txt")
+    assert policy.decide(inside, ROOT).effect is Effect.DENY
     assert policy.decide(Action(Verb.READ, "Read", f"{ROOT}/secretsX"), ROOT).effect is None
 
 
@@ -75,7 +76,8 @@ def test_symlink_to_a_denied_file_is_denied(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("X=1")
     (tmp_path / "innocent.txt").symlink_to(tmp_path / ".env")
     policy = PolicyStore().policy_for(str(tmp_path))
-    decision = policy.decide(Action(Verb.READ, "Read", str(tmp_path / "innocent.txt")), str(tmp_path))
+    link = Action(Verb.READ, "Read", str(tmp_path / "innocent.txt"))
+    decision = policy.decide(link, str(tmp_path))
     assert decision.effect is Effect.DENY
 
 

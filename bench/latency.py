@@ -1,0 +1,552 @@
+"""Latency gate adds to an Anthropic /v1/messages request, next to plain mitmproxy.
+
+Three paths to the same loopback upstream, interleaved request by request:
+  direct     client → upstream
+  mitmproxy  client → plain mitmproxy (reverse mode, default addons) → upstream
+  gate       client → gate (BackgroundGate: screen, withhold, audit) → upstream
+
+Each server runs in its own child process of this script: mitmproxy keeps its master in a
+process-wide global (mitmproxy.ctx), so two masters cannot share a process, and separate
+processes keep the client's and upstream's CPU off the proxies' GIL, as in real use.
+
+It prints numbers side by side; nothing passes or fails. Target: gate's added p50 at most
+1.5× mitmproxy's added p50. Run: .venv/bin/python bench/latency.py [--n 40] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import http.client
+import json
+import os
+import platform
+import random
+import sqlite3
+import string
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+PATHS = ("direct", "mitmproxy", "gate")
+SIZES = (("50 KB", 50_000), ("500 KB", 500_000), ("2 MB", 2_000_000))
+REPLY = json.dumps({
+    "id": "msg_bench", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+    "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
+    "stop_sequence": None, "usage": {"input_tokens": 21, "output_tokens": 7,
+                                     "cache_read_input_tokens": 3,
+                                     "cache_creation_input_tokens": 0},
+}).encode()
+
+
+# -- child processes: the upstream, plain mitmproxy, gate ---------------------------------
+
+@contextlib.contextmanager
+def child(*argv: str) -> Iterator[int]:
+    """This script in a child process serving one role; yields the port it listens on.
+
+    Closing its stdin stops it cleanly (a proxy finishes its audit writes and profile first).
+    """
+    proc = subprocess.Popen([sys.executable, __file__, *argv],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.strip().isdigit():
+            raise RuntimeError(f"{argv}: child did not start (exit {proc.wait()})")
+        yield int(line)
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _announce_and_wait(port: int) -> None:
+    print(port, flush=True)
+    sys.stdin.read()  # serve until the parent closes our stdin
+
+
+async def _fast_upstream() -> None:
+    """A minimal HTTP/1.1 keep-alive server: reads the body, answers a fixed Messages reply."""
+    head = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            b"content-length: " + str(len(REPLY)).encode() + b"\r\n\r\n")
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                headers = await reader.readuntil(b"\r\n\r\n")
+                n = 0
+                for line in headers.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        n = int(value)
+                if n:
+                    await reader.readexactly(n)
+                writer.write(head + REPLY)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    await asyncio.get_running_loop().run_in_executor(
+        None, _announce_and_wait, server.sockets[0].getsockname()[1])
+
+
+def _fake_upstream() -> None:
+    sys.path.insert(0, str(REPO / "tests"))
+    from fake_provider import FakeProvider
+
+    fake = FakeProvider().start()
+    stop = threading.Event()
+
+    def trim() -> None:  # the fake keeps every body; 2 MB × hundreds would add up
+        while not stop.wait(0.5):
+            fake.seen.clear()
+
+    threading.Thread(target=trim, daemon=True).start()
+    _announce_and_wait(fake.server.server_address[1])
+    stop.set()
+    fake.stop()
+
+
+class BackgroundMitmproxy:
+    """A DumpMaster in reverse mode to the upstream, in a thread like BackgroundGate."""
+
+    def __init__(self, upstream: str, confdir: Path):
+        self.upstream = upstream
+        self.confdir = confdir
+        self.port: int | None = None
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._master: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="mitmproxy", daemon=True)
+
+    def start(self) -> int:
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise TimeoutError("mitmproxy did not start listening in time")
+        if self._error is not None:
+            raise self._error
+        assert self.port is not None
+        return self.port
+
+    def stop(self) -> None:
+        if self._loop is not None and self._master is not None:
+            self._loop.call_soon_threadsafe(self._master.shutdown)
+        self._thread.join(10)
+
+    def _main(self) -> None:
+        from mitmproxy import ctx, options
+        from mitmproxy.tools.dump import DumpMaster
+
+        bench = self
+
+        class Ready:  # reports the port once listening; no per-flow hooks
+            def running(self) -> None:
+                bench.port = ctx.master.addons.get("proxyserver").listen_addrs()[0][1]  # type: ignore[no-untyped-call]
+                bench._ready.set()
+
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            opts = options.Options()
+            master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+            # The transport options gate sets too, so that only gate's addon differs.
+            opts.update(  # type: ignore[no-untyped-call]
+                listen_host="127.0.0.1", listen_port=0, mode=[f"reverse:{self.upstream}/"],
+                connection_strategy="lazy", confdir=str(self.confdir), stream_large_bodies=None)
+            master.addons.add(Ready())  # type: ignore[no-untyped-call]
+            self._master = master
+            await master.run()
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._ready.set()
+
+
+def _serve_mitmproxy(upstream: str, confdir: Path) -> None:
+    mitm = BackgroundMitmproxy(upstream, confdir)
+    port = mitm.start()
+    try:
+        _announce_and_wait(port)
+    finally:
+        mitm.stop()
+
+
+def _serve_gate(upstream: str, profile: str | None) -> None:
+    from gate import dirs, log
+    from gate.config import Config, parse_upstream
+    from gate.proxy.server import BackgroundGate
+
+    # The parent set GATE_DATA_DIR and GATE_CONFIG_DIR (temp dirs) before starting us.
+    assert os.environ.get("GATE_DATA_DIR") and os.environ.get("GATE_CONFIG_DIR")
+    data = dirs.private_dir(dirs.data_dir())
+    log.configure(file=data / "gate.log", stderr=False)  # as `gate run` does
+    config = dataclasses.replace(
+        Config().with_upstreams({"anthropic": parse_upstream("anthropic", upstream)}), port=0)
+    cls = _profiled(BackgroundGate, profile) if profile else BackgroundGate
+    gate = cls(config, data)
+    listening = gate.start()
+    try:
+        _announce_and_wait(listening.port)
+    finally:
+        gate.stop()
+
+
+def _profiled(base: type, out: str) -> type:
+    """BackgroundGate whose proxy thread runs under cProfile (bench only; gate untouched)."""
+    import cProfile
+
+    class Profiled(base):  # type: ignore[misc]
+        def _main(self) -> None:
+            prof = cProfile.Profile()
+            prof.enable()
+            try:
+                super()._main()
+            finally:
+                prof.disable()
+                prof.dump_stats(out)
+
+    return Profiled
+
+
+# -- realistic Claude Code request bodies ----------------------------------------------------
+
+_TOOLS = {
+    "Bash": ("Executes a given bash command in a persistent shell session with optional "
+             "timeout, ensuring proper handling and security measures.",
+             {"command": "string", "timeout": "number", "description": "string"}),
+    "Glob": ("Fast file pattern matching tool that works with any codebase size.",
+             {"pattern": "string", "path": "string"}),
+    "Grep": ("A powerful search tool built on ripgrep. Supports full regex syntax.",
+             {"pattern": "string", "path": "string", "glob": "string", "output_mode": "string"}),
+    "Read": ("Reads a file from the local filesystem. The file_path parameter must be an "
+             "absolute path. By default, it reads up to 2000 lines starting from the beginning.",
+             {"file_path": "string", "offset": "number", "limit": "number"}),
+    "Edit": ("Performs exact string replacements in files. You must use your Read tool at "
+             "least once in the conversation before editing.",
+             {"file_path": "string", "old_string": "string", "new_string": "string",
+              "replace_all": "boolean"}),
+    "Write": ("Writes a file to the local filesystem. This tool will overwrite the existing "
+              "file if there is one at the provided path.",
+              {"file_path": "string", "content": "string"}),
+    "TodoWrite": ("Use this tool to create and manage a structured task list for your current "
+                  "coding session.", {"todos": "array"}),
+    "WebFetch": ("Fetches content from a specified URL and processes it using an AI model.",
+                 {"url": "string", "prompt": "string"}),
+}
+
+
+def _tools() -> list[dict[str, Any]]:
+    out = []
+    for name, (desc, props) in _TOOLS.items():
+        out.append({
+            "name": name,
+            # Real descriptions run to kilobytes; pad with usage notes of similar shape.
+            "description": desc + "\n\nUsage notes:\n" + "\n".join(
+                f"  - Note {i}: {desc.lower()}" for i in range(6)),
+            "input_schema": {
+                "type": "object", "additionalProperties": False,
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "properties": {k: {"type": v, "description": f"The {k} to use"}
+                               for k, v in props.items()},
+                "required": [next(iter(props))],
+            },
+        })
+    return out
+
+
+def _system(project: Path) -> list[dict[str, Any]]:
+    return [
+        {"type": "text",
+         "text": "x-anthropic-billing-header: cc_version=2.0.14; cc_entrypoint=cli"},
+        {"type": "text",
+         "text": "You are Claude Code, Anthropic's official CLI for Claude."},
+        {"type": "text", "cache_control": {"type": "ephemeral"}, "text": (
+            "You are an interactive CLI tool that helps users with software engineering tasks."
+            " Use the instructions below and the tools available to you to assist the user.\n\n"
+            + "# Tone and style\nBe concise, direct, and to the point.\n" * 20
+            + "\nHere is useful information about the environment you are running in:\n<env>\n"
+            f"Primary working directory: {project}\nIs directory a git repo: Yes\n"
+            f"Platform: linux\nOS Version: Linux 6.8.0\nToday's date: 2025-10-01\n</env>\n"
+            "You are powered by the model named Sonnet 4.5.")},
+    ]
+
+
+def _sources() -> list[tuple[str, str]]:
+    """Real Python source to stand in for files the agent read (gate's and mitmproxy's)."""
+    import mitmproxy
+
+    roots = [REPO / "gate", Path(mitmproxy.__file__).parent]
+    files = sorted(p for root in roots for p in root.rglob("*.py") if p.stat().st_size > 1500)
+    out = []
+    for p in files[:400]:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            out.append((p.name, p.read_text(encoding="utf-8")))
+    return out
+
+
+def _numbered(text: str, limit: int = 2000) -> str:
+    lines = text.splitlines()[:limit]
+    return "\n".join(f"{i:>6}\t{line}" for i, line in enumerate(lines, 1))
+
+
+class Conversation:
+    """Tool use / tool result pairs of a long Claude Code session in `project`."""
+
+    def __init__(self, project: Path):
+        self.project = project
+        self.rand = random.Random(7)
+        self.sources = _sources()
+
+    def _id(self) -> str:
+        return "toolu_01" + "".join(self.rand.choices(string.ascii_letters + string.digits, k=22))
+
+    def pair(self, k: int) -> list[dict[str, Any]]:
+        """One assistant turn (text + tool_use) and the user turn answering it."""
+        id_ = self._id()
+        if k == 1:  # the agent read the project's .env: gate must withhold this one
+            name, inp = "Read", {"file_path": f"{self.project}/.env"}
+            result = _numbered("DATABASE_URL=postgres://app:s3cr3t-pw@db.internal:5432/app\n"
+                               "STRIPE_SECRET_KEY=sk_live_51Hx0000000000000000000000\n"
+                               "SESSION_SECRET=8f2b1c9d0e7a6b5c4d3e2f1a0b9c8d7e\nDEBUG=false")
+        elif k % 3 == 2:
+            name, inp, result = "Bash", *self._bash(k)
+        else:
+            fname, text = self.sources[k % len(self.sources)]
+            path = f"{self.project}/src/pkg{k % 7}/{fname}"
+            name, inp, result = "Read", {"file_path": path}, _numbered(text)
+        return [
+            {"role": "assistant", "content": [
+                {"type": "text", "text": f"Let me check this ({name}, step {k})."},
+                {"type": "tool_use", "id": id_, "name": name, "input": inp}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id_, "content": result}]},
+        ]
+
+    def _bash(self, k: int) -> tuple[dict[str, Any], str]:
+        kind = k % 4
+        if kind == 0:
+            cmd = "python -m pytest -q tests"
+            out = "".join(f"tests/test_mod{i}.py::test_case_{j} PASSED\n"
+                          for i in range(12) for j in range(8))
+            out += "\n96 passed in 4.21s\n"
+        elif kind == 1:
+            cmd = "git log --stat -n 20"
+            out = "".join(
+                f"commit {self.rand.getrandbits(160):040x}\nAuthor: Dev <dev@example.com>\n"
+                f"Date:   Mon Sep {i + 1} 10:00:00 2025\n\n    Change {i}\n\n"
+                f" src/pkg{i % 7}/mod.py | {i + 3} ++-\n 1 file changed\n\n" for i in range(20))
+        elif kind == 2:
+            cmd = f"ls -la {self.project}/src"
+            out = "".join(f"-rw-r--r-- 1 dev dev {1000 + i * 37:>6} Sep 30 12:00 file{i}.py\n"
+                          for i in range(60))
+        else:
+            cmd = "grep -rn 'def ' src | head -200"
+            out = "".join(f"src/pkg{i % 7}/mod{i}.py:{i * 3 + 1}:def func_{i}(arg):\n"
+                          for i in range(200))
+        return {"command": cmd, "description": "Inspect the project"}, out
+
+    def body(self, target: int) -> bytes:
+        req: dict[str, Any] = {
+            "model": "claude-sonnet-4-5-20250929", "max_tokens": 32000,
+            "system": _system(self.project), "tools": _tools(),
+            "metadata": {"user_id": "user_" + "ab" * 32 + "_account__session_bench"},
+            "messages": [{"role": "user", "content": [{"type": "text", "text":
+                          "Find out why the integration tests are slow and fix it."}]}],
+        }
+        size = len(json.dumps(req))
+        k = 0
+        while size < target:
+            k += 1
+            pair = self.pair(k)
+            req["messages"] += pair
+            size += len(json.dumps(pair)) + 2
+        req["messages"].append({"role": "assistant", "content": [
+            {"type": "text", "text": "I have what I need. Summarising."}]})
+        req["messages"].append({"role": "user", "content": [
+            {"type": "text", "text": "Go ahead.", "cache_control": {"type": "ephemeral"}}]})
+        return json.dumps(req).encode()
+
+
+# -- the client ---------------------------------------------------------------------------
+
+HEADERS = {
+    "content-type": "application/json", "accept": "application/json",
+    "x-api-key": "sk-ant-bench-not-a-real-key", "anthropic-version": "2023-06-01",
+    "user-agent": "claude-cli/2.0.14 (external, cli)",
+}
+
+
+class Client:
+    """One keep-alive connection per path."""
+
+    def __init__(self, port: int, path: str):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.path = path
+
+    def post(self, body: bytes) -> float:
+        t0 = time.perf_counter()
+        self.conn.request("POST", self.path, body, HEADERS)
+        resp = self.conn.getresponse()
+        data = resp.read()
+        dt = time.perf_counter() - t0
+        if resp.status != 200:
+            raise RuntimeError(f"{self.path}: HTTP {resp.status}: {data[:300]!r}")
+        return dt * 1000
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    i = (len(s) - 1) * q
+    lo = int(i)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (i - lo)
+
+
+def measure(clients: dict[str, Client], body: bytes, n: int, warmup: int
+            ) -> dict[str, list[float]]:
+    for _ in range(warmup):
+        for c in clients.values():
+            c.post(body)
+    times: dict[str, list[float]] = {p: [] for p in clients}
+    names = list(clients)
+    for i in range(n):
+        order = names[i % len(names):] + names[:i % len(names)]  # rotate: no position bias
+        for p in order:
+            times[p].append(clients[p].post(body))
+    return times
+
+
+def gate_check(data_dir: Path) -> str:
+    """What gate's audit says it did: every request recorded, the .env read withheld."""
+    db = sqlite3.connect(data_dir / "audit.db")
+    try:
+        rows = db.execute("SELECT verdict, withheld, status FROM requests").fetchall()
+    finally:
+        db.close()
+    verdicts: dict[str, int] = {}
+    for v, _, _ in rows:
+        verdicts[v] = verdicts.get(v, 0) + 1
+    targets = sorted({w["target"] for _, wh, _ in rows for w in json.loads(wh)})
+    bad = sum(1 for *_, s in rows if s != 200)
+    return (f"gate audit: {len(rows)} rows, verdicts {verdicts}, withheld {targets},"
+            f" non-200 {bad}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    ap.add_argument("--n", type=int, default=40, help="timed requests per size per path")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed requests per size per path")
+    ap.add_argument("--quick", action="store_true", help="n=10, warmup=1 (CI smoke)")
+    ap.add_argument("--upstream", choices=("fast", "fake"), default="fast",
+                    help="fast: a minimal asyncio server (default); "
+                    "fake: tests/fake_provider.FakeProvider (http.server)")
+    ap.add_argument("--profile", metavar="FILE",
+                    help="cProfile gate's proxy thread into FILE and print its top functions")
+    ap.add_argument("--serve", help=argparse.SUPPRESS)  # child roles
+    ap.add_argument("--to", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.serve == "upstream":
+        asyncio.run(_fast_upstream())
+    elif args.serve == "fake":
+        _fake_upstream()
+    elif args.serve == "mitmproxy":
+        _serve_mitmproxy(args.to, Path(os.environ["GATE_BENCH_MITM_CONFDIR"]))
+    elif args.serve == "gate":
+        _serve_gate(args.to, args.profile)
+    else:
+        if args.quick:
+            args.n, args.warmup = 10, 1
+        with tempfile.TemporaryDirectory(prefix="gate-bench-") as tmp:
+            root = Path(tmp)
+            # Before gate starts (the child inherits them): it must write nowhere else.
+            os.environ["GATE_DATA_DIR"] = str(root / "data")
+            os.environ["GATE_CONFIG_DIR"] = str(root / "config")
+            os.environ["GATE_BENCH_MITM_CONFDIR"] = str(root / "mitmproxy")
+            run(args, root)
+
+
+def run(args: argparse.Namespace, root: Path) -> None:
+    from mitmproxy import version as mitm_version
+
+    project = root / "project"
+    (project / "src").mkdir(parents=True)
+    (project / ".env").write_text("DATABASE_URL=postgres://app:s3cr3t-pw@db.internal/app\n")
+    conv = Conversation(project)
+    bodies = [(label, conv.body(target)) for label, target in SIZES]
+
+    profile = ["--profile", str(Path(args.profile).resolve())] if args.profile else []
+    role = "upstream" if args.upstream == "fast" else "fake"
+    clients: dict[str, Client] = {}
+    with contextlib.ExitStack() as stack:
+        up_port = stack.enter_context(child("--serve", role))
+        upstream = f"http://127.0.0.1:{up_port}"
+        mitm_port = stack.enter_context(child("--serve", "mitmproxy", "--to", upstream))
+        gate_port = stack.enter_context(child("--serve", "gate", "--to", upstream, *profile))
+        clients = {"direct": Client(up_port, "/v1/messages"),
+                   "mitmproxy": Client(mitm_port, "/v1/messages"),
+                   "gate": Client(gate_port, "/anthropic/v1/messages")}
+        for c in clients.values():
+            stack.callback(c.close)
+        t0 = time.monotonic()
+        results = [(label, len(body), measure(clients, body, args.n, args.warmup))
+                   for label, body in bodies]
+        elapsed = time.monotonic() - t0
+
+    print(f"gate latency bench: {os.cpu_count()} cores, Python {platform.python_version()}"
+          f" ({platform.python_implementation()}), mitmproxy {mitm_version.VERSION},"
+          f" {platform.system()} {platform.machine()}")
+    print(f"upstream={args.upstream}, n={args.n} timed + {args.warmup} warm-up requests per"
+          f" size per path, paths interleaved, keep-alive; {elapsed:.0f} s; times in ms")
+    print()
+    w = 15
+    head = (f"{'size':>6} {'bytes':>9} | {'direct':>{w}} | {'mitmproxy':>{w}} | {'gate':>{w}} |"
+            f" {'added p50':>{w}} | {'gate/mitm added':>15}")
+    sub = (f"{'':>6} {'':>9} | {'p50     p95':>{w}} | {'p50     p95':>{w}} |"
+           f" {'p50     p95':>{w}} | {'mitm     gate':>{w}} | {'target ≤ 1.5×':>15}")
+    print(head)
+    print(sub)
+    print("-" * len(head))
+    for label, size, t in results:
+        p50 = {p: pct(t[p], 0.5) for p in PATHS}
+        p95 = {p: pct(t[p], 0.95) for p in PATHS}
+        mitm_added = p50["mitmproxy"] - p50["direct"]
+        gate_added = p50["gate"] - p50["direct"]
+        ratio = f"{gate_added / mitm_added:.2f}×" if mitm_added > 0 else "n/a"
+        cols = " | ".join(f"{p50[p]:7.2f} {p95[p]:7.2f}" for p in PATHS)
+        print(f"{label:>6} {size:>9} | {cols} | {mitm_added:7.2f} {gate_added:7.2f} |"
+              f" {ratio:>15}")
+    print()
+    print("added p50 = path p50 − direct p50; ratio = gate added / mitmproxy added"
+          " (target ≤ 1.5×; informational, no pass/fail)")
+    print(gate_check(Path(os.environ["GATE_DATA_DIR"])))
+    if args.profile:
+        import pstats
+
+        print(f"\ncProfile of gate's proxy thread ({args.profile}), top 30 by own time:")
+        pstats.Stats(args.profile).sort_stats("tottime").print_stats(30)
+
+
+if __name__ == "__main__":
+    main()
