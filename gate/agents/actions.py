@@ -20,6 +20,9 @@ class Action:
     verb: Verb
     tool: str
     target: str | None  # a path, a command or a URL; None when the tool has none
+    reads: tuple[str, ...] = ()  # for commands: absolute paths the command may read
 
-    def describe(self) -> str:
+    def describe(self, path: str | None = None) -> str:
+        if self.verb is Verb.EXEC and path:
+            return f"{self.tool} command {self.target!r} reads {path}, which"
         return f"{self.tool} of {self.target}" if self.target else self.tool

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gate.agents import shell
 from gate.agents.actions import Action, Verb
 
 NAME = "claude-code"
@@ -44,6 +45,8 @@ def action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action:
     target = tool_input.get(key) if key else None
     if not isinstance(target, str) or not target:
         target = cwd if name in _DEFAULTS_TO_CWD else None
+    if verb is Verb.EXEC and target:
+        return Action(verb, name, target, shell.reads(target, cwd))
     return Action(verb, name, target)
 
 

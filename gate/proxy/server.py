@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +39,15 @@ class Listening:
         return f"http://{self.host}:{self.port}"
 
 
+def check_port(host: str, port: int) -> None:
+    """Raise OSError naming the address when it cannot be listened on (mitmproxy only logs)."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+
+
 def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster:
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
@@ -59,6 +69,7 @@ async def serve(config: Config, data_dir: Path, *,
                 on_ready: Callable[[Listening], None] | None = None,
                 stop: asyncio.Event | None = None) -> None:
     """Serve until `stop` is set (or the master shuts down); audit writes finish first."""
+    check_port(config.host, config.port)
     audit = AuditStore(data_dir / "audit.db")
     policies = PolicyStore()
     ready: list[Listening] = []

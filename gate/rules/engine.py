@@ -10,22 +10,22 @@ from gate.agents.actions import Action, Verb
 from gate.rules import globs
 from gate.rules.model import Effect, Rule
 
-# Which rule tools cover which verbs. A Read rule also covers search tools (Grep, Glob, LS)
-# and edits of the same path: an edit's result shows the file's content.
+# Which rule tools cover which verbs. A Read rule also covers search tools (Grep, Glob, LS),
+# edits of the same path (an edit's result shows the file's content) and shell commands
+# that read the path (`cat .env`).
 _RULE_VERBS: dict[str, frozenset[Verb]] = {
-    "Read": frozenset({Verb.READ, Verb.SEARCH, Verb.EDIT}),
+    "Read": frozenset({Verb.READ, Verb.SEARCH, Verb.EDIT, Verb.EXEC}),
     "Edit": frozenset({Verb.EDIT}),
 }
 _ORDER = (Effect.DENY, Effect.ASK, Effect.ALLOW)
+_CACHE_MAX = 20_000
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     effect: Effect | None  # None: no rule matched
     rule: Rule | None
-
-
-_CACHE_MAX = 20_000
+    path: str | None = None  # the path the rule matched, when it is a path rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,31 +45,33 @@ class Policy:
             self._cache[key] = hit
         return hit
 
-    def _decide(self, action: Action, project_root: str | None) -> Decision:
-        home = os.path.expanduser("~")
-        paths = globs.candidates(action.target, project_root) if action.target else ()
-        for effect in _ORDER:
-            for rule in self.rules:
-                if rule.effect is effect and _matches(rule, action, paths, project_root, home):
-                    return Decision(effect, rule)
-        return Decision(None, None)
-
     def by_effect(self, effect: Effect) -> Sequence[Rule]:
         return [r for r in self.rules if r.effect is effect]
 
-
-def _matches(rule: Rule, action: Action, paths: tuple[str, ...], project_root: str | None,
-             home: str) -> bool:
-    verbs = _RULE_VERBS.get(rule.tool)
-    if verbs is not None:
-        if action.verb not in verbs or action.target is None:
-            return False
-        if rule.specifier is None:
-            return True
-        return _path_matches(rule, paths, project_root, home)
-    # Other tools (Bash, WebFetch, mcp__...) match by tool name until their specifier
-    # semantics are implemented; a bare name matches every use.
-    return rule.specifier is None and rule.tool == action.tool
+    def _decide(self, action: Action, project_root: str | None) -> Decision:
+        home = os.path.expanduser("~")
+        targets = action.reads if action.verb is Verb.EXEC else (
+            (action.target,) if action.target else ())
+        # Each path the action touches, as named and as resolved (symlinks).
+        paths = [(t, globs.candidates(t, project_root)) for t in targets]
+        for effect in _ORDER:
+            for rule in self.rules:
+                if rule.effect is not effect:
+                    continue
+                verbs = _RULE_VERBS.get(rule.tool)
+                if verbs is None:
+                    # Bash(...), WebFetch(...), mcp__...: by tool name until their specifier
+                    # semantics are implemented; a bare name matches every use.
+                    if rule.specifier is None and rule.tool == action.tool:
+                        return Decision(effect, rule)
+                    continue
+                if action.verb not in verbs:
+                    continue
+                for target, candidates in paths:
+                    if rule.specifier is None or _path_matches(rule, candidates,
+                                                               project_root, home):
+                        return Decision(effect, rule, target)
+        return Decision(None, None)
 
 
 def _path_matches(rule: Rule, paths: tuple[str, ...], project_root: str | None,

@@ -10,9 +10,9 @@ from gate.agents.actions import Action
 from gate.rules.model import Rule
 
 
-def withheld(action: Action, rule: Rule) -> str:
+def withheld(action: Action, rule: Rule, path: str | None = None) -> str:
     return (
-        f"[gate: content withheld. {action.describe()} is denied by rule {rule.text}"
+        f"[gate: content withheld. {action.describe(path)} is denied by rule {rule.text}"
         f" ({rule.where}). The content was not sent to the model provider; do not retry"
         " this or read the file another way. Ask the user if you need it.]"
     )

@@ -80,8 +80,10 @@ def _screen_anthropic(req: Outbound, body: dict[str, Any], policies: PolicyStore
         # Until asking a person exists, an ask rule withholds like a deny (fail closed).
         if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
             continue
-        anthropic.withhold_result(body, call.result, placeholder.withheld(action, decision.rule))
-        withheld.append(Withheld(call.id, call.name, action.target, decision.rule.text,
+        text = placeholder.withheld(action, decision.rule, decision.path)
+        anthropic.withhold_result(body, call.result, text)
+        withheld.append(Withheld(call.id, call.name, decision.path or action.target,
+                                 decision.rule.text,
                                  decision.rule.where))
     out = None
     if withheld:

@@ -143,3 +143,23 @@ def test_upstream_error_bodies_pass_through_verbatim(client: anthropic.Anthropic
     assert info.value.status_code == 529
     assert info.value.body == {"type": "error", "error": {"type": "overloaded_error",
                                                           "message": "Overloaded (fake)"}}
+
+
+@pytest.mark.parametrize("command", [
+    "cat .env", "cd config && cat ../.env", 'F=.env; head -n 20 "$F"', "grep -v '^#' < .env",
+    "timeout 5 sed -n 1,10p ./.env",
+])
+def test_shell_commands_that_read_a_denied_file_are_withheld(
+        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path],
+        command: str) -> None:
+    project = str(gate_dirs["project"])
+    secret = fake_secret()
+    body = conversation(project,
+                        tool_turn("toolu_1", "Bash", {"command": "ls -la"}, "total 0\n.env"),
+                        tool_turn("toolu_2", "Bash", {"command": command}, f"KEY={secret}\n"))
+    client.messages.create(**body)
+    sent = provider.seen[-1].json()
+    assert secret not in provider.seen[-1].body.decode()
+    assert sent["messages"][2]["content"][0]["content"] == "total 0\n.env"  # left alone
+    text = sent["messages"][4]["content"][0]["content"]
+    assert f"reads {project}/.env, which is denied by rule Read(./.env)" in text

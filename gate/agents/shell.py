@@ -1,0 +1,131 @@
+"""Which files a shell command reads: readers' operands, `<` redirections, through cd and vars.
+
+Used to apply Read rules to shell tools (`Bash(cat .env)` reads `.env`). It over-approximates
+on purpose: a word that might be a file operand is reported, since only words that match a
+deny rule change anything.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Iterator
+from functools import lru_cache
+
+# Commands whose operands are files they print or transform.
+READERS = frozenset({
+    "cat", "tac", "nl", "head", "tail", "less", "more", "most", "bat", "batcat", "view",
+    "grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk", "mawk", "cut", "sort",
+    "uniq", "paste", "join", "column", "fold", "fmt", "pr", "rev", "tr", "expand", "diff",
+    "base64", "base32", "basenc", "xxd", "od", "hexdump", "hd", "strings", "source", ".",
+    "cp", "dd", "tee", "jq", "yq", "iconv", "openssl", "gpg", "envsubst", "xargs", "tar",
+    "zcat", "gzip", "gunzip", "bzcat", "xzcat", "zstdcat", "unzip", "file", "readlink",
+    "md5sum", "sha1sum", "sha256sum", "cksum", "php", "ruby", "perl", "python", "python3",
+    "node", "sh", "bash", "zsh", "dash",
+})
+# The first operand is a pattern or script, not a file (unless -e/-f gave it).
+_PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk",
+                            "mawk", "jq", "yq", "tr"})
+# Stripped before the real command: `timeout 5 cat x`, `env A=1 cat x`, `nice -n 5 cat x`.
+_WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin",
+                       "noglob", "env", "sudo", "doas", "exec", "ionice", "chrt", "taskset",
+                       "unbuffer", "caffeinate"})
+_SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "\n", "(", ")", "{", "}", "$",
+                         "!", "then", "do", "else", "elif", "if", "while", "until", "fi",
+                         "done"})
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def reads(command: str, cwd: str | None) -> tuple[str, ...]:
+    """Absolute paths the command may read, in order, without duplicates."""
+    return _cached(command, cwd, os.path.expanduser("~"))
+
+
+@lru_cache(maxsize=8192)  # every turn resends every earlier command
+def _cached(command: str, cwd: str | None, _home: str) -> tuple[str, ...]:
+    out: dict[str, None] = {}
+    for path in _reads(command, cwd or "/"):
+        out.setdefault(path, None)
+    return tuple(out)
+
+
+def _tokens(command: str) -> list[str]:
+    lex = shlex.shlex(command, posix=True, punctuation_chars="();<>|&\n")
+    lex.whitespace = " \t\r"
+    lex.whitespace_split = True
+    try:
+        return [t.strip("`") for t in lex]
+    except ValueError:  # unbalanced quotes: fall back to words, never to "reads nothing"
+        return [t.strip("`'\"") for t in re.split(r"[\s;&|()<>]+", command) if t]
+
+
+def _reads(command: str, cwd: str) -> Iterator[str]:
+    env: dict[str, str] = {}
+    words: list[str] = []
+    tokens = _tokens(command)
+    i = 0
+    while i <= len(tokens):
+        tok = tokens[i] if i < len(tokens) else "\n"
+        if tok == "<" and i + 1 < len(tokens):  # `cmd < file` reads file, whatever cmd is
+            yield _abs(_expand(tokens[i + 1], env), cwd)
+            i += 2
+            continue
+        if tok in (">", ">>", ">|", "&>", ">&"):
+            i += 2  # an output target (or a descriptor), not a read
+            continue
+        if tok in _SEPARATORS or tok == "<":
+            cwd = yield from _simple(words, cwd, env)
+            words = []
+        else:
+            words.append(_expand(tok, env))
+        i += 1
+
+
+def _simple(words: list[str], cwd: str, env: dict[str, str]) -> Iterator[str]:
+    """One simple command: returns the cwd after it (so `cd x && cat y` reads x/y)."""
+    while words and (m := _ASSIGN.match(words[0])):
+        env[m.group(1)] = m.group(2)
+        words = words[1:]
+    words = _unwrap(words)
+    if not words:
+        return cwd
+    name, args = os.path.basename(words[0]), words[1:]
+    if name == "cd":
+        target = next((a for a in args if not a.startswith("-")), "~")
+        return _abs(target, cwd)
+    if name not in READERS:
+        return cwd
+    operands = [a for a in args if not a.startswith("-") or a == "-"]
+    explicit_pattern = any(a in ("-e", "-f", "--regexp", "--file") or a.startswith(("-e", "-f"))
+                           for a in args)
+    if name in _PATTERN_FIRST and operands and not explicit_pattern:
+        operands = operands[1:]
+    for arg in args:  # --file=x, if=x (dd), -f x style values that name files
+        if "=" in arg and arg.split("=", 1)[0].lstrip("-") in ("file", "if", "input"):
+            operands.append(arg.split("=", 1)[1])
+    for op in operands:
+        if op != "-":
+            yield _abs(op, cwd)
+    return cwd
+
+
+def _unwrap(words: list[str]) -> list[str]:
+    while words and os.path.basename(words[0]) in _WRAPPERS:
+        words = words[1:]
+        # Drop the wrapper's own options and arguments: flags, VAR=x, and a leading number
+        # (timeout 5, nice -n 5).
+        while words and (words[0].startswith("-") or _ASSIGN.match(words[0])
+                         or re.fullmatch(r"[0-9.]+[smhd]?", words[0])):
+            words = words[1:]
+    return words
+
+
+def _expand(word: str, env: dict[str, str]) -> str:
+    return _VAR.sub(lambda m: env.get(m.group(1), m.group(0)), word)
+
+
+def _abs(path: str, cwd: str) -> str:
+    path = os.path.expanduser(path)
+    return os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))

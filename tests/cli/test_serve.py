@@ -1,0 +1,68 @@
+"""`gate serve` as a user runs it: prints its base URLs, serves, stops cleanly on a signal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+
+from fake_provider import FakeProvider
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "gate", "serve", *args], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_serve_prints_urls_forwards_and_stops_cleanly(
+        provider: FakeProvider, gate_dirs: dict[str, Path], sig: signal.Signals) -> None:
+    port = _free_port()
+    proc = _start("--port", str(port), "--upstream", f"anthropic={provider.url}")
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith(f"gate listening on http://127.0.0.1:{port}")
+        lines = [proc.stdout.readline() for _ in range(4)]
+        assert any(f"http://127.0.0.1:{port}/anthropic" in ln and provider.url in ln
+                   for ln in lines)
+        assert any("/openai" in ln and "https://api.openai.com" in ln for ln in lines)
+        info = json.loads((gate_dirs["data"] / "server.json").read_text())
+        assert info["port"] == port and info["pid"] == proc.pid
+        resp = httpx.post(f"http://127.0.0.1:{port}/anthropic/v1/messages",
+                          json={"model": "m", "max_tokens": 1,
+                                "messages": [{"role": "user", "content": "hi"}]},
+                          headers={"x-api-key": "k"})
+        assert resp.status_code == 200 and provider.seen
+        proc.send_signal(sig)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert not (gate_dirs["data"] / "server.json").exists()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/_gate/health")
+
+
+def test_serve_on_a_busy_port_says_so(gate_dirs: dict[str, Path]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = _start("--port", str(port))
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "--port" in err
