@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from functools import lru_cache
 
 # Commands whose operands are files they print or transform.
@@ -83,7 +83,7 @@ def _reads(command: str, cwd: str) -> Iterator[str]:
         i += 1
 
 
-def _simple(words: list[str], cwd: str, env: dict[str, str]) -> Iterator[str]:
+def _simple(words: list[str], cwd: str, env: dict[str, str]) -> Generator[str, None, str]:
     """One simple command: returns the cwd after it (so `cd x && cat y` reads x/y)."""
     while words and (m := _ASSIGN.match(words[0])):
         env[m.group(1)] = m.group(2)
