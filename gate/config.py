@@ -38,7 +38,8 @@ class Upstream:
     @property
     def url(self) -> str:
         default = {"https": 443, "http": 80}[self.scheme]
-        netloc = self.host if self.port == default else f"{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        netloc = host if self.port == default else f"{host}:{self.port}"
         return f"{self.scheme}://{netloc}{self.base_path}"
 
 

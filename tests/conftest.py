@@ -47,7 +47,7 @@ def gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listeni
     """A real gate listener on 127.0.0.1 whose anthropic upstream is the fake provider."""
     config = replace(Config(), port=0).with_upstreams(
         {"anthropic": parse_upstream("anthropic", provider.url)})
-    server = BackgroundGate(config, gate_dirs["data"])
+    server = BackgroundGate(config, gate_dirs["data"], advertise=True)  # like `gate serve`
     listening = server.start()
     yield listening
     server.stop()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from gate.agents import claude_code
 
@@ -68,15 +67,14 @@ def from_user_agent(user_agent: str) -> str | None:
 
 
 _MARK = "http://gate.invalid"
-_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def inherited_upstreams(agent: Agent, environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     """Base URLs the user already set for this agent: NAME → (variable, upstream URL).
 
     `gate run` must not silently move a user from their own gateway to the public API, so
-    a base URL set in the environment becomes the upstream gate forwards to. URLs that
-    already point at a gate on loopback are left alone.
+    a base URL set in the environment becomes the upstream gate forwards to. (The caller
+    leaves out URLs that answer as a gate.)
     """
     out: dict[str, tuple[str, str]] = {}
     for var, ours in agent.env(_MARK).items():
@@ -84,9 +82,6 @@ def inherited_upstreams(agent: Agent, environ: Mapping[str, str]) -> dict[str, t
         if not current:
             continue
         name, _, suffix = ours.removeprefix(_MARK + "/").partition("/")
-        parts = urlsplit(current)
-        if parts.hostname in _LOOPBACK and parts.path.startswith((f"/{name}", "/_run/")):
-            continue
         suffix = "/" + suffix if suffix else ""
         if suffix and not current.endswith(suffix):
             raise ValueError(f"{var}={current} does not end in {suffix}: gate cannot forward"

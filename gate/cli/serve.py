@@ -11,6 +11,7 @@ import sys
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import click
 
@@ -80,7 +81,7 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, .
         raise GateError(str(exc)) from exc
     named = {u.partition("=")[0].strip() for u in upstreams}
     for name, (var, url) in sorted(inherited.items()):
-        if name not in named:
+        if name not in named and not _is_gate(url):
             click.echo(f"gate: {var} is set, so /{name} forwards to {url}", err=True)
             upstreams += (f"{name}={url}",)
     data = dirs.private_dir(dirs.data_dir())
@@ -135,15 +136,28 @@ def _find_or_start(config: Config, data: Path,
     return listening.base_url, gate
 
 
-def _healthy(base_url: str, data: Path) -> bool:
+def _is_gate(url: str) -> bool:
+    """Whether a base URL points at a gate (left alone) rather than a real upstream."""
+    parts = urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return False
+    return _health(f"{parts.scheme}://{parts.netloc}") is not None
+
+
+def _health(base_url: str) -> dict[str, object] | None:
     # Never through a proxy from the environment: the gate is on loopback.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(f"{base_url}/_gate/health", timeout=1.0) as resp:
             info = json.loads(resp.read())
     except (OSError, ValueError):
-        return False
-    return bool(info.get("ok")) and info.get("data_dir") == str(data)
+        return None
+    return info if isinstance(info, dict) and info.get("ok") is True else None
+
+
+def _healthy(base_url: str, data: Path) -> bool:
+    info = _health(base_url)
+    return info is not None and info.get("data_dir") == str(data)
 
 
 def _run_child(argv: list[str], env: dict[str, str]) -> int:

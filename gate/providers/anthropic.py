@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gate.providers.segments import JsonPath, Role, Segment, ToolCall, Walk, get_at, strings
@@ -16,7 +17,14 @@ _OPAQUE_KEYS = frozenset({"signature", "encrypted_content", "encrypted_index", "
 
 
 def matches(path: str) -> bool:
-    return path.split("?", 1)[0].rstrip("/").endswith(PATHS)
+    """Whether a request path is a Messages endpoint, however it is spelled."""
+    return normalise(path).endswith(PATHS)
+
+
+def normalise(path: str) -> str:
+    """The path without query or ;params, with `//` collapsed and lowercased."""
+    path = path.split("?", 1)[0].split(";", 1)[0].split("%3f", 1)[0].split("%3F", 1)[0]
+    return re.sub(r"/+", "/", path).rstrip("/").lower()
 
 
 def walk(body: dict[str, Any]) -> Walk:
@@ -31,6 +39,12 @@ def walk(body: dict[str, Any]) -> Walk:
         if not isinstance(msg, dict):
             raise ValueError(f"messages[{i}] is not an object")
         _walk_message(msg, ("messages", i), segs, uses, results)
+    ids = [id_ for id_, _, _ in uses]
+    if len(set(ids)) != len(ids):
+        # Only one of the results could be paired; the other would go unscreened.
+        raise ValueError("two tool_use blocks share an id")
+    if orphans := sorted(set(results) - set(ids)):
+        raise ValueError(f"tool_result {orphans[0]} answers no tool_use in this request")
     calls = tuple(
         ToolCall(id_, name, inp if isinstance(inp, dict) else {}, results.get(id_))
         for id_, name, inp in uses
@@ -70,6 +84,8 @@ def _walk_message(msg: dict[str, Any], at: JsonPath, segs: list[Segment],
                         for p, t in strings(block.get("input"), (*bat, "input")))
         elif kind == "tool_result":
             call_id = str(block.get("tool_use_id"))
+            if call_id in results:
+                raise ValueError(f"two tool_result blocks answer {call_id}")
             results[call_id] = bat
             segs.extend(Segment(p, t, Role.TOOL_RESULT, call_id)
                         for p, t in _content_strings(block.get("content"), (*bat, "content")))

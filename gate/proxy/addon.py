@@ -79,7 +79,10 @@ class GateAddon:
         enc = flow.response.headers.get("content-encoding")
         usage = Usage()
         if tap is not None:
-            usage = tap.finish(lambda raw: encoding.decode(raw, enc) if enc else raw)
+            try:
+                usage = tap.finish(lambda raw: encoding.decode(raw, enc) if enc else raw)
+            except Exception as exc:  # usage is best effort; the row still gets its status
+                logger.warning("flow {}: usage not read ({})", flow.id, type(exc).__name__)
         self._finish(row, flow, flow.response.status_code, usage, None)
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -109,10 +112,16 @@ class GateAddon:
             if run is None:
                 raise Blocked(f"gate does not know run {route.run_id!r}: restart the agent with"
                               " `gate run`, or use a base URL without /_run/")
+        if req.headers.get("upgrade"):
+            # Fail closed: frames after a WebSocket upgrade would never pass the screening.
+            raise Blocked("gate does not screen WebSocket traffic yet; configure the agent to"
+                          " use HTTP (it falls back when the upgrade is refused)")
         try:
             body = req.get_content(strict=True) or b""
         except ValueError as exc:
-            raise Blocked(f"gate cannot decode this request body ({exc}); it was not sent") from exc
+            enc = req.headers.get("content-encoding", "")[:40]
+            raise Blocked(f"gate cannot decode this request body (content-encoding {enc!r}:"
+                          f" {type(exc).__name__}); it was not sent") from exc
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
         verdict = screen(Outbound(route.path, body, agent, run.cwd if run else None),
                          self.policies)

@@ -67,7 +67,7 @@ def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster
 
 async def serve(config: Config, data_dir: Path, *,
                 on_ready: Callable[[Listening], None] | None = None,
-                stop: asyncio.Event | None = None) -> None:
+                stop: asyncio.Event | None = None, advertise: bool = False) -> None:
     """Serve until `stop` is set (or the master shuts down); audit writes finish first."""
     check_port(config.host, config.port)
     audit = AuditStore(data_dir / "audit.db")
@@ -77,7 +77,8 @@ async def serve(config: Config, data_dir: Path, *,
     def _ready(host: str, port: int) -> None:
         _lock_down(data_dir / "mitmproxy")
         ready.append(Listening(host, port))
-        write_server_file(data_dir, ready[0])
+        if advertise:  # only a long-lived `gate serve` is offered to other runs for reuse
+            write_server_file(data_dir, ready[0])
         if on_ready:
             on_ready(ready[0])
 
@@ -95,7 +96,7 @@ async def serve(config: Config, data_dir: Path, *,
     finally:
         if waiter:
             waiter.cancel()
-        if ready:
+        if ready and advertise:
             clear_server_file(data_dir)
         audit.close()
         logger.info("gate stopped")
@@ -110,7 +111,7 @@ def serve_forever(config: Config, data_dir: Path,
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await serve(config, data_dir, on_ready=on_ready, stop=stop)
+        await serve(config, data_dir, on_ready=on_ready, stop=stop, advertise=True)
 
     asyncio.run(main())
 
@@ -118,8 +119,9 @@ def serve_forever(config: Config, data_dir: Path,
 class BackgroundGate:
     """A gate in a thread of this process, for `gate run` and tests."""
 
-    def __init__(self, config: Config, data_dir: Path):
+    def __init__(self, config: Config, data_dir: Path, *, advertise: bool = False):
         self.config = config
+        self.advertise = advertise
         self.data_dir = data_dir
         self.listening: Listening | None = None
         self._ready = threading.Event()
@@ -151,7 +153,8 @@ class BackgroundGate:
                 self.listening = listening
                 self._ready.set()
 
-            await serve(self.config, self.data_dir, on_ready=ready, stop=self._stop)
+            await serve(self.config, self.data_dir, on_ready=ready, stop=self._stop,
+                        advertise=self.advertise)
 
         try:
             asyncio.run(main())

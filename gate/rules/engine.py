@@ -32,28 +32,30 @@ class Decision:
 class Policy:
     rules: tuple[Rule, ...]
     # Agents resend the whole history every turn: each call is decided once per policy.
-    _cache: dict[tuple[Action, str | None], Decision] = field(
+    # A cached decision is reused only while the files it looked at are the same files
+    # (a path later replaced by a symlink to .env is decided again).
+    _cache: dict[tuple[Action, str | None], tuple[tuple[object, ...], Decision]] = field(
         default_factory=dict, compare=False, repr=False)
 
     def decide(self, action: Action, project_root: str | None) -> Decision:
         key = (action, project_root)
+        stamp = tuple(_identity(t, project_root) for t in _targets(action))
         hit = self._cache.get(key)
-        if hit is None:
-            hit = self._decide(action, project_root)
-            if len(self._cache) >= _CACHE_MAX:
-                self._cache.clear()
-            self._cache[key] = hit
-        return hit
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        decision = self._decide(action, project_root)
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        self._cache[key] = (stamp, decision)
+        return decision
 
     def by_effect(self, effect: Effect) -> Sequence[Rule]:
         return [r for r in self.rules if r.effect is effect]
 
     def _decide(self, action: Action, project_root: str | None) -> Decision:
         home = os.path.expanduser("~")
-        targets = action.reads if action.verb is Verb.EXEC else (
-            (action.target,) if action.target else ())
         # Each path the action touches, as named and as resolved (symlinks).
-        paths = [(t, globs.candidates(t, project_root)) for t in targets]
+        paths = [(t, globs.candidates(t, project_root)) for t in _targets(action)]
         for effect in _ORDER:
             for rule in self.rules:
                 if rule.effect is not effect:
@@ -74,6 +76,21 @@ class Policy:
         return Decision(None, None)
 
 
+def _targets(action: Action) -> tuple[str, ...]:
+    if action.verb is Verb.EXEC:
+        return action.reads
+    return (action.target,) if action.target else ()
+
+
+def _identity(path: str, cwd: str | None) -> object:
+    """Which file a path names right now (one stat, following symlinks); None if none."""
+    try:
+        st = os.stat(os.path.join(cwd or "/", os.path.expanduser(path)))
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _path_matches(rule: Rule, paths: tuple[str, ...], project_root: str | None,
                   home: str) -> bool:
     assert rule.specifier is not None
@@ -81,7 +98,9 @@ def _path_matches(rule: Rule, paths: tuple[str, ...], project_root: str | None,
     if not any(globs.matches(p, pats) for p in paths):
         return False
     for spec in rule.unless:
-        if any(globs.matches(p, globs.compile_pattern(spec, project_root, home, rule.root))
+        # An exception holds only if every form of the path is exempt: a symlink named
+        # .env.example that points at .env.production is still denied.
+        if all(globs.matches(p, globs.compile_pattern(spec, project_root, home, rule.root))
                for p in paths):
             return False
     return True

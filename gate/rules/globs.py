@@ -47,6 +47,7 @@ def candidates(path: str, cwd: str | None) -> tuple[str, ...]:
 
     Deny rules apply when either a symlink or its target matches.
     """
+    path = os.path.expanduser(path)
     if not os.path.isabs(path):
         path = os.path.join(cwd or "/", path)
     path = os.path.normpath(path)

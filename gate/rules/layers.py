@@ -12,7 +12,7 @@ from loguru import logger
 from gate import dirs
 from gate.rules.engine import Policy
 from gate.rules.loader import load_file
-from gate.rules.model import Rule
+from gate.rules.model import ENFORCED_TOOLS, Effect, Rule
 
 DEFAULT_PACKS = ("default",)
 MANAGED_RULES = Path("/etc/gate/rules.yaml")
@@ -58,7 +58,17 @@ def base_layers(packs: tuple[str, ...] = DEFAULT_PACKS) -> list[Layer]:
 
 
 def project_layers(root: str) -> list[Layer]:
-    return [Layer(Path(root) / f, f, root) for f in PROJECT_FILES if (Path(root) / f).exists()]
+    """The team's rule files: in `.gate/` of the project root or its nearest ancestor that
+    has one (an agent started in a subdirectory still gets its repository's rules), not
+    above the repository's top (`.git`)."""
+    here = Path(root)
+    for d in (here, *here.parents):
+        if (d / ".gate").is_dir():
+            prefix = "" if d == here else _shown(d) + "/"
+            return [Layer(d / f, prefix + f, str(d)) for f in PROJECT_FILES if (d / f).exists()]
+        if (d / ".git").exists():
+            break
+    return []
 
 
 class PolicyStore:
@@ -88,7 +98,15 @@ class PolicyStore:
             rules += load_file(layer.path, shown_as=layer.shown_as, root=layer.root)
         policy = Policy(tuple(rules))
         with self._lock:
+            fresh = all(hit[1].rules != policy.rules for hit in self._cache.values())
             self._cache[project_root] = (stamp, policy)
+        if fresh:
+            for rule in rules:
+                # A bare tool name (Bash) is enforced: every result of that tool is withheld.
+                if (rule.effect is not Effect.ALLOW and rule.tool not in ENFORCED_TOOLS
+                        and rule.specifier is not None):
+                    logger.warning("rule {} ({}) is not enforced at the wire by this gate yet",
+                                   rule.text, rule.where)
         logger.debug("policy loaded: {} rules from {} files", len(rules), len(layers))
         return policy
 

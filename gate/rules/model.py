@@ -8,7 +8,15 @@ from enum import StrEnum
 
 _RULE = re.compile(
     r"^(?P<tool>[A-Za-z_][A-Za-z0-9_]*|mcp__[A-Za-z0-9_*-]+)(?:\((?P<spec>.*)\))?$", re.S)
-PATH_TOOLS = frozenset({"Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit"})
+# Claude Code's tool names; a rule naming one in another case is a typo that would never match.
+KNOWN_TOOLS = frozenset({
+    "Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS",
+    "Bash", "PowerShell", "Monitor", "WebFetch", "WebSearch", "Agent", "Task", "Skill",
+    "TodoWrite", "Cd", "LSP", "REPL",
+})
+# Rules gate enforces at the wire today; others load (a team's Claude Code rules work
+# unchanged) and are reported as not enforced by gate yet.
+ENFORCED_TOOLS = frozenset({"Read", "Edit"})
 
 
 class Effect(StrEnum):
@@ -45,6 +53,9 @@ def parse(text: str) -> tuple[str, str | None]:
             " or Bash(curl *)"
         )
     spec = m.group("spec")
+    typo = {t.lower(): t for t in KNOWN_TOOLS}.get(m.group("tool").lower())
+    if typo and typo != m.group("tool"):
+        raise ValueError(f"{text!r}: tool names are case-sensitive; write {typo}(...)")
     if spec is not None and not spec.strip():
         raise ValueError(f"{text!r} has an empty specifier: write {m.group('tool')} alone to"
                          " match every use of the tool")

@@ -68,7 +68,10 @@ def screen(req: Outbound, policies: PolicyStore) -> Verdict:
 
 
 def _screen_anthropic(req: Outbound, body: dict[str, Any], policies: PolicyStore) -> Verdict:
-    walk = anthropic.walk(body)
+    try:
+        walk = anthropic.walk(body)
+    except ValueError as exc:
+        raise Blocked(f"gate cannot screen this request: {exc}") from exc
     root = req.project_root or _root_from_prompt(walk)
     policy = policies.policy_for(root)
     withheld: list[Withheld] = []

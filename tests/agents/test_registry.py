@@ -19,10 +19,11 @@ def test_inherited_upstreams() -> None:
     generic = registry.get("generic")
     env = {"ANTHROPIC_BASE_URL": "https://llm.corp.example/anthropic/",
            "OPENAI_BASE_URL": "https://llm.corp.example/openai/v1",
-           "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8787/gemini"}  # already a gate
+           "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:4000/gemini"}
     assert registry.inherited_upstreams(generic, env) == {
         "anthropic": ("ANTHROPIC_BASE_URL", "https://llm.corp.example/anthropic"),
         "openai": ("OPENAI_BASE_URL", "https://llm.corp.example/openai"),
+        "gemini": ("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:4000/gemini"),
     }
     with pytest.raises(ValueError, match="does not end in /v1"):
         registry.inherited_upstreams(generic, {"OPENAI_BASE_URL": "https://corp/openai"})

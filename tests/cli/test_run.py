@@ -30,7 +30,9 @@ CLIENT = textwrap.dedent("""
             "content": '{"password": "' + secret + '"}'}]},
     ]
     msg = client.messages.create(model="claude-test", max_tokens=8, messages=turn)
-    print(json.dumps({"base_url": os.environ["ANTHROPIC_BASE_URL"], "text": msg.content[0].text}))
+    advertised = os.path.exists(os.path.join(os.environ["GATE_DATA_DIR"], "server.json"))
+    print(json.dumps({"base_url": os.environ["ANTHROPIC_BASE_URL"], "text": msg.content[0].text,
+                      "advertised": advertised}))
     sys.exit(int(os.environ.get("EXIT_WITH", "0")))
 """)
 
@@ -57,6 +59,9 @@ def test_gate_run_starts_a_gate_wires_the_agent_and_learns_the_project_root(
     out = json.loads(proc.stdout)
     assert out["text"] == provider.reply_text
     assert "/_run/" in out["base_url"] and out["base_url"].endswith("/anthropic")
+    # A gate started for one run is never offered to other runs (they may want other
+    # upstreams, and it stops when this run ends).
+    assert out["advertised"] is False
     sent = provider.seen[-1].json()
     placeholder = sent["messages"][2]["content"][0]["content"]
     # The rule lives in the project's own rule file: only a gate that knows the run's
@@ -129,3 +134,14 @@ def test_gate_run_keeps_a_base_url_the_user_already_set(
     assert f"ANTHROPIC_BASE_URL is set, so /anthropic forwards to {provider.url}" in proc.stderr
     assert "/_run/" in json.loads(proc.stdout)["base_url"]
     assert "Read(./config/prod.json)" in provider.seen[-1].body.decode()
+
+
+def test_gate_run_under_a_shell_already_pointed_at_a_gate_does_not_loop(
+        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    project = _project(gate_dirs["project"])
+    proc = _run(["run", "--", sys.executable, "client.py", fake_secret()], project,
+                ANTHROPIC_BASE_URL=f"{gate.base_url}/anthropic")
+    assert proc.returncode == 0, proc.stderr
+    assert "forwards to" not in proc.stderr  # a gate URL is not taken as an upstream
+    assert json.loads(proc.stdout)["base_url"].startswith(f"{gate.base_url}/_run/")
+    assert provider.seen

@@ -99,3 +99,37 @@ def test_encoded_bodies_are_decoded_screened_and_reencoded(
     sent = json.loads(decode(seen.body))
     assert "withheld" in sent["messages"][2]["content"][0]["content"]
     assert secret.encode() not in decode(seen.body)
+
+
+@pytest.mark.parametrize(("turns", "words"), [
+    # A result answering no call, and two calls sharing an id: neither could be paired.
+    ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x",
+                                    "content": "KEY=1"}]}], "answers no tool_use"),
+    (tool_turn("toolu_1", "Read", {"file_path": "/p/a"}, "a")
+     + tool_turn("toolu_1", "Read", {"file_path": "/p/.env"}, "KEY=1"), "two tool_"),
+])
+def test_unpairable_tool_results_are_blocked(gate: Listening, provider: FakeProvider,
+                                             turns: list[dict[str, object]], words: str) -> None:
+    body = conversation("/p")
+    body["messages"] += turns
+    _blocked(_post(gate, json.dumps(body).encode()), provider, 403, words)
+
+
+def test_websocket_upgrades_are_refused(gate: Listening, provider: FakeProvider) -> None:
+    resp = httpx.get(f"{gate.base_url}/anthropic/v1/messages",
+                     headers={"upgrade": "websocket", "connection": "Upgrade",
+                              "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+                              "sec-websocket-version": "13"})
+    _blocked(resp, provider, 403, "does not screen WebSocket traffic")
+
+
+@pytest.mark.parametrize("path", ["/v1//messages", "/V1/Messages", "/v1/messages;x=1",
+                                  "/v1/messages/", "/v1/messages%3Fbeta=true"])
+def test_odd_spellings_of_the_messages_path_are_still_screened(
+        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], path: str) -> None:
+    project = str(gate_dirs["project"])
+    secret = fake_secret()
+    body = conversation(project, tool_turn("toolu_1", "Read", {"file_path": f"{project}/.env"},
+                                           f"KEY={secret}"))
+    httpx.post(f"{gate.base_url}/anthropic{path}", json=body, headers={"x-api-key": "k"})
+    assert provider.seen and secret not in provider.seen[-1].body.decode()

@@ -98,3 +98,28 @@ def test_unknown_root_matches_relative_patterns_anywhere(default_policy: Policy)
 def test_path_pattern_anchors(spec: str, path: str, hit: bool) -> None:
     policy = Policy(tuple(load_text(f"deny:\n  - Read({spec})\n", "t.yaml", root=ROOT)))
     assert (policy.decide(Action(Verb.READ, "Read", path), ROOT).effect is Effect.DENY) is hit
+
+
+def test_a_symlink_named_like_an_exception_is_still_denied(tmp_path: Path) -> None:
+    (tmp_path / ".env.production").write_text("X=1")
+    (tmp_path / ".env.example").symlink_to(tmp_path / ".env.production")
+    policy = PolicyStore().policy_for(str(tmp_path))
+    action = Action(Verb.READ, "Read", str(tmp_path / ".env.example"))
+    assert policy.decide(action, str(tmp_path)).effect is Effect.DENY
+
+
+def test_a_file_later_replaced_by_a_symlink_is_decided_again(tmp_path: Path) -> None:
+    (tmp_path / ".env.production").write_text("X=1")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("harmless")
+    policy = PolicyStore().policy_for(str(tmp_path))
+    action = Action(Verb.READ, "Read", str(notes))
+    assert policy.decide(action, str(tmp_path)).effect is None
+    notes.unlink()
+    notes.symlink_to(tmp_path / ".env.production")
+    assert policy.decide(action, str(tmp_path)).effect is Effect.DENY
+
+
+def test_home_relative_paths_are_expanded(default_policy: Policy) -> None:
+    action = Action(Verb.READ, "Read", "~/.aws/credentials")
+    assert default_policy.decide(action, ROOT).effect is Effect.DENY

@@ -33,6 +33,7 @@ def test_rules_carry_file_and_line() -> None:
     ("deny:\n  - [Read(x)\n", "t.yaml:3", "not valid YAML"),
     ("schemaVersion: 9\ndeny:\n  - Read(x)\n", "t.yaml:1", "schemaVersion 9"),
     ("deny:\n  - rule: Bash(ls)\n    unless: [x]\n", "t.yaml:2", "unless: applies"),
+    ("deny:\n  - read(./.env)\n", "t.yaml:2", "write Read(...)"),
 ])
 def test_bad_rule_files_name_the_line(text: str, where: str, words: str) -> None:
     with pytest.raises(RuleError) as info:
@@ -69,3 +70,23 @@ def test_project_rules_apply_and_reload_when_changed(gate_dirs: dict[str, Path])
     os.utime(team, (1, 1))  # a different mtime, whatever the clock's resolution
     texts = [r.text for r in store.policy_for(str(root)).rules]
     assert "Read(./config/staging.json)" in texts and "Read(./config/prod.json)" not in texts
+
+
+def test_project_rules_are_found_from_a_subdirectory(gate_dirs: dict[str, Path]) -> None:
+    repo = gate_dirs["project"]
+    (repo / ".git").mkdir()
+    (repo / ".gate").mkdir()
+    (repo / ".gate" / "rules.yaml").write_text("deny:\n  - Read(/secrets/**)\n")
+    sub = repo / "services" / "api"
+    sub.mkdir(parents=True)
+    rules = [r for r in PolicyStore().policy_for(str(sub)).rules if r.tool == "Read"
+             and r.specifier == "/secrets/**"]
+    assert rules and rules[0].root == str(repo)  # `/` patterns anchor at the repository
+    assert rules[0].where == f"{repo}/.gate/rules.yaml:2"
+    # Not above the repository's top: a .gate/ outside it is not this project's.
+    outer = gate_dirs["home"] / "elsewhere"
+    (outer / ".gate").mkdir(parents=True)
+    (outer / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./x)\n")
+    (outer / "repo" / ".git").mkdir(parents=True)
+    texts = [r.text for r in PolicyStore().policy_for(str(outer / "repo")).rules]
+    assert "Read(./x)" not in texts
