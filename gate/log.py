@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -19,4 +20,9 @@ def configure(*, level: str = "INFO", file: Path | None = None, stderr: bool = T
         file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         file.touch(mode=0o600, exist_ok=True)
         logger.add(file, level=level, format="{time} {level} {message}", diagnose=False,
-                   backtrace=False, rotation="10 MB", retention=3)
+                   backtrace=False, rotation="10 MB", retention=3, opener=_private_opener)
+
+
+def _private_opener(path: str, flags: int) -> int:
+    """Log files are owner-only from the moment they exist, rotated ones included."""
+    return os.open(path, flags, 0o600)

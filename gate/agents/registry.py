@@ -69,7 +69,8 @@ def from_user_agent(user_agent: str) -> str | None:
 _MARK = "http://gate.invalid"
 
 
-def inherited_upstreams(agent: Agent, environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+def inherited_upstreams(agent: Agent, environ: Mapping[str, str],
+                        skip: frozenset[str] = frozenset()) -> dict[str, tuple[str, str]]:
     """Base URLs the user already set for this agent: NAME → (variable, upstream URL).
 
     `gate run` must not silently move a user from their own gateway to the public API, so
@@ -82,6 +83,8 @@ def inherited_upstreams(agent: Agent, environ: Mapping[str, str]) -> dict[str, t
         if not current:
             continue
         name, _, suffix = ours.removeprefix(_MARK + "/").partition("/")
+        if name in skip:  # named with --upstream: that wins
+            continue
         suffix = "/" + suffix if suffix else ""
         if suffix and not current.endswith(suffix):
             raise ValueError(f"{var}={current} does not end in {suffix}: gate cannot forward"

@@ -34,6 +34,7 @@ _WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command", 
 _SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "\n", "(", ")", "{", "}", "$",
                          "!", "then", "do", "else", "elif", "if", "while", "until", "fi",
                          "done"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
@@ -95,6 +96,10 @@ def _simple(words: list[str], cwd: str, env: dict[str, str]) -> Generator[str, N
     if name == "cd":
         target = next((a for a in args if not a.startswith("-")), "~")
         return _abs(target, cwd)
+    if name in _SHELLS and "-c" in args[:-1]:
+        # `bash -c "cat .env"`: the script is a command line of its own.
+        yield from _reads(args[args.index("-c") + 1], cwd)
+        return cwd
     if name not in READERS:
         return cwd
     operands = [a for a in args if not a.startswith("-") or a == "-"]

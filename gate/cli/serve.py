@@ -20,7 +20,7 @@ from gate.agents import registry
 from gate.cli.common import load_config
 from gate.config import Config
 from gate.errors import GateError
-from gate.rules.layers import PolicyStore
+from gate.rules.layers import PolicyStore, repository_root
 
 if TYPE_CHECKING:
     from gate.proxy.server import BackgroundGate
@@ -45,7 +45,7 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...]) ->
     config = load_config(host, port, upstreams)
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log")
-    PolicyStore()  # fail before listening when a rule file is malformed
+    PolicyStore(warn=False)  # fail before listening when a rule file is malformed
 
     def ready(listening: Listening) -> None:
         click.echo(f"gate listening on {listening.base_url}  (data: {data})")
@@ -75,11 +75,11 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, .
         spec = registry.get(agent) if agent else registry.detect(list(command))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    named = frozenset(u.partition("=")[0].strip() for u in upstreams)
     try:
-        inherited = registry.inherited_upstreams(spec, os.environ)
+        inherited = registry.inherited_upstreams(spec, os.environ, named)
     except ValueError as exc:
         raise GateError(str(exc)) from exc
-    named = {u.partition("=")[0].strip() for u in upstreams}
     for name, (var, url) in sorted(inherited.items()):
         if name not in named and not _is_gate(url):
             click.echo(f"gate: {var} is set, so /{name} forwards to {url}", err=True)
@@ -87,7 +87,8 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, .
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log", stderr=False)
     config = load_config(upstreams=upstreams)
-    PolicyStore().policy_for(os.getcwd())  # a malformed rule file stops us before the agent
+    # A malformed rule file stops us here, before the agent starts.
+    PolicyStore(warn=False).policy_for(repository_root(os.getcwd()))
     base, started = _find_or_start(config, data, bool(upstreams))
     run = runs.register(data, os.getcwd(), spec.name)
     env = {**os.environ, **spec.env(f"{base}/_run/{run.id}")}

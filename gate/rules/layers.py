@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from loguru import logger
@@ -57,6 +58,17 @@ def base_layers(packs: tuple[str, ...] = DEFAULT_PACKS) -> list[Layer]:
     return layers
 
 
+@lru_cache(maxsize=256)
+def repository_root(cwd: str) -> str:
+    """The directory rules anchor to: the nearest ancestor of `cwd` holding `.gate/` or
+    `.git` (an agent started in a subdirectory is still in its repository), else `cwd`."""
+    here = Path(cwd)
+    for d in (here, *here.parents):
+        if (d / ".gate").is_dir() or (d / ".git").exists():
+            return str(d)
+    return cwd
+
+
 def project_layers(root: str) -> list[Layer]:
     """The team's rule files: in `.gate/` of the project root or its nearest ancestor that
     has one (an agent started in a subdirectory still gets its repository's rules), not
@@ -78,8 +90,9 @@ class PolicyStore:
     project file that is malformed raises at request time, which blocks the request.
     """
 
-    def __init__(self, packs: tuple[str, ...] = DEFAULT_PACKS):
+    def __init__(self, packs: tuple[str, ...] = DEFAULT_PACKS, *, warn: bool = True):
         self._packs = packs
+        self._warn = warn
         self._lock = threading.Lock()
         self._cache: dict[str | None, tuple[tuple[tuple[str, float], ...], Policy]] = {}
         self.policy_for(None)
@@ -100,7 +113,7 @@ class PolicyStore:
         with self._lock:
             fresh = all(hit[1].rules != policy.rules for hit in self._cache.values())
             self._cache[project_root] = (stamp, policy)
-        if fresh:
+        if fresh and self._warn:
             for rule in rules:
                 # A bare tool name (Bash) is enforced: every result of that tool is withheld.
                 if (rule.effect is not Effect.ALLOW and rule.tool not in ENFORCED_TOOLS

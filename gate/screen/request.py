@@ -12,7 +12,7 @@ from loguru import logger
 from gate.agents import claude_code
 from gate.providers import anthropic
 from gate.providers.segments import Role, Walk, strings
-from gate.rules.layers import PolicyStore
+from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
 from gate.screen import placeholder
 
@@ -72,13 +72,14 @@ def _screen_anthropic(req: Outbound, body: dict[str, Any], policies: PolicyStore
         walk = anthropic.walk(body)
     except ValueError as exc:
         raise Blocked(f"gate cannot screen this request: {exc}") from exc
-    root = req.project_root or _root_from_prompt(walk)
+    cwd = req.project_root or _root_from_prompt(walk)
+    root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)
     withheld: list[Withheld] = []
     for call in walk.calls:
         if call.result is None:
             continue
-        action = claude_code.action(call.name, call.input, root)
+        action = claude_code.action(call.name, call.input, cwd)
         decision = policy.decide(action, root)
         # Until asking a person exists, an ask rule withholds like a deny (fail closed).
         if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):

@@ -38,3 +38,8 @@ from gate.agents.shell import reads
 ])
 def test_reads(command: str, expected: list[str]) -> None:
     assert list(reads(command, "/p")) == [os.path.expanduser(e) for e in expected]
+
+
+def test_shell_dash_c_is_parsed_as_a_command_line() -> None:
+    assert reads('bash -c "cd conf && cat .env"', "/p") == ("/p/conf/.env",)
+    assert reads("sh -c 'grep -v x < .env'", "/p") == ("/p/.env",)

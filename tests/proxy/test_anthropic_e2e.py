@@ -163,3 +163,17 @@ def test_shell_commands_that_read_a_denied_file_are_withheld(
     assert sent["messages"][2]["content"][0]["content"] == "total 0\n.env"  # left alone
     text = sent["messages"][4]["content"][0]["content"]
     assert f"reads {project}/.env, which is denied by rule Read(./.env)" in text
+
+
+def test_an_agent_in_a_subdirectory_is_held_to_the_repository_rules(
+        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    repo = gate_dirs["project"]
+    (repo / ".git").mkdir()
+    (repo / "services" / "api").mkdir(parents=True)
+    secret = fake_secret()
+    body = conversation(str(repo / "services" / "api"),
+                        tool_turn("toolu_1", "Bash", {"command": "cat ../../.env"},
+                                  f"KEY={secret}"))
+    client.messages.create(**body)
+    assert secret not in provider.seen[-1].body.decode()
+    assert "Read(./.env)" in provider.seen[-1].body.decode()

@@ -90,3 +90,13 @@ def test_project_rules_are_found_from_a_subdirectory(gate_dirs: dict[str, Path])
     (outer / "repo" / ".git").mkdir(parents=True)
     texts = [r.text for r in PolicyStore().policy_for(str(outer / "repo")).rules]
     assert "Read(./x)" not in texts
+
+
+def test_rules_anchor_at_the_repository_top(gate_dirs: dict[str, Path]) -> None:
+    from gate.rules.layers import repository_root
+
+    repo = gate_dirs["project"]
+    (repo / ".git").mkdir()
+    (repo / "pkg" / "a").mkdir(parents=True)
+    assert repository_root(str(repo / "pkg" / "a")) == str(repo)
+    assert repository_root(str(gate_dirs["home"])) == str(gate_dirs["home"])
