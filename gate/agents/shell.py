@@ -12,6 +12,7 @@ import re
 import shlex
 from collections.abc import Generator, Iterator
 from functools import lru_cache
+from typing import Any
 
 # Commands whose operands are files they print or transform.
 READERS = frozenset({
@@ -34,9 +35,15 @@ _WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command", 
 _SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "\n", "(", ")", "{", "}", "$",
                          "!", "then", "do", "else", "elif", "if", "while", "until", "fi",
                          "done"})
+_DASH_C = re.compile(r"^-[a-z]*c[a-z]*$")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def join(argv: list[Any]) -> str:
+    """An argv list as one command line (Codex's legacy `shell` tool sends argv)."""
+    return shlex.join(str(a) for a in argv)
 
 
 def reads(command: str, cwd: str | None) -> tuple[str, ...]:
@@ -96,9 +103,10 @@ def _simple(words: list[str], cwd: str, env: dict[str, str]) -> Generator[str, N
     if name == "cd":
         target = next((a for a in args if not a.startswith("-")), "~")
         return _abs(target, cwd)
-    if name in _SHELLS and "-c" in args[:-1]:
-        # `bash -c "cat .env"`: the script is a command line of its own.
-        yield from _reads(args[args.index("-c") + 1], cwd)
+    script_at = next((i for i, a in enumerate(args[:-1]) if _DASH_C.match(a)), None)
+    if name in _SHELLS and script_at is not None:
+        # `bash -c "cat .env"`, `bash -lc ...`: the script is a command line of its own.
+        yield from _reads(args[script_at + 1], cwd)
         return cwd
     if name not in READERS:
         return cwd

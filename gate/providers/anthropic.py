@@ -5,7 +5,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gate.providers.segments import JsonPath, Role, Segment, ToolCall, Walk, get_at, strings
+from gate.providers.paths import normalise
+from gate.providers.segments import (
+    JsonPath,
+    Role,
+    Segment,
+    Walk,
+    add_result,
+    get_at,
+    pair,
+    strings,
+)
 
 FORMAT = "anthropic"
 PATHS = ("/v1/messages", "/v1/messages/count_tokens")
@@ -16,15 +26,17 @@ _IMMUTABLE_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 _OPAQUE_KEYS = frozenset({"signature", "encrypted_content", "encrypted_index", "encrypted_stdout"})
 
 
+# Bedrock (`/model/{id}/invoke`, `/invoke-with-response-stream`) and Vertex
+# (`.../publishers/anthropic/models/{m}:rawPredict`, `:streamRawPredict`,
+# `count-tokens:rawPredict`) carry the same body under other URLs.
+_CLOUD = re.compile(r"(/model/[^/]+/invoke(-with-response-stream)?"
+                    r"|/publishers/anthropic/models/[^/]+:(stream)?rawpredict)$")
+
+
 def matches(path: str) -> bool:
     """Whether a request path is a Messages endpoint, however it is spelled."""
-    return normalise(path).endswith(PATHS)
-
-
-def normalise(path: str) -> str:
-    """The path without query or ;params, with `//` collapsed and lowercased."""
-    path = path.split("?", 1)[0].split(";", 1)[0].split("%3f", 1)[0].split("%3F", 1)[0]
-    return re.sub(r"/+", "/", path).rstrip("/").lower()
+    norm = normalise(path)
+    return norm.endswith(PATHS) or bool(_CLOUD.search(norm))
 
 
 def walk(body: dict[str, Any]) -> Walk:
@@ -39,16 +51,7 @@ def walk(body: dict[str, Any]) -> Walk:
         if not isinstance(msg, dict):
             raise ValueError(f"messages[{i}] is not an object")
         _walk_message(msg, ("messages", i), segs, uses, results)
-    ids = [id_ for id_, _, _ in uses]
-    if len(set(ids)) != len(ids):
-        # Only one of the results could be paired; the other would go unscreened.
-        raise ValueError("two tool_use blocks share an id")
-    if orphans := sorted(set(results) - set(ids)):
-        raise ValueError(f"tool_result {orphans[0]} answers no tool_use in this request")
-    calls = tuple(
-        ToolCall(id_, name, inp if isinstance(inp, dict) else {}, results.get(id_))
-        for id_, name, inp in uses
-    )
+    calls = pair(uses, results)
     model = body.get("model")
     return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs), calls)
 
@@ -84,9 +87,7 @@ def _walk_message(msg: dict[str, Any], at: JsonPath, segs: list[Segment],
                         for p, t in strings(block.get("input"), (*bat, "input")))
         elif kind == "tool_result":
             call_id = str(block.get("tool_use_id"))
-            if call_id in results:
-                raise ValueError(f"two tool_result blocks answer {call_id}")
-            results[call_id] = bat
+            add_result(results, call_id, bat)
             segs.extend(Segment(p, t, Role.TOOL_RESULT, call_id)
                         for p, t in _content_strings(block.get("content"), (*bat, "content")))
         elif kind in _IMMUTABLE_BLOCKS:
@@ -131,6 +132,6 @@ def withhold_result(body: dict[str, Any], result: JsonPath, placeholder: str) ->
         block["content"] = placeholder
 
 
-def error_body(message: str, kind: str = "gate_error") -> dict[str, Any]:
+def error_body(message: str, status: int = 403) -> dict[str, Any]:
     """An Anthropic-shaped error, so SDKs and agents show gate's message."""
-    return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"type": "error", "error": {"type": "gate_error", "message": message}}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -46,6 +47,60 @@ class Walk:
 
     def texts(self, *roles: Role) -> Iterator[str]:
         return (s.text for s in self.segments if not roles or s.role in roles)
+
+
+def pair(uses: list[tuple[str, str, Any]], results: dict[str, JsonPath], *,
+         orphans_allowed: bool = False) -> tuple[ToolCall, ...]:
+    """Tool calls with the result that answers each; unpairable bodies raise ValueError.
+
+    Two calls sharing an id, or a result answering no call, would leave a result that no
+    rule looked at (orphans are allowed only where earlier calls live on the server).
+    """
+    ids = [id_ for id_, _, _ in uses]
+    if len(set(ids)) != len(ids):
+        raise ValueError("two tool calls share an id")
+    if not orphans_allowed and (orphans := sorted(set(results) - set(ids))):
+        raise ValueError(f"tool result {orphans[0]} answers no tool call in this request")
+    return tuple(ToolCall(id_, name, inp if isinstance(inp, dict) else {}, results.get(id_))
+                 for id_, name, inp in uses)
+
+
+def add_result(results: dict[str, JsonPath], call_id: str, at: JsonPath) -> None:
+    if call_id in results:
+        raise ValueError(f"two tool results answer {call_id}")
+    results[call_id] = at
+
+
+def arguments(raw: Any) -> dict[str, Any]:
+    """A tool call's arguments, sent as a JSON string (OpenAI) or an object."""
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return {}
+
+
+def replace_text(node: Any, text: str, text_keys: tuple[str, ...] = ("text",)) -> Any:
+    """A tool result's content with every part replaced by `text`, keeping its shape:
+    a string stays a string, a list keeps its length and each part its position."""
+    if not isinstance(node, list):
+        return text
+    out = []
+    for part in node:
+        if isinstance(part, dict) and (key := next((k for k in text_keys if k in part), None)):
+            out.append({**part, key: text})
+        else:
+            kind = str(part.get("type")) if isinstance(part, dict) else ""
+            out.append({"type": _TEXT_TYPE.get(kind, "text"), "text": text})
+    return out or text
+
+
+# Non-text parts of a result become text parts of the same family.
+_TEXT_TYPE = {"input_image": "input_text", "input_file": "input_text", "image_url": "text"}
 
 
 def strings(node: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:

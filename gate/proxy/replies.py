@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 
-from gate.providers import anthropic
+from gate import providers
+from gate.providers import anthropic, openai_chat
+
+# When the path names no known format, the upstream's name says which shape to use.
+_BY_UPSTREAM = {"anthropic": anthropic}
 
 
 def error(upstream: str, path: str, status: int, message: str) -> bytes:
-    if upstream == "anthropic" or anthropic.matches(path):
-        body: object = anthropic.error_body(message)
-    elif upstream == "gemini" or ":generateContent" in path or ":streamGenerateContent" in path:
-        body = {"error": {"code": status, "message": message, "status": "PERMISSION_DENIED"}}
-    else:  # OpenAI and OpenAI-compatible
-        body = {"error": {"message": message, "type": "gate_error", "code": "gate_blocked",
-                          "param": None}}
+    fmt = providers.detect(path) or _BY_UPSTREAM.get(upstream)
+    if fmt is None and (upstream == "gemini" or ":generatecontent" in path.lower()
+                        or ":streamgeneratecontent" in path.lower()):
+        body: object = {"error": {"code": status, "message": message,
+                                  "status": "PERMISSION_DENIED"}}
+    else:
+        body = (fmt or openai_chat).error_body(message, status)
     return json.dumps(body).encode()
 
 

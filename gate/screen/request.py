@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import orjson
 from loguru import logger
 
-from gate.agents import claude_code
-from gate.providers import anthropic
+from gate import providers
+from gate.agents import tools
 from gate.providers.segments import Role, Walk, strings
 from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
@@ -57,38 +58,39 @@ def screen(req: Outbound, policies: PolicyStore) -> Verdict:
     except (UnicodeDecodeError, ValueError) as exc:
         # Fail closed: a body gate cannot parse is a body gate cannot screen.
         raise Blocked(f"gate cannot screen this request: the body is not JSON ({exc})") from exc
-    if anthropic.matches(req.path):
-        if not isinstance(body, dict):
-            raise Blocked("gate cannot screen this request: a Messages body must be an object")
-        return _screen_anthropic(req, body, policies)
-    # Not a format gate knows yet: every string is walked (and counted) so later screening
-    # sees it; nothing is paired, so nothing is withheld by tool rules.
-    n = sum(1 for _ in strings(body, ()))
-    return Verdict(None, None, None, req.project_root, segments=n)
+    fmt = providers.detect(req.path)
+    if fmt is None:
+        # Not a format gate knows yet: every string is walked (and counted) so later
+        # screening sees it; nothing is paired, so nothing is withheld by tool rules.
+        n = sum(1 for _ in strings(body, ()))
+        return Verdict(None, None, None, req.project_root, segments=n)
+    if not isinstance(body, dict):
+        raise Blocked(f"gate cannot screen this request: a {fmt.FORMAT} body must be an object")
+    return _screen(fmt, req, body, policies)
 
 
-def _screen_anthropic(req: Outbound, body: dict[str, Any], policies: PolicyStore) -> Verdict:
+def _screen(fmt: ModuleType, req: Outbound, body: dict[str, Any],
+            policies: PolicyStore) -> Verdict:
     try:
-        walk = anthropic.walk(body)
+        walk = fmt.walk(body)
     except ValueError as exc:
         raise Blocked(f"gate cannot screen this request: {exc}") from exc
-    cwd = req.project_root or _root_from_prompt(walk)
+    cwd = req.project_root or tools.working_directory(_prompt_texts(walk))
     root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)
     withheld: list[Withheld] = []
     for call in walk.calls:
         if call.result is None:
             continue
-        action = claude_code.action(call.name, call.input, cwd)
+        action = tools.action(call.name, call.input, cwd)
         decision = policy.decide(action, root)
         # Until asking a person exists, an ask rule withholds like a deny (fail closed).
         if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
             continue
         text = placeholder.withheld(action, decision.rule, decision.path)
-        anthropic.withhold_result(body, call.result, text)
+        fmt.withhold_result(body, call.result, text)
         withheld.append(Withheld(call.id, call.name, decision.path or action.target,
-                                 decision.rule.text,
-                                 decision.rule.where))
+                                 decision.rule.text, decision.rule.where))
     out = None
     if withheld:
         logger.info("withheld {} tool result(s): {}", len(withheld),
@@ -97,9 +99,10 @@ def _screen_anthropic(req: Outbound, body: dict[str, Any], policies: PolicyStore
     return Verdict(out, walk.format, walk.model, root, tuple(withheld), len(walk.segments))
 
 
-def _root_from_prompt(walk: Walk) -> str | None:
-    first_user = next(walk.texts(Role.USER_TEXT), "")
-    return claude_code.project_root([*walk.texts(Role.SYSTEM), first_user])
+def _prompt_texts(walk: Walk) -> list[str]:
+    """Where agents state their working directory: system text and the first user texts."""
+    users = [t for _, t in zip(range(3), walk.texts(Role.USER_TEXT), strict=False)]
+    return [*walk.texts(Role.SYSTEM), *users]
 
 
 def parse(raw: bytes) -> Any:

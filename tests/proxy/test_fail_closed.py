@@ -104,9 +104,9 @@ def test_encoded_bodies_are_decoded_screened_and_reencoded(
 @pytest.mark.parametrize(("turns", "words"), [
     # A result answering no call, and two calls sharing an id: neither could be paired.
     ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x",
-                                    "content": "KEY=1"}]}], "answers no tool_use"),
+                                    "content": "KEY=1"}]}], "answers no tool call"),
     (tool_turn("toolu_1", "Read", {"file_path": "/p/a"}, "a")
-     + tool_turn("toolu_1", "Read", {"file_path": "/p/.env"}, "KEY=1"), "two tool_"),
+     + tool_turn("toolu_1", "Read", {"file_path": "/p/.env"}, "KEY=1"), "two tool "),
 ])
 def test_unpairable_tool_results_are_blocked(gate: Listening, provider: FakeProvider,
                                              turns: list[dict[str, object]], words: str) -> None:

@@ -1,0 +1,111 @@
+"""Every agent's tools as actions, and the working directory each agent states in its prompt.
+
+Tool names barely collide across agents, and where they do (`bash`, `glob`, `web_fetch`)
+their inputs agree, so one table serves all of them: a request is decided the same way
+whichever agent sent it, even when the agent was not recognised. Names and input keys come
+from each agent's shipped tool schemas (../shared/reference/protocols.md §4).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from gate.agents import shell
+from gate.agents.actions import Action, Verb
+
+# Tool name → (verb, input keys that may hold its target, first present wins).
+TOOLS: Mapping[str, tuple[Verb, tuple[str, ...]]] = {
+    # Claude Code
+    "Read": (Verb.READ, ("file_path",)),
+    "NotebookRead": (Verb.READ, ("notebook_path",)),
+    "Write": (Verb.EDIT, ("file_path",)),
+    "Edit": (Verb.EDIT, ("file_path",)),
+    "MultiEdit": (Verb.EDIT, ("file_path",)),
+    "NotebookEdit": (Verb.EDIT, ("notebook_path",)),
+    "Grep": (Verb.SEARCH, ("path",)),
+    "Glob": (Verb.SEARCH, ("path",)),
+    "LS": (Verb.SEARCH, ("path",)),
+    "Bash": (Verb.EXEC, ("command",)),
+    "Monitor": (Verb.EXEC, ("command",)),
+    "PowerShell": (Verb.EXEC, ("command",)),
+    "WebFetch": (Verb.FETCH, ("url",)),
+    # Codex CLI
+    "exec_command": (Verb.EXEC, ("cmd", "command")),
+    "shell_command": (Verb.EXEC, ("command",)),
+    "shell": (Verb.EXEC, ("command",)),
+    "local_shell": (Verb.EXEC, ("command",)),
+    "view_image": (Verb.READ, ("path",)),
+    # OpenCode
+    "read": (Verb.READ, ("filePath", "file_path", "path")),
+    "write": (Verb.EDIT, ("filePath", "file_path", "path")),
+    "edit": (Verb.EDIT, ("filePath", "file_path", "path")),
+    "bash": (Verb.EXEC, ("command",)),
+    "grep": (Verb.SEARCH, ("path", "paths")),
+    "glob": (Verb.SEARCH, ("path", "paths", "dir_path")),
+    "list": (Verb.SEARCH, ("path",)),
+    "webfetch": (Verb.FETCH, ("url",)),
+    # Gemini CLI
+    "read_file": (Verb.READ, ("file_path", "absolute_path", "path")),
+    "read_many_files": (Verb.SEARCH, ("include", "paths")),
+    "write_file": (Verb.EDIT, ("file_path",)),
+    "replace": (Verb.EDIT, ("file_path",)),
+    "list_directory": (Verb.SEARCH, ("dir_path", "path")),
+    "grep_search": (Verb.SEARCH, ("dir_path", "path")),
+    "search_file_content": (Verb.SEARCH, ("dir_path", "path")),
+    "run_shell_command": (Verb.EXEC, ("command",)),
+    "web_fetch": (Verb.FETCH, ("url", "prompt")),
+    # GitHub Copilot CLI
+    "view": (Verb.READ, ("path",)),
+    "create": (Verb.EDIT, ("path",)),
+    "str_replace": (Verb.EDIT, ("path",)),
+    "str_replace_editor": (Verb.READ, ("path",)),  # view/create/edit: its result may show content
+    "rg": (Verb.SEARCH, ("paths", "path")),
+}
+# Search tools default to the working directory when no path is given.
+_DEFAULTS_TO_CWD = frozenset({"Grep", "Glob", "LS", "grep", "glob", "list", "grep_search",
+                              "search_file_content", "list_directory", "rg"})
+# Input keys that set a shell command's working directory.
+_WORKDIR_KEYS = ("workdir", "dir_path", "cwd", "working_directory")
+
+_CWD_PATTERNS = (
+    re.compile(r"^\s*-?\s*Primary working directory:\s*(.+?)\s*$", re.M),  # Claude Code
+    re.compile(r"<cwd>\s*([^<]+?)\s*</cwd>"),  # Codex <environment_context>
+    re.compile(r"^\s*Working directory:\s*(.+?)\s*$", re.M),  # Claude Code (old), OpenCode
+    re.compile(r"^\s*\*?\s*Current working directory:\s*(.+?)\s*$", re.M),  # Copilot CLI
+    re.compile(r"Workspace Directories:\**\s*\n\s*-\s*(/.+?)\s*$", re.M),  # Gemini CLI
+    re.compile(r"^CWD:\s*(.+?)\s*$", re.M),  # Claude Code --bare
+)
+
+
+def action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action:
+    """Map one tool call to an action; unknown tools become Verb.TOOL."""
+    verb, keys = TOOLS.get(name, (Verb.TOOL, ()))
+    target = _first(tool_input, keys)
+    if target is None and name in _DEFAULTS_TO_CWD:
+        target = cwd
+    if verb is Verb.EXEC and target:
+        workdir = _first(tool_input, _WORKDIR_KEYS) or cwd
+        return Action(verb, name, target, shell.reads(target, workdir))
+    return Action(verb, name, target)
+
+
+def _first(tool_input: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = tool_input.get(key)
+        if isinstance(value, list):  # argv (Codex `shell`) or a list of paths
+            value = shell.join(value) if key == "command" else (value[0] if value else None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def working_directory(texts: Iterable[str]) -> str | None:
+    """The working directory an agent states in its prompt, if any."""
+    texts = list(texts)
+    for pattern in _CWD_PATTERNS:
+        for text in texts:
+            if m := pattern.search(text):
+                return m.group(1)
+    return None

@@ -1,0 +1,101 @@
+"""OpenAI Responses (`/responses`, `/responses/compact`): body ⇄ segments.
+
+With `previous_response_id` or `conversation`, earlier items live on the server and a body
+carries only new ones: each tool output must be screened the first time it is sent, and
+an output may answer a call this body does not hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gate.providers.paths import normalise
+from gate.providers.segments import (
+    JsonPath,
+    Role,
+    Segment,
+    Walk,
+    add_result,
+    arguments,
+    get_at,
+    pair,
+    replace_text,
+    strings,
+)
+
+FORMAT = "openai-responses"
+_ROLES = {"system": Role.SYSTEM, "developer": Role.SYSTEM, "assistant": Role.ASSISTANT_TEXT}
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output",
+                      "local_shell_call_output", "shell_call_output", "apply_patch_call_output",
+                      "computer_call_output", "mcp_call_output"})
+# Opaque to us and signed or encrypted for the provider: never edited.
+_OPAQUE_KEYS = frozenset({"encrypted_content", "signature"})
+_OPAQUE_ITEMS = frozenset({"reasoning", "compaction", "item_reference"})
+
+
+def matches(path: str) -> bool:
+    return normalise(path).endswith(("/responses", "/responses/compact"))
+
+
+def walk(body: dict[str, Any]) -> Walk:
+    segs: list[Segment] = []
+    if isinstance(body.get("instructions"), str):
+        segs.append(Segment(("instructions",), body["instructions"], Role.SYSTEM))
+    segs.extend(Segment(p, t, Role.SYSTEM) for p, t in strings(body.get("tools"), ("tools",)))
+    uses: list[tuple[str, str, Any]] = []
+    results: dict[str, JsonPath] = {}
+    items = body.get("input")
+    if isinstance(items, str):
+        segs.append(Segment(("input",), items, Role.USER_TEXT))
+        items = []
+    for i, item in enumerate(items or ()):
+        if not isinstance(item, dict):
+            raise ValueError(f"input[{i}] is not an object")
+        _item(item, ("input", i), segs, uses, results)
+    stateful = bool(body.get("previous_response_id") or body.get("conversation"))
+    model = body.get("model")
+    return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs),
+                pair(uses, results, orphans_allowed=stateful))
+
+
+def _item(item: dict[str, Any], at: JsonPath, segs: list[Segment],
+          uses: list[tuple[str, str, Any]], results: dict[str, JsonPath]) -> None:
+    kind = item.get("type", "message")
+    call_id = str(item.get("call_id") or item.get("id"))
+    if kind == "message":
+        role = _ROLES.get(str(item.get("role")), Role.USER_TEXT)
+        segs.extend(Segment(p, t, role) for p, t in strings(item.get("content"), (*at, "content")))
+        return
+    if kind in _OUTPUTS:
+        add_result(results, call_id, at)
+        segs.extend(Segment(p, t, Role.TOOL_RESULT, call_id)
+                    for p, t in strings(item.get("output"), (*at, "output")))
+        return
+    if kind == "function_call":
+        uses.append((call_id, str(item.get("name")), arguments(item.get("arguments"))))
+    elif kind == "custom_tool_call":  # free-form input, e.g. Codex's apply_patch
+        uses.append((call_id, str(item.get("name")), {"input": item.get("input")}))
+    elif kind == "local_shell_call":
+        action = item.get("action") or {}
+        uses.append((call_id, "local_shell", {"command": action.get("command"),
+                                              "workdir": action.get("working_directory")}))
+    elif kind == "shell_call":
+        commands = (item.get("action") or {}).get("commands") or []
+        uses.append((call_id, "shell", {"command": "\n".join(map(str, commands))}))
+    elif kind == "apply_patch_call":
+        op = item.get("operation") or {}
+        uses.append((call_id, "apply_patch", {"path": op.get("path")}))
+    role = Role.IMMUTABLE if kind in _OPAQUE_ITEMS else Role.TOOL_CALL
+    for p, t in strings(item, at):
+        opaque = role is Role.IMMUTABLE or p[-1] in _OPAQUE_KEYS
+        segs.append(Segment(p, t, Role.IMMUTABLE if opaque else role, call_id))
+
+
+def withhold_result(body: dict[str, Any], result: JsonPath, placeholder: str) -> None:
+    item = get_at(body, result)
+    item["output"] = replace_text(item.get("output"), placeholder)
+
+
+def error_body(message: str, status: int = 403) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "gate_error", "code": "gate_blocked",
+                      "param": None}}
