@@ -46,7 +46,7 @@ def provider() -> Iterator[FakeProvider]:
 def gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
     """A real gate listener on 127.0.0.1 whose anthropic upstream is the fake provider."""
     config = replace(Config(), port=0).with_upstreams(
-        {"anthropic": parse_upstream("anthropic", provider.url)})
+        {name: parse_upstream(name, provider.url) for name in ("anthropic", "openai")})
     server = BackgroundGate(config, gate_dirs["data"], advertise=True)  # like `gate serve`
     listening = server.start()
     yield listening

@@ -63,7 +63,10 @@ class FakeProvider:
                     req = json.loads(body) if body else {}
                 except ValueError:
                     req = {}
-                if self.path.split("?")[0].endswith("/count_tokens"):
+                route = self.path.split("?")[0]
+                if route.endswith(("/chat/completions", "/responses")):
+                    self._openai(route, req)
+                elif route.endswith("/count_tokens"):
                     self._json(200, {"input_tokens": len(body) // 4})
                 elif req.get("stream"):
                     self._sse(req)
@@ -81,6 +84,23 @@ class FakeProvider:
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _openai(self, route: str, req: dict[str, Any]) -> None:
+                chat = route.endswith("/chat/completions")
+                if not req.get("stream"):
+                    self._json(200, provider.chat(req) if chat else provider.response(req))
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                for event in provider.openai_events(req, chat):
+                    head = "" if chat else f"event: {event.get('type')}\n"
+                    self.wfile.write(f"{head}data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.flush()
+                if chat:
+                    self.wfile.write(b"data: [DONE]\n\n")
+                self.close_connection = True
 
             def _sse(self, req: dict[str, Any]) -> None:
                 self.send_response(200)
@@ -142,6 +162,55 @@ class FakeProvider:
             ("message_stop", {"type": "message_stop"}),
         ]
         return out
+
+    # -- OpenAI Chat Completions and Responses ---------------------------------------------
+
+    def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
+                "model": req.get("model", "gpt-fake"),
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": self.reply_text}}],
+                "usage": {"prompt_tokens": 30, "completion_tokens": 6, "total_tokens": 36}}
+
+    def response(self, req: dict[str, Any]) -> dict[str, Any]:
+        return {"id": "resp_fake", "object": "response", "created_at": 0, "status": "completed",
+                "model": req.get("model", "gpt-fake"), "output": [{
+                    "type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": self.reply_text,
+                                 "annotations": []}]}],
+                "usage": {"input_tokens": 40, "output_tokens": 6, "total_tokens": 46,
+                          "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens_details": {"reasoning_tokens": 0}},
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+
+    def openai_events(self, req: dict[str, Any], chat: bool) -> list[dict[str, Any]]:
+        if chat:
+            base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                    "model": req.get("model", "gpt-fake")}
+            return [
+                {**base, "choices": [{"index": 0, "delta": {"role": "assistant",
+                                                            "content": self.reply_text}}]},
+                {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                {**base, "choices": [], "usage": self.chat(req)["usage"]},
+            ]
+        done = self.response(req)
+        item = done["output"][0]
+        part = item["content"][0]
+        at = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+        events = [
+            {"type": "response.created",
+             "response": {**done, "status": "in_progress", "output": [], "usage": None}},
+            {"type": "response.output_item.added", "output_index": 0,
+             "item": {**item, "status": "in_progress", "content": []}},
+            {"type": "response.content_part.added", **at, "part": {**part, "text": ""}},
+            {"type": "response.output_text.delta", **at, "delta": self.reply_text,
+             "logprobs": []},
+            {"type": "response.output_text.done", **at, "text": self.reply_text, "logprobs": []},
+            {"type": "response.content_part.done", **at, "part": part},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": done},
+        ]
+        return [{**e, "sequence_number": i} for i, e in enumerate(events)]
 
 
 def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
