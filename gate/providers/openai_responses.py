@@ -18,6 +18,7 @@ from gate.providers.segments import (
     add_result,
     arguments,
     get_at,
+    orphans,
     pair,
     replace_text,
     strings,
@@ -55,7 +56,7 @@ def walk(body: dict[str, Any]) -> Walk:
     stateful = bool(body.get("previous_response_id") or body.get("conversation"))
     model = body.get("model")
     return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs),
-                pair(uses, results, orphans_allowed=stateful))
+                pair(uses, results, orphans_allowed=stateful), orphans(uses, results))
 
 
 def _item(item: dict[str, Any], at: JsonPath, segs: list[Segment],

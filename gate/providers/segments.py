@@ -44,6 +44,8 @@ class Walk:
     model: str | None
     segments: tuple[Segment, ...]
     calls: tuple[ToolCall, ...]
+    # Results answering a call this body does not hold (stateful APIs keep it upstream).
+    orphans: tuple[tuple[str, JsonPath], ...] = ()
 
     def texts(self, *roles: Role) -> Iterator[str]:
         return (s.text for s in self.segments if not roles or s.role in roles)
@@ -63,6 +65,12 @@ def pair(uses: list[tuple[str, str, Any]], results: dict[str, JsonPath], *,
         raise ValueError(f"tool result {orphans[0]} answers no tool call in this request")
     return tuple(ToolCall(id_, name, inp if isinstance(inp, dict) else {}, results.get(id_))
                  for id_, name, inp in uses)
+
+
+def orphans(uses: list[tuple[str, str, Any]],
+            results: dict[str, JsonPath]) -> tuple[tuple[str, JsonPath], ...]:
+    ids = {id_ for id_, _, _ in uses}
+    return tuple((i, p) for i, p in results.items() if i not in ids)
 
 
 def add_result(results: dict[str, JsonPath], call_id: str, at: JsonPath) -> None:

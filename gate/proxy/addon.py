@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from loguru import logger
-from mitmproxy import http
+from mitmproxy import ctx, http
 from mitmproxy.net import encoding
 
 from gate import __version__, runs
@@ -18,7 +18,7 @@ from gate.audit.store import AuditStore, Usage
 from gate.audit.usage import UsageTap
 from gate.config import Config
 from gate.errors import GateError
-from gate.proxy import replies, routing
+from gate.proxy import replies, routing, websocket
 from gate.rules.layers import PolicyStore
 from gate.screen.request import Blocked, Outbound, Verdict, screen
 
@@ -40,8 +40,6 @@ class GateAddon:
     def running(self) -> None:
         if self.on_ready is None:
             return
-        from mitmproxy import ctx
-
         host, port = ctx.master.addons.get("proxyserver").listen_addrs()[0][:2]
         self.on_ready(host, port)
 
@@ -57,6 +55,40 @@ class GateAddon:
             logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
             self._block(flow, 500, f"gate could not screen this request ({type(exc).__name__});"
                         " it was not sent. See gate's log, and report the bug if it repeats.")
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        conn: websocket.Connection | None = flow.metadata.get("gate_ws")
+        if conn is None or flow.websocket is None:
+            return
+        message = flow.websocket.messages[-1]
+        if not message.from_client:
+            try:
+                conn.from_server(message.content, self.audit)
+            except Exception as exc:  # bookkeeping only: the event itself is relayed as is
+                logger.warning("flow {}: provider event not read ({})", flow.id,
+                               type(exc).__name__)
+            return
+        # Fail closed: a frame that could not be screened is dropped, and the agent told.
+        try:
+            content = conn.from_client(message.content, message.is_text, self.policies,
+                                       self.audit)
+        except (Blocked, GateError) as exc:
+            self._refuse_frame(flow, message, exc.diagnostics() if isinstance(exc, GateError)
+                               else str(exc))
+        except Exception as exc:
+            logger.error("flow {} frame dropped: internal error {}", flow.id,
+                         type(exc).__name__)
+            self._refuse_frame(flow, message, f"gate could not screen this message"
+                               f" ({type(exc).__name__}); it was not sent")
+        else:
+            if content is not None:
+                message.content = content
+
+    def _refuse_frame(self, flow: http.HTTPFlow, message: Any, reason: str) -> None:
+        message.drop()
+        logger.warning("flow {} frame blocked: {}", flow.id, reason)
+        ctx.master.commands.call("inject.websocket", flow, True,
+                                 websocket.error_event(f"gate blocked this request: {reason}"))
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         if "gate_row" not in flow.metadata or flow.response is None:
@@ -113,9 +145,13 @@ class GateAddon:
                 raise Blocked(f"gate does not know run {route.run_id!r}: restart the agent with"
                               " `gate run`, or use a base URL without /_run/")
         if req.headers.get("upgrade"):
-            # Fail closed: frames after a WebSocket upgrade would never pass the screening.
-            raise Blocked("gate does not screen WebSocket traffic yet; configure the agent to"
-                          " use HTTP (it falls back when the upgrade is refused)")
+            # Fail closed: only upgrades whose frames gate can screen are let through.
+            if not websocket.screenable(req.headers.get("upgrade", ""), route.path):
+                raise Blocked("gate screens WebSocket traffic only for the Responses API;"
+                              " configure the agent to use HTTP (agents fall back when the"
+                              " upgrade is refused)")
+            flow.metadata["gate_ws"] = websocket.Connection(
+                route, run, agent=run.agent if run else None)
         try:
             body = req.get_content(strict=True) or b""
         except ValueError as exc:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -12,7 +13,7 @@ from loguru import logger
 
 from gate import providers
 from gate.agents import tools
-from gate.providers.segments import Role, Walk, strings
+from gate.providers.segments import Role, ToolCall, Walk, strings
 from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
 from gate.screen import placeholder
@@ -69,12 +70,31 @@ def screen(req: Outbound, policies: PolicyStore) -> Verdict:
     return _screen(fmt, req, body, policies)
 
 
-def _screen(fmt: ModuleType, req: Outbound, body: dict[str, Any],
-            policies: PolicyStore) -> Verdict:
+def screen_object(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: PolicyStore,
+                  known: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None) -> Verdict:
+    """Screen an already parsed body in place (a WebSocket frame's payload, say).
+
+    `known` holds calls seen earlier on the same connection (id → name, input): a result
+    that answers one of them is decided like a result paired in the body itself.
+    """
     try:
         walk = fmt.walk(body)
     except ValueError as exc:
         raise Blocked(f"gate cannot screen this request: {exc}") from exc
+    if known and walk.orphans:
+        extra = tuple(ToolCall(i, known[i][0], known[i][1], path)
+                      for i, path in walk.orphans if i in known)
+        walk = replace(walk, calls=walk.calls + extra)
+    return _decide(walk, fmt, req, body, policies)
+
+
+def _screen(fmt: ModuleType, req: Outbound, body: dict[str, Any],
+            policies: PolicyStore) -> Verdict:
+    return screen_object(fmt, req, body, policies)
+
+
+def _decide(walk: Walk, fmt: ModuleType, req: Outbound, body: dict[str, Any],
+            policies: PolicyStore) -> Verdict:
     cwd = req.project_root or tools.working_directory(_prompt_texts(walk))
     root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)

@@ -1,0 +1,104 @@
+"""Responses over WebSocket (Codex's built-in provider): screen each frame the agent sends.
+
+Later frames carry only new items plus `previous_response_id`, so each tool output is
+screened the first time it is sent. The calls it answers arrived in the provider's events
+on the same connection, so the connection remembers them and pairs outputs with them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gate import runs
+from gate.audit.store import AuditStore
+from gate.audit.usage import UsageTap
+from gate.providers import openai_responses
+from gate.providers.segments import arguments
+from gate.proxy.routing import Route
+from gate.rules.layers import PolicyStore
+from gate.screen.request import Blocked, Outbound, dump, parse, screen_object
+
+_CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "shell_call"}
+_DONE = ("response.completed", "response.failed", "response.incomplete", "response.done")
+
+
+def screenable(upgrade: str, path: str) -> bool:
+    return upgrade.lower() == "websocket" and openai_responses.matches(path)
+
+
+def error_event(message: str) -> bytes:
+    """An error event in the shape Responses streams use (and the SDKs' error shape)."""
+    return json.dumps({"type": "error", "code": "gate_blocked", "message": message,
+                       "param": None, "error": {"type": "gate_error", "code": "gate_blocked",
+                                                "message": message}}).encode()
+
+
+@dataclass
+class Connection:
+    route: Route
+    run: runs.Run | None
+    agent: str | None
+    calls: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    row: int | None = None
+
+    def from_client(self, content: bytes, is_text: bool, policies: PolicyStore,
+                    audit: AuditStore) -> bytes | None:
+        """The frame to send instead (None: send it unchanged). Raises to block it."""
+        if not is_text:
+            raise Blocked("gate cannot screen a binary WebSocket message")
+        try:
+            frame = parse(content)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise Blocked("gate cannot screen this message: it is not JSON") from exc
+        if not isinstance(frame, dict):
+            raise Blocked("gate cannot screen this message: it is not a JSON object")
+        body = frame["response"] if isinstance(frame.get("response"), dict) else frame
+        req = Outbound(self.route.path, content, self.agent, self.run.cwd if self.run else None)
+        verdict = screen_object(openai_responses, req, body, policies, self.calls)
+        sent = dump(frame) if verdict.withheld else content
+        self.row = audit.record_request(
+            run_id=self.run.id if self.run else None, agent=self.agent,
+            upstream=self.route.upstream.name, host=self.route.upstream.host, method="WS",
+            path=self.route.path, model=verdict.model, project_root=verdict.project_root,
+            request_bytes=len(sent), verdict="modified" if verdict.withheld else "forwarded",
+            withheld=[{"call_id": w.call_id, "tool": w.tool, "target": w.target,
+                       "rule": w.rule, "where": w.where} for w in verdict.withheld],
+            body=sent)
+        return sent if verdict.withheld else None
+
+    def from_server(self, content: bytes, audit: AuditStore) -> None:
+        """Remember the calls the model makes; put a finished response's usage in the audit."""
+        if b'"type"' not in content:
+            return
+        try:
+            event = json.loads(content)
+        except ValueError:
+            return
+        kind = event.get("type") if isinstance(event, dict) else None
+        if kind == "response.output_item.done":
+            self._remember(event.get("item"))
+        elif kind in _DONE and self.row is not None:
+            tap = UsageTap("text/event-stream")
+            tap.feed(b"data: " + content + b"\n")
+            status = 200 if kind == "response.completed" else 500
+            audit.record_response(self.row, status=status, latency_ms=0.0, usage=tap.finish())
+
+    def _remember(self, item: Any) -> None:
+        if not isinstance(item, dict) or item.get("type") not in _CALL_ITEMS:
+            return
+        call_id = str(item.get("call_id") or item.get("id"))
+        kind = item["type"]
+        if kind == "function_call":
+            self.calls[call_id] = (str(item.get("name")), arguments(item.get("arguments")))
+        elif kind == "custom_tool_call":
+            self.calls[call_id] = (str(item.get("name")), {"input": item.get("input")})
+        elif kind == "local_shell_call":
+            action = item.get("action") or {}
+            self.calls[call_id] = ("local_shell", {"command": action.get("command"),
+                                                   "workdir": action.get("working_directory")})
+        else:
+            commands = (item.get("action") or {}).get("commands") or []
+            self.calls[call_id] = ("shell", {"command": "\n".join(map(str, commands))})
