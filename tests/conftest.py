@@ -63,3 +63,19 @@ def client(gate: Listening) -> Iterator[anthropic.Anthropic]:
 def fake_secret(prefix: str = "") -> str:
     """A value that looks like a credential, made at run time (never a real secret)."""
     return prefix + os.urandom(12).hex()
+
+
+def finished_row(data_dir: Path, timeout: float = 10.0) -> dict[str, object]:
+    """The newest audit row once its response is recorded (the client may read the last
+    byte of a stream a moment before the gate's response hook writes status and usage)."""
+    import time
+
+    from gate.audit.store import AuditStore
+
+    store = AuditStore(data_dir / "audit.db")
+    deadline = time.monotonic() + timeout
+    while True:
+        row = next(store.rows(1))
+        if row["status"] is not None or time.monotonic() > deadline:
+            return row
+        time.sleep(0.02)

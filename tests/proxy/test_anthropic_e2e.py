@@ -10,7 +10,7 @@ import anthropic
 import httpx2 as httpx
 import pytest
 
-from conftest import fake_secret
+from conftest import fake_secret, finished_row
 from fake_provider import FakeProvider
 from gate.audit.store import AuditStore
 from gate.proxy.server import Listening
@@ -34,7 +34,7 @@ def test_streaming_message(client: anthropic.Anthropic, provider: FakeProvider,
                                 messages=[{"role": "user", "content": "hi"}]) as stream:
         text = "".join(stream.text_stream)
     assert text == provider.reply_text
-    row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
+    row = finished_row(gate_dirs["data"])
     assert (row["status"], row["input_tokens"], row["output_tokens"]) == (200, 21, 7)
     assert row["cache_read_tokens"] == 3
 

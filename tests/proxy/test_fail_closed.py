@@ -120,7 +120,7 @@ def test_websocket_upgrades_are_refused(gate: Listening, provider: FakeProvider)
                      headers={"upgrade": "websocket", "connection": "Upgrade",
                               "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
                               "sec-websocket-version": "13"})
-    _blocked(resp, provider, 403, "does not screen WebSocket traffic")
+    _blocked(resp, provider, 403, "WebSocket traffic only for the Responses API")
 
 
 @pytest.mark.parametrize("path", ["/v1//messages", "/V1/Messages", "/v1/messages;x=1",

@@ -12,9 +12,8 @@ import openai
 import pytest
 from validity import check_rewrite
 
-from conftest import fake_secret
+from conftest import fake_secret, finished_row
 from fake_provider import FakeProvider
-from gate.audit.store import AuditStore
 from gate.proxy.server import Listening
 
 
@@ -68,7 +67,7 @@ def test_chat_completions_withhold_denied_reads_and_shell_output(
     assert sent["messages"][4]["content"][0]["type"] == "text"  # a list stays a list
     assert "reads " + project + "/.env" in sent["messages"][4]["content"][0]["text"]
     assert sent["messages"][5]["content"] == "README.md\n.env"
-    row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
+    row = finished_row(gate_dirs["data"])
     assert (row["input_tokens"], row["output_tokens"]) == (30, 6)
     assert [w["tool"] for w in row["withheld"]] == ["read", "bash"]
 
@@ -113,7 +112,7 @@ def test_responses_withhold_function_and_shell_outputs(
     assert "Read(~/.ssh/**)" in sent["input"][5]["output"]
     assert sent["input"][7]["output"] == "clean"
     assert sent["input"][1] == items[1]  # reasoning with encrypted_content untouched
-    row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
+    row = finished_row(gate_dirs["data"])
     assert (row["input_tokens"], row["output_tokens"]) == (40, 6)
 
 
