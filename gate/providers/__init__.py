@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gate.providers import anthropic, openai_chat, openai_responses
+from gate.providers import anthropic, gemini, openai_chat, openai_responses
 
 # Order matters only where paths could overlap; each format matches its own endpoints.
-FORMATS: tuple[ModuleType, ...] = (anthropic, openai_responses, openai_chat)
+FORMATS: tuple[ModuleType, ...] = (anthropic, openai_responses, openai_chat, gemini)
 
 
 def detect(path: str) -> ModuleType | None:

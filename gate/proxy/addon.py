@@ -20,6 +20,7 @@ from gate.config import Config
 from gate.errors import GateError
 from gate.proxy import replies, routing, websocket
 from gate.rules.layers import PolicyStore
+from gate.screen.fingerprints import IndexStore
 from gate.screen.request import Blocked, Outbound, Verdict, screen
 
 HEALTH = "/_gate/health"
@@ -32,6 +33,7 @@ class GateAddon:
         self.config = config
         self.data_dir = data_dir
         self.policies = policies
+        self.indexes = IndexStore()
         self.audit = audit
         self.on_ready = on_ready
 
@@ -71,7 +73,7 @@ class GateAddon:
         # Fail closed: a frame that could not be screened is dropped, and the agent told.
         try:
             content = conn.from_client(message.content, message.is_text, self.policies,
-                                       self.audit)
+                                       self.indexes, self.audit)
         except (Blocked, GateError) as exc:
             self._refuse_frame(flow, message, exc.diagnostics() if isinstance(exc, GateError)
                                else str(exc))
@@ -160,7 +162,7 @@ class GateAddon:
                           f" {type(exc).__name__}); it was not sent") from exc
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
         verdict = screen(Outbound(route.path, body, agent, run.cwd if run else None),
-                         self.policies)
+                         self.policies, self.indexes)
         sent = body if verdict.body is None else verdict.body
         if verdict.body is not None:
             req.content = verdict.body  # re-encoded with the request's content-encoding
@@ -179,8 +181,7 @@ class GateAddon:
             host=route.upstream.host, method=flow.request.method, path=_safe_path(route.path),
             model=verdict.model, project_root=verdict.project_root, request_bytes=len(sent),
             verdict="modified" if verdict.body is not None else "forwarded",
-            withheld=[{"call_id": w.call_id, "tool": w.tool, "target": w.target,
-                       "rule": w.rule, "where": w.where} for w in verdict.withheld],
+            withheld=[w.record() for w in verdict.withheld],
             body=sent, content_encoding=flow.request.headers.get("content-encoding"),
         )
 

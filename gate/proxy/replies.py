@@ -5,21 +5,18 @@ from __future__ import annotations
 import json
 
 from gate import providers
-from gate.providers import anthropic, openai_chat
+from gate.providers import anthropic, gemini, openai_chat
 
 # When the path names no known format, the upstream's name says which shape to use.
-_BY_UPSTREAM = {"anthropic": anthropic}
+_BY_UPSTREAM = {"anthropic": anthropic, "gemini": gemini}
 
 
 def error(upstream: str, path: str, status: int, message: str) -> bytes:
     fmt = providers.detect(path) or _BY_UPSTREAM.get(upstream)
-    if fmt is None and (upstream == "gemini" or ":generatecontent" in path.lower()
-                        or ":streamgeneratecontent" in path.lower()):
-        body: object = {"error": {"code": status, "message": message,
-                                  "status": "PERMISSION_DENIED"}}
-    else:
-        body = (fmt or openai_chat).error_body(message, status)
-    return json.dumps(body).encode()
+    if fmt is None and any(m in path.lower() for m in (":generatecontent",
+                                                       ":streamgeneratecontent")):
+        fmt = gemini  # a Google method path no format walks, e.g. a Vertex endpoint
+    return json.dumps((fmt or openai_chat).error_body(message, status)).encode()
 
 
 def not_found(path: str, names: list[str]) -> bytes:

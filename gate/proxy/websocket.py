@@ -19,6 +19,7 @@ from gate.providers import openai_responses
 from gate.providers.segments import arguments
 from gate.proxy.routing import Route
 from gate.rules.layers import PolicyStore
+from gate.screen.fingerprints import IndexStore
 from gate.screen.request import Blocked, Outbound, dump, parse, screen_object
 
 _CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "shell_call"}
@@ -45,7 +46,7 @@ class Connection:
     row: int | None = None
 
     def from_client(self, content: bytes, is_text: bool, policies: PolicyStore,
-                    audit: AuditStore) -> bytes | None:
+                    indexes: IndexStore, audit: AuditStore) -> bytes | None:
         """The frame to send instead (None: send it unchanged). Raises to block it."""
         if not is_text:
             raise Blocked("gate cannot screen a binary WebSocket message")
@@ -57,15 +58,14 @@ class Connection:
             raise Blocked("gate cannot screen this message: it is not a JSON object")
         body = frame["response"] if isinstance(frame.get("response"), dict) else frame
         req = Outbound(self.route.path, content, self.agent, self.run.cwd if self.run else None)
-        verdict = screen_object(openai_responses, req, body, policies, self.calls)
+        verdict = screen_object(openai_responses, req, body, policies, self.calls, indexes)
         sent = dump(frame) if verdict.withheld else content
         self.row = audit.record_request(
             run_id=self.run.id if self.run else None, agent=self.agent,
             upstream=self.route.upstream.name, host=self.route.upstream.host, method="WS",
             path=self.route.path, model=verdict.model, project_root=verdict.project_root,
             request_bytes=len(sent), verdict="modified" if verdict.withheld else "forwarded",
-            withheld=[{"call_id": w.call_id, "tool": w.tool, "target": w.target,
-                       "rule": w.rule, "where": w.where} for w in verdict.withheld],
+            withheld=[w.record() for w in verdict.withheld],
             body=sent)
         return sent if verdict.withheld else None
 

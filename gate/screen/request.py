@@ -13,10 +13,11 @@ from loguru import logger
 
 from gate import providers
 from gate.agents import tools
-from gate.providers.segments import Role, ToolCall, Walk, strings
+from gate.providers.segments import Role, Segment, ToolCall, Walk, set_at, strings
 from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
 from gate.screen import placeholder
+from gate.screen.fingerprints import DeniedIndex, IndexStore
 
 
 class Blocked(Exception):
@@ -33,11 +34,19 @@ class Outbound:
 
 @dataclass(frozen=True, slots=True)
 class Withheld:
-    call_id: str
-    tool: str
+    call_id: str | None
+    tool: str | None
     target: str | None
     rule: str
     where: str
+    kind: str = "tool-result"  # or "content": a denied file's value found in a string
+    count: int = 1
+
+    def record(self) -> dict[str, object]:
+        """As written to the audit: where and why, never the content."""
+        return {"kind": self.kind, "call_id": self.call_id, "tool": self.tool,
+                "target": self.target, "rule": self.rule, "where": self.where,
+                "count": self.count}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +59,7 @@ class Verdict:
     segments: int = 0
 
 
-def screen(req: Outbound, policies: PolicyStore) -> Verdict:
+def screen(req: Outbound, policies: PolicyStore, indexes: IndexStore | None = None) -> Verdict:
     """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
     if not req.body.strip():
         return Verdict(None, None, None, req.project_root)
@@ -61,17 +70,18 @@ def screen(req: Outbound, policies: PolicyStore) -> Verdict:
         raise Blocked(f"gate cannot screen this request: the body is not JSON ({exc})") from exc
     fmt = providers.detect(req.path)
     if fmt is None:
-        # Not a format gate knows yet: every string is walked (and counted) so later
-        # screening sees it; nothing is paired, so nothing is withheld by tool rules.
-        n = sum(1 for _ in strings(body, ()))
-        return Verdict(None, None, None, req.project_root, segments=n)
+        # Not a format gate knows: every string is still screened for denied content;
+        # nothing is paired, so no tool rule applies.
+        segs = tuple(Segment(p, t, Role.ATTACHMENT) for p, t in strings(body, ()))
+        return _decide(Walk("unknown", None, segs, ()), None, req, body, policies, indexes)
     if not isinstance(body, dict):
         raise Blocked(f"gate cannot screen this request: a {fmt.FORMAT} body must be an object")
-    return _screen(fmt, req, body, policies)
+    return screen_object(fmt, req, body, policies, indexes=indexes)
 
 
 def screen_object(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: PolicyStore,
-                  known: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None) -> Verdict:
+                  known: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+                  indexes: IndexStore | None = None) -> Verdict:
     """Screen an already parsed body in place (a WebSocket frame's payload, say).
 
     `known` holds calls seen earlier on the same connection (id → name, input): a result
@@ -85,16 +95,11 @@ def screen_object(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies
         extra = tuple(ToolCall(i, known[i][0], known[i][1], path)
                       for i, path in walk.orphans if i in known)
         walk = replace(walk, calls=walk.calls + extra)
-    return _decide(walk, fmt, req, body, policies)
+    return _decide(walk, fmt, req, body, policies, indexes)
 
 
-def _screen(fmt: ModuleType, req: Outbound, body: dict[str, Any],
-            policies: PolicyStore) -> Verdict:
-    return screen_object(fmt, req, body, policies)
-
-
-def _decide(walk: Walk, fmt: ModuleType, req: Outbound, body: dict[str, Any],
-            policies: PolicyStore) -> Verdict:
+def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
+            policies: PolicyStore, indexes: IndexStore | None) -> Verdict:
     cwd = req.project_root or tools.working_directory(_prompt_texts(walk))
     root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)
@@ -108,15 +113,47 @@ def _decide(walk: Walk, fmt: ModuleType, req: Outbound, body: dict[str, Any],
         if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
             continue
         text = placeholder.withheld(action, decision.rule, decision.path)
+        assert fmt is not None
         fmt.withhold_result(body, call.result, text)
         withheld.append(Withheld(call.id, call.name, decision.path or action.target,
                                  decision.rule.text, decision.rule.where))
+    if indexes is not None:
+        withheld += _denied_content(walk, body, indexes.index_for(policy, root),
+                                    {w.call_id for w in withheld})
     out = None
     if withheld:
-        logger.info("withheld {} tool result(s): {}", len(withheld),
+        logger.info("withheld {} item(s): {}", len(withheld),
                     ", ".join(sorted({w.rule for w in withheld})))
         out = dump(body)
     return Verdict(out, walk.format, walk.model, root, tuple(withheld), len(walk.segments))
+
+
+def _denied_content(walk: Walk, body: Any, index: DeniedIndex,
+                    done: set[str | None]) -> list[Withheld]:
+    """Replace every denied file's value wherever it appears, whatever carried it."""
+    if not len(index):
+        return []
+    found: dict[tuple[str, str], Withheld] = {}
+    for seg in walk.segments:
+        if seg.role is Role.TOOL_RESULT and seg.call_id in done:
+            continue  # already withheld whole
+        new, hits = index.redact(seg.text)
+        if not hits:
+            continue
+        first = hits[0].source
+        if seg.role is Role.IMMUTABLE:
+            # Fail closed: a signed or opaque field cannot be edited, so it cannot leave.
+            raise Blocked(f"a value from {first.path} (denied by {first.rule.text},"
+                          f" {first.rule.where}) is inside a signed or opaque field that gate"
+                          " cannot edit; start a new conversation without it")
+        set_at(body, seg.path, new)
+        for hit in hits:
+            key = (hit.source.path, hit.source.rule.text)
+            prev = found.get(key)
+            found[key] = Withheld(None, None, hit.source.path, hit.source.rule.text,
+                                  hit.source.rule.where, "content",
+                                  prev.count + 1 if prev else 1)
+    return list(found.values())
 
 
 def _prompt_texts(walk: Walk) -> list[str]:

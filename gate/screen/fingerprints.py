@@ -1,0 +1,237 @@
+"""Content of denied files, found wherever it appears in an outbound string.
+
+Agent-side rules leak through `python -c "open('.env')"`, `grep -r`, `@file` mentions and a
+model echoing a value back. So gate reads the files deny rules cover, extracts their
+sensitive units (values of `KEY=VALUE` lines, credential fields, key-file lines), and finds
+them, and their base64, hex, URL- and JSON-escaped forms, in every string with one
+Aho-Corasick pass. Units live in memory only; nothing here is written to disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import ahocorasick_rs
+from loguru import logger
+
+from gate.agents.actions import Action, Verb
+from gate.rules.engine import Policy
+from gate.rules.model import Effect, Rule
+
+MAX_FILES_WALKED = 20_000     # directory entries looked at per walk
+MAX_FILE_BYTES = 256 << 10    # a denied file larger than this contributes its first part
+MAX_UNITS = 50_000            # units remembered per project (values rotated away included)
+MIN_UNIT = 8
+REFRESH_SECONDS = 5.0
+_SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox",
+                        ".mypy_cache", ".ruff_cache", ".pytest_cache", "dist", "build",
+                        "target", ".next", ".cache", ".gradle", ".idea"})
+_ASSIGN = re.compile(r"""^\s*(?:export\s+)?["']?[\w.-]+["']?\s*[=:]\s*(.+?)\s*,?\s*$""")
+_GLOB_CHARS = re.compile(r"[*?\[{]")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    path: str
+    rule: Rule
+
+    def placeholder(self) -> str:
+        name = os.path.basename(self.path)
+        return f"[gate: withheld a value from {name} (rule {self.rule.text}, {self.rule.where})]"
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    start: int
+    end: int
+    source: Source
+
+
+class DeniedIndex:
+    """A matcher over every unit of every denied file (and its encoded forms)."""
+
+    def __init__(self, units: dict[str, Source]):
+        self.units = units
+        forms: dict[str, Source] = {}
+        for unit, source in units.items():
+            for form in encoded_forms(unit):
+                forms.setdefault(form, source)
+        self._forms = list(forms)
+        self._sources = [forms[f] for f in self._forms]
+        self._ac = ahocorasick_rs.AhoCorasick(
+            self._forms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest) if forms else None
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def find(self, text: str) -> list[Hit]:
+        if self._ac is None or len(text) < MIN_UNIT:
+            return []
+        return [Hit(s, e, self._sources[i]) for i, s, e in self._ac.find_matches_as_indexes(text)]
+
+    def redact(self, text: str) -> tuple[str, list[Hit]]:
+        hits = self.find(text)
+        if not hits:
+            return text, hits
+        out, last = [], 0
+        for hit in hits:
+            out += [text[last:hit.start], hit.source.placeholder()]
+            last = hit.end
+        out.append(text[last:])
+        return "".join(out), hits
+
+
+def encoded_forms(unit: str) -> Iterator[str]:
+    """The unit as written and as the usual encodings would carry it."""
+    yield unit
+    raw = unit.encode()
+    for form in (json.dumps(unit)[1:-1], quote(unit, safe=""), raw.hex(), raw.hex().upper()):
+        if form != unit:
+            yield form
+    # base64 of text holding the unit at any offset: three alignments, without the edge
+    # characters that depend on the neighbouring bytes.
+    for k in range(3):
+        enc = base64.b64encode(b"\0" * k + raw).decode()
+        start = (4 * k + 2) // 3 + (1 if k else 0)
+        body = enc[start:len(enc) - 4]
+        if len(body) >= 12:
+            yield body
+
+
+def units_of(text: str) -> Iterator[str]:
+    """The sensitive units of a denied file's text."""
+    in_pem = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("-----BEGIN"):
+            in_pem = True
+            continue
+        if stripped.startswith("-----END"):
+            in_pem = False
+            continue
+        if in_pem:
+            if len(stripped) >= 16 and ":" not in stripped:
+                yield stripped
+            continue
+        if not stripped or stripped.startswith(("#", "//", ";", "[")):
+            continue
+        m = _ASSIGN.match(stripped)
+        value = m.group(1).strip().strip("\"'") if m else stripped
+        if is_sensitive(value):
+            yield value
+
+
+def is_sensitive(value: str) -> bool:
+    """Long, varied strings; not words like `production`, numbers, or booleans."""
+    if len(value) < MIN_UNIT or value.lower() in ("true", "false", "null", "none"):
+        return False
+    if value.isalpha() and (value.islower() or value.isupper()):
+        return False
+    if value.isdigit():
+        return False
+    counts = Counter(value)
+    entropy = -sum(c / len(value) * math.log2(c / len(value)) for c in counts.values())
+    return entropy >= 2.5
+
+
+class IndexStore:
+    """Denied-file indexes per project root, refreshed every few seconds; units never leave
+    memory, and a value rotated out of a file is still recognised for the gate's lifetime."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_root: dict[str | None, tuple[float, int, DeniedIndex]] = {}
+
+    def index_for(self, policy: Policy, root: str | None) -> DeniedIndex:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._by_root.get(root)
+        if hit and hit[1] == id(policy) and now - hit[0] < REFRESH_SECONDS:
+            return hit[2]
+        units = dict(hit[2].units) if hit else {}
+        fresh = collect(policy, root)
+        changed = any(u not in units for u in fresh)
+        units.update(fresh)
+        if len(units) > MAX_UNITS:
+            units = dict(list(units.items())[-MAX_UNITS:])
+        index = DeniedIndex(units) if changed or not hit else hit[2]
+        with self._lock:
+            self._by_root[root] = (now, id(policy), index)
+        if changed:
+            logger.info("denied-file index: {} units from {} files", len(units),
+                        len({s.path for s in units.values()}))
+        return index
+
+
+def collect(policy: Policy, root: str | None) -> dict[str, Source]:
+    """Units of every file the policy denies reading, from a bounded walk."""
+    units: dict[str, Source] = {}
+    for path in _candidates(policy, root):
+        decision = policy.decide(Action(Verb.READ, "Read", path), root)
+        if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
+            continue
+        try:
+            with open(path, "rb") as f:
+                text = f.read(MAX_FILE_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for unit in units_of(text):
+            units.setdefault(unit, Source(path, decision.rule))
+    return units
+
+
+def _candidates(policy: Policy, root: str | None) -> Iterator[str]:
+    budget = [MAX_FILES_WALKED]
+    if root:
+        yield from _walk(root, budget)
+    home = os.path.expanduser("~")
+    for rule in policy.rules:
+        spec = rule.specifier
+        if rule.tool != "Read" or rule.effect is Effect.ALLOW or not spec:
+            continue
+        if spec.startswith("~/"):
+            base = home + spec[1:]
+        elif spec.startswith("//"):
+            base = spec[1:]
+        else:
+            continue
+        literal = _GLOB_CHARS.split(base, maxsplit=1)[0]
+        literal = literal if literal == base else os.path.dirname(literal)
+        if os.path.isfile(literal):
+            yield literal
+        elif os.path.isdir(literal) and literal not in ("/", home):
+            yield from _walk(literal, budget)
+
+
+def _walk(top: str, budget: list[int]) -> Iterator[str]:
+    stack = [top]
+    while stack and budget[0] > 0:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for entry in entries:
+            budget[0] -= 1
+            if budget[0] <= 0:
+                logger.warning("denied-file walk stopped at {} entries under {}",
+                               MAX_FILES_WALKED, top)
+                return
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _SKIP_DIRS:
+                        stack.append(entry.path)
+                elif entry.is_file() and entry.stat().st_size > 0:
+                    yield entry.path
+            except OSError:
+                continue

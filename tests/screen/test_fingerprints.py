@@ -1,0 +1,85 @@
+"""Denied files' values: extracted, recognised in any encoding, remembered when rotated."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from conftest import fake_secret
+from gate.rules.layers import PolicyStore
+from gate.screen.fingerprints import DeniedIndex, IndexStore, collect, units_of
+
+
+def test_units_are_values_credentials_and_key_lines_not_words() -> None:
+    api, password, client, key = (fake_secret("sk-"), fake_secret("p4ss-"),
+                                  fake_secret("Zq8-"), "b3Blb" + fake_secret())
+    text = (f'export API_KEY="{api}"\nDEBUG=true\nNODE_ENV=production\n'
+            f"DB_URL=postgres://app:{password}@db/app\nPORT=5432\n# SECRET={fake_secret()}\n"
+            f'  "client_secret": "{client}",\n'
+            f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key}\n-----END OPENSSH PRIVATE KEY-----\n")
+    assert list(units_of(text)) == [api, f"postgres://app:{password}@db/app", client, key]
+
+
+@pytest.mark.parametrize("encode", [
+    lambda t: t,
+    lambda t: base64.b64encode(t.encode()).decode(),
+    lambda t: base64.b64encode(("x" + t).encode()).decode(),
+    lambda t: base64.b64encode(("xy" + t + "\n").encode()).decode(),
+    lambda t: t.encode().hex(),
+    lambda t: quote(t, safe=""),
+    lambda t: json.dumps({"v": t}),
+], ids=["raw", "base64-0", "base64-1", "base64-2", "hex", "url", "json"])
+def test_a_value_is_found_in_its_encoded_forms(encode: object) -> None:
+    secret = "Tk-" + fake_secret() + '"/+&'
+    index = DeniedIndex({secret: _source()})
+    text = f"output: {encode(f'TOKEN={secret}')} done"  # type: ignore[operator]
+    new, hits = index.redact(text)
+    assert hits and "[gate: withheld a value from .env" in new
+    assert secret not in new
+
+
+def _source() -> object:
+    from gate.rules.model import Effect, Rule
+    from gate.screen.fingerprints import Source
+
+    return Source("/p/.env", Rule(Effect.DENY, "Read", "./.env", "rules/default.yaml", 7, None))
+
+
+def test_collect_reads_denied_files_in_the_project_and_home(gate_dirs: dict[str, Path]) -> None:
+    project, home = gate_dirs["project"], gate_dirs["home"]
+    token, key_line, example = fake_secret("tok_"), fake_secret("AAAA") + "Zz", fake_secret("ex_")
+    (project / ".env").write_text(f"TOKEN={token}\n")
+    (project / ".env.example").write_text(f"TOKEN={example}\n")  # shared on purpose: allowed
+    (project / "node_modules" / "x").mkdir(parents=True)
+    (project / "node_modules" / "x" / ".env").write_text("SKIPPED=" + fake_secret() + "\n")
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text(
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key_line}\n-----END OPENSSH PRIVATE KEY-----\n")
+    units = collect(PolicyStore().policy_for(str(project)), str(project))
+    assert units[token].rule.text == "Read(./.env)"
+    assert units[key_line].rule.text == "Read(~/.ssh/**)"
+    assert example not in units
+    assert len(units) == 2
+
+
+def test_a_rotated_value_is_still_recognised(gate_dirs: dict[str, Path]) -> None:
+    project = gate_dirs["project"]
+    old, new = fake_secret("old_"), fake_secret("new_")
+    env = project / ".env"
+    env.write_text(f"TOKEN={old}\n")
+    policy = PolicyStore().policy_for(str(project))
+    store = IndexStore()
+    assert store.index_for(policy, str(project)).find(old)
+    env.write_text(f"TOKEN={new}\n")
+    import gate.screen.fingerprints as fp
+
+    fp.REFRESH_SECONDS, saved = 0.0, fp.REFRESH_SECONDS
+    try:
+        index = store.index_for(policy, str(project))
+    finally:
+        fp.REFRESH_SECONDS = saved
+    assert index.find(new) and index.find(old)  # history still holds the old value
