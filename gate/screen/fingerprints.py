@@ -151,13 +151,35 @@ class IndexStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_root: dict[str | None, tuple[float, int, DeniedIndex]] = {}
+        self._refreshing: set[str | None] = set()
 
     def index_for(self, policy: Policy, root: str | None) -> DeniedIndex:
+        """The index for a root. The first one is built before the request goes on (no
+        request is screened without it); later refreshes run in the background, so the
+        walk never sits on a request's path once a project is known."""
+        with self._lock:
+            hit = self._by_root.get(root)
+            if hit and hit[1] == id(policy):
+                if time.monotonic() - hit[0] >= REFRESH_SECONDS and root not in self._refreshing:
+                    self._refreshing.add(root)
+                    threading.Thread(target=self._background, args=(policy, root),
+                                     daemon=True, name="gate-index").start()
+                return hit[2]
+        return self.refresh(policy, root)
+
+    def _background(self, policy: Policy, root: str | None) -> None:
+        try:
+            self.refresh(policy, root)
+        except Exception as exc:  # the previous index stays in use
+            logger.warning("denied-file index refresh failed: {}", type(exc).__name__)
+        finally:
+            with self._lock:
+                self._refreshing.discard(root)
+
+    def refresh(self, policy: Policy, root: str | None) -> DeniedIndex:
         now = time.monotonic()
         with self._lock:
             hit = self._by_root.get(root)
-        if hit and hit[1] == id(policy) and now - hit[0] < REFRESH_SECONDS:
-            return hit[2]
         units = dict(hit[2].units) if hit else {}
         fresh = collect(policy, root)
         changed = any(u not in units for u in fresh)

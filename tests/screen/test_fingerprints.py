@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -79,7 +80,12 @@ def test_a_rotated_value_is_still_recognised(gate_dirs: dict[str, Path]) -> None
 
     fp.REFRESH_SECONDS, saved = 0.0, fp.REFRESH_SECONDS
     try:
-        index = store.index_for(policy, str(project))
+        store.index_for(policy, str(project))  # stale: refreshed in the background
+        deadline = time.monotonic() + 10
+        while not store.index_for(policy, str(project)).find(new):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
     finally:
         fp.REFRESH_SECONDS = saved
+    index = store.index_for(policy, str(project))
     assert index.find(new) and index.find(old)  # history still holds the old value
