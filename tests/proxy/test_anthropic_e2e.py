@@ -177,3 +177,22 @@ def test_an_agent_in_a_subdirectory_is_held_to_the_repository_rules(
     client.messages.create(**body)
     assert secret not in provider.seen[-1].body.decode()
     assert "Read(./.env)" in provider.seen[-1].body.decode()
+
+
+def test_large_bodies_are_compressed_after_sending_and_read_back_exactly(
+        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    import sqlite3
+    import time
+
+    big = "x" * (300 << 10) + fake_secret()
+    client.messages.create(model="claude-test", max_tokens=8,
+                           messages=[{"role": "user", "content": big}])
+    sent = provider.seen[-1].body
+    db = sqlite3.connect(gate_dirs["data"] / "audit.db")
+    deadline = time.monotonic() + 10
+    while db.execute("SELECT body_codec FROM requests ORDER BY id DESC").fetchone()[0] != "zstd":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    size = db.execute("SELECT length(body) FROM requests ORDER BY id DESC").fetchone()[0]
+    assert size < len(sent) // 10
+    assert finished_row(gate_dirs["data"])["body"].encode() == sent  # type: ignore[union-attr]
