@@ -34,6 +34,9 @@ class Upstream:
     host: str
     port: int
     base_path: str  # without trailing slash; prefixed to the forwarded path
+    # Weakens protection: a body that is not JSON is forwarded unscreened (and audited as
+    # such) instead of blocked. For upstreams that take uploads gate cannot read.
+    unsafe_pass_non_json: bool = False
 
     @property
     def url(self) -> str:
@@ -81,6 +84,24 @@ def parse_upstream_option(text: str) -> Upstream:
     return parse_upstream(name.strip(), url.strip())
 
 
+_UPSTREAM_KEYS = frozenset({"url", "unsafe_pass_non_json"})
+
+
+def _upstream_entry(name: str, entry: Any) -> Upstream:
+    """`NAME: URL`, or `NAME: {url: URL, unsafe_pass_non_json: true}`."""
+    if not isinstance(entry, dict):
+        return parse_upstream(name, str(entry))
+    unknown = sorted(set(entry) - _UPSTREAM_KEYS)
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r}; known: url, unsafe_pass_non_json")
+    if "url" not in entry:
+        raise ValueError("missing url")
+    unsafe = entry.get("unsafe_pass_non_json", False)
+    if not isinstance(unsafe, bool):
+        raise ValueError("unsafe_pass_non_json must be true or false")
+    return replace(parse_upstream(name, str(entry["url"])), unsafe_pass_non_json=unsafe)
+
+
 def load(path: Path) -> Config:
     """Load config.yaml; a missing file means defaults. Errors name the file and field."""
     if not path.exists():
@@ -120,9 +141,10 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
     if not isinstance(ups, dict):
         raise ConfigError("upstreams must map NAME to URL", where=f"{path}: upstreams")
     extra: dict[str, Upstream] = {}
-    for name, url in ups.items():
+    for name, entry in ups.items():
+        where = f"{path}: upstreams.{name}"
         try:
-            extra[str(name)] = parse_upstream(str(name), str(url))
+            extra[str(name)] = _upstream_entry(str(name), entry)
         except ValueError as exc:
-            raise ConfigError(str(exc), where=f"{path}: upstreams.{name}") from exc
+            raise ConfigError(str(exc), where=where) from exc
     return replace(config, host=host, port=port).with_upstreams(extra)

@@ -161,9 +161,17 @@ class GateAddon:
             raise Blocked(f"gate cannot decode this request body (content-encoding {enc!r}:"
                           f" {type(exc).__name__}); it was not sent") from exc
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
-        verdict = screen(Outbound(route.path, body, agent, run.cwd if run else None),
+        verdict = screen(Outbound(route.path, body, agent, run.cwd if run else None,
+                                  route.upstream.unsafe_pass_non_json),
                          self.policies, self.indexes)
         sent = body if verdict.body is None else verdict.body
+        if verdict.body is not None and req.headers.get("authorization", "").startswith("AWS4-"):
+            # The signature covers the body: an edited body would be refused upstream, and
+            # the original must not leave. Say what to do instead.
+            raise Blocked("gate must withhold content from this request, but its body is"
+                          " signed (AWS SigV4) and cannot be edited. Use a Bedrock API key"
+                          " (AWS_BEARER_TOKEN_BEDROCK) so gate can edit the body, or keep the"
+                          " denied content out of the conversation")
         if verdict.body is not None:
             req.content = verdict.body  # re-encoded with the request's content-encoding
         flow.metadata["gate_row"] = self._record(flow, route, run, agent, verdict, sent)
@@ -180,7 +188,8 @@ class GateAddon:
             run_id=run.id if run else None, agent=agent, upstream=route.upstream.name,
             host=route.upstream.host, method=flow.request.method, path=_safe_path(route.path),
             model=verdict.model, project_root=verdict.project_root, request_bytes=len(sent),
-            verdict="modified" if verdict.body is not None else "forwarded",
+            verdict=("modified" if verdict.body is not None else
+                     "unscreened" if verdict.format == "unscreened" else "forwarded"),
             withheld=[w.record() for w in verdict.withheld],
             body=sent, content_encoding=flow.request.headers.get("content-encoding"),
         )

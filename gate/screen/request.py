@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import ModuleType
@@ -30,6 +31,7 @@ class Outbound:
     body: bytes               # decoded (no content-encoding)
     agent: str | None         # from the run, or guessed from headers
     project_root: str | None  # from the run, if any
+    unsafe_pass_non_json: bool = False  # the upstream's opt-out (config), never the default
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,9 @@ def screen(req: Outbound, policies: PolicyStore, indexes: IndexStore | None = No
     try:
         body = parse(req.body)
     except (UnicodeDecodeError, ValueError) as exc:
+        if req.unsafe_pass_non_json:
+            logger.warning("forwarding a non-JSON body unscreened (upstream opted out)")
+            return Verdict(None, "unscreened", None, req.project_root)
         # Fail closed: a body gate cannot parse is a body gate cannot screen.
         raise Blocked(f"gate cannot screen this request: the body is not JSON ({exc})") from exc
     fmt = providers.detect(req.path)
@@ -125,7 +130,14 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
         logger.info("withheld {} item(s): {}", len(withheld),
                     ", ".join(sorted({w.rule for w in withheld})))
         out = dump(body)
-    return Verdict(out, walk.format, walk.model, root, tuple(withheld), len(walk.segments))
+    model = walk.model or _model_in_path(req.path)
+    return Verdict(out, walk.format, model, root, tuple(withheld), len(walk.segments))
+
+
+def _model_in_path(path: str) -> str | None:
+    """Gemini, Vertex and Bedrock name the model in the URL, not the body."""
+    m = re.search(r"/models?/([^/:?]+)", path)
+    return m.group(1) if m else None
 
 
 def _denied_content(walk: Walk, body: Any, index: DeniedIndex,

@@ -70,3 +70,19 @@ def test_bad_config_names_the_file_and_field(gate_dirs: dict[str, Path]) -> None
 def test_bad_upstream_option_is_an_error() -> None:
     code, _, err = invoke("serve", "--upstream", "nonsense")
     assert code == 1 and "expected NAME=URL" in err
+
+
+def test_upstream_entries_may_opt_out_of_json_screening(gate_dirs: dict[str, Path]) -> None:
+    from gate import config
+
+    gate_dirs["config"].mkdir()
+    path = gate_dirs["config"] / "config.yaml"
+    path.write_text("upstreams:\n  files:\n    url: https://upload.example\n"
+                    "    unsafe_pass_non_json: true\n  plain: https://plain.example\n")
+    cfg = config.load(path)
+    assert cfg.upstreams["files"].unsafe_pass_non_json is True
+    assert cfg.upstreams["plain"].unsafe_pass_non_json is False
+    assert cfg.upstreams["anthropic"].unsafe_pass_non_json is False
+    path.write_text("upstreams:\n  files:\n    url: https://upload.example\n    unsafe: 1\n")
+    code, _, err = invoke("env")
+    assert code == 1 and "upstreams.files" in err and "unknown key 'unsafe'" in err

@@ -133,3 +133,44 @@ def test_odd_spellings_of_the_messages_path_are_still_screened(
                                            f"KEY={secret}"))
     httpx.post(f"{gate.base_url}/anthropic{path}", json=body, headers={"x-api-key": "k"})
     assert provider.seen and secret not in provider.seen[-1].body.decode()
+
+
+def test_a_sigv4_signed_body_that_needs_editing_is_blocked_with_advice(
+        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    project = str(gate_dirs["project"])
+    body = conversation(project, tool_turn("toolu_1", "Read", {"file_path": f"{project}/.env"},
+                                           "KEY=" + fake_secret()))
+    del body["model"]
+    body["anthropic_version"] = "bedrock-2023-05-31"
+    sig = "AWS4-HMAC-SHA256 Credential=AKIDFAKE/20261130/us-east-1/bedrock/aws4_request"
+    resp = httpx.post(f"{gate.base_url}/anthropic/model/anthropic.claude-x/invoke",
+                      json=body, headers={"authorization": sig})
+    _blocked(resp, provider, 403, "AWS_BEARER_TOKEN_BEDROCK")
+    # A signed body with nothing to withhold passes untouched, signature intact.
+    clean = conversation(project)
+    del clean["model"]
+    resp = httpx.post(f"{gate.base_url}/anthropic/model/anthropic.claude-x/invoke",
+                      json=clean, headers={"authorization": sig})
+    assert resp.status_code == 200 and provider.seen[-1].headers["authorization"] == sig
+    row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
+    assert row["model"] == "anthropic.claude-x"
+
+
+def test_an_upstream_that_opted_out_forwards_non_json_and_says_so(
+        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    from dataclasses import replace as dc_replace
+
+    from gate.config import Config, parse_upstream
+    from gate.proxy.server import BackgroundGate
+
+    up = dc_replace(parse_upstream("files", provider.url), unsafe_pass_non_json=True)
+    server = BackgroundGate(dc_replace(Config(), port=0).with_upstreams({"files": up}),
+                            gate_dirs["data"])
+    listening = server.start()
+    try:
+        resp = httpx.post(f"{listening.base_url}/files/v1/upload", content=b"\x00raw bytes")
+    finally:
+        server.stop()
+    assert resp.status_code == 200 and provider.seen[-1].body == b"\x00raw bytes"
+    row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
+    assert row["verdict"] == "unscreened"
