@@ -29,6 +29,7 @@ def gate_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path
     monkeypatch.setenv("GATE_CONFIG_DIR", str(paths["config"]))
     monkeypatch.setenv("GATE_DATA_DIR", str(paths["data"]))
     monkeypatch.setenv("GATE_MANAGED_RULES", str(tmp_path / "managed-rules.yaml"))
+    monkeypatch.setenv("GATE_CLAUDE_MANAGED_DIR", str(tmp_path / "claude-managed"))
     monkeypatch.setenv("HOME", str(paths["home"]))
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
         monkeypatch.delenv(var, raising=False)

@@ -21,6 +21,8 @@ class Action:
     tool: str
     target: str | None  # a path, a command or a URL; None when the tool has none
     reads: tuple[str, ...] = ()  # for commands: absolute paths the command may read
+    # The call's short scalar inputs (name, text), for Tool(param:value) rules.
+    params: tuple[tuple[str, str], ...] = ()
 
     def describe(self, path: str | None = None) -> str:
         if self.verb is Verb.EXEC and path:

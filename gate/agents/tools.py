@@ -85,10 +85,24 @@ def action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action:
     target = _first(tool_input, keys)
     if target is None and name in _DEFAULTS_TO_CWD:
         target = cwd
+    params = _params(tool_input)
     if verb is Verb.EXEC and target:
         workdir = _first(tool_input, _WORKDIR_KEYS) or cwd
-        return Action(verb, name, target, shell.reads(target, workdir))
-    return Action(verb, name, target)
+        return Action(verb, name, target, shell.reads(target, workdir), params)
+    return Action(verb, name, target, params=params)
+
+
+def _params(tool_input: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Short scalar inputs, for `Tool(param:value)` rules (`Bash(run_in_background:true)`).
+    Long strings (file contents, commands) are primary fields such rules cannot target."""
+    out = []
+    for key, value in tool_input.items():
+        if isinstance(value, bool) or value is None:
+            out.append((str(key), "true" if value is True else
+                        "false" if value is False else "null"))
+        elif isinstance(value, int | float) or (isinstance(value, str) and len(value) <= 200):
+            out.append((str(key), str(value)))
+    return tuple(out)
 
 
 def _first(tool_input: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from gate.agents.actions import Action, Verb
-from gate.rules import globs
-from gate.rules.model import Effect, Rule
+from gate.rules import commands, domains, globs, names
+from gate.rules.model import Effect, Kind, Rule
 
 # Which rule tools cover which verbs. A Read rule also covers search tools (Grep, Glob, LS),
 # edits of the same path (an edit's result shows the file's content) and shell commands
@@ -17,6 +18,9 @@ _RULE_VERBS: dict[str, frozenset[Verb]] = {
     "Read": frozenset({Verb.READ, Verb.SEARCH, Verb.EDIT, Verb.EXEC}),
     "Edit": frozenset({Verb.EDIT}),
 }
+# Bash(...) rules cover every agent's shell tool (a team's rule is about the command, not
+# the agent) except PowerShell, whose commands Claude Code matches with PowerShell(...).
+_NOT_BASH = frozenset({"PowerShell"})
 _ORDER = (Effect.DENY, Effect.ASK, Effect.ALLOW)
 _CACHE_MAX = 20_000
 
@@ -31,6 +35,9 @@ class Decision:
 @dataclass(frozen=True, slots=True)
 class Policy:
     rules: tuple[Rule, ...]
+    ignored: tuple[Rule, ...] = ()  # allow rules set aside by a managed `lockdown: true`
+    warnings: tuple[str, ...] = ()  # rule files gate read only in part, or not at all
+    lockdown: bool = False
     # Agents resend the whole history every turn: each call is decided once per policy.
     # A cached decision is reused only while the files it looked at are the same files
     # (a path later replaced by a symlink to .env is decided again).
@@ -53,27 +60,75 @@ class Policy:
         return [r for r in self.rules if r.effect is effect]
 
     def _decide(self, action: Action, project_root: str | None) -> Decision:
-        home = os.path.expanduser("~")
-        # Each path the action touches, as named and as resolved (symlinks).
-        paths = [(t, globs.candidates(t, project_root)) for t in _targets(action)]
+        call = _Call(action, project_root)
         for effect in _ORDER:
             for rule in self.rules:
-                if rule.effect is not effect:
-                    continue
-                verbs = _RULE_VERBS.get(rule.tool)
-                if verbs is None:
-                    # Bash(...), WebFetch(...), mcp__...: by tool name until their specifier
-                    # semantics are implemented; a bare name matches every use.
-                    if rule.specifier is None and rule.tool == action.tool:
-                        return Decision(effect, rule)
-                    continue
-                if action.verb not in verbs:
-                    continue
-                for target, candidates in paths:
-                    if rule.specifier is None or _path_matches(rule, candidates,
-                                                               project_root, home):
-                        return Decision(effect, rule, target)
+                if rule.effect is effect and (hit := _match(rule, call)) is not None:
+                    return Decision(effect, rule, hit or None)
         return Decision(None, None)
+
+
+class _Call:
+    """One action with what its rules look at, each worked out once, when first needed."""
+
+    def __init__(self, action: Action, project_root: str | None):
+        self.action = action
+        self.root = project_root
+        self.home = os.path.expanduser("~")
+
+    @cached_property
+    def paths(self) -> list[tuple[str, tuple[str, ...]]]:
+        # Each path the action touches, as named and as resolved (symlinks).
+        return [(t, globs.candidates(t, self.root)) for t in _targets(self.action)]
+
+    @cached_property
+    def parts(self) -> tuple[commands.Part, ...]:
+        return commands.parts(self.action.target or "")
+
+    @cached_property
+    def hosts(self) -> tuple[str, ...]:
+        return domains.hosts(self.action.target or "")
+
+
+def _match(rule: Rule, call: _Call) -> str | None:
+    """Whether a rule matches: None if not, else the path it matched ("" if no path)."""
+    action = call.action
+    kind = rule.kind
+    if kind is Kind.PATH:
+        if action.verb not in _RULE_VERBS[rule.tool]:
+            return None
+        for target, candidates in call.paths:
+            if rule.specifier is None or _path_matches(rule, candidates, call.root, call.home):
+                return target
+        return None
+    allow = rule.effect is Effect.ALLOW
+    if kind is Kind.COMMAND:
+        if action.verb is not Verb.EXEC or action.tool in _NOT_BASH:
+            return None
+        if rule.specifier is None:
+            return ""
+        pattern = commands.compile_pattern(rule.specifier)
+        matched = (commands.matches_every if allow else commands.matches_any)(pattern,
+                                                                               call.parts)
+        return "" if matched else None
+    if kind is Kind.DOMAIN:
+        if action.verb is not Verb.FETCH:
+            return None
+        if rule.specifier is None:
+            return ""
+        host = domains.compile_pattern(rule.specifier)
+        matched = (domains.matches_every if allow else domains.matches_any)(host, call.hosts)
+        return "" if matched else None
+    if kind is Kind.NAME:
+        return "" if names.name_matches(rule.tool, action.tool) else None
+    if kind is Kind.PARAM:
+        assert rule.specifier is not None
+        if rule.tool == "Bash":
+            tool_ok = action.verb is Verb.EXEC and action.tool not in _NOT_BASH
+        else:
+            tool_ok = names.name_matches(rule.tool, action.tool)
+        return "" if tool_ok and names.param_matches(rule.specifier, action.params) else None
+    return None  # Kind.UNENFORCED
 
 
 def _targets(action: Action) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""Where rules come from: managed, project, user and shipped packs, merged into one policy."""
+"""Where rules come from: managed, user, shipped packs, the project and Claude Code's own
+settings, merged into one policy."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from pathlib import Path
 from loguru import logger
 
 from gate import dirs
+from gate.errors import RuleError
+from gate.rules import claude
 from gate.rules.engine import Policy
-from gate.rules.loader import load_file
-from gate.rules.model import ENFORCED_TOOLS, Effect, Rule
+from gate.rules.loader import read_file
+from gate.rules.model import Effect, Rule
 
 DEFAULT_PACKS = ("default",)
 MANAGED_RULES = Path("/etc/gate/rules.yaml")
@@ -38,6 +41,8 @@ class Layer:
     path: Path
     shown_as: str
     root: str | None
+    name: str = "pack"       # managed, user, pack, project, project-local, claude-...
+    claude: bool = False     # Claude Code's settings (JSON), not a gate rule file
 
 
 def _shown(path: Path) -> str:
@@ -50,11 +55,29 @@ def base_layers(packs: tuple[str, ...] = DEFAULT_PACKS) -> list[Layer]:
     """Layers that do not depend on the project: managed, user, shipped packs."""
     layers = []
     if (m := managed_path()).exists():
-        layers.append(Layer(m, str(m), None))
+        layers.append(Layer(m, str(m), None, "managed"))
+    layers += [Layer(f, str(f), None, "claude-managed", True) for f in claude.managed_files()]
     if (u := dirs.config_dir() / "rules.yaml").exists():
-        layers.append(Layer(u, _shown(u), None))
+        layers.append(Layer(u, _shown(u), None, "user"))
     pdir = packs_dir()
     layers += [Layer(pdir / f"{p}.yaml", f"rules/{p}.yaml", None) for p in packs]
+    return layers
+
+
+def layers_for(project_root: str | None, packs: tuple[str, ...] = DEFAULT_PACKS) -> list[Layer]:
+    """Every layer, in the order rules are cited: managed, user, packs, the project's gate
+    files, the project's Claude Code settings, the user's Claude Code settings."""
+    layers = base_layers(packs)
+    if project_root:
+        layers += project_layers(project_root)
+        for f in claude.project_files(project_root):
+            top = f.parent.parent
+            prefix = "" if str(top) == project_root else _shown(top) + "/"
+            local = f.name == "settings.local.json"
+            layers.append(Layer(f, prefix + f".claude/{f.name}", str(top),
+                                "claude-local" if local else "claude-project", True))
+    if (u := claude.user_file()).is_file():
+        layers.append(Layer(u, _shown(u), str(u.parent), "claude-user", True))
     return layers
 
 
@@ -77,17 +100,28 @@ def project_layers(root: str) -> list[Layer]:
     for d in (here, *here.parents):
         if (d / ".gate").is_dir():
             prefix = "" if d == here else _shown(d) + "/"
-            return [Layer(d / f, prefix + f, str(d)) for f in PROJECT_FILES if (d / f).exists()]
+            return [Layer(d / f, prefix + f, str(d), name) for f, name in
+                    zip(PROJECT_FILES, ("project", "project-local"), strict=True)
+                    if (d / f).exists()]
         if (d / ".git").exists():
             break
     return []
 
 
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    rules: tuple[Rule, ...]
+    warnings: tuple[str, ...] = ()
+    lockdown: bool = False
+
+
 class PolicyStore:
     """Policies per project root, reloaded when a rule file changes.
 
-    A base layer that fails to load at start stops gate (the caller sees a RuleError). A
-    project file that is malformed raises at request time, which blocks the request.
+    A gate rule file that never loaded stops gate (a base layer, at start) or blocks the
+    requests that need it (a project file). A file that loaded before and is now malformed
+    keeps its previous rules, with a warning naming file:line. A malformed Claude Code
+    settings file is a warning: it is the agent's file, not gate's.
     """
 
     def __init__(self, packs: tuple[str, ...] = DEFAULT_PACKS, *, warn: bool = True):
@@ -95,35 +129,87 @@ class PolicyStore:
         self._warn = warn
         self._lock = threading.Lock()
         self._cache: dict[str | None, tuple[tuple[tuple[str, float], ...], Policy]] = {}
+        self._good: dict[tuple[str, str, str | None], tuple[float, _Loaded]] = {}
+        self._warned: set[str] = set()
         self.policy_for(None)
 
     def policy_for(self, project_root: str | None) -> Policy:
-        layers = base_layers(self._packs)
-        if project_root:
-            layers += project_layers(project_root)
+        layers = layers_for(project_root, self._packs)
         stamp = tuple((str(layer.path), _mtime(layer.path)) for layer in layers)
         with self._lock:
             hit = self._cache.get(project_root)
             if hit and hit[0] == stamp:
                 return hit[1]
-        rules: list[Rule] = []
-        for layer in layers:
-            rules += load_file(layer.path, shown_as=layer.shown_as, root=layer.root)
-        policy = Policy(tuple(rules))
+        loaded = [self._load(layer, mtime) for layer, (_, mtime) in zip(layers, stamp,
+                                                                           strict=True)]
+        policy = _merge(layers, loaded)
         with self._lock:
-            fresh = all(hit[1].rules != policy.rules for hit in self._cache.values())
             self._cache[project_root] = (stamp, policy)
-        if fresh and self._warn:
-            for rule in rules:
-                # A bare tool name (Bash) is enforced: every result of that tool is withheld.
-                if (rule.effect is not Effect.ALLOW and rule.tool not in ENFORCED_TOOLS
-                        and rule.specifier is not None):
-                    logger.warning("rule {} ({}) is not enforced at the wire by this gate yet",
-                                   rule.text, rule.where)
-        logger.debug("policy loaded: {} rules from {} files", len(rules), len(layers))
+        self._report(policy)
+        logger.debug("policy loaded: {} rules from {} files", len(policy.rules), len(layers))
         return policy
 
+    def _load(self, layer: Layer, mtime: float) -> _Loaded:
+        key = (str(layer.path), layer.shown_as, layer.root)
+        with self._lock:
+            prev = self._good.get(key)
+        if prev and prev[0] == mtime:
+            return prev[1]
+        try:
+            loaded = _read(layer)
+        except RuleError as exc:
+            problem = exc.diagnostics().replace("\n  hint:", "; hint:")
+            if prev is not None:
+                # Reload: the last good rules stay in force; a typo never opens the gate.
+                return _Loaded(prev[1].rules, (*prev[1].warnings, f"{problem} (gate keeps"
+                               " this file's previous rules until it is fixed)"),
+                               prev[1].lockdown)
+            if layer.claude:
+                return _Loaded((), (f"{problem} (gate enforces none of this Claude Code"
+                                    " settings file's rules until it is fixed)",))
+            raise
+        with self._lock:
+            self._good[key] = (mtime, loaded)
+        return loaded
 
+    def _report(self, policy: Policy) -> None:
+        notes = list(policy.warnings)
+        for rule in policy.rules:
+            if rule.effect is not Effect.ALLOW and (why := rule.unenforced):
+                notes.append(f"rule {rule.text} ({rule.where}) is not enforced at the wire:"
+                             f" {why}")
+        with self._lock:
+            fresh = [n for n in notes if n not in self._warned]
+            self._warned.update(fresh)
+        if self._warn:
+            for note in fresh:
+                logger.warning("{}", note)
+
+
+def _read(layer: Layer) -> _Loaded:
+    if layer.claude:
+        rules, warnings = claude.read(layer.path, layer.shown_as, layer.root, layer.name)
+        return _Loaded(rules, warnings)
+    loaded = read_file(layer.path, shown_as=layer.shown_as, root=layer.root, layer=layer.name)
+    if loaded.lockdown and layer.name != "managed":
+        raise RuleError("lockdown: is read from the managed rule file only",
+                        where=f"{layer.shown_as}:{loaded.lockdown_line}",
+                        hint=f"move it to {managed_path()}, or delete the line")
+    return _Loaded(loaded.rules, (), loaded.lockdown)
+
+
+def _merge(layers: list[Layer], loaded: list[_Loaded]) -> Policy:
+    """One policy. Under a managed `lockdown: true`, allow rules of other layers are set
+    aside: only the organisation may allow anything."""
+    lockdown = any(lo.lockdown for lo in loaded)
+    rules: list[Rule] = []
+    ignored: list[Rule] = []
+    for layer, lo in zip(layers, loaded, strict=True):
+        for rule in lo.rules:
+            loosens = rule.effect is Effect.ALLOW and layer.name != "managed"
+            (ignored if lockdown and loosens else rules).append(rule)
+    warnings = tuple(w for lo in loaded for w in lo.warnings)
+    return Policy(tuple(rules), tuple(ignored), warnings, lockdown)
 def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime_ns / 1e9

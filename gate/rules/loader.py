@@ -2,35 +2,54 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from gate.errors import RuleError
-from gate.rules.model import Effect, Rule, parse
+from gate.rules.model import Effect, Rule, is_allowable_glob, parse
 
 SCHEMA_VERSION = 1
-_TOP_KEYS = frozenset({"schemaVersion", "description", *(e.value for e in Effect)})
+_TOP_KEYS = frozenset({"schemaVersion", "description", "lockdown", *(e.value for e in Effect)})
 _ENTRY_KEYS = frozenset({"rule", "unless", "reason"})
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFile:
+    rules: tuple[Rule, ...]
+    lockdown: bool = False  # `lockdown: true`: allow rules of other layers are ignored
+    lockdown_line: int = 0
 
 
 def load_file(path: Path, *, shown_as: str | None = None, root: str | None = None) -> list[Rule]:
     """Rules of one file. A file that exists but holds no rule is an error, never 'allow'."""
+    return list(read_file(path, shown_as=shown_as, root=root).rules)
+
+
+def read_file(path: Path, *, shown_as: str | None = None, root: str | None = None,
+              layer: str = "") -> RuleFile:
+    """One rule file, with its settings. Only a file that sets `lockdown: true` may hold
+    no rule; any other file that exists but holds none is an error, never 'allow'."""
     name = shown_as or str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"cannot read rule file: {exc}", where=name) from exc
-    rules = load_text(text, name, root=root)
-    if not rules:
+    loaded = parse_text(text, name, root=root, layer=layer)
+    if not loaded.rules and not loaded.lockdown:
         raise RuleError(
             "no rules in this file", where=name,
             hint="add rules under deny:, ask: or allow:, or delete the file",
         )
-    return rules
+    return loaded
 
 
 def load_text(text: str, name: str, *, root: str | None = None) -> list[Rule]:
+    return list(parse_text(text, name, root=root).rules)
+
+
+def parse_text(text: str, name: str, *, root: str | None = None, layer: str = "") -> RuleFile:
     try:
         doc = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -38,34 +57,48 @@ def load_text(text: str, name: str, *, root: str | None = None) -> list[Rule]:
         where = f"{name}:{mark.line + 1}" if mark else name
         raise RuleError(f"not valid YAML: {getattr(exc, 'problem', exc)}", where=where) from exc
     if doc is None:
-        return []
+        return RuleFile(())
     if not isinstance(doc, yaml.MappingNode):
         raise RuleError("expected a mapping with deny:, ask: or allow:", where=_at(name, doc))
     rules: list[Rule] = []
+    lockdown = 0
     for key_node, value in doc.value:
         key = key_node.value
         if key not in _TOP_KEYS:
             raise RuleError(f"unknown key {key!r}", where=_at(name, key_node),
-                            hint="use deny:, ask:, allow:, schemaVersion: or description:")
+                            hint="use deny:, ask:, allow:, schemaVersion:, description: or"
+                                 " lockdown:")
         if key == "schemaVersion":
             if value.value != str(SCHEMA_VERSION):
                 raise RuleError(f"schemaVersion {value.value} is not supported (this gate reads"
                                 f" {SCHEMA_VERSION})", where=_at(name, value))
+        elif key == "lockdown":
+            lockdown = _lockdown(value, name)
         elif key in {e.value for e in Effect}:
-            rules.extend(_entries(Effect(key), value, name, root))
-    return rules
+            rules.extend(_entries(Effect(key), value, name, root, layer))
+    return RuleFile(tuple(rules), bool(lockdown), lockdown)
 
 
-def _entries(effect: Effect, node: yaml.Node, name: str, root: str | None) -> list[Rule]:
+def _lockdown(node: yaml.Node, name: str) -> int:
+    """The line of `lockdown: true`, 0 for `lockdown: false`."""
+    value = node.value if isinstance(node, yaml.ScalarNode) else None
+    if value not in ("true", "false"):
+        raise RuleError("lockdown: must be true or false", where=_at(name, node),
+                        hint="lockdown: true")
+    return node.start_mark.line + 1 if value == "true" else 0
+
+
+def _entries(effect: Effect, node: yaml.Node, name: str, root: str | None,
+             layer: str) -> list[Rule]:
     if isinstance(node, yaml.ScalarNode) and node.value in ("", "null", "~"):
         return []
     if not isinstance(node, yaml.SequenceNode):
         raise RuleError(f"{effect.value}: must be a list of rules", where=_at(name, node),
                         hint=f"{effect.value}:\n  - Read(./.env)")
-    return [_entry(effect, item, name, root) for item in node.value]
+    return [_entry(effect, item, name, root, layer) for item in node.value]
 
 
-def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None) -> Rule:
+def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None, layer: str) -> Rule:
     unless: tuple[str, ...] = ()
     rule_node = node
     if isinstance(node, yaml.MappingNode):
@@ -88,7 +121,12 @@ def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None) -> Rule
     if unless and tool not in ("Read", "Edit"):
         raise RuleError("unless: applies to Read(...) and Edit(...) path rules only",
                         where=_at(name, node))
-    return Rule(effect, tool, spec, name, rule_node.start_mark.line + 1, root, unless)
+    if effect is Effect.ALLOW and "*" in tool and not is_allowable_glob(tool):
+        raise RuleError(f"allow: {tool!r} is not a pattern Claude Code accepts in allow",
+                        where=_at(name, rule_node),
+                        hint="an allowed tool-name pattern starts with mcp__<server>__, e.g."
+                             " mcp__github__get_*")
+    return Rule(effect, tool, spec, name, rule_node.start_mark.line + 1, root, unless, layer)
 
 
 def _unless(node: yaml.Node, name: str) -> tuple[str, ...]:

@@ -100,3 +100,19 @@ def test_rules_anchor_at_the_repository_top(gate_dirs: dict[str, Path]) -> None:
     (repo / "pkg" / "a").mkdir(parents=True)
     assert repository_root(str(repo / "pkg" / "a")) == str(repo)
     assert repository_root(str(gate_dirs["home"])) == str(gate_dirs["home"])
+
+
+def test_only_rules_gate_cannot_enforce_are_warned(gate_dirs: dict[str, Path],
+                                                   log_lines: list[str]) -> None:
+    root = gate_dirs["project"]
+    (root / ".gate").mkdir()
+    (root / ".gate" / "rules.yaml").write_text(
+        "deny:\n  - Bash(curl *)\n  - WebFetch(domain:x.test)\n  - mcp__db\n  - 'mcp__*'\n"
+        "  - Write(./x)\n  - PowerShell(Get-Content *)\n  - Agent(model:opus)\n"
+        "allow:\n  - Skill(deploy *)\n")
+    PolicyStore().policy_for(str(root))
+    warned = [line for line in log_lines if "not enforced at the wire" in line]
+    assert [w.split(" (", 1)[0] for w in warned] == [
+        "WARNING rule Write(./x)", "WARNING rule PowerShell(Get-Content *)"]
+    assert "write Read(...) or Edit(...)" in warned[0]
+    assert ".gate/rules.yaml:6" in warned[0]
