@@ -70,6 +70,9 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, .
 
     Reuses a gate already serving this data dir, or starts one for the run and stops it
     after. Returns COMMAND's exit code. Example: gate run -- claude
+
+    Recognised by name: claude, codex, opencode, gemini, copilot, aider. Each is wired
+    without editing its config files (see docs/agents.md).
     """
     try:
         spec = registry.get(agent) if agent else registry.detect(list(command))
@@ -87,13 +90,15 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, .
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log", stderr=False)
     config = load_config(upstreams=upstreams)
+    _check_routes(spec, config)
     # A malformed rule file stops us here, before the agent starts.
     PolicyStore(warn=False).policy_for(repository_root(os.getcwd()))
     base, started = _find_or_start(config, data, bool(upstreams))
     run = runs.register(data, os.getcwd(), spec.name)
-    env = {**os.environ, **spec.env(f"{base}/_run/{run.id}")}
+    run_base = f"{base}/_run/{run.id}"
+    env = {**os.environ, **spec.env(run_base)}
     try:
-        code = _run_child(list(command), env)
+        code = _run_child(registry.command(spec, list(command), run_base), env)
     finally:
         runs.unregister(data, run)
         if started is not None:
@@ -104,7 +109,10 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, .
 @click.command("env")
 @click.option("--agent", default="generic", show_default=True, help="Agent to wire.")
 def env_cmd(agent: str) -> None:
-    """Print shell exports that point an agent at the gate: eval "$(gate env)"."""
+    """Print shell exports that point an agent at the gate: eval "$(gate env)".
+
+    For an agent wired by flags (codex), prints an alias that adds them.
+    """
     from gate.proxy.server import read_server_file
 
     try:
@@ -114,8 +122,24 @@ def env_cmd(agent: str) -> None:
     config = load_config()
     running = read_server_file(dirs.data_dir())
     base = running.base_url if running else f"http://{config.host}:{config.port}"
+    if missing := sorted(registry.routes(spec) - set(config.upstreams)):
+        click.echo(f"gate: {spec.name} is wired to /{missing[0]}, but gate has no upstream"
+                   f" {missing[0]!r}; add it under upstreams: in config.yaml", err=True)
     for key, value in spec.env(base).items():
         click.echo(f"export {key}={shlex.quote(value)}")
+    if spec.args is not None:
+        # Wired by flags only (Codex): an alias adds them to every call in this shell.
+        for name in spec.commands[:1]:
+            click.echo(f"alias {name}={shlex.quote(shlex.join([name, *spec.args(base)]))}")
+
+
+def _check_routes(spec: registry.Agent, config: Config) -> None:
+    """Fail before the agent starts when it would be wired to an upstream gate lacks."""
+    missing = sorted(registry.routes(spec) - set(config.upstreams))
+    if missing:
+        raise GateError(f"{spec.name} is wired to /{missing[0]}, but gate has no upstream"
+                        f" {missing[0]!r}",
+                        hint=spec.setup or f"pass --upstream {missing[0]}=URL")
 
 
 def _find_or_start(config: Config, data: Path,

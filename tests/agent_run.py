@@ -1,0 +1,118 @@
+"""Run one real agent CLI through `gate run` against the fake model, and check what left.
+
+The checks every agent's end-to-end test shares: the run finished, the `.env` value is in
+no request the fake model saw (body or header), every tool result that carried it holds
+gate's placeholder instead, and the audit names the agent and project without the value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_clis import PROMPT, BlackHole, Case, environment, project_files
+from agent_script import steps
+from fake_models import FakeModels
+
+from gate import providers
+from gate.providers.segments import get_at
+
+GATE = [sys.executable, "-m", "gate"]
+PLACEHOLDER = "[gate: "  # a withheld tool result, or a withheld value inside any string
+
+
+@dataclass
+class Outcome:
+    case: Case
+    proc: subprocess.CompletedProcess[str]
+    secret: str
+    project: Path
+    models: FakeModels
+    tried_outside: list[str]  # what the agent tried to reach besides gate (dropped)
+
+    def explain(self) -> str:
+        return (f"rc={self.proc.returncode} stdout={self.proc.stdout[-1500:]!r}"
+                f" stderr={self.proc.stderr[-3000:]!r} outside={self.tried_outside[:5]}")
+
+
+def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240) -> Outcome:
+    """`gate run [--upstream NAME=fake] -- AGENT ARGS` in a project whose .env is a fake."""
+    binary = case.binary()
+    if binary is None:
+        pytest.skip(f"no `{case.exe}` on PATH and {case.bin_env} unset")
+    project, home = gate_dirs["project"].resolve(), gate_dirs["home"]
+    secret = "fake-" + os.urandom(16).hex()
+    project_files(project, secret)
+    models = FakeModels(script=steps(*case.calls(project), answer=case.answer)).start()
+    hole = BlackHole()
+    try:
+        env = environment(case, home, project, hole.url)
+        upstream: list[str] = []
+        if case.inherit:  # the user's own provider: gate forwards there
+            env[case.inherit] = f"{models.url}/byok"
+        else:
+            upstream = ["--upstream", f"{case.upstream}={models.url}"]
+        cmd = [*GATE, "run", *upstream, "--", binary, *case.argv(PROMPT)]
+        try:
+            proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
+                                  timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail(f"`gate run -- {case.exe}` did not finish in {timeout}s: {exc.stderr!r}")
+    finally:
+        hole.stop()
+        models.stop()
+    return Outcome(case, proc, secret, project, models, list(hole.tried))
+
+
+def tool_results(body: dict[str, Any], path: str) -> list[str]:
+    """The text of every tool result in a request body, found by gate's own walker."""
+    fmt = providers.detect(path)
+    assert fmt is not None, f"gate does not know the format of {path}"
+    return [json.dumps(get_at(body, c.result)) for c in fmt.walk(body).calls if c.result]
+
+
+def assert_never_sent(out: Outcome) -> None:
+    assert out.proc.returncode == 0, out.explain()
+    assert out.case.answer in out.proc.stdout, out.explain()
+    bodies = [s for s in out.models.seen if s.body]
+    assert bodies, out.explain()
+    for seen in out.models.seen:
+        assert out.secret.encode() not in seen.body, f"the .env value reached {seen.path}"
+        assert all(out.secret not in v for v in seen.headers.values())
+    calls = out.case.calls(out.project)
+    if calls:
+        # The turn that answered every call: each result is gate's placeholder.
+        last = [tool_results(s.json(), s.path) for s in bodies]
+        answered = max(last, key=len)
+        assert len(answered) == len(calls), (answered, out.explain())
+        for text in answered:
+            assert PLACEHOLDER in text, text
+    else:  # no tools: the file itself was pasted into the prompt
+        assert any(PLACEHOLDER in s.body.decode() for s in bodies), out.explain()
+
+
+def assert_audited(out: Outcome, gate_dirs: dict[str, Path], env: dict[str, str]) -> None:
+    log = subprocess.run([*GATE, "log", "--json"], env=env, capture_output=True, text=True,
+                         timeout=60, check=True)
+    rows = json.loads(log.stdout)["requests"]
+    modified = [r for r in rows if r["verdict"] == "modified"]
+    assert modified, rows
+    assert all(r["agent"] == out.case.agent and r["project_root"] == str(out.project)
+               for r in modified), modified
+    for f in gate_dirs["data"].rglob("*"):
+        if f.is_file():
+            assert out.secret.encode() not in f.read_bytes(), f"{f} holds the .env value"
+
+
+def check(case: Case, gate_dirs: dict[str, Path]) -> Outcome:
+    """Run the case through gate and make every check; returns the outcome for more."""
+    out = run_through_gate(case, gate_dirs)
+    assert_never_sent(out)
+    assert_audited(out, gate_dirs, dict(os.environ))
+    return out
