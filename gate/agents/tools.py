@@ -8,6 +8,7 @@ from each agent's shipped tool schemas (../shared/reference/protocols.md §4).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -82,6 +83,11 @@ _CWD_PATTERNS = (
 def action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action:
     """Map one tool call to an action; unknown tools become Verb.TOOL."""
     verb, keys = TOOLS.get(name, (Verb.TOOL, ()))
+    if name == "exec" and isinstance(script := tool_input.get("input"), str):
+        # Codex code mode: a JavaScript cell whose shell calls are tools.exec_command(...).
+        if commands := _script_commands(script):
+            command = "\n".join(commands)
+            return Action(Verb.EXEC, name, command, shell.reads(command, cwd))
     target = _first(tool_input, keys)
     if target is None and name in _DEFAULTS_TO_CWD:
         target = cwd
@@ -90,6 +96,25 @@ def action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action:
         workdir = _first(tool_input, _WORKDIR_KEYS) or cwd
         return Action(verb, name, target, shell.reads(target, workdir), params)
     return Action(verb, name, target, params=params)
+
+
+_SCRIPT_CALL = re.compile(
+    r"tools\.(?:exec_command|shell_command|shell)\(\s*\{[^}]*?\b(?:cmd|command)\s*:\s*"
+    r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`)", re.S)
+
+
+def _script_commands(script: str) -> list[str]:
+    """The shell commands a Codex code-mode script runs, from its string literals."""
+    out = []
+    for literal in _SCRIPT_CALL.findall(script):
+        body = literal[1:-1]
+        if literal[0] == '"':
+            try:
+                body = json.loads(literal)
+            except ValueError:
+                pass
+        out.append(body.replace("\\'", "'"))
+    return out
 
 
 def _params(tool_input: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -63,6 +63,9 @@ def _item(item: dict[str, Any], at: JsonPath, segs: list[Segment],
           uses: list[tuple[str, str, Any]], results: dict[str, JsonPath]) -> None:
     kind = item.get("type", "message")
     call_id = str(item.get("call_id") or item.get("id"))
+    if kind == "additional_tools":  # Codex code mode: tool definitions sent as an item
+        segs.extend(Segment(p, t, Role.SYSTEM) for p, t in strings(item, at))
+        return
     if kind == "message":
         role = _ROLES.get(str(item.get("role")), Role.USER_TEXT)
         segs.extend(Segment(p, t, role) for p, t in strings(item.get("content"), (*at, "content")))
