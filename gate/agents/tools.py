@@ -8,6 +8,7 @@ from each agent's shipped tool schemas (../shared/reference/protocols.md §4).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -83,11 +84,11 @@ _CWD_PATTERNS = (
 def action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action:
     """Map one tool call to an action; unknown tools become Verb.TOOL."""
     verb, keys = TOOLS.get(name, (Verb.TOOL, ()))
-    if name == "exec" and isinstance(script := tool_input.get("input"), str):
-        # Codex code mode: a JavaScript cell whose shell calls are tools.exec_command(...).
-        if commands := _script_commands(script):
-            command = "\n".join(commands)
-            return Action(Verb.EXEC, name, command, shell.reads(command, cwd))
+    # Codex code mode: a JavaScript cell whose shell calls are tools.exec_command(...).
+    script = tool_input.get("input") if name == "exec" else None
+    if isinstance(script, str) and (commands := _script_commands(script)):
+        command = "\n".join(commands)
+        return Action(Verb.EXEC, name, command, shell.reads(command, cwd))
     target = _first(tool_input, keys)
     if target is None and name in _DEFAULTS_TO_CWD:
         target = cwd
@@ -109,10 +110,8 @@ def _script_commands(script: str) -> list[str]:
     for literal in _SCRIPT_CALL.findall(script):
         body = literal[1:-1]
         if literal[0] == '"':
-            try:
+            with contextlib.suppress(ValueError):
                 body = json.loads(literal)
-            except ValueError:
-                pass
         out.append(body.replace("\\'", "'"))
     return out
 
