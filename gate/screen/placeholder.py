@@ -7,10 +7,17 @@ so every turn's resent history stays byte-identical and prompt caches keep worki
 from __future__ import annotations
 
 from gate.agents.actions import Action
-from gate.rules.model import Rule
+from gate.rules.model import Effect, Rule
 
 
 def withheld(action: Action, rule: Rule, path: str | None = None) -> str:
+    if rule.effect is Effect.ASK:
+        # Until gate can ask a person, an ask rule withholds like a deny, and says so.
+        return (
+            f"[gate: content withheld. {action.describe(path)} needs the user's approval"
+            f" under rule {rule.text} ({rule.where}), and gate cannot ask yet, so the content"
+            " was not sent to the model provider. Ask the user to share it if you need it.]"
+        )
     return (
         f"[gate: content withheld. {action.describe(path)} is denied by rule {rule.text}"
         f" ({rule.where}). The content was not sent to the model provider; do not retry"

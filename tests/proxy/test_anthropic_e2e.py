@@ -196,3 +196,17 @@ def test_large_bodies_are_compressed_after_sending_and_read_back_exactly(
     size = db.execute("SELECT length(body) FROM requests ORDER BY id DESC").fetchone()[0]
     assert size < len(sent) // 10
     assert finished_row(gate_dirs["data"])["body"].encode() == sent  # type: ignore[union-attr]
+
+
+def test_an_ask_rule_withholds_and_says_that_nobody_could_be_asked(
+        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    project = gate_dirs["project"]
+    (project / ".gate").mkdir()
+    (project / ".gate" / "rules.yaml").write_text("ask:\n  - Read(./docs/customers.csv)\n")
+    body = conversation(str(project), tool_turn(
+        "toolu_1", "Read", {"file_path": f"{project}/docs/customers.csv"}, "alice,42"))
+    client.messages.create(**body)
+    result = provider.seen[-1].json()["messages"][2]["content"][0]["content"]
+    assert "needs the user's approval under rule Read(./docs/customers.csv)" in result
+    assert ".gate/rules.yaml:2" in result and "gate cannot ask yet" in result
+    assert "alice" not in provider.seen[-1].body.decode()
