@@ -24,7 +24,8 @@ DEFAULT_UPSTREAMS = MappingProxyType({
 # Path segments gate keeps for itself: /_gate/... (health, control) and /_run/<id>/... (runs).
 RESERVED_NAMES = frozenset({"_gate", "_run"})
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
-_KEYS = frozenset({"schemaVersion", "host", "port", "upstreams"})
+_KEYS = frozenset({"schemaVersion", "host", "port", "upstreams", "screen"})
+_SCREEN_KEYS = {"max_files": 20_000, "max_file_bytes": 256 << 10}
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class Config:
             {n: parse_upstream(n, u) for n, u in DEFAULT_UPSTREAMS.items()}
         )
     )
+    # The denied-file walk's bounds: entries looked at per walk, bytes read per file.
+    max_files: int = _SCREEN_KEYS["max_files"]
+    max_file_bytes: int = _SCREEN_KEYS["max_file_bytes"]
 
     def with_upstreams(self, extra: dict[str, Upstream]) -> Config:
         return replace(self, upstreams=MappingProxyType({**self.upstreams, **extra}))
@@ -147,4 +151,16 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
             extra[str(name)] = _upstream_entry(str(name), entry)
         except ValueError as exc:
             raise ConfigError(str(exc), where=where) from exc
-    return replace(config, host=host, port=port).with_upstreams(extra)
+    screen = data.get("screen") or {}
+    if not isinstance(screen, dict):
+        raise ConfigError("screen must be a mapping", where=f"{path}: screen")
+    limits: dict[str, int] = dict(_SCREEN_KEYS)
+    for key, value in screen.items():
+        if key not in _SCREEN_KEYS:
+            raise ConfigError(f"unknown key {key!r}", where=f"{path}: screen.{key}",
+                              hint=f"known keys: {', '.join(_SCREEN_KEYS)}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError("must be a positive integer", where=f"{path}: screen.{key}")
+        limits[key] = value
+    return replace(config, host=host, port=port, max_files=limits["max_files"],
+                   max_file_bytes=limits["max_file_bytes"]).with_upstreams(extra)

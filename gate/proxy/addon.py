@@ -20,7 +20,7 @@ from gate.config import Config
 from gate.errors import GateError
 from gate.proxy import replies, routing, websocket
 from gate.rules.layers import PolicyStore
-from gate.screen.fingerprints import IndexStore
+from gate.screen.fingerprints import IndexStore, Limits
 from gate.screen.request import Blocked, Outbound, Verdict, screen
 
 HEALTH = "/_gate/health"
@@ -33,7 +33,7 @@ class GateAddon:
         self.config = config
         self.data_dir = data_dir
         self.policies = policies
-        self.indexes = IndexStore()
+        self.indexes = IndexStore(Limits(config.max_files, config.max_file_bytes))
         self.audit = audit
         self.on_ready = on_ready
 

@@ -28,8 +28,8 @@ from gate.agents.actions import Action, Verb
 from gate.rules.engine import Policy
 from gate.rules.model import Effect, Rule
 
-MAX_FILES_WALKED = 20_000     # directory entries looked at per walk
-MAX_FILE_BYTES = 256 << 10    # a denied file larger than this contributes its first part
+MAX_FILES_WALKED = 20_000     # default: directory entries looked at per walk
+MAX_FILE_BYTES = 256 << 10    # default: a larger denied file contributes its first part
 MAX_UNITS = 50_000            # units remembered per project (values rotated away included)
 MIN_UNIT = 8
 REFRESH_SECONDS = 5.0
@@ -48,6 +48,14 @@ class Source:
     def placeholder(self) -> str:
         name = os.path.basename(self.path)
         return f"[gate: withheld a value from {name} (rule {self.rule.text}, {self.rule.where})]"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much the denied-file walk may read (config.yaml `screen:`)."""
+
+    max_files: int = MAX_FILES_WALKED
+    max_file_bytes: int = MAX_FILE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +156,8 @@ class IndexStore:
     """Denied-file indexes per project root, refreshed every few seconds; units never leave
     memory, and a value rotated out of a file is still recognised for the gate's lifetime."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits = Limits()) -> None:
+        self.limits = limits
         self._lock = threading.Lock()
         self._by_root: dict[str | None, tuple[float, int, DeniedIndex]] = {}
         self._refreshing: set[str | None] = set()
@@ -181,7 +190,7 @@ class IndexStore:
         with self._lock:
             hit = self._by_root.get(root)
         units = dict(hit[2].units) if hit else {}
-        fresh = collect(policy, root)
+        fresh = collect(policy, root, self.limits)
         changed = any(u not in units for u in fresh)
         units.update(fresh)
         if len(units) > MAX_UNITS:
@@ -195,16 +204,16 @@ class IndexStore:
         return index
 
 
-def collect(policy: Policy, root: str | None) -> dict[str, Source]:
+def collect(policy: Policy, root: str | None, limits: Limits = Limits()) -> dict[str, Source]:
     """Units of every file the policy denies reading, from a bounded walk."""
     units: dict[str, Source] = {}
-    for path in _candidates(policy, root):
+    for path in _candidates(policy, root, limits.max_files):
         decision = policy.decide(Action(Verb.READ, "Read", path), root)
         if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
             continue
         try:
             with open(path, "rb") as f:
-                text = f.read(MAX_FILE_BYTES).decode("utf-8", "replace")
+                text = f.read(limits.max_file_bytes).decode("utf-8", "replace")
         except OSError:
             continue
         for unit in units_of(text):
@@ -212,8 +221,8 @@ def collect(policy: Policy, root: str | None) -> dict[str, Source]:
     return units
 
 
-def _candidates(policy: Policy, root: str | None) -> Iterator[str]:
-    budget = [MAX_FILES_WALKED]
+def _candidates(policy: Policy, root: str | None, max_files: int) -> Iterator[str]:
+    budget = [max_files]
     if root:
         yield from _walk(root, budget)
     home = os.path.expanduser("~")
@@ -246,8 +255,8 @@ def _walk(top: str, budget: list[int]) -> Iterator[str]:
         for entry in entries:
             budget[0] -= 1
             if budget[0] <= 0:
-                logger.warning("denied-file walk stopped at {} entries under {}",
-                               MAX_FILES_WALKED, top)
+                logger.warning("denied-file walk stopped at its limit (screen.max_files)"
+                               " under {}", top)
                 return
             try:
                 if entry.is_dir(follow_symlinks=False):

@@ -89,3 +89,25 @@ def test_a_rotated_value_is_still_recognised(gate_dirs: dict[str, Path]) -> None
         fp.REFRESH_SECONDS = saved
     index = store.index_for(policy, str(project))
     assert index.find(new) and index.find(old)  # history still holds the old value
+
+
+def test_walk_limits_come_from_config(gate_dirs: dict[str, Path]) -> None:
+    from gate import config
+    from gate.errors import ConfigError
+    from gate.screen.fingerprints import Limits
+
+    gate_dirs["config"].mkdir()
+    path = gate_dirs["config"] / "config.yaml"
+    path.write_text("screen:\n  max_files: 3\n  max_file_bytes: 10\n")
+    cfg = config.load(path)
+    assert (cfg.max_files, cfg.max_file_bytes) == (3, 10)
+    project = gate_dirs["project"]
+    secret = fake_secret()
+    (project / ".env").write_text(f"A={secret}\n")
+    policy = PolicyStore().policy_for(str(project))
+    # Only the first 10 bytes are read: the value is cut, so it is no longer a unit.
+    assert secret not in collect(policy, str(project), Limits(3, 10))
+    assert secret in collect(policy, str(project), Limits())
+    path.write_text("screen:\n  max_files: -1\n")
+    with pytest.raises(ConfigError, match="positive integer"):
+        config.load(path)
