@@ -22,7 +22,7 @@ from gate.providers.segments import Walk
 from gate.rules.layers import PolicyStore
 from gate.rules.model import Effect
 from gate.screen.fingerprints import IndexStore
-from gate.screen.request import Outbound, screen
+from gate.screen.request import Outbound, Screens, screen
 
 CORPUS = Path(__file__).parent / "corpus"
 FILES = sorted(CORPUS.glob("*/*.json"))
@@ -95,7 +95,7 @@ def test_the_env_value_never_survives_screening(file: Path,
     raw = json.dumps(entry["body"]).replace(ROOT, str(project)).encode()
     assert entry["secret"].encode() in raw
     verdict = screen(Outbound(entry["path"], raw, entry["agent"], str(project)),
-                     PolicyStore(warn=False), IndexStore())
+                     PolicyStore(warn=False), Screens(IndexStore()))
     assert verdict.body is not None
     assert entry["secret"].encode() not in verdict.body
     assert_still_valid(fmt, json.loads(raw), verdict.body)

@@ -20,8 +20,9 @@ from gate.config import Config
 from gate.errors import GateError
 from gate.proxy import replies, routing, websocket
 from gate.rules.layers import PolicyStore
+from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore, Limits
-from gate.screen.request import Blocked, Outbound, Verdict, screen
+from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 
 HEALTH = "/_gate/health"
 _SENSITIVE_QUERY = ("key=",)
@@ -33,7 +34,8 @@ class GateAddon:
         self.config = config
         self.data_dir = data_dir
         self.policies = policies
-        self.indexes = IndexStore(Limits(config.max_files, config.max_file_bytes))
+        self.screens = Screens(IndexStore(Limits(config.max_files, config.max_file_bytes)),
+                               SecretScreen.load(data_dir))
         self.audit = audit
         self.on_ready = on_ready
 
@@ -73,7 +75,7 @@ class GateAddon:
         # Fail closed: a frame that could not be screened is dropped, and the agent told.
         try:
             content = conn.from_client(message.content, message.is_text, self.policies,
-                                       self.indexes, self.audit)
+                                       self.screens, self.audit)
         except (Blocked, GateError) as exc:
             self._refuse_frame(flow, message, exc.diagnostics() if isinstance(exc, GateError)
                                else str(exc))
@@ -163,7 +165,7 @@ class GateAddon:
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
         verdict = screen(Outbound(route.path, body, agent, run.cwd if run else None,
                                   route.upstream.unsafe_pass_non_json),
-                         self.policies, self.indexes)
+                         self.policies, self.screens)
         sent = body if verdict.body is None else verdict.body
         if verdict.body is not None and req.headers.get("authorization", "").startswith("AWS4-"):
             # The signature covers the body: an edited body would be refused upstream, and

@@ -19,8 +19,7 @@ from gate.providers import openai_responses
 from gate.providers.segments import arguments
 from gate.proxy.routing import Route
 from gate.rules.layers import PolicyStore
-from gate.screen.fingerprints import IndexStore
-from gate.screen.request import Blocked, Outbound, dump, parse, screen_object
+from gate.screen.request import Blocked, Outbound, Screens, dump, parse, screen_object
 
 _CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "shell_call"}
 _DONE = ("response.completed", "response.failed", "response.incomplete", "response.done")
@@ -46,7 +45,7 @@ class Connection:
     row: int | None = None
 
     def from_client(self, content: bytes, is_text: bool, policies: PolicyStore,
-                    indexes: IndexStore, audit: AuditStore) -> bytes | None:
+                    screens: Screens, audit: AuditStore) -> bytes | None:
         """The frame to send instead (None: send it unchanged). Raises to block it."""
         if not is_text:
             raise Blocked("gate cannot screen a binary WebSocket message")
@@ -58,7 +57,7 @@ class Connection:
             raise Blocked("gate cannot screen this message: it is not a JSON object")
         body = frame["response"] if isinstance(frame.get("response"), dict) else frame
         req = Outbound(self.route.path, content, self.agent, self.run.cwd if self.run else None)
-        verdict = screen_object(openai_responses, req, body, policies, self.calls, indexes)
+        verdict = screen_object(openai_responses, req, body, policies, self.calls, screens)
         sent = dump(frame) if verdict.withheld else content
         self.row = audit.record_request(
             run_id=self.run.id if self.run else None, agent=self.agent,

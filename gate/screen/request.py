@@ -14,54 +14,27 @@ from loguru import logger
 
 from gate import providers
 from gate.agents import tools
-from gate.providers.segments import Role, Segment, ToolCall, Walk, set_at, strings
+from gate.providers.segments import JsonPath, Role, Segment, ToolCall, Walk, strings
 from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
-from gate.screen import placeholder
-from gate.screen.fingerprints import DeniedIndex, IndexStore
+from gate.screen import content, placeholder
+from gate.screen.content import SecretScreen
+from gate.screen.fingerprints import IndexStore
+from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
 
-
-class Blocked(Exception):
-    """The request must not leave; the message tells the user why and what to do."""
-
-
-@dataclass(frozen=True, slots=True)
-class Outbound:
-    path: str                 # the upstream path, query included
-    body: bytes               # decoded (no content-encoding)
-    agent: str | None         # from the run, or guessed from headers
-    project_root: str | None  # from the run, if any
-    unsafe_pass_non_json: bool = False  # the upstream's opt-out (config), never the default
+__all__ = ["Blocked", "Outbound", "Screens", "Verdict", "Withheld", "dump", "parse", "screen",
+           "screen_object"]
 
 
 @dataclass(frozen=True, slots=True)
-class Withheld:
-    call_id: str | None
-    tool: str | None
-    target: str | None
-    rule: str
-    where: str
-    kind: str = "tool-result"  # or "content": a denied file's value found in a string
-    count: int = 1
+class Screens:
+    """The content screens a gate runs besides tool rules (tests may run without them)."""
 
-    def record(self) -> dict[str, object]:
-        """As written to the audit: where and why, never the content."""
-        return {"kind": self.kind, "call_id": self.call_id, "tool": self.tool,
-                "target": self.target, "rule": self.rule, "where": self.where,
-                "count": self.count}
+    indexes: IndexStore | None = None
+    secrets: SecretScreen | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    body: bytes | None        # None: forward the original bytes untouched
-    format: str | None
-    model: str | None
-    project_root: str | None
-    withheld: tuple[Withheld, ...] = ()
-    segments: int = 0
-
-
-def screen(req: Outbound, policies: PolicyStore, indexes: IndexStore | None = None) -> Verdict:
+def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None) -> Verdict:
     """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
     if not req.body.strip():
         return Verdict(None, None, None, req.project_root)
@@ -78,15 +51,15 @@ def screen(req: Outbound, policies: PolicyStore, indexes: IndexStore | None = No
         # Not a format gate knows: every string is still screened for denied content;
         # nothing is paired, so no tool rule applies.
         segs = tuple(Segment(p, t, Role.ATTACHMENT) for p, t in strings(body, ()))
-        return _decide(Walk("unknown", None, segs, ()), None, req, body, policies, indexes)
+        return _decide(Walk("unknown", None, segs, ()), None, req, body, policies, screens)
     if not isinstance(body, dict):
         raise Blocked(f"gate cannot screen this request: a {fmt.FORMAT} body must be an object")
-    return screen_object(fmt, req, body, policies, indexes=indexes)
+    return screen_object(fmt, req, body, policies, screens=screens)
 
 
 def screen_object(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: PolicyStore,
                   known: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
-                  indexes: IndexStore | None = None) -> Verdict:
+                  screens: Screens | None = None) -> Verdict:
     """Screen an already parsed body in place (a WebSocket frame's payload, say).
 
     `known` holds calls seen earlier on the same connection (id → name, input): a result
@@ -100,11 +73,11 @@ def screen_object(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies
         extra = tuple(ToolCall(i, known[i][0], known[i][1], path)
                       for i, path in walk.orphans if i in known)
         walk = replace(walk, calls=walk.calls + extra)
-    return _decide(walk, fmt, req, body, policies, indexes)
+    return _decide(walk, fmt, req, body, policies, screens)
 
 
 def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
-            policies: PolicyStore, indexes: IndexStore | None) -> Verdict:
+            policies: PolicyStore, screens: Screens | None) -> Verdict:
     cwd = req.project_root or tools.working_directory(_prompt_texts(walk))
     root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)
@@ -122,9 +95,13 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
         fmt.withhold_result(body, call.result, text)
         withheld.append(Withheld(call.id, call.name, decision.path or action.target,
                                  decision.rule.text, decision.rule.where))
-    if indexes is not None:
-        withheld += _denied_content(walk, body, indexes.index_for(policy, root),
-                                    {w.call_id for w in withheld})
+    done = {w.call_id for w in withheld}
+    changed: set[JsonPath] = set()
+    if screens and screens.indexes:
+        index = screens.indexes.index_for(policy, root)
+        withheld += content.denied_values(walk, body, index, done, changed)
+    if screens and screens.secrets:
+        withheld += content.secrets(walk, body, screens.secrets, done, changed)
     out = None
     if withheld:
         logger.info("withheld {} item(s): {}", len(withheld),
@@ -138,34 +115,6 @@ def _model_in_path(path: str) -> str | None:
     """Gemini, Vertex and Bedrock name the model in the URL, not the body."""
     m = re.search(r"/models?/([^/:?]+)", path)
     return m.group(1) if m else None
-
-
-def _denied_content(walk: Walk, body: Any, index: DeniedIndex,
-                    done: set[str | None]) -> list[Withheld]:
-    """Replace every denied file's value wherever it appears, whatever carried it."""
-    if not len(index):
-        return []
-    found: dict[tuple[str, str], Withheld] = {}
-    for seg in walk.segments:
-        if seg.role is Role.TOOL_RESULT and seg.call_id in done:
-            continue  # already withheld whole
-        new, hits = index.redact(seg.text)
-        if not hits:
-            continue
-        first = hits[0].source
-        if seg.role is Role.IMMUTABLE:
-            # Fail closed: a signed or opaque field cannot be edited, so it cannot leave.
-            raise Blocked(f"a value from {first.path} (denied by {first.rule.text},"
-                          f" {first.rule.where}) is inside a signed or opaque field that gate"
-                          " cannot edit; start a new conversation without it")
-        set_at(body, seg.path, new)
-        for hit in hits:
-            key = (hit.source.path, hit.source.rule.text)
-            prev = found.get(key)
-            found[key] = Withheld(None, None, hit.source.path, hit.source.rule.text,
-                                  hit.source.rule.where, "content",
-                                  prev.count + 1 if prev else 1)
-    return list(found.values())
 
 
 def _prompt_texts(walk: Walk) -> list[str]:

@@ -1,0 +1,268 @@
+"""What turns a detector's match into a finding: `is_*` filters and the named checks.
+
+Filters say what is NOT a secret (documented examples, placeholders, references, digests,
+public keys); checks verify a format where it can be verified offline (JWT structure,
+Basic credentials, GitHub/npm CRC32) or weigh the name a value is assigned to.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Literal
+
+from detect_secrets.filters.heuristic import (
+    is_potential_uuid,
+    is_sequential_string,
+    is_templated_secret,
+)
+from detect_secrets.plugins.jwt import JwtTokenDetector
+
+Verdict = Literal["keep", "demote"] | None
+
+# Credentials vendors print in their own docs: known to everyone, so not secrets.
+DOC_EXAMPLES = (
+    "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",  # AWS IAM guides
+    "AKIAI44QH8DHBEXAMPLE", "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+    "sk_test_4eC39HqLyjWDarjtT1zdp7dc",                                  # Stripe API docs
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",                       # jwt.io sample
+)
+# Shapes that never occur in a random token: template syntax, masks, "your-...-here".
+_PLACEHOLDER = re.compile(  # matched against the lower-cased value
+    r"example|sample|dummy|placeholder|change_?me|replace_?me|your[_-]|<your|redacted"
+    r"|not[_-]?a[_-]?real|x{5}|\*{3}|\.{3}|#{4}|0{10}|^\$[{(]|^\{\{|^%(?:\(\w+\))?s$"
+    r"|^\$[a-z_]\w*$")
+# Human-chosen stand-ins, for values that follow a name (KEY=VALUE, -p..., user:pass@).
+_WEAK = frozenset({
+    "password", "passwd", "secret", "token", "changeit", "admin", "root", "test", "testing",
+    "none", "null", "nil", "undefined", "true", "false", "yes", "no", "string", "str", "bytes",
+    "secretstr", "optional", "required", "default", "empty", "hidden", "masked", "value",
+    "foo", "bar", "baz", "qwerty", "letmein", "hunter2", "pass", "pwd", "todo", "tbd",
+})
+_WEAK_PARTS = ("password", "passw0rd", "passwd", "secret", "changeme")
+_REFERENCE = re.compile(
+    r"^[$%&*!@](?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|[a-z]+(?:[A-Z][a-z]+)+)%?$"
+    r"|^[{<(]|^[$%][{(]|[()\[\]{}]|^_*[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$"
+    r"|^(?:os\.|process\.env|env\.|ENV\[|getenv|secrets\.|vars\.)"
+    r"|^[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)+$")
+_DIGEST = re.compile(r"^(?:sha(?:1|224|256|384|512)|md5)[-:=]|^\$(?:2[aby]|argon2\w*|[156])\$"
+                     r"|^pbkdf2_", re.IGNORECASE)
+_PUBLIC = re.compile(r"^(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-|pk_(?:live|test)_|age1|npub1)")
+_PATH = re.compile(r"^(?:\.{0,2}/|~[/\\]|[A-Za-z]:[\\/])|^[\w.-]+\.(?:pem|key|json|ya?ml|txt|p12"
+                   r"|pfx|crt|cer|der|jks|env|ini|cfg|conf|toml|pub)$|/[\w.-]+\.\w{2,4}$")
+_OTHER = re.compile(r"^[a-z][a-z0-9+.-]*://|^[+-]?\d+(?:\.\d+)?[a-z]{0,3}$|^#[0-9a-f]{3,8}$",
+                    re.IGNORECASE)
+_LITERAL_CONTEXT = frozenset(" \t\n\r?&;→\"'")
+_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+
+_SENSITIVE = ("password", "passwd", "passphrase", "secret", "secrets", "token", "apikey", "pwd",
+              "credential", "credentials")
+_SENSITIVE_WORDS = frozenset({"pass", "pw", "psw", "auth", "creds", "pat"})
+_STRONG_KEY = frozenset({
+    "api", "secret", "private", "access", "auth", "signing", "sign", "encryption", "encrypt",
+    "crypt", "master", "client", "app", "account", "license", "session", "service", "webhook",
+    "hmac", "jwt", "shared", "consumer", "subscription", "admin", "deploy", "write", "server",
+})
+_STRUCTURAL_KEY = frozenset({
+    "primary", "foreign", "cache", "sort", "partition", "idempotency", "row", "hash", "range",
+    "object", "map", "dict", "lookup", "group", "route", "public", "unique", "composite",
+    "shard", "dedup", "dedupe", "i18n", "translation", "message", "list", "item", "query",
+    "s3", "parent", "child", "join", "index", "order", "search", "field", "column", "table",
+    "meta", "label", "name", "config", "setting", "env", "entry", "node", "record", "lock",
+    "bucket", "file", "path", "kms", "gpg", "pgp", "cursor", "react", "v", "the",
+    "hot", "shortcut", "sub", "redis", "storage", "registry", "ssh", "host", "known", "trusted",
+    "anon", "anonymous", "site", "recaptcha", "websocket",
+})
+_QUALIFIERS = frozenset({
+    "url", "uri", "urls", "endpoint", "host", "path", "file", "filename", "dir", "name", "type",
+    "id", "ids", "len", "length", "count", "size", "limit", "ttl", "timeout", "expiry",
+    "expires", "expiration", "lifetime", "age", "env", "var", "field", "header", "prefix",
+    "suffix", "format", "policy", "mode", "enabled", "enable", "required", "hash", "digest",
+    "sha", "sha1", "sha256", "md5", "hint", "label", "placeholder", "regex", "pattern", "min",
+    "max", "ref", "arn", "kind", "provider", "version", "algorithm", "alg", "scheme",
+    "location", "source", "at", "used", "issued", "created", "updated", "method", "manager",
+    "param", "params", "question", "rotation", "strategy", "validator", "validation",
+    "strength", "rules", "helper", "class", "module", "callback", "handler", "index", "fingerprint",
+    "checksum", "store", "exists", "set", "usage", "budget", "estimate", "text", "vars",
+    "identifier", "period", "names", "types", "settings", "options", "config", "range",
+})
+_NEGATIVE_WORDS = frozenset({
+    "public", "publishable", "example", "sample", "dummy", "fake", "mock", "page", "next",
+    "continuation", "cursor", "sync", "tokenizer", "tokens", "max", "min", "num", "is", "has",
+    "use", "show", "allow", "should", "no", "skip", "csrf", "xsrf", "input", "output",
+})
+
+
+def is_example(value: str) -> bool:
+    return any(e in value for e in DOC_EXAMPLES)
+
+
+def is_placeholder(value: str) -> bool:
+    """Template syntax (`${VAR}`, `{{ x }}`, `<token>`, `$API_KEY`), masks, `YOUR_...`."""
+    return bool(_PLACEHOLDER.search(value.lower())) or is_templated_secret(value)
+
+
+def is_reference(value: str) -> bool:
+    """Code or config that names a secret instead of holding it (`os.environ[...]`,
+    `process.env.X`, `self.token`, `get_secret()`, YAML anchors and tags)."""
+    return bool(_REFERENCE.search(value))
+
+
+def is_digest(value: str) -> bool:
+    """SRI/lockfile integrity strings, docker digests, password hashes."""
+    return bool(_DIGEST.search(value))
+
+
+def is_public_key(value: str) -> bool:
+    return bool(_PUBLIC.search(value))
+
+
+def entropy(value: str) -> float:
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
+
+
+def is_plausible_value(value: str, min_length: int = 6) -> bool:
+    """A value that could be a password or key: not a word, number, path, URL or reference;
+    at least two of letters, digits, symbols, or long, varied and unpronounceable (so
+    `AccessTokenProvider` or `layer_target_range` is code, not a key)."""
+    lower = value.lower()
+    if len(value) < min_length or lower in _WEAK or any(w in lower for w in _WEAK_PARTS):
+        return False
+    if (is_reference(value) or is_digest(value) or is_public_key(value) or _PATH.search(value)
+            or _OTHER.search(value) or is_sequential_string(value) or len(set(value)) < 4):
+        return False
+    classes = (any(c.isalpha() for c in value) + any(c.isdigit() for c in value)
+               + any(not c.isalnum() and c not in "-_." for c in value))
+    if classes >= 2:
+        return not _is_phrase(value)
+    letters = [c for c in lower if c.isalpha()]
+    vowels = sum(c in "aeiouy" for c in letters) / max(1, len(letters))
+    return len(value) >= 16 and entropy(value) >= 3.0 and vowels < 0.3
+
+
+def _is_phrase(value: str) -> bool:
+    """`token_sha256_to_refresh`, `api-version-2`: words joined like an identifier, with no
+    random-looking part (as `prod-api-5f2b8c1e9a7d4630` has)."""
+    parts = re.split(r"[_-]", value)
+    if len(parts) < 2 or value not in (value.lower(), value.upper()):
+        return False
+    if any(len(p) >= 8 and not p.isalpha() and not p.isdigit() for p in parts):
+        return False
+    words = sum(1 for p in parts if p.isalpha() and len(p) >= 2)
+    return words * 2 > len(parts)
+
+
+@lru_cache(maxsize=4096)  # names recur: api_key, token, max_tokens...
+def name_strength(name: str) -> int:
+    """2: a name that says secret (`DB_PASSWORD`, `apiKey`, `client_secret`); 1: `*_KEY`
+    whose value must also look random (`STRIPE_KEY`); 0: not sensitive (`max_tokens`,
+    `token_url`, `primary_key`, `public_key`)."""
+    words = [w.lower() for w in _SPLIT.split(name) if w]
+    if not words or words[-1] in _QUALIFIERS or _NEGATIVE_WORDS.intersection(words):
+        return 0
+    for i, w in enumerate(words):
+        if w in _SENSITIVE_WORDS or w.endswith(_SENSITIVE):
+            return 2
+        if w.endswith("key") and w[:-3] in _STRONG_KEY:
+            return 2
+        if w in ("key", "keys") and i:
+            prev = words[i - 1]
+            if prev in _STRONG_KEY:
+                return 2
+            if prev not in _STRUCTURAL_KEY and not prev.isdigit():
+                return 1
+    return 0
+
+
+def _assignment(m: re.Match[str], value: str) -> Verdict:
+    name = m.group("name")
+    strength = name_strength(name)
+    if not strength:
+        return None
+    if "quote" in m.re.groupindex and m.group("quote") is None:
+        # Unquoted values are literals in env files, YAML, INI, headers, query strings and
+        # connection strings; in code (`e.password=t.pw`, `f(token=tok)`, `key = other_key`)
+        # they are expressions.
+        before = m.string[m.start("name") - 1] if m.start("name") else "\n"
+        if "." in name or before not in _LITERAL_CONTEXT:
+            return None
+    elif _opens_before(m):
+        return None
+    if not is_plausible_value(value, 6 if strength == 2 else 16):
+        return None
+    if strength == 1 and (entropy(value) < 3.0 or is_potential_uuid(value)):
+        return None
+    return "keep"
+
+
+def _opens_before(m: re.Match[str]) -> bool:
+    """`"x-token-auth:"+e.token`: the name sits in a string whose closing quote was taken
+    for the value's opening one."""
+    if "kq" not in m.re.groupindex or m.group("kq") is not None or not m.start("name"):
+        return False
+    return m.string[m.start("name") - 1] == m.group("quote")
+
+
+def _value(m: re.Match[str], value: str) -> Verdict:
+    return "keep" if is_plausible_value(value) else None
+
+
+def _jwt(m: re.Match[str], value: str) -> Verdict:
+    """A JWT whose parts decode (detect-secrets' check), signed (alg not none), and not a
+    public Supabase-style `anon` key."""
+    if not JwtTokenDetector.is_formally_valid(value):
+        return None
+    header, payload = (json.loads(_b64url(part)) for part in value.split(".")[:2])
+    if not isinstance(header, dict) or str(header.get("alg", "none")).lower() == "none":
+        return None
+    if isinstance(payload, dict) and payload.get("role") == "anon":
+        return None
+    return "keep"
+
+
+def _basic_auth(m: re.Match[str], value: str) -> Verdict:
+    """`Authorization: Basic` whose credentials decode to user:password."""
+    try:
+        text = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    _, sep, password = text.partition(":")
+    if not sep or not password.isprintable() or password.lower() in _WEAK:
+        return None
+    return None if any(w in password.lower() for w in _WEAK_PARTS) else "keep"
+
+
+_B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def base62(n: int, width: int = 6) -> str:
+    out = ""
+    while n:
+        n, r = divmod(n, 62)
+        out = _B62[r] + out
+    return out.rjust(width, "0")
+
+
+def _crc32(m: re.Match[str], value: str) -> Verdict:
+    """GitHub and npm tokens end with a base62 CRC32 of their random part: a token whose
+    checksum fails is a fake or a typo, kept only in the low tier."""
+    body = value.split("_", 1)[1]
+    return "keep" if base62(zlib.crc32(body[:-6].encode())) == body[-6:] else "demote"
+
+
+def _b64url(part: str) -> bytes:
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
+    "assignment": _assignment, "value": _value, "jwt": _jwt, "basic-auth": _basic_auth,
+    "crc32": _crc32,
+}

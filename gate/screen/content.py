@@ -1,0 +1,95 @@
+"""Content screens over every outbound string: denied files' values, and likely secrets.
+
+Both replace in place and deterministically. A hit inside a signed or opaque field, which
+gate cannot edit, blocks the request instead (fail closed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gate.providers.segments import JsonPath, Role, Segment, Walk, get_at, set_at
+from gate.screen.fingerprints import DeniedIndex
+from gate.screen.secrets import Scanner, keyed_hash, load_or_create_key, placeholder
+from gate.screen.verdict import Blocked, Withheld
+
+
+@dataclass(frozen=True)
+class SecretScreen:
+    """The secret scanner and the install's placeholder key."""
+
+    scanner: Scanner
+    key: bytes
+
+    @classmethod
+    def load(cls, data_dir: Path) -> SecretScreen:
+        return cls(Scanner(), load_or_create_key(data_dir))
+
+
+def denied_values(walk: Walk, body: Any, index: DeniedIndex, done: set[str | None],
+                  changed: set[JsonPath]) -> list[Withheld]:
+    """Replace every denied file's value wherever it appears, whatever carried it."""
+    if not len(index):
+        return []
+    found: dict[tuple[str, str], Withheld] = {}
+    for seg in _live(walk, done):
+        new, hits = index.redact(seg.text)
+        if not hits:
+            continue
+        first = hits[0].source
+        if seg.role is Role.IMMUTABLE:
+            # Fail closed: a signed or opaque field cannot be edited, so it cannot leave.
+            raise Blocked(f"a value from {first.path} (denied by {first.rule.text},"
+                          f" {first.rule.where}) is inside a signed or opaque field that gate"
+                          " cannot edit; start a new conversation without it")
+        set_at(body, seg.path, new)
+        changed.add(seg.path)
+        for hit in hits:
+            key = (hit.source.path, hit.source.rule.text)
+            prev = found.get(key)
+            found[key] = Withheld(None, None, hit.source.path, hit.source.rule.text,
+                                  hit.source.rule.where, "content",
+                                  prev.count + 1 if prev else 1)
+    return list(found.values())
+
+
+def secrets(walk: Walk, body: Any, screen: SecretScreen, done: set[str | None],
+            changed: set[JsonPath]) -> list[Withheld]:
+    """Replace likely secrets with keyed, kind-tagged placeholders.
+
+    Until asking a person exists, findings whose policy is `ask` (high tier) are redacted
+    like the rest. Only a high-tier secret inside a signed field blocks: generic findings
+    are too uncertain to stop a conversation for.
+    """
+    found: dict[tuple[str, str], Withheld] = {}
+    for seg in _live(walk, done):
+        text = get_at(body, seg.path) if seg.path in changed else seg.text
+        findings = screen.scanner.scan(text)
+        if not findings:
+            continue
+        if seg.role is Role.IMMUTABLE:
+            if any(f.tier == "high" for f in findings):
+                kind = next(f.kind for f in findings if f.tier == "high")
+                raise Blocked(f"a likely secret ({kind}) is inside a signed or opaque field"
+                              " that gate cannot edit; start a new conversation without it")
+            continue
+        out, last = [], 0
+        for f in findings:  # sorted, never overlapping
+            value = text[f.start:f.end]
+            out += [text[last:f.start], placeholder(f, value, screen.key)]
+            last = f.end
+            key = (f.rule_id, keyed_hash(value, screen.key)[:16])
+            prev = found.get(key)
+            found[key] = Withheld(None, None, f.kind, f.rule_id, f"tier {f.tier}", "secret",
+                                  prev.count + 1 if prev else 1, key[1])
+        out.append(text[last:])
+        set_at(body, seg.path, "".join(out))
+        changed.add(seg.path)
+    return list(found.values())
+
+
+def _live(walk: Walk, done: set[str | None]) -> list[Segment]:
+    """Segments still in the body as walked (results withheld whole are gone)."""
+    return [s for s in walk.segments if not (s.role is Role.TOOL_RESULT and s.call_id in done)]

@@ -1,0 +1,280 @@
+"""Secret detectors declared in rules/secrets/*.yaml: loaded once, errors name file:line.
+
+A detector is a few declarative lines (stable id, kind, tier, keywords for the literal
+prefilter, a regex written from the vendor's documented format, a docs link), optionally
+a named check in gate/screen/checks.py. Detectors may also borrow the regexes of a
+detect-secrets plugin by class name; detect-secrets' settings are never touched per scan
+and nothing is verified online.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+from gate.errors import RuleError
+from gate.screen import checks
+
+SCHEMA_VERSION = 1
+_TOP_KEYS = frozenset({"schemaVersion", "description", "detectors"})
+_KEYS = frozenset({"id", "kind", "tier", "pattern", "plugin", "keywords", "docs", "entropy",
+                   "check", "before", "after", "anchor"})
+_NAME_CHARS = string.ascii_letters + string.digits + "_.-"
+# After an anchored detector's keyword: the rest of the name, a closing quote, an operator.
+_ASSIGNED = re.compile(r"""[\w.-]*(?:[ \t]?["'`])?\]?[ \t]*[=:?]""")
+_ID = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
+
+
+class Tier(StrEnum):
+    HIGH = "high"  # format-specific (checksum-verified where the format has one): ask
+    LOW = "low"    # generic or contextual: redact
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A secret at text[start:end]; never holds the value itself."""
+    start: int
+    end: int
+    kind: str
+    rule_id: str
+    tier: Tier
+
+
+@dataclass(frozen=True, slots=True)
+class Detector:
+    id: str
+    kind: str
+    tier: Tier
+    patterns: tuple[re.Pattern[str], ...]
+    keywords: tuple[str, ...]  # lower-case literals; the prefilter folds ASCII case
+    docs: str
+    where: str                 # file:line of the entry
+    check: str | None = None
+    entropy: float = 0.0       # minimum Shannon entropy of the value, bits per char
+    before: int = 8            # window searched around each keyword hit
+    after: int = 320
+    anchor: bool = False       # match only at the start of an assigned name holding a keyword
+
+    @property
+    def generic(self) -> bool:
+        return self.check == "assignment"
+
+    def find(self, view: str, windows: list[tuple[int, int]]) -> Iterator[Finding]:
+        """Matches in the prefilter's windows of `view` that pass every filter. An
+        anchored detector gets the keyword hits themselves and matches once per name."""
+        for m in self._anchored(view, windows) if self.anchor else self._search(view, windows):
+            start, end = _secret_span(m)
+            tier = self._accept(m, view[start:end])
+            if tier is not None:
+                yield Finding(start, end, self.kind, self.id, tier)
+
+    def _search(self, view: str, windows: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
+        n = len(view)
+        for ws, we in windows:
+            for pattern in self.patterns:
+                for m in pattern.finditer(view, ws, we):
+                    if m.end() == we < n:  # the window cut the match short: redo it whole
+                        m = pattern.match(view, m.start()) or m
+                    yield m
+
+    def _anchored(self, view: str, hits: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
+        done = -1
+        for hit, end in hits:
+            if not _ASSIGNED.match(view, end):
+                continue  # the name holding the keyword is not assigned a value
+            while hit < end and view[hit] not in _NAME_CHARS:  # keyword like '"auth"'
+                hit += 1
+            lo = max(0, hit - self.before)
+            start = lo + len(view[lo:hit].rstrip(_NAME_CHARS))
+            if start <= done:
+                continue  # another keyword in the same name
+            done = start
+            for pattern in self.patterns:
+                if m := pattern.match(view, start):
+                    yield m
+
+    def _accept(self, m: re.Match[str], value: str) -> Tier | None:
+        if not value or (self.entropy and checks.entropy(value) < self.entropy):
+            return None
+        verdict = checks.CHECKS[self.check](m, value) if self.check else "keep"
+        if verdict is None or checks.is_example(value) or checks.is_placeholder(value):
+            return None
+        return Tier.LOW if verdict == "demote" else self.tier
+
+
+def _secret_span(m: re.Match[str]) -> tuple[int, int]:
+    """The `secret` group, else the first group that matched (detect-secrets' convention
+    for its denylist regexes), else the whole match."""
+    if "secret" in m.re.groupindex and m.group("secret") is not None:
+        return m.span("secret")
+    for i in range(1, (m.re.groups or 0) + 1):
+        if m.group(i):
+            return m.span(i)
+    return m.span()
+
+
+def secrets_dir() -> Path:
+    """Shipped detectors: `rules/secrets` in a checkout, `gate/_packs/secrets` in a wheel."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here.parent / "rules" / "secrets", here / "_packs" / "secrets"):
+        if candidate.is_dir() and any(candidate.glob("*.yaml")):
+            return candidate
+    raise FileNotFoundError("gate's shipped secret detectors are missing: reinstall gate")
+
+
+def load_detectors(directory: Path | None = None) -> tuple[Detector, ...]:
+    """Every detector of every *.yaml in `directory` (default: the shipped ones)."""
+    shipped = directory is None
+    directory = directory or secrets_dir()
+    files = sorted(directory.glob("*.yaml"))
+    detectors: list[Detector] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        name = f"rules/secrets/{path.name}" if shipped else str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RuleError(f"cannot read secret detectors: {exc}", where=name) from exc
+        for det in load_text(text, name):
+            if det.id in seen:
+                raise RuleError(f"detector id {det.id!r} is already used at {seen[det.id]}",
+                                where=det.where, hint="ids are public: pick a new one")
+            seen[det.id] = det.where
+            detectors.append(det)
+    if not detectors:
+        # An empty policy is an error, never "allow everything".
+        raise RuleError("no secret detectors found", where=str(directory),
+                        hint="reinstall gate, or add detectors: entries to a *.yaml there")
+    return tuple(detectors)
+
+
+def load_text(text: str, name: str) -> list[Detector]:
+    try:
+        doc = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}" if mark else name
+        raise RuleError(f"not valid YAML: {getattr(exc, 'problem', exc)}", where=where) from exc
+    if not isinstance(doc, yaml.MappingNode):
+        raise RuleError("expected a mapping with detectors:", where=name)
+    entries: list[Detector] = []
+    for key, value in doc.value:
+        if key.value not in _TOP_KEYS:
+            raise RuleError(f"unknown key {key.value!r}", where=_at(name, key),
+                            hint="use schemaVersion:, description: or detectors:")
+        if key.value == "schemaVersion" and value.value != str(SCHEMA_VERSION):
+            raise RuleError(f"schemaVersion {value.value} is not supported (this gate reads"
+                            f" {SCHEMA_VERSION})", where=_at(name, value))
+        if key.value == "detectors":
+            if not isinstance(value, yaml.SequenceNode):
+                raise RuleError("detectors: must be a list", where=_at(name, value))
+            entries += [_entry(item, name) for item in value.value]
+    return entries
+
+
+def _entry(node: yaml.Node, name: str) -> Detector:
+    where = _at(name, node)
+    if not isinstance(node, yaml.MappingNode):
+        raise RuleError("a detector must be a mapping (id:, kind:, tier:, ...)", where=where)
+    nodes = {k.value: v for k, v in node.value}
+    for key in node.value:
+        if key[0].value not in _KEYS:
+            raise RuleError(f"unknown key {key[0].value!r} in a detector",
+                            where=_at(name, key[0]), hint="keys: " + ", ".join(sorted(_KEYS)))
+    for req in ("id", "kind", "tier", "keywords", "docs"):
+        if req not in nodes:
+            raise RuleError(f"detector has no {req}:", where=where)
+    fields = {k: _scalar(v, k, name) for k, v in nodes.items() if k != "keywords"}
+    for key in ("id", "kind"):
+        if not _ID.match(fields[key]):
+            raise RuleError(f"{key}: {fields[key]!r} must be lower-case words joined by . or -",
+                            where=_at(name, nodes[key]))
+    if fields["tier"] not in {t.value for t in Tier}:
+        raise RuleError("tier: must be high or low", where=_at(name, nodes["tier"]))
+    if not fields["docs"].startswith("https://"):
+        raise RuleError("docs: must link the format's documentation (https://...)",
+                        where=_at(name, nodes["docs"]))
+    if ("pattern" in fields) == ("plugin" in fields):
+        raise RuleError("a detector has either pattern: or plugin:", where=where)
+    if "check" in fields and fields["check"] not in checks.CHECKS:
+        raise RuleError(f"unknown check {fields['check']!r}", where=_at(name, nodes["check"]),
+                        hint="checks: " + ", ".join(sorted(checks.CHECKS)))
+    return Detector(
+        id=fields["id"], kind=fields["kind"], tier=Tier(fields["tier"]),
+        patterns=_patterns(fields, nodes, name), keywords=_keywords(nodes["keywords"], name),
+        docs=fields["docs"], where=where, check=fields.get("check"),
+        entropy=_number(fields, nodes, "entropy", name, 0.0),
+        before=int(_number(fields, nodes, "before", name, 8)),
+        after=int(_number(fields, nodes, "after", name, 320)),
+        anchor=_anchor(fields, nodes, name),
+    )
+
+
+def _anchor(fields: dict[str, str], nodes: dict[str, yaml.Node], name: str) -> bool:
+    if fields.get("anchor", "name") != "name":
+        raise RuleError("anchor: can only be name", where=_at(name, nodes["anchor"]))
+    return "anchor" in fields
+
+
+def _patterns(fields: dict[str, str], nodes: dict[str, yaml.Node],
+              name: str) -> tuple[re.Pattern[str], ...]:
+    if "plugin" in fields:
+        denylist = _plugin_denylists().get(fields["plugin"])
+        if denylist is None:
+            raise RuleError(f"detect-secrets has no regex plugin {fields['plugin']!r}",
+                            where=_at(name, nodes["plugin"]))
+        return denylist
+    try:
+        return (re.compile(fields["pattern"]),)
+    except re.error as exc:
+        raise RuleError(f"pattern: {exc}", where=_at(name, nodes["pattern"])) from exc
+
+
+@cache
+def _plugin_denylists() -> dict[str, tuple[re.Pattern[str], ...]]:
+    """The regexes of detect-secrets' regex plugins by class name, looked up once per
+    process. Only the class attributes are read: its global settings are left alone."""
+    plugins: list[Any] = list(get_mapping_from_secret_type_to_class().values())
+    return {c.__name__: tuple(c.denylist) for c in plugins
+            if isinstance(getattr(c, "denylist", None), list | tuple)}
+
+
+def _keywords(node: yaml.Node, name: str) -> tuple[str, ...]:
+    if not isinstance(node, yaml.SequenceNode) or not node.value or not all(
+        isinstance(n, yaml.ScalarNode) and n.value and n.value.isascii() for n in node.value
+    ):
+        raise RuleError("keywords: must be a non-empty list of ASCII literals",
+                        where=_at(name, node), hint="keywords: [ghp_, gho_]")
+    return tuple(n.value.lower() for n in node.value)
+
+
+def _scalar(node: yaml.Node, key: str, name: str) -> str:
+    if not isinstance(node, yaml.ScalarNode) or not str(node.value).strip():
+        raise RuleError(f"{key}: must be a non-empty string", where=_at(name, node))
+    return str(node.value)
+
+
+def _number(fields: dict[str, str], nodes: dict[str, yaml.Node], key: str, name: str,
+            default: float) -> float:
+    if key not in fields:
+        return default
+    try:
+        value = float(fields[key])
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise RuleError(f"{key}: must be a number >= 0", where=_at(name, nodes[key]))
+    return value
+
+
+def _at(name: str, node: yaml.Node) -> str:
+    return f"{name}:{node.start_mark.line + 1}"

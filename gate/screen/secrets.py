@@ -1,0 +1,203 @@
+"""Secret screening of decoded strings: likely secrets found fast, named stably.
+
+One Aho-Corasick pass finds every detector's keywords; only windows around those hits
+reach the regexes, and findings are cached by content, so the history an agent resends
+every turn costs a hash lookup. Text that arrives JSON-escaped inside a string (`\\n`,
+`\\"`) is scanned through a same-length view with the escapes neutralised, so offsets
+stay those of the original text and a PEM block with escaped newlines is still one block.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import hmac
+import os
+import re
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+
+import ahocorasick_rs
+from loguru import logger
+
+from gate import dirs
+from gate.screen.detectors import Detector, Finding, Tier, load_detectors
+
+__all__ = ["Finding", "Scanner", "Tier", "keyed_hash", "load_or_create_key", "placeholder"]
+
+CACHE_ENTRIES = 8192  # distinct strings remembered (findings only, never the text)
+KEY_FILE = "secret.key"
+KEY_BYTES = 32
+MIN_TEXT = 8
+# Each escape becomes as many characters, so view offsets are text offsets.
+_PLAIN = {"\\\\n": "  \n", "\\\\": "  ", '\\"': ' "', "\\'": " '", "\\n": " \n",
+          "\\r": " \r", "\\t": " \t"}
+_ESCAPE = re.compile(r"""\\\\n?|\\["'nrt]""")
+
+
+class Scanner:
+    """Finds secrets in decoded strings. Thread-safe; one per process is enough."""
+
+    def __init__(self, detectors: Sequence[Detector] | None = None, *,
+                 cache_entries: int = CACHE_ENTRIES):
+        self.detectors = tuple(load_detectors() if detectors is None else detectors)
+        by_word: dict[str, list[int]] = {}
+        for i, det in enumerate(self.detectors):
+            for word in det.keywords:
+                by_word.setdefault(word, []).append(i)
+        words = list(by_word)
+        # Per keyword: (detector, before, after) for windowed detectors, and the anchored
+        # detectors, which take the hits themselves.
+        self._targets = [(tuple((i, self.detectors[i].before, self.detectors[i].after)
+                                for i in by_word[w] if not self.detectors[i].anchor),
+                          tuple(i for i in by_word[w] if self.detectors[i].anchor))
+                         for w in words]
+        self._prefilter = ahocorasick_rs.BytesAhoCorasick(
+            [w.encode() for w in words], implementation=ahocorasick_rs.Implementation.DFA)
+        self._cache: OrderedDict[Hashable, tuple[Finding, ...]] = OrderedDict()
+        self._cache_entries = cache_entries
+        self._lock = threading.Lock()
+
+    def scan(self, text: str) -> list[Finding]:
+        """Findings in `text`, sorted by start, never overlapping."""
+        if len(text) < MIN_TEXT:
+            return []
+        key = _content_key(text)
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return list(cached)
+        found = self._scan(text)
+        with self._lock:
+            self._cache[key] = found
+            while len(self._cache) > self._cache_entries:
+                self._cache.popitem(last=False)
+        return list(found)
+
+    def _scan(self, text: str) -> tuple[Finding, ...]:
+        view = unescaped_view(text)
+        ranked: list[tuple[tuple[bool, bool, int, int], Finding]] = []
+        for i, windows in self.windows(view).items():
+            det = self.detectors[i]
+            for f in det.find(view, windows):
+                ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start),
+                               f))
+        return _resolve(ranked)
+
+    def windows(self, view: str) -> dict[int, list[tuple[int, int]]]:
+        """Per detector index, the merged windows around its keywords' hits (for an
+        anchored detector, the hits): the only text its regexes see. Keywords match ASCII
+        case-insensitively."""
+        data = view.encode("utf-8", "surrogatepass").lower()
+        hits = self._prefilter.find_matches_as_indexes(data, overlapping=True)
+        if not hits:
+            return {}
+        if len(data) != len(view):
+            hits = _char_offsets(data, hits)
+        n = len(view)
+        spans: dict[int, list[tuple[int, int]]] = {}
+        targets = self._targets
+        for word, start, end in hits:
+            windowed, anchored = targets[word]
+            for i, before, after in windowed:
+                spans.setdefault(i, []).append((start - before if start > before else 0,
+                                                end + after if end + after < n else n))
+            for i in anchored:
+                spans.setdefault(i, []).append((start, end))
+        return {i: sorted(w) if self.detectors[i].anchor else _merge(w)
+                for i, w in spans.items()}
+
+
+def unescaped_view(text: str) -> str:
+    """`text` with JSON/shell escapes replaced by same-length plain characters."""
+    if "\\" not in text:
+        return text
+    return _ESCAPE.sub(lambda m: _PLAIN[m.group()], text)
+
+
+def _content_key(text: str) -> Hashable:
+    # With hash randomization, str's hash is SipHash under a per-process random key, so no
+    # text can be crafted to collide with a cached clean one; without it, use SHA-256.
+    if sys.flags.hash_randomization:
+        return len(text), hash(text)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def _char_offsets(data: bytes, hits: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Byte offsets of ASCII keyword hits in UTF-8 `data` → character offsets."""
+    out, byte_pos, char_pos = [], 0, 0
+    for word, start, end in sorted(hits, key=lambda h: h[1]):
+        char_pos += len(data[byte_pos:start].decode("utf-8", "surrogatepass"))
+        byte_pos = start
+        out.append((word, char_pos, char_pos + end - start))
+    return out
+
+
+def _merge(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    windows.sort()
+    merged = [windows[0]]
+    for start, end in windows[1:]:
+        last_start, last_end = merged[-1]
+        if start <= last_end:
+            merged[-1] = (last_start, max(last_end, end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _resolve(ranked: list[tuple[tuple[bool, bool, int, int], Finding]]) -> tuple[Finding, ...]:
+    """Overlapping findings: high tier first, then format-specific over generic, then the
+    longest span."""
+    kept: list[Finding] = []
+    starts: list[int] = []
+    for _, f in sorted(ranked, key=lambda r: r[0]):
+        i = bisect.bisect_left(starts, f.start)
+        if (i and kept[i - 1].end > f.start) or (i < len(kept) and kept[i].start < f.end):
+            continue
+        starts.insert(i, f.start)
+        kept.insert(i, f)
+    return tuple(kept)
+
+
+def keyed_hash(value: str, key: bytes) -> str:
+    """HMAC-SHA256 of a secret under the install's key: all that logs and audit may hold."""
+    return hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
+def placeholder(finding: Finding, value: str, key: bytes) -> str:
+    """What replaces a secret: the same for the same value on every turn and after a
+    restart (prompt caches keep working), different for different values."""
+    return f"[gate: redacted {finding.kind} #{keyed_hash(value, key)[:8]}]"
+
+
+def load_or_create_key(data_dir: Path) -> bytes:
+    """The per-install placeholder key, `data_dir/secret.key` (0600), created once."""
+    path = data_dir / KEY_FILE
+    try:
+        key = path.read_bytes()
+    except FileNotFoundError:
+        pass
+    else:
+        if len(key) == KEY_BYTES:
+            if path.stat().st_mode & 0o077:
+                os.chmod(path, 0o600)
+                logger.warning("{} was readable by others; made it owner-only", path)
+            return key
+        aside = path.with_name(f"{KEY_FILE}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.replace(path, aside)
+        logger.warning("{} is not a gate key ({} bytes); moved it to {} and made a new one"
+                       " (placeholders change once)", path, len(key), aside)
+    fresh = path.with_name(f".{KEY_FILE}.{os.getpid()}")
+    dirs.write_private(fresh, os.urandom(KEY_BYTES))
+    try:
+        os.link(fresh, path)  # create-if-absent: two gates starting at once share one key
+    except FileExistsError:
+        pass
+    finally:
+        fresh.unlink(missing_ok=True)
+    return path.read_bytes()

@@ -1,0 +1,55 @@
+"""Likely secrets in what the agent sends are replaced by keyed, kind-tagged placeholders."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import anthropic
+import pytest
+from screen.secrets_corpus import Gen
+
+from fake_provider import FakeProvider
+from gate.audit.store import AuditStore
+from messages import conversation, tool_turn
+
+
+def _token() -> str:
+    return Gen(random.SystemRandom().randrange(1 << 30)).crc_token("ghp_")
+
+
+def test_a_token_in_tool_output_is_redacted_the_same_way_every_turn(
+        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    token, other = _token(), _token()
+    project = str(gate_dirs["project"])
+    body = conversation(project, tool_turn(
+        "toolu_1", "Bash", {"command": "git remote -v"},
+        f"origin https://x-access-token:{token}@github.com/acme/api.git (fetch)\n"
+        f"GITHUB_TOKEN={other}\n"))
+    client.messages.create(**body)
+    first = provider.seen[-1].body.decode()
+    assert token not in first and other not in first
+    tags = re.findall(r"\[gate: redacted [a-z.-]+ #[0-9a-f]{8}\]", first)
+    assert len(tags) == 2 and tags[0] != tags[1]  # different secrets, different placeholders
+    client.messages.create(**body)
+    assert provider.seen[-1].body.decode() == first  # deterministic: caches keep working
+    row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
+    secrets = [w for w in row["withheld"] if w["kind"] == "secret"]
+    assert len(secrets) == 2 and all(len(w["fingerprint"]) == 16 for w in secrets)
+    assert token not in str(row) and other not in str(row)
+    key = gate_dirs["data"] / "secret.key"
+    assert key.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_secret_inside_a_thinking_block_blocks(client: anthropic.Anthropic,
+                                                provider: FakeProvider) -> None:
+    body = conversation("/p")
+    body["messages"] += [
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": f"use GITHUB_TOKEN={_token()}",
+             "signature": "c2ln"}, {"type": "text", "text": "ok"}]},
+        {"role": "user", "content": "go"}]
+    with pytest.raises(anthropic.PermissionDeniedError, match="likely secret"):
+        client.messages.create(**body)
+    assert provider.seen == []

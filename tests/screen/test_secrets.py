@@ -1,0 +1,240 @@
+"""Secret screening: recall and precision on the labelled corpus, whole-secret spans, the
+prefilter and the cache, deterministic placeholders, the key file, rule-file errors."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+from screen.secrets_corpus import Gen, Sample, negatives, positives
+
+from gate.errors import RuleError
+from gate.screen import detectors
+from gate.screen.detectors import Detector, load_detectors
+from gate.screen.secrets import (
+    Finding,
+    Scanner,
+    Tier,
+    load_or_create_key,
+    placeholder,
+    unescaped_view,
+)
+
+
+@pytest.fixture(scope="module")
+def scanner() -> Scanner:
+    return Scanner()
+
+
+def _found(scanner: Scanner, sample: Sample) -> list[tuple[tuple[int, int], list[Finding]]]:
+    """Per labelled span, the findings that overlap it."""
+    findings = scanner.scan(sample.text)
+    return [((a, b), [f for f in findings if f.start < b and f.end > a]) for a, b in sample.spans]
+
+
+def test_recall_on_the_corpus_is_at_least_97_percent(scanner: Scanner) -> None:
+    found = {(s.name, span): bool(hits) for s in positives() for span, hits in _found(scanner, s)}
+    missed = [name for (name, _), ok in found.items() if not ok]
+    assert len(found) >= 100
+    assert 1 - len(missed) / len(found) >= 0.97, missed
+
+
+def test_harmless_text_raises_nothing_in_the_high_tier(scanner: Scanner) -> None:
+    samples = negatives()
+    flagged = {s.name: [(f.rule_id, f.tier, s.text[f.start:f.end]) for f in scanner.scan(s.text)]
+               for s in samples}
+    assert len(samples) >= 100
+    assert {n: fs for n, fs in flagged.items() if any(t is Tier.HIGH for _, t, _ in fs)} == {}
+    assert sum(bool(fs) for fs in flagged.values()) / len(samples) <= 0.02, flagged
+
+
+def test_every_detector_finds_its_whole_secret(scanner: Scanner) -> None:
+    """Each detector has a positive, found by that detector, span exactly the secret: the
+    full PEM block, the password inside a URL, the value of a KEY=VALUE line, the
+    private_key of a service-account JSON (JSON-escaped inside a tool result too)."""
+    exact: set[str] = set()
+    wrong = []
+    for sample in positives():
+        for span, hits in _found(scanner, sample):
+            if any((f.start, f.end) == span and f.rule_id == sample.rule_id for f in hits):
+                exact.add(sample.rule_id or "")
+            else:
+                wrong.append((sample.name, [(f.rule_id, f.start, f.end) for f in hits], span))
+    assert wrong == []
+    assert exact == {d.id for d in scanner.detectors}
+
+
+@pytest.mark.parametrize("name", ["pem.private-key/service-account/raw",
+                                  "pem.private-key/service-account/json",
+                                  "pem.private-key/file/json", "pem.private-key/file/read",
+                                  "url.password/mongo/json", "generic.assignment/env/raw",
+                                  "generic.assignment/json/read"])
+def test_whole_secret_examples(scanner: Scanner, name: str) -> None:
+    sample = next(s for s in positives() if s.name == name)
+    (span, hits), = _found(scanner, sample)
+    assert [(f.start, f.end) for f in hits] == [span]
+    secret = sample.text[span[0]:span[1]]
+    if name.startswith("pem."):
+        assert secret.startswith("-----BEGIN") and secret.endswith("PRIVATE KEY-----")
+    if name.startswith("url."):
+        assert sample.text[span[1]] == "@" and ":" not in secret
+
+
+def test_json_escaped_text_is_found_like_plain_text(scanner: Scanner) -> None:
+    escaped = [s for s in positives() if s.name.endswith("/json")]
+    assert len(escaped) >= 30
+    assert [s.name for s in escaped if not all(h for _, h in _found(scanner, s))] == []
+
+
+def test_the_escape_view_keeps_offsets() -> None:
+    text = 'a\\"b\\nc\\\\nd\\\\e'
+    view = unescaped_view(text)
+    assert len(view) == len(text) and "\n" in view and "\\" not in view
+
+
+def test_offsets_are_characters_in_non_ascii_text(scanner: Scanner) -> None:
+    token = Gen(1).crc_token("ghp_")
+    text = f"Schlüssel für die API 🔑: {token} — ok"
+    (f,) = scanner.scan(text)
+    assert text[f.start:f.end] == token and f.tier is Tier.HIGH
+
+
+def test_a_github_token_failing_its_checksum_is_only_low(scanner: Scanner) -> None:
+    good = Gen(2).crc_token("ghp_")
+    bad = good[:-1] + ("A" if good[-1] != "A" else "B")
+    assert [f.tier for f in scanner.scan(f"token {good}")] == [Tier.HIGH]
+    assert [f.tier for f in scanner.scan(f"token {bad}")] == [Tier.LOW]
+
+
+# -- placeholders and the key -----------------------------------------------------------
+
+def test_placeholders_are_deterministic_and_differ_by_value(gate_dirs: dict[str, Path]) -> None:
+    key = load_or_create_key(gate_dirs["data"])
+    g = Gen(3)
+    a, b = g.crc_token("ghp_"), g.crc_token("ghp_")
+    fa, fb = Scanner().scan(f"x {a}")[0], Scanner().scan(f"y {b}")[0]
+    assert placeholder(fa, a, key) == placeholder(fa, a, key)
+    assert placeholder(fa, a, key) != placeholder(fb, b, key)
+    assert re.fullmatch(r"\[gate: redacted github-token #[0-9a-f]{8}\]", placeholder(fa, a, key))
+    assert placeholder(fa, a, key) != placeholder(fa, a, os.urandom(32))
+
+
+def test_the_key_is_owner_only_and_survives_restarts(gate_dirs: dict[str, Path]) -> None:
+    data = gate_dirs["data"]
+    key = load_or_create_key(data)
+    path = data / "secret.key"
+    assert len(key) == 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    assert load_or_create_key(data) == key
+    os.chmod(path, 0o644)
+    assert load_or_create_key(data) == key and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [p.name for p in data.iterdir()] == ["secret.key"]
+
+
+def test_an_unusable_key_file_is_moved_aside(gate_dirs: dict[str, Path]) -> None:
+    data = gate_dirs["data"]
+    data.mkdir(parents=True)
+    (data / "secret.key").write_bytes(b"short")
+    key = load_or_create_key(data)
+    assert len(key) == 32 and load_or_create_key(data) == key
+    assert [p.read_bytes() for p in data.glob("secret.key.corrupt-*")] == [b"short"]
+
+
+# -- prefilter and cache ------------------------------------------------------------------
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of detectors whose regexes ran."""
+    seen: list[str] = []
+    original = Detector.find
+
+    def spy(self: Detector, view: str, windows: list[tuple[int, int]]):  # type: ignore[no-untyped-def]
+        seen.append(self.id)
+        return original(self, view, windows)
+
+    monkeypatch.setattr(Detector, "find", spy)
+    return seen
+
+
+def test_the_prefilter_keeps_clean_text_from_every_regex(calls: list[str]) -> None:
+    clean = "\n".join(f"2025-03-04 INFO worker {i} processed batch in {i * 7} ms; all good"
+                      for i in range(2000))
+    scanner = Scanner()
+    assert scanner.scan(clean) == [] and calls == []
+    assert scanner.windows(clean) == {}
+    token = Gen(4).crc_token("ghp_")
+    assert len(scanner.scan(f"{clean} {token}")) == 1 and calls == ["github.token"]
+
+
+def test_findings_are_cached_by_content(calls: list[str]) -> None:
+    scanner = Scanner(cache_entries=2)
+    texts = [f"DB_PASSWORD={Gen(i).password()}\n" for i in range(3)]
+    first = scanner.scan(texts[0])
+    assert first and calls
+    calls.clear()
+    assert scanner.scan(texts[0]) == first and calls == []
+    scanner.scan(texts[1])
+    scanner.scan(texts[2])  # evicts texts[0]
+    calls.clear()
+    assert scanner.scan(texts[0]) == first and calls
+
+
+# -- rule files ---------------------------------------------------------------------------
+
+def test_the_shipped_detectors_are_well_formed() -> None:
+    loaded = load_detectors()
+    assert len({d.id for d in loaded}) == len(loaded) >= 40
+    assert all(d.docs.startswith("https://") and d.keywords for d in loaded)
+    assert all(d.where.startswith("rules/secrets/") for d in loaded)
+
+
+GOOD = """\
+schemaVersion: 1
+detectors:
+  - id: acme.token
+    kind: acme-token
+    tier: high
+    keywords: [acme_]
+    pattern: 'acme_[a-z]{8}'
+    docs: https://acme.example/docs
+"""
+
+
+@pytest.mark.parametrize(("text", "line", "message"), [
+    (GOOD.replace("tier: high", "tier: high\n  bad: [unclosed"), 6, "not valid YAML"),
+    (GOOD.replace("'acme_[a-z]{8}'", "'acme_[a-z'"), 7, "pattern:"),
+    (GOOD.replace("tier: high", "tier: urgent"), 5, "tier:"),
+    (GOOD.replace("    docs:", "    colour: red\n    docs:"), 8, "unknown key 'colour'"),
+    (GOOD.replace("tier: high", "tier: high\n    check: magic"), 6, "unknown check"),
+    (GOOD.replace("    docs: https://acme.example/docs\n", ""), 3, "no docs:"),
+    (GOOD.replace("id: acme.token", "id: Acme Token"), 3, "id:"),
+    (GOOD.replace("[acme_]", "[]"), 6, "keywords:"),
+    (GOOD.replace("pattern: 'acme_[a-z]{8}'", "plugin: NoSuchDetector"), 7, "no regex plugin"),
+    (GOOD + GOOD.split("detectors:\n")[1].replace("acme.token", "acme.token"), 9,
+     "already used"),
+])
+def test_a_bad_rule_file_names_file_and_line(tmp_path: Path, text: str, line: int,
+                                             message: str) -> None:
+    (tmp_path / "acme.yaml").write_text(text)
+    with pytest.raises(RuleError) as info:
+        load_detectors(tmp_path)
+    assert info.value.where == f"{tmp_path / 'acme.yaml'}:{line}", info.value.diagnostics()
+    assert message in info.value.message
+
+
+def test_an_empty_rule_directory_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "empty.yaml").write_text("schemaVersion: 1\ndetectors: []\n")
+    with pytest.raises(RuleError, match="no secret detectors"):
+        load_detectors(tmp_path)
+
+
+def test_a_custom_detector_loads_and_finds(tmp_path: Path) -> None:
+    (tmp_path / "acme.yaml").write_text(GOOD)
+    (det,) = load_detectors(tmp_path)
+    assert det.keywords == ("acme_",) and det.tier is Tier.HIGH
+    assert Scanner([det]).scan("key: ACME_ nope, acme_abcdefgh ok") == [
+        Finding(17, 30, "acme-token", "acme.token", Tier.HIGH)]
+    assert detectors.secrets_dir().name == "secrets"
