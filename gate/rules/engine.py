@@ -38,11 +38,22 @@ class Policy:
     ignored: tuple[Rule, ...] = ()  # allow rules set aside by a managed `lockdown: true`
     warnings: tuple[str, ...] = ()  # rule files gate read only in part, or not at all
     lockdown: bool = False
+    # (tier or detector kind, action) for likely secrets; see secret_action.
+    secrets: tuple[tuple[str, str], ...] = ()
     # Agents resend the whole history every turn: each call is decided once per policy.
     # A cached decision is reused only while the files it looked at are the same files
     # (a path later replaced by a symlink to .env is decided again).
     _cache: dict[tuple[Action, str | None], tuple[tuple[object, ...], Decision]] = field(
         default_factory=dict, compare=False, repr=False)
+
+    def secret_action(self, kind: str, rule_id: str, tier: str) -> str:
+        """What to do with a likely secret: a setting for its detector id or kind wins
+        over one for its tier; without any, high → ask and low → redact."""
+        table = dict(self.secrets)
+        for key in (rule_id, kind, tier):
+            if key in table:
+                return table[key]
+        return "ask" if tier == "high" else "redact"
 
     def decide(self, action: Action, project_root: str | None) -> Decision:
         key = (action, project_root)

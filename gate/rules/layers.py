@@ -15,7 +15,7 @@ from gate import dirs
 from gate.errors import RuleError
 from gate.rules import claude
 from gate.rules.engine import Policy
-from gate.rules.loader import read_file
+from gate.rules.loader import SECRET_ACTIONS, read_file
 from gate.rules.model import Effect, Rule
 
 DEFAULT_PACKS = ("default",)
@@ -113,6 +113,7 @@ class _Loaded:
     rules: tuple[Rule, ...]
     warnings: tuple[str, ...] = ()
     lockdown: bool = False
+    secrets: tuple[tuple[str, str, str], ...] = ()
 
 
 class PolicyStore:
@@ -163,7 +164,7 @@ class PolicyStore:
                 # Reload: the last good rules stay in force; a typo never opens the gate.
                 return _Loaded(prev[1].rules, (*prev[1].warnings, f"{problem} (gate keeps"
                                " this file's previous rules until it is fixed)"),
-                               prev[1].lockdown)
+                               prev[1].lockdown, prev[1].secrets)
             if layer.claude:
                 return _Loaded((), (f"{problem} (gate enforces none of this Claude Code"
                                     " settings file's rules until it is fixed)",))
@@ -195,7 +196,7 @@ def _read(layer: Layer) -> _Loaded:
         raise RuleError("lockdown: is read from the managed rule file only",
                         where=f"{layer.shown_as}:{loaded.lockdown_line}",
                         hint=f"move it to {managed_path()}, or delete the line")
-    return _Loaded(loaded.rules, (), loaded.lockdown)
+    return _Loaded(loaded.rules, (), loaded.lockdown, loaded.secrets)
 
 
 def _merge(layers: list[Layer], loaded: list[_Loaded]) -> Policy:
@@ -209,7 +210,18 @@ def _merge(layers: list[Layer], loaded: list[_Loaded]) -> Policy:
             loosens = rule.effect is Effect.ALLOW and layer.name != "managed"
             (ignored if lockdown and loosens else rules).append(rule)
     warnings = tuple(w for lo in loaded for w in lo.warnings)
-    return Policy(tuple(rules), tuple(ignored), warnings, lockdown)
+    return Policy(tuple(rules), tuple(ignored), warnings, lockdown, _strictest(loaded))
+
+
+def _strictest(loaded: list[_Loaded]) -> tuple[tuple[str, str], ...]:
+    """Each secrets key's action across layers: the most protective wins, so no layer can
+    loosen another's choice."""
+    best: dict[str, str] = {}
+    for lo in loaded:
+        for key, action, _where in lo.secrets:
+            if key not in best or SECRET_ACTIONS.index(action) < SECRET_ACTIONS.index(best[key]):
+                best[key] = action
+    return tuple(sorted(best.items()))
 def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime_ns / 1e9

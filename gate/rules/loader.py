@@ -11,7 +11,11 @@ from gate.errors import RuleError
 from gate.rules.model import Effect, Rule, is_allowable_glob, parse
 
 SCHEMA_VERSION = 1
-_TOP_KEYS = frozenset({"schemaVersion", "description", "lockdown", *(e.value for e in Effect)})
+_TOP_KEYS = frozenset({"schemaVersion", "description", "lockdown", "secrets",
+                       *(e.value for e in Effect)})
+# What happens to a likely secret, from most to least protective.
+SECRET_ACTIONS = ("block", "ask", "redact", "allow")
+_SECRET_KEY = __import__("re").compile(r"^[a-z0-9][a-z0-9._-]*$")
 _ENTRY_KEYS = frozenset({"rule", "unless", "reason"})
 
 
@@ -20,6 +24,8 @@ class RuleFile:
     rules: tuple[Rule, ...]
     lockdown: bool = False  # `lockdown: true`: allow rules of other layers are ignored
     lockdown_line: int = 0
+    # `secrets:` — (tier `high`/`low`, a detector kind or id) → action, with file:line
+    secrets: tuple[tuple[str, str, str], ...] = ()
 
 
 def load_file(path: Path, *, shown_as: str | None = None, root: str | None = None) -> list[Rule]:
@@ -37,7 +43,7 @@ def read_file(path: Path, *, shown_as: str | None = None, root: str | None = Non
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"cannot read rule file: {exc}", where=name) from exc
     loaded = parse_text(text, name, root=root, layer=layer)
-    if not loaded.rules and not loaded.lockdown:
+    if not loaded.rules and not loaded.lockdown and not loaded.secrets:
         raise RuleError(
             "no rules in this file", where=name,
             hint="add rules under deny:, ask: or allow:, or delete the file",
@@ -62,6 +68,7 @@ def parse_text(text: str, name: str, *, root: str | None = None, layer: str = ""
         raise RuleError("expected a mapping with deny:, ask: or allow:", where=_at(name, doc))
     rules: list[Rule] = []
     lockdown = 0
+    secrets: tuple[tuple[str, str, str], ...] = ()
     for key_node, value in doc.value:
         key = key_node.value
         if key not in _TOP_KEYS:
@@ -74,9 +81,30 @@ def parse_text(text: str, name: str, *, root: str | None = None, layer: str = ""
                                 f" {SCHEMA_VERSION})", where=_at(name, value))
         elif key == "lockdown":
             lockdown = _lockdown(value, name)
+        elif key == "secrets":
+            secrets = _secrets(value, name)
         elif key in {e.value for e in Effect}:
             rules.extend(_entries(Effect(key), value, name, root, layer))
-    return RuleFile(tuple(rules), bool(lockdown), lockdown)
+    return RuleFile(tuple(rules), bool(lockdown), lockdown, secrets)
+
+
+def _secrets(node: yaml.Node, name: str) -> tuple[tuple[str, str, str], ...]:
+    """`secrets: {high: ask, low: redact, github-token: block, generic.assignment: allow}`."""
+    if not isinstance(node, yaml.MappingNode):
+        raise RuleError("secrets: must map a tier (high, low) or a detector kind to an"
+                        " action", where=_at(name, node), hint="secrets:\n  high: ask")
+    out = []
+    for key_node, value in node.value:
+        key = str(key_node.value)
+        action = value.value if isinstance(value, yaml.ScalarNode) else None
+        if not _SECRET_KEY.match(key):
+            raise RuleError(f"secrets: {key!r} is not a tier or detector kind",
+                            where=_at(name, key_node))
+        if action not in SECRET_ACTIONS:
+            raise RuleError(f"secrets: {key}: {action!r} is not an action",
+                            where=_at(name, value), hint=f"one of {', '.join(SECRET_ACTIONS)}")
+        out.append((key, str(action), _at(name, value)))
+    return tuple(out)
 
 
 def _lockdown(node: yaml.Node, name: str) -> int:

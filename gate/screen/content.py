@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.providers.segments import JsonPath, Role, Segment, Walk, get_at, set_at
+from gate.rules.engine import Policy
 from gate.screen.fingerprints import DeniedIndex
 from gate.screen.secrets import Scanner, keyed_hash, load_or_create_key, placeholder
 from gate.screen.verdict import Blocked, Withheld
@@ -55,35 +56,41 @@ def denied_values(walk: Walk, body: Any, index: DeniedIndex, done: set[str | Non
     return list(found.values())
 
 
-def secrets(walk: Walk, body: Any, screen: SecretScreen, done: set[str | None],
-            changed: set[JsonPath]) -> list[Withheld]:
-    """Replace likely secrets with keyed, kind-tagged placeholders.
-
-    Until asking a person exists, findings whose policy is `ask` (high tier) are redacted
-    like the rest. Only a high-tier secret inside a signed field blocks: generic findings
-    are too uncertain to stop a conversation for.
+def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
+            done: set[str | None], changed: set[JsonPath]) -> list[Withheld]:
+    """Replace likely secrets with keyed, kind-tagged placeholders, as the policy says
+    (`secrets:` in rule files): redact, ask (redact until asking a person exists, and say
+    so), block the request, or allow. A secret inside a signed field cannot be replaced:
+    a high-tier one blocks; generic findings are too uncertain to stop a conversation for.
     """
     found: dict[tuple[str, str], Withheld] = {}
     for seg in _live(walk, done):
         text = get_at(body, seg.path) if seg.path in changed else seg.text
-        findings = screen.scanner.scan(text)
-        if not findings:
+        acted = [(f, policy.secret_action(f.kind, f.rule_id, f.tier))
+                 for f in screen.scanner.scan(text)]
+        acted = [(f, a) for f, a in acted if a != "allow"]
+        if not acted:
             continue
+        if blocked := next((f for f, a in acted if a == "block"), None):
+            raise Blocked(f"a likely secret ({blocked.kind}, detector {blocked.rule_id}) is in"
+                          " this request and the secrets policy blocks it")
         if seg.role is Role.IMMUTABLE:
-            if any(f.tier == "high" for f in findings):
-                kind = next(f.kind for f in findings if f.tier == "high")
-                raise Blocked(f"a likely secret ({kind}) is inside a signed or opaque field"
-                              " that gate cannot edit; start a new conversation without it")
+            if high := next((f for f, _ in acted if f.tier == "high"), None):
+                raise Blocked(f"a likely secret ({high.kind}) is inside a signed or opaque"
+                              " field that gate cannot edit; start a new conversation without it")
             continue
         out, last = [], 0
-        for f in findings:  # sorted, never overlapping
+        for f, action in acted:  # sorted, never overlapping
             value = text[f.start:f.end]
-            out += [text[last:f.start], placeholder(f, value, screen.key)]
+            tag = placeholder(f, value, screen.key)
+            if action == "ask":
+                tag = tag[:-1] + "; needs the user's approval, gate cannot ask yet]"
+            out += [text[last:f.start], tag]
             last = f.end
             key = (f.rule_id, keyed_hash(value, screen.key)[:16])
             prev = found.get(key)
-            found[key] = Withheld(None, None, f.kind, f.rule_id, f"tier {f.tier}", "secret",
-                                  prev.count + 1 if prev else 1, key[1])
+            found[key] = Withheld(None, None, f.kind, f.rule_id, f"tier {f.tier}: {action}",
+                                  "secret", prev.count + 1 if prev else 1, key[1])
         out.append(text[last:])
         set_at(body, seg.path, "".join(out))
         changed.add(seg.path)

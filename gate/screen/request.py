@@ -101,7 +101,7 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
         index = screens.indexes.index_for(policy, root)
         withheld += content.denied_values(walk, body, index, done, changed)
     if screens and screens.secrets:
-        withheld += content.secrets(walk, body, screens.secrets, done, changed)
+        withheld += content.secrets(walk, body, screens.secrets, policy, done, changed)
     out = None
     if withheld:
         logger.info("withheld {} item(s): {}", len(withheld),

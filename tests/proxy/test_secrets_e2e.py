@@ -30,7 +30,7 @@ def test_a_token_in_tool_output_is_redacted_the_same_way_every_turn(
     client.messages.create(**body)
     first = provider.seen[-1].body.decode()
     assert token not in first and other not in first
-    tags = re.findall(r"\[gate: redacted [a-z.-]+ #[0-9a-f]{8}\]", first)
+    tags = re.findall(r"\[gate: redacted [a-z.-]+ #[0-9a-f]{8}[^\]]*\]", first)
     assert len(tags) == 2 and tags[0] != tags[1]  # different secrets, different placeholders
     client.messages.create(**body)
     assert provider.seen[-1].body.decode() == first  # deterministic: caches keep working
@@ -53,3 +53,35 @@ def test_a_secret_inside_a_thinking_block_blocks(client: anthropic.Anthropic,
     with pytest.raises(anthropic.PermissionDeniedError, match="likely secret"):
         client.messages.create(**body)
     assert provider.seen == []
+
+
+def test_high_tier_findings_say_that_nobody_could_be_asked(
+        client: anthropic.Anthropic, provider: FakeProvider) -> None:
+    client.messages.create(**conversation("/p", tool_turn(
+        "toolu_1", "Bash", {"command": "env"}, f"GITHUB_TOKEN={_token()}\n")))
+    assert "; needs the user's approval, gate cannot ask yet]" in provider.seen[-1].body.decode()
+
+
+@pytest.mark.parametrize(("setting", "outcome"), [
+    ("github.token: block", "blocked"), ("github.token: allow", "sent"),
+    ("high: redact", "redacted"), ("high: allow\n  github.token: redact", "redacted"),
+])
+def test_the_secrets_policy_comes_from_rule_files(
+        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path],
+        setting: str, outcome: str) -> None:
+    project = gate_dirs["project"]
+    (project / ".gate").mkdir()
+    (project / ".gate" / "rules.yaml").write_text(f"secrets:\n  {setting}\n")
+    token = _token()
+    body = conversation(str(project), tool_turn("toolu_1", "Bash", {"command": "env"},
+                                                f"GITHUB_TOKEN={token}\n"))
+    if outcome == "blocked":
+        with pytest.raises(anthropic.PermissionDeniedError, match="secrets policy blocks"):
+            client.messages.create(**body)
+        assert provider.seen == []
+        return
+    client.messages.create(**body)
+    sent = provider.seen[-1].body.decode()
+    # The shipped pack says high: ask; a project may tighten it (block) but not loosen it
+    # (high: redact stays ask), and a kind's own setting beats a tier's.
+    assert (token in sent) is (outcome == "sent")

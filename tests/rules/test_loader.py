@@ -116,3 +116,23 @@ def test_only_rules_gate_cannot_enforce_are_warned(gate_dirs: dict[str, Path],
         "WARNING rule Write(./x)", "WARNING rule PowerShell(Get-Content *)"]
     assert "write Read(...) or Edit(...)" in warned[0]
     assert ".gate/rules.yaml:6" in warned[0]
+
+
+@pytest.mark.parametrize(("text", "where", "words"), [
+    ("secrets: redact\n", "t.yaml:1", "must map a tier"),
+    ("secrets:\n  high: shred\n", "t.yaml:2", "'shred' is not an action"),
+    ("secrets:\n  'Bad Kind': redact\n", "t.yaml:2", "not a tier or detector kind"),
+])
+def test_bad_secrets_settings_name_the_line(text: str, where: str, words: str) -> None:
+    with pytest.raises(RuleError) as info:
+        load_text(text, "t.yaml")
+    assert info.value.where == where and words in info.value.message
+
+
+def test_the_most_protective_secrets_setting_wins_across_layers(
+        gate_dirs: dict[str, Path]) -> None:
+    gate_dirs["config"].mkdir()
+    (gate_dirs["config"] / "rules.yaml").write_text("secrets:\n  low: allow\n  high: block\n")
+    policy = PolicyStore().policy_for(None)
+    assert policy.secret_action("generic-secret", "generic.assignment", "low") == "redact"
+    assert policy.secret_action("github-token", "github.token", "high") == "block"
