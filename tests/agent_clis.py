@@ -13,12 +13,12 @@ import contextlib
 import os
 import shutil
 import socketserver
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_script import ANTHROPIC, CHAT, GEMINI, RESPONSES, Call
+from loopback import LoopbackServer
 
 PROMPT = "Show me what is in .env"
 # Variables that could point an agent at a real account, provider, config or proxy.
@@ -165,7 +165,7 @@ def environment(c: Case, home: Path, project: Path, proxy: str) -> dict[str, str
     return env
 
 
-class BlackHole:
+class BlackHole(LoopbackServer):
     """A loopback 'proxy' that records what an agent tried to reach outside, and drops it."""
 
     def __init__(self) -> None:
@@ -178,14 +178,4 @@ class BlackHole:
                     tried.append(line.decode("latin-1"))
 
         self.tried = tried
-        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler, socketserver.ThreadingTCPServer)

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from agent_clis import PROMPT, BlackHole, Case, environment, project_files
 from agent_script import steps
 from fake_models import FakeModels
-
 from gate import providers
 from gate.providers.segments import get_at
 

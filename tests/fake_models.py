@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import fake_gemini
 import fake_openai
 import zstandard
-from agent_script import ANTHROPIC, CHAT, GEMINI, RESPONSES, Call, Say, Script, Turn
 
+from agent_script import ANTHROPIC, CHAT, GEMINI, RESPONSES, Call, Say, Script, Turn
 from fake_provider import FakeProvider, Seen
+from loopback import LoopbackServer
 
 
 def format_of(path: str) -> str | None:
@@ -45,7 +45,7 @@ def decode(body: bytes, encoding: str) -> bytes:
 
 
 @dataclass
-class FakeModels:
+class FakeModels(LoopbackServer):
     """Start with .start(); `script` decides each reply; `.seen` holds every request."""
 
     script: Script | None = None
@@ -116,18 +116,9 @@ class FakeModels:
                     self.wfile.flush()
                 self.close_connection = True
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
     def turns(self, fmt: str, req: dict[str, Any]) -> list[Turn]:
         turns = self.script(fmt, req) if self.script else None

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback import LoopbackServer
 
 
 @dataclass
@@ -23,7 +24,7 @@ class Seen:
 
 
 @dataclass
-class FakeProvider:
+class FakeProvider(LoopbackServer):
     """Start with .start(); every request lands in .seen. Knobs: sse_delay, fail_status, script.
 
     `script`, when set, is called with (path, request body) for each /v1/messages request and
@@ -116,18 +117,9 @@ class FakeProvider:
                 provider.streams_finished.append(time.monotonic())
                 self.close_connection = True
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
     def content(self, req: dict[str, Any], path: str = "") -> list[dict[str, Any]]:
         blocks = self.script(path, req) if self.script else None

@@ -5,20 +5,20 @@ wrapped in `response`, as cloudcode-pa wraps them."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from fake_provider import Seen
+from loopback import LoopbackServer
 
 USAGE = {"promptTokenCount": 31, "candidatesTokenCount": 7, "cachedContentTokenCount": 5,
          "totalTokenCount": 38}
 
 
 @dataclass
-class FakeGemini:
+class FakeGemini(LoopbackServer):
     """Start with .start(); every request lands in .seen. Knob: sse_delay (per chunk)."""
 
     sse_delay: float = 0.0
@@ -69,18 +69,9 @@ class FakeGemini:
                 fake.streams_finished.append(time.monotonic())
                 self.close_connection = True
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
     def response(self) -> dict[str, Any]:
         return {"candidates": [{"content": {"role": "model",

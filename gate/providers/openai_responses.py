@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gate.providers import openai_chat
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
@@ -100,6 +101,5 @@ def withhold_result(body: dict[str, Any], result: JsonPath, placeholder: str) ->
     item["output"] = replace_text(item.get("output"), placeholder)
 
 
-def error_body(message: str, status: int = 403) -> dict[str, Any]:
-    return {"error": {"message": message, "type": "gate_error", "code": "gate_blocked",
-                      "param": None}}
+# The same error shape as Chat Completions: both are OpenAI's.
+error_body = openai_chat.error_body

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from agent_clis import case
 from agent_run import check
 

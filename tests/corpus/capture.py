@@ -30,7 +30,6 @@ sys.path.insert(0, str(HERE.parent.parent))  # gate itself, when not installed
 from agent_clis import CASES, PROMPT, BlackHole, Case, environment, project_files  # noqa: E402
 from agent_script import steps, tool_results  # noqa: E402
 from fake_models import FakeModels  # noqa: E402
-
 from fake_provider import Seen  # noqa: E402
 from gate.agents import registry, tools  # noqa: E402
 from gate.rules.layers import PolicyStore  # noqa: E402

@@ -7,11 +7,11 @@ import re
 from typing import Any
 
 import pytest
-from gemini_messages import code_assist, conversation, session_context, tool_turn
 
 from gate.agents import tools
 from gate.providers import detect, gemini
 from gate.providers.segments import Role
+from gemini_messages import code_assist, conversation, session_context, tool_turn
 
 
 def _parts(body: dict[str, Any], i: int) -> list[dict[str, Any]]:

@@ -15,15 +15,15 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 from click.testing import CliRunner
-from gemini_messages import code_assist, conversation, tool_turn
-from gemini_upstream import USAGE, FakeGemini
-from validity import check_rewrite
 
 from conftest import fake_secret
 from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.config import Config, parse_upstream
 from gate.proxy.server import BackgroundGate, Listening
+from gemini_messages import code_assist, conversation, tool_turn
+from gemini_upstream import USAGE, FakeGemini
+from validity import check_rewrite
 
 MODEL = "/v1beta/models/gemini-2.5-pro"
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import openai
 import pytest
-from validity import check_rewrite
 
 from conftest import fake_secret, finished_row
 from fake_provider import FakeProvider
 from gate.proxy.server import Listening
+from validity import check_rewrite
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from screen.secrets_corpus import Gen
 
 from fake_provider import FakeProvider
 from gate.audit.store import AuditStore
 from messages import conversation, tool_turn
+from screen.secrets_corpus import Gen
 
 
 def _token() -> str:

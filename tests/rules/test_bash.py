@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from rule_kit import ROOT, call, one_rule, policy_of
 
 from gate.agents.actions import Action, Verb
 from gate.rules.model import Effect, Kind
+from rule_kit import ROOT, call, one_rule, policy_of
 
 
 def _decide(effect: Effect, rule: str, command: str) -> Effect | None:

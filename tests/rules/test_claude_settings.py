@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from rule_kit import call
 
 from gate.agents.actions import Action, Verb
 from gate.rules.layers import PolicyStore
 from gate.rules.model import Effect
+from rule_kit import call
 
 
 def _settings(path: Path, deny: Sequence[str] = (), ask: Sequence[str] = (),

@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-from rule_kit import call
 
 from gate.errors import RuleError
 from gate.rules.layers import PolicyStore
 from gate.rules.model import Effect
+from rule_kit import call
 
 
 @pytest.fixture

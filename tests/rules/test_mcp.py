@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from rule_kit import ROOT, call, one_rule
 
 from gate.errors import RuleError
 from gate.rules.loader import load_text
 from gate.rules.model import Effect, Kind
 from gate.rules.names import params_of
+from rule_kit import ROOT, call, one_rule
 
 
 @pytest.mark.parametrize(("rule", "tool", "hit"), [

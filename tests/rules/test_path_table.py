@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 
 import pytest
-from rule_kit import ROOT, one_rule
 
 from gate.agents.actions import Action, Verb
 from gate.rules.model import Effect
+from rule_kit import ROOT, one_rule
 
 HOME = "~"
 CASES = [

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from rule_kit import ROOT, call, one_rule
 
 from gate.rules.model import Effect, Kind
+from rule_kit import ROOT, call, one_rule
 
 
 @pytest.mark.parametrize(("domain", "url", "hit"), [

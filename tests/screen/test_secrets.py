@@ -9,7 +9,6 @@ import stat
 from pathlib import Path
 
 import pytest
-from screen.secrets_corpus import Gen, Sample, negatives, positives
 
 from gate.errors import RuleError
 from gate.screen import detectors
@@ -22,6 +21,7 @@ from gate.screen.secrets import (
     placeholder,
     unescaped_view,
 )
+from screen.secrets_corpus import Gen, Sample, negatives, positives
 
 
 @pytest.fixture(scope="module")
