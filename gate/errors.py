@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class GateError(Exception):
     """An error the user can act on. `where` names the file, line or field."""
@@ -27,3 +29,16 @@ class RuleError(GateError):
 
 class StateError(GateError):
     """A state file in the data dir is unusable."""
+
+
+def compose_yaml(text: str, name: str) -> Any:
+    """The YAML node tree of a rule or detector file (nodes keep their line numbers);
+    a syntax error becomes a RuleError naming name:line."""
+    import yaml
+
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}" if mark else name
+        raise RuleError(f"not valid YAML: {getattr(exc, 'problem', exc)}", where=where) from exc

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from gate.errors import RuleError
+from gate.errors import RuleError, compose_yaml
 from gate.rules.model import Effect, Rule, is_allowable_glob, parse
 
 SCHEMA_VERSION = 1
@@ -56,12 +56,7 @@ def load_text(text: str, name: str, *, root: str | None = None) -> list[Rule]:
 
 
 def parse_text(text: str, name: str, *, root: str | None = None, layer: str = "") -> RuleFile:
-    try:
-        doc = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{name}:{mark.line + 1}" if mark else name
-        raise RuleError(f"not valid YAML: {getattr(exc, 'problem', exc)}", where=where) from exc
+    doc = compose_yaml(text, name)
     if doc is None:
         return RuleFile(())
     if not isinstance(doc, yaml.MappingNode):

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-from gate.errors import RuleError
+from gate.errors import RuleError, compose_yaml
 from gate.screen import checks
 
 SCHEMA_VERSION = 1
@@ -158,12 +158,7 @@ def load_detectors(directory: Path | None = None) -> tuple[Detector, ...]:
 
 
 def load_text(text: str, name: str) -> list[Detector]:
-    try:
-        doc = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{name}:{mark.line + 1}" if mark else name
-        raise RuleError(f"not valid YAML: {getattr(exc, 'problem', exc)}", where=where) from exc
+    doc = compose_yaml(text, name)
     if not isinstance(doc, yaml.MappingNode):
         raise RuleError("expected a mapping with detectors:", where=name)
     entries: list[Detector] = []
