@@ -22,7 +22,8 @@ def _texts() -> list[tuple[str, str]]:
            for p in sorted((SITE / "mitmproxy" / "tools" / "web" / "static").glob("*.js"))]
     out += [(str(p), p.read_text("utf-8", "replace"))
             for p in sorted(SITE.glob("*.dist-info/RECORD"))]
-    out += [(str(p), p.read_text("utf-8")) for p in sorted((REPO / "tests" / "corpus").rglob("*.json"))]
+    corpus = sorted((REPO / "tests" / "corpus").rglob("*.json"))
+    out += [(str(p), p.read_text("utf-8")) for p in corpus]
     log = subprocess.run(["git", "log", "--stat", "-n", "300"], cwd=REPO, capture_output=True,
                          text=True, check=False).stdout
     out.append(("git log", log))
