@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import zstandard
+from loguru import logger
 
 from gate import dirs
 
@@ -126,12 +127,16 @@ class AuditStore:
     def _compact(self) -> None:
         db = self._conn()
         while (row_id := self._pending.get()) is not None:
-            row = db.execute("SELECT body FROM requests WHERE id=? AND body_codec='raw'",
-                             (row_id,)).fetchone()
-            if row is not None:
-                packed = zstandard.ZstdCompressor(level=3).compress(row[0])
-                db.execute("UPDATE requests SET body=?, body_codec='zstd' WHERE id=?",
-                           (packed, row_id))
+            try:
+                row = db.execute("SELECT body FROM requests WHERE id=? AND body_codec='raw'",
+                                 (row_id,)).fetchone()
+                if row is not None:
+                    packed = zstandard.ZstdCompressor(level=3).compress(row[0])
+                    db.execute("UPDATE requests SET body=?, body_codec='zstd' WHERE id=?",
+                               (packed, row_id))
+            except Exception as exc:  # the row stays raw (readable); the next one is tried
+                logger.warning("audit: could not compress request {} ({})", row_id,
+                               type(exc).__name__)
 
     def record_response(self, row_id: int, *, status: int | None, latency_ms: float,
                         usage: Usage, error: str | None = None) -> None:

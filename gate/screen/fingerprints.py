@@ -133,10 +133,25 @@ def units_of(text: str) -> Iterator[str]:
             continue
         if not stripped or stripped.startswith(("#", "//", ";", "[")):
             continue
+        stripped = stripped.removeprefix("- ")  # a YAML list item
         m = _ASSIGN.match(stripped)
-        value = m.group(1).strip().strip("\"'") if m else stripped
+        value = _dotenv_value(m.group(1)) if m else stripped
         if is_sensitive(value):
             yield value
+        # The password inside a credential URL also travels on its own.
+        if (url := _URL_PASSWORD.search(value)) and is_sensitive(url.group(1)):
+            yield url.group(1)
+
+
+_URL_PASSWORD = re.compile(r"://[^/:@\s]+:([^@/\s]+)@")
+
+
+def _dotenv_value(raw: str) -> str:
+    """A value as dotenv reads it: inside its quotes, or up to a ` #` comment."""
+    raw = raw.strip()
+    if raw[:1] in ("'", '"') and (end := raw.find(raw[0], 1)) > 0:
+        return raw[1:end]
+    return raw.split(" #", 1)[0].strip()
 
 
 def is_sensitive(value: str) -> bool:
@@ -222,9 +237,14 @@ def collect(policy: Policy, root: str | None, limits: Limits = Limits()) -> dict
 
 
 def _candidates(policy: Policy, root: str | None, max_files: int) -> Iterator[str]:
-    budget = [max_files]
+    # Home- and absolute-anchored rule bases first, each with its own budget, so a large
+    # project can never push ~/.ssh out of the index.
+    yield from _anchored(policy, max_files)
     if root:
-        yield from _walk(root, budget)
+        yield from _walk(root, [max_files])
+
+
+def _anchored(policy: Policy, max_files: int) -> Iterator[str]:
     home = os.path.expanduser("~")
     for rule in policy.rules:
         spec = rule.specifier
@@ -241,7 +261,7 @@ def _candidates(policy: Policy, root: str | None, max_files: int) -> Iterator[st
         if os.path.isfile(literal):
             yield literal
         elif os.path.isdir(literal) and literal not in ("/", home):
-            yield from _walk(literal, budget)
+            yield from _walk(literal, [max_files])
 
 
 def _walk(top: str, budget: list[int]) -> Iterator[str]:

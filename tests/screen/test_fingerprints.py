@@ -22,7 +22,8 @@ def test_units_are_values_credentials_and_key_lines_not_words() -> None:
             f"DB_URL=postgres://app:{password}@db/app\nPORT=5432\n# SECRET={fake_secret()}\n"
             f'  "client_secret": "{client}",\n'
             f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key}\n-----END OPENSSH PRIVATE KEY-----\n")
-    assert list(units_of(text)) == [api, f"postgres://app:{password}@db/app", client, key]
+    assert list(units_of(text)) == [api, f"postgres://app:{password}@db/app", password, client,
+                                    key]
 
 
 @pytest.mark.parametrize("encode", [
@@ -111,3 +112,24 @@ def test_walk_limits_come_from_config(gate_dirs: dict[str, Path]) -> None:
     path.write_text("screen:\n  max_files: -1\n")
     with pytest.raises(ConfigError, match="positive integer"):
         config.load(path)
+
+
+def test_dotenv_quotes_comments_list_items_and_url_passwords() -> None:
+    a, b, c, pw = (fake_secret("a"), fake_secret("b"), fake_secret("c"), fake_secret("pw"))
+    text = (f'API_KEY="{a}"  # prod\nTOKEN={b} # rotated monthly\n'
+            f"tokens:\n  - {c}\nDB=postgres://app:{pw}@db:5432/app\n")
+    units = list(units_of(text))
+    assert a in units and b in units and c in units and pw in units
+
+
+def test_home_files_are_indexed_however_large_the_project(gate_dirs: dict[str, Path]) -> None:
+    from gate.screen.fingerprints import Limits
+
+    project, home = gate_dirs["project"], gate_dirs["home"]
+    for i in range(150):
+        (project / f"f{i}.txt").write_text("x")
+    (home / ".ssh").mkdir()
+    key = "b3Blb" + fake_secret()
+    (home / ".ssh" / "id_ed25519").write_text(f"-----BEGIN KEY-----\n{key}\n-----END KEY-----\n")
+    units = collect(PolicyStore().policy_for(str(project)), str(project), Limits(100, 1 << 16))
+    assert key in units
