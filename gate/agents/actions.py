@@ -27,4 +27,5 @@ class Action:
     def describe(self, path: str | None = None) -> str:
         if self.verb is Verb.EXEC and path:
             return f"{self.tool} command {self.target!r} reads {path}, which"
-        return f"{self.tool} of {self.target}" if self.target else self.tool
+        shown = path or self.target
+        return f"{self.tool} of {shown}" if shown else self.tool

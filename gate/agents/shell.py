@@ -14,6 +14,8 @@ from collections.abc import Generator, Iterator
 from functools import lru_cache
 from typing import Any
 
+from gate.rules.commands import DENY_WRAPPERS, peel
+
 # Commands whose operands are files they print or transform.
 READERS = frozenset({
     "cat", "tac", "nl", "head", "tail", "less", "more", "most", "bat", "batcat", "view",
@@ -28,10 +30,6 @@ READERS = frozenset({
 # The first operand is a pattern or script, not a file (unless -e/-f gave it).
 _PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk",
                             "mawk", "jq", "yq", "tr"})
-# Stripped before the real command: `timeout 5 cat x`, `env A=1 cat x`, `nice -n 5 cat x`.
-_WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin",
-                       "noglob", "env", "sudo", "doas", "exec", "ionice", "chrt", "taskset",
-                       "unbuffer", "caffeinate"})
 _SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "\n", "(", ")", "{", "}", "$",
                          "!", "then", "do", "else", "elif", "if", "while", "until", "fi",
                          "done"})
@@ -125,13 +123,10 @@ def _simple(words: list[str], cwd: str, env: dict[str, str]) -> Generator[str, N
 
 
 def _unwrap(words: list[str]) -> list[str]:
-    while words and os.path.basename(words[0]) in _WRAPPERS:
-        words = words[1:]
-        # Drop the wrapper's own options and arguments: flags, VAR=x, and a leading number
-        # (timeout 5, nice -n 5).
-        while words and (words[0].startswith("-") or _ASSIGN.match(words[0])
-                         or re.fullmatch(r"[0-9.]+[smhd]?", words[0])):
-            words = words[1:]
+    """The command behind its wrappers, their options and values (`sudo -u root cat x`,
+    `timeout -s KILL 5 cat x`): the one wrapper table Bash rules use too."""
+    while words and os.path.basename(words[0]) in DENY_WRAPPERS - {"eval"}:
+        words = peel(words)
     return words
 
 

@@ -93,6 +93,9 @@ def action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action:
     if target is None and name in _DEFAULTS_TO_CWD:
         target = cwd
     params = _params(tool_input)
+    if verb in (Verb.READ, Verb.SEARCH, Verb.EDIT) and (many := _all_paths(tool_input, keys)):
+        # `read_many_files {"paths": [...]}`, Copilot's `paths`: every entry is decided.
+        return Action(verb, name, target, tuple(many), params)
     if verb is Verb.EXEC and target:
         workdir = _first(tool_input, _WORKDIR_KEYS) or cwd
         return Action(verb, name, target, shell.reads(target, workdir), params)
@@ -114,6 +117,14 @@ def _script_commands(script: str) -> list[str]:
                 body = json.loads(literal)
         out.append(body.replace("\\'", "'"))
     return out
+
+
+def _all_paths(tool_input: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
+    for key in keys:
+        value = tool_input.get(key)
+        if isinstance(value, list) and len(value) > 1:
+            return [v for v in value if isinstance(v, str) and v]
+    return []
 
 
 def _params(tool_input: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -196,7 +196,7 @@ def _part(words: list[str]) -> Part:
         elif head != rest[0] and head:  # /usr/bin/curl is curl
             rest = [head, *rest[1:]]
         elif head in DENY_WRAPPERS:
-            rest = _peel(rest)
+            rest = peel(rest)
         else:
             break
         if rest:
@@ -208,7 +208,7 @@ def _claude_stripped(words: list[str]) -> list[str]:
     while words and words[0] in CLAUDE_WRAPPERS | {"xargs"}:
         if words[0] == "xargs" and len(words) > 1 and words[1].startswith("-"):
             break  # only a bare xargs is stripped
-        words = _peel(words)
+        words = peel(words)
     return words
 
 
@@ -219,13 +219,13 @@ def _peel_all(words: list[str]) -> list[str]:
         if _ASSIGN.match(words[0]):
             words = words[1:]
         elif os.path.basename(words[0]) in DENY_WRAPPERS - {"eval"}:
-            words = _peel(words)
+            words = peel(words)
         else:
             break
     return words
 
 
-def _peel(words: list[str]) -> list[str]:
+def peel(words: list[str]) -> list[str]:
     """Drop one wrapper with its options and arguments (`timeout -s KILL 5`, `env A=1`)."""
     name = os.path.basename(words[0])
     valued = _VALUED.get(name, set())

@@ -143,7 +143,7 @@ def _match(rule: Rule, call: _Call) -> str | None:
 
 
 def _targets(action: Action) -> tuple[str, ...]:
-    if action.verb is Verb.EXEC:
+    if action.verb is Verb.EXEC or action.reads:
         return action.reads
     return (action.target,) if action.target else ()
 

@@ -43,3 +43,19 @@ def test_reads(command: str, expected: list[str]) -> None:
 def test_shell_dash_c_is_parsed_as_a_command_line() -> None:
     assert reads('bash -c "cd conf && cat .env"', "/p") == ("/p/conf/.env",)
     assert reads("sh -c 'grep -v x < .env'", "/p") == ("/p/.env",)
+
+
+@pytest.mark.parametrize("command", ["sudo -u root cat .env", "timeout -s KILL 5 cat .env",
+                                     "env -u FOO cat .env", "nice -n 5 head .env"])
+def test_wrappers_with_valued_options(command: str) -> None:
+    assert reads(command, "/p") == ("/p/.env",)
+
+
+def test_every_path_of_a_many_files_read_is_decided(gate_dirs: dict[str, object]) -> None:
+    from gate.agents.tools import action
+    from gate.rules.layers import PolicyStore
+
+    root = str(gate_dirs["project"])
+    act = action("read_many_files", {"paths": ["README.md", ".env"]}, root)
+    decision = PolicyStore().policy_for(root).decide(act, root)
+    assert decision.rule is not None and decision.path == ".env"
