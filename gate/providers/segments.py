@@ -123,6 +123,17 @@ def strings(node: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
             yield from strings(value, (*path, i))
 
 
+def keys(node: Any) -> Iterator[str]:
+    """Every object key in a JSON value (content can hide in a key, too)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield str(key)
+            yield from keys(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from keys(value)
+
+
 def get_at(body: Any, path: JsonPath) -> Any:
     node = body
     for key in path:

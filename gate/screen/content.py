@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate.providers import segments
 from gate.providers.segments import JsonPath, Role, Segment, Walk, get_at, set_at
 from gate.rules.engine import Policy
 from gate.screen.fingerprints import DeniedIndex
@@ -95,6 +96,18 @@ def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
         set_at(body, seg.path, "".join(out))
         changed.add(seg.path)
     return list(found.values())
+
+
+def keys(body: Any, index: DeniedIndex | None, screen: SecretScreen | None) -> None:
+    """Object keys cannot be replaced in place without changing the body's shape, so a
+    denied value or a high-tier secret in a key blocks the request."""
+    text = "\n".join(segments.keys(body))
+    if index is not None and (hits := index.find(text)):
+        raise Blocked(f"a value from {hits[0].source.path} is used as a JSON key in this"
+                      " request; gate cannot replace it in place")
+    if screen is not None and any(f.tier == "high" for f in screen.scanner.scan(text)):
+        raise Blocked("a likely secret is used as a JSON key in this request; gate cannot"
+                      " replace it in place")
 
 
 def _live(walk: Walk, done: set[str | None]) -> list[Segment]:

@@ -48,13 +48,17 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None)
         raise Blocked(f"gate cannot screen this request: the body is not JSON ({exc})") from exc
     fmt = providers.detect(req.path)
     if fmt is None:
-        # Not a format gate knows: every string is still screened for denied content;
-        # nothing is paired, so no tool rule applies.
-        segs = tuple(Segment(p, t, Role.ATTACHMENT) for p, t in strings(body, ()))
-        return _decide(Walk("unknown", None, segs, ()), None, req, body, policies, screens)
+        return screen_strings(req, body, policies, screens)
     if not isinstance(body, dict):
         raise Blocked(f"gate cannot screen this request: a {fmt.FORMAT} body must be an object")
     return screen_object(fmt, req, body, policies, screens=screens)
+
+
+def screen_strings(req: Outbound, body: Any, policies: PolicyStore,
+                   screens: Screens | None = None) -> Verdict:
+    """A body in no format gate knows: every string is still screened for denied content and
+    secrets; nothing is paired, so no tool rule applies."""
+    return _decide(Walk("unknown", None, (), ()), None, req, body, policies, screens)
 
 
 def screen_object(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: PolicyStore,
@@ -97,6 +101,12 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
                                  decision.rule.text, decision.rule.where))
     done = {w.call_id for w in withheld}
     changed: set[JsonPath] = set()
+    if screens and (screens.indexes or screens.secrets):
+        # Fail closed: strings the format walker does not know (new fields, unknown blocks)
+        # are screened as attachments, and object keys are checked too.
+        walk = replace(walk, segments=walk.segments + _sweep(walk, body))
+        content.keys(body, screens.indexes.index_for(policy, root) if screens.indexes else None,
+                     screens.secrets)
     if screens and screens.indexes:
         index = screens.indexes.index_for(policy, root)
         withheld += content.denied_values(walk, body, index, done, changed)
@@ -109,6 +119,12 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
         out = dump(body)
     model = walk.model or _model_in_path(req.path)
     return Verdict(out, walk.format, model, root, tuple(withheld), len(walk.segments))
+
+
+def _sweep(walk: Walk, body: Any) -> tuple[Segment, ...]:
+    covered = {s.path for s in walk.segments}
+    return tuple(Segment(p, t, Role.ATTACHMENT) for p, t in strings(body, ())
+                 if p not in covered)
 
 
 def _model_in_path(path: str) -> str | None:

@@ -111,3 +111,43 @@ def test_other_formats_and_unknown_endpoints_are_covered(
     sent = provider.seen[-1].json()
     assert key_line not in json.dumps(sent)
     assert sent["input"][0].startswith("key: [gate: withheld a value from id_ed25519")
+
+
+@pytest.mark.parametrize("extra", [
+    lambda s: {"messages": [{"role": "user", "content": "hi", "reasoning_content": s}]},
+    lambda s: {"prediction": {"type": "content", "content": s}},
+    lambda s: {"metadata": {"note": [s]}},
+])
+def test_fields_the_walker_does_not_know_are_screened(
+        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], env_secret: str,
+        extra: Any) -> None:
+    project = str(gate_dirs["project"])
+    body = {"model": "gpt-test", "messages": [{"role": "system",
+                                               "content": f"Working directory: {project}"}]}
+    for key, value in extra(f"v={env_secret}").items():
+        body[key] = body[key] + value if key == "messages" else value
+    resp = httpx.post(f"{gate.base_url}/openai/v1/chat/completions", json=body,
+                      headers={"authorization": "Bearer sk-fake"})
+    assert resp.status_code == 200
+    assert env_secret not in provider.seen[-1].body.decode()
+
+
+def test_a_denied_value_used_as_a_key_blocks(
+        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path],
+        env_secret: str) -> None:
+    project = str(gate_dirs["project"])
+    body = {"model": "gpt-test", "messages": [
+        {"role": "system", "content": f"Working directory: {project}"},
+        {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "c1", "type": "function",
+            "function": {"name": "x", "arguments": json.dumps({env_secret: 1})}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}]}
+    resp = httpx.post(f"{gate.base_url}/openai/v1/chat/completions", json=body,
+                      headers={"authorization": "Bearer sk-fake"})
+    # The arguments string is screened as text (the value is replaced inside it); a key of
+    # the body itself would block.
+    assert resp.status_code == 200 and env_secret not in provider.seen[-1].body.decode()
+    body2 = {"model": "gpt-test", "messages": body["messages"][:1], "metadata": {env_secret: 1}}
+    resp = httpx.post(f"{gate.base_url}/openai/v1/chat/completions", json=body2,
+                      headers={"authorization": "Bearer sk-fake"})
+    assert resp.status_code == 403 and "JSON key" in resp.json()["error"]["message"]
