@@ -25,7 +25,6 @@ from gate.screen.fingerprints import IndexStore, Limits
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 
 HEALTH = "/_gate/health"
-_SENSITIVE_QUERY = ("key=",)
 
 
 class GateAddon:
@@ -188,7 +187,8 @@ class GateAddon:
         # Written before the request leaves; if this raises, the request is blocked.
         return self.audit.record_request(
             run_id=run.id if run else None, agent=agent, upstream=route.upstream.name,
-            host=route.upstream.host, method=flow.request.method, path=_safe_path(route.path),
+            host=route.upstream.host, method=flow.request.method,
+            path=routing.safe_path(route.path),
             model=verdict.model, project_root=verdict.project_root, request_bytes=len(sent),
             verdict=("modified" if verdict.body is not None else
                      "unscreened" if verdict.format == "unscreened" else "forwarded"),
@@ -207,7 +207,7 @@ class GateAddon:
         try:
             self.audit.record_request(
                 upstream=name or "?", host=route.upstream.host if route else "?",
-                method=flow.request.method, path=_safe_path(path),
+                method=flow.request.method, path=routing.safe_path(path),
                 request_bytes=len(flow.request.raw_content or b""), verdict="blocked",
                 reason=message, status=status)
         except Exception as exc:  # the request is blocked either way
@@ -228,13 +228,3 @@ class GateAddon:
                                 "data_dir": str(self.data_dir)}
         flow.response = http.Response.make(200, json.dumps(body).encode(),
                                            {"content-type": "application/json"})
-
-
-def _safe_path(path: str) -> str:
-    """The path as stored: a query's API key (Gemini's `?key=`) is never written down."""
-    base, sep, query = path.partition("?")
-    if not sep:
-        return path
-    parts = [p if not p.startswith(_SENSITIVE_QUERY) else p.split("=", 1)[0] + "=***"
-             for p in query.split("&")]
-    return base + "?" + "&".join(parts)

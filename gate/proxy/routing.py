@@ -34,3 +34,13 @@ def _split(path: str) -> tuple[str, str]:
     if qsep:  # `/anthropic?x=1` has no path after the name
         return name, "/?" + query
     return name, "/" + rest if sep else "/"
+
+
+def safe_path(path: str) -> str:
+    """The path as stored: a query's API key (Gemini's `?key=`) is never written down."""
+    base, sep, query = path.partition("?")
+    if not sep:
+        return path
+    parts = [p.split("=", 1)[0] + "=***" if p.startswith("key=") else p
+             for p in query.split("&")]
+    return base + "?" + "&".join(parts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gate import runs
@@ -17,9 +17,17 @@ from gate.audit.store import AuditStore
 from gate.audit.usage import UsageTap
 from gate.providers import openai_responses
 from gate.providers.segments import arguments
-from gate.proxy.routing import Route
+from gate.proxy.routing import Route, safe_path
 from gate.rules.layers import PolicyStore
-from gate.screen.request import Blocked, Outbound, Screens, dump, parse, screen_object
+from gate.screen.request import (
+    Blocked,
+    Outbound,
+    Screens,
+    dump,
+    parse,
+    screen_object,
+    screen_strings,
+)
 
 _CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "shell_call"}
 _DONE = ("response.completed", "response.failed", "response.incomplete", "response.done")
@@ -55,14 +63,24 @@ class Connection:
             raise Blocked("gate cannot screen this message: it is not JSON") from exc
         if not isinstance(frame, dict):
             raise Blocked("gate cannot screen this message: it is not a JSON object")
-        body = frame["response"] if isinstance(frame.get("response"), dict) else frame
         req = Outbound(self.route.path, content, self.agent, self.run.cwd if self.run else None)
-        verdict = screen_object(openai_responses, req, body, policies, self.calls, screens)
+        if isinstance(frame.get("response"), dict):
+            # The request sits under `response`; whatever else the frame carries is still
+            # screened, as strings of no known format.
+            verdict = screen_object(openai_responses, req, frame["response"], policies,
+                                    self.calls, screens)
+            rest = {k: v for k, v in frame.items() if k != "response"}
+            extra = screen_strings(req, rest, policies, screens).withheld
+            frame.update(rest)
+            verdict = replace(verdict, withheld=verdict.withheld + extra)
+        else:
+            verdict = screen_object(openai_responses, req, frame, policies, self.calls,
+                                    screens)
         sent = dump(frame) if verdict.withheld else content
         self.row = audit.record_request(
             run_id=self.run.id if self.run else None, agent=self.agent,
             upstream=self.route.upstream.name, host=self.route.upstream.host, method="WS",
-            path=self.route.path, model=verdict.model, project_root=verdict.project_root,
+            path=safe_path(self.route.path), model=verdict.model, project_root=verdict.project_root,
             request_bytes=len(sent), verdict="modified" if verdict.withheld else "forwarded",
             withheld=[w.record() for w in verdict.withheld],
             body=sent)

@@ -174,15 +174,19 @@ class IndexStore:
     def __init__(self, limits: Limits = Limits()) -> None:
         self.limits = limits
         self._lock = threading.Lock()
-        self._by_root: dict[str | None, tuple[float, int, DeniedIndex]] = {}
+        self._by_root: dict[str | None, tuple[float, int, DeniedIndex, tuple[object, ...]]] = {}
         self._refreshing: set[str | None] = set()
 
     def index_for(self, policy: Policy, root: str | None) -> DeniedIndex:
         """The index for a root. The first one is built before the request goes on (no
-        request is screened without it); later refreshes run in the background, so the
-        walk never sits on a request's path once a project is known."""
+        request is screened without it), and so is one whose known denied files or project
+        directory changed (a value written just now must not leave once); other refreshes
+        run in the background, so the walk rarely sits on a request's path."""
         with self._lock:
             hit = self._by_root.get(root)
+        if hit and hit[1] == id(policy) and _stamp(hit[2], root) != hit[3]:
+            return self.refresh(policy, root)
+        with self._lock:
             if hit and hit[1] == id(policy):
                 if time.monotonic() - hit[0] >= REFRESH_SECONDS and root not in self._refreshing:
                     self._refreshing.add(root)
@@ -207,16 +211,31 @@ class IndexStore:
         units = dict(hit[2].units) if hit else {}
         fresh = collect(policy, root, self.limits)
         changed = any(u not in units for u in fresh)
-        units.update(fresh)
+        for unit, source in fresh.items():  # a unit keeps its first source: stable placeholders
+            units.setdefault(unit, source)
         if len(units) > MAX_UNITS:
             units = dict(list(units.items())[-MAX_UNITS:])
         index = DeniedIndex(units) if changed or not hit else hit[2]
         with self._lock:
-            self._by_root[root] = (now, id(policy), index)
+            self._by_root[root] = (now, id(policy), index, _stamp(index, root))
         if changed:
             logger.info("denied-file index: {} units from {} files", len(units),
                         len({s.path for s in units.values()}))
         return index
+
+
+def _stamp(index: DeniedIndex, root: str | None) -> tuple[object, ...]:
+    """A few stats: the known denied files and the project directory (a new file there)."""
+    paths = sorted({s.path for s in index.units.values()})
+    if root:
+        paths.append(root)
+    out: list[object] = []
+    for path in paths:
+        try:
+            out.append(os.stat(path).st_mtime_ns)
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 def collect(policy: Policy, root: str | None, limits: Limits = Limits()) -> dict[str, Source]:

@@ -125,3 +125,19 @@ def test_websocket_elsewhere_is_refused(ws_setup: tuple[FakeWsProvider, Listenin
     with pytest.raises(InvalidStatus) as info:
         connect(f"{gate.base_url.replace('http', 'ws')}/openai/v1/chat/completions")
     assert info.value.response.status_code == 403
+
+
+def test_fields_beside_a_response_wrapper_are_screened_too(
+        ws_setup: tuple[FakeWsProvider, Listening], gate_dirs: dict[str, Path]) -> None:
+    fake, gate = ws_setup
+    (gate_dirs["home"] / ".ssh").mkdir()
+    key_line = "b3Blb" + fake_secret()
+    (gate_dirs["home"] / ".ssh" / "id_ed25519").write_text(
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key_line}\n-----END OPENSSH PRIVATE KEY-----\n")
+    with connect(f"{gate.base_url.replace('http', 'ws')}/openai/v1/responses") as ws:
+        ws.send(json.dumps({"type": "response.create", "response": {"model": "m", "input": []},
+                            "input": [{"type": "message", "role": "user",
+                                       "content": f"key {key_line}"}]}))
+        _events(ws)
+    assert key_line not in fake.frames[0]
+    assert "withheld a value from id_ed25519" in fake.frames[0]

@@ -133,3 +133,20 @@ def test_home_files_are_indexed_however_large_the_project(gate_dirs: dict[str, P
     (home / ".ssh" / "id_ed25519").write_text(f"-----BEGIN KEY-----\n{key}\n-----END KEY-----\n")
     units = collect(PolicyStore().policy_for(str(project)), str(project), Limits(100, 1 << 16))
     assert key in units
+
+
+def test_a_denied_file_written_just_now_is_indexed_before_the_next_request(
+        gate_dirs: dict[str, Path]) -> None:
+    project = gate_dirs["project"]
+    policy = PolicyStore().policy_for(str(project))
+    store = IndexStore()
+    assert not store.index_for(policy, str(project)).units  # no .env yet
+    secret = fake_secret()
+    (project / ".env").write_text(f"TOKEN={secret}\n")  # the project dir changes
+    assert store.index_for(policy, str(project)).find(f"x {secret} y")
+    newer = fake_secret()
+    env = project / ".env"
+    env.write_text(f"TOKEN={newer}\n")
+    import os
+    os.utime(env, ns=(1, 1))  # a different mtime, whatever the clock's resolution
+    assert store.index_for(policy, str(project)).find(newer)
