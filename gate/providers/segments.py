@@ -123,6 +123,33 @@ def strings(node: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
             yield from strings(value, (*path, i))
 
 
+def long_strings(body: Any, min_len: int) -> tuple[list[tuple[JsonPath, str]], list[str]]:
+    """Every string value and object key of at least `min_len` characters, in one pass
+    (what cannot hold a fingerprint or a secret is not even given a path)."""
+    found: list[tuple[JsonPath, str]] = []
+    names: list[str] = []
+    stack: list[tuple[JsonPath, Any]] = [((), body)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            items: Any = node.items()
+        elif isinstance(node, list):
+            items = enumerate(node)
+        else:
+            if isinstance(node, str) and len(node) >= min_len:
+                found.append((path, node))
+            continue
+        for key, value in items:
+            if isinstance(key, str) and len(key) >= min_len:
+                names.append(key)
+            if isinstance(value, str):
+                if len(value) >= min_len:
+                    found.append(((*path, key), value))
+            elif isinstance(value, dict | list):
+                stack.append(((*path, key), value))
+    return found, names
+
+
 def keys(node: Any) -> Iterator[str]:
     """Every object key in a JSON value (content can hide in a key, too)."""
     if isinstance(node, dict):

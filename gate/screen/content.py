@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate.providers import segments
 from gate.providers.segments import JsonPath, Role, Segment, Walk, get_at, set_at
 from gate.rules.engine import Policy
 from gate.screen.fingerprints import DeniedIndex
@@ -98,10 +97,25 @@ def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
     return list(found.values())
 
 
-def keys(body: Any, index: DeniedIndex | None, screen: SecretScreen | None) -> None:
+def suspects(strings: list[tuple[JsonPath, str]], index: DeniedIndex | None,
+             screen: SecretScreen | None) -> tuple[Segment, ...]:
+    """Of the strings no walker knows (ids, new fields), those that hold anything: they are
+    checked together in one pass, and one by one only when that pass finds something."""
+    if not strings:
+        return ()
+    joined = "\n".join(t for _, t in strings)
+    if not ((index is not None and index.find(joined))
+            or (screen is not None and screen.scanner.scan(joined))):
+        return ()
+    return tuple(Segment(p, t, Role.ATTACHMENT) for p, t in strings
+                 if (index is not None and index.find(t))
+                 or (screen is not None and screen.scanner.scan(t)))
+
+
+def keys(names: list[str], index: DeniedIndex | None, screen: SecretScreen | None) -> None:
     """Object keys cannot be replaced in place without changing the body's shape, so a
     denied value or a high-tier secret in a key blocks the request."""
-    text = "\n".join(segments.keys(body))
+    text = "\n".join(names)
     if index is not None and (hits := index.find(text)):
         raise Blocked(f"a value from {hits[0].source.path} is used as a JSON key in this"
                       " request; gate cannot replace it in place")

@@ -76,6 +76,7 @@ class DeniedIndex:
                 forms.setdefault(form, source)
         self._forms = list(forms)
         self._sources = [forms[f] for f in self._forms]
+        self._blocks: dict[tuple[int, int], bool] = {}
         self._ac = ahocorasick_rs.AhoCorasick(
             self._forms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest) if forms else None
 
@@ -89,6 +90,8 @@ class DeniedIndex:
 
     def redact(self, text: str) -> tuple[str, list[Hit]]:
         hits = self.find(text)
+        if not hits and self._ac is not None and len(text) > 120 and self._may_wrap(text):
+            hits = self._wrapped(text)
         if not hits:
             return text, hits
         out, last = [], 0
@@ -97,6 +100,35 @@ class DeniedIndex:
             last = hit.end
         out.append(text[last:])
         return "".join(out), hits
+
+
+    def _may_wrap(self, text: str) -> bool:
+        """Whether the text holds a wrapped base64/hex block, remembered per text: agents
+        resend the same history every turn."""
+        key = (len(text), hash(text))
+        seen = self._blocks.get(key)
+        if seen is None:
+            seen = self._blocks[key] = _WRAPPED_LINE.search(text) is not None
+            if len(self._blocks) > 8192:
+                self._blocks.clear()
+        return seen
+
+    def _wrapped(self, text: str) -> list[Hit]:
+        """`base64 .env` wraps at 76 columns and `xxd -p` at 60, which splits a value's
+        encoded form across lines: a multi-line base64 or hex block that holds one once its
+        line breaks are removed is withheld whole."""
+        out = []
+        for m in _WRAPPED_BLOCK.finditer(text):
+            compact = re.sub(r"\s+", "", m.group(0))
+            if hits := self.find(compact):
+                out.append(Hit(m.start(), m.end(), hits[0].source))
+        return out
+
+
+# Two or more lines of base64 or hex, as `base64`, `openssl base64` and `xxd -p` print them.
+# Anchored at line starts so a scan stays linear; the cheap line test runs first.
+_WRAPPED_LINE = re.compile(r"^[A-Za-z0-9+/]{56,}={0,2}\r?\n[A-Za-z0-9+/]", re.M)
+_WRAPPED_BLOCK = re.compile(r"^(?:[A-Za-z0-9+/]{20,}={0,2}\r?\n)+[A-Za-z0-9+/]+={0,2}$", re.M)
 
 
 def encoded_forms(unit: str) -> Iterator[str]:

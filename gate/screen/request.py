@@ -14,16 +14,20 @@ from loguru import logger
 
 from gate import providers
 from gate.agents import tools
-from gate.providers.segments import JsonPath, Role, Segment, ToolCall, Walk, strings
+from gate.providers.segments import JsonPath, Role, ToolCall, Walk, long_strings
 from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
 from gate.screen import content, placeholder
 from gate.screen.content import SecretScreen
-from gate.screen.fingerprints import IndexStore
+from gate.screen.fingerprints import MIN_UNIT, IndexStore
 from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
 
 __all__ = ["Blocked", "Outbound", "Screens", "Verdict", "Withheld", "dump", "parse", "screen",
            "screen_object"]
+
+
+# Shorter strings hold neither a denied file's unit nor a secret any detector reports.
+SHORTEST = min(MIN_UNIT, 8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +108,13 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     if screens and (screens.indexes or screens.secrets):
         # Fail closed: strings the format walker does not know (new fields, unknown blocks)
         # are screened as attachments, and object keys are checked too.
-        walk = replace(walk, segments=walk.segments + _sweep(walk, body))
-        content.keys(body, screens.indexes.index_for(policy, root) if screens.indexes else None,
-                     screens.secrets)
+        found, names = long_strings(body, SHORTEST)
+        covered = {s.path for s in walk.segments}
+        index = screens.indexes.index_for(policy, root) if screens.indexes else None
+        extra = content.suspects([(p, t) for p, t in found if p not in covered], index,
+                                 screens.secrets)
+        walk = replace(walk, segments=walk.segments + extra)
+        content.keys(names, index, screens.secrets)
     if screens and screens.indexes:
         index = screens.indexes.index_for(policy, root)
         withheld += content.denied_values(walk, body, index, done, changed)
@@ -119,12 +127,6 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
         out = dump(body)
     model = walk.model or _model_in_path(req.path)
     return Verdict(out, walk.format, model, root, tuple(withheld), len(walk.segments))
-
-
-def _sweep(walk: Walk, body: Any) -> tuple[Segment, ...]:
-    covered = {s.path for s in walk.segments}
-    return tuple(Segment(p, t, Role.ATTACHMENT) for p, t in strings(body, ())
-                 if p not in covered)
 
 
 def _model_in_path(path: str) -> str | None:

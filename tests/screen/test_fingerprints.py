@@ -150,3 +150,15 @@ def test_a_denied_file_written_just_now_is_indexed_before_the_next_request(
     import os
     os.utime(env, ns=(1, 1))  # a different mtime, whatever the clock's resolution
     assert store.index_for(policy, str(project)).find(newer)
+
+
+@pytest.mark.parametrize("wrap", [76, 60])
+def test_wrapped_base64_and_hex_blocks_are_withheld(wrap: int) -> None:
+    secret = "Tk-" + fake_secret() + fake_secret()
+    index = DeniedIndex({secret: _source()})  # type: ignore[dict-item]
+    raw = f"# prod\nSTRIPE_KEY={secret}\nDEBUG=false\n".encode()
+    for encoded in (base64.b64encode(raw).decode(), raw.hex()):
+        block = "\n".join(encoded[i:i + wrap] for i in range(0, len(encoded), wrap))
+        new, hits = index.redact(f"$ base64 .env\n{block}\n$ echo done")
+        assert hits and "withheld a value from .env" in new
+        assert new.startswith("$ base64 .env\n") and new.endswith("\n$ echo done")
