@@ -61,9 +61,14 @@ class GateAddon:
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         conn: websocket.Connection | None = flow.metadata.get("gate_ws")
-        if conn is None or flow.websocket is None:
+        if flow.websocket is None:
             return
         message = flow.websocket.messages[-1]
+        if conn is None:
+            # Fail closed: a WebSocket gate did not set up for screening carries nothing out.
+            if message.from_client:
+                message.drop()
+            return
         if not message.from_client:
             try:
                 conn.from_server(message.content, self.audit)
