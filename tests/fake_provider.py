@@ -187,11 +187,18 @@ class FakeProvider(LoopbackServer):
             ]
         done = self.response(req)
         item = done["output"][0]
+        created = {"type": "response.created",
+                   "response": {**done, "status": "in_progress", "output": [], "usage": None}}
+        if item.get("type") != "message":  # a tool call: added, then done
+            events = [created,
+                      {"type": "response.output_item.added", "output_index": 0, "item": item},
+                      {"type": "response.output_item.done", "output_index": 0, "item": item},
+                      {"type": "response.completed", "response": done}]
+            return [{**e, "sequence_number": i} for i, e in enumerate(events)]
         part = item["content"][0]
         at = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
         events = [
-            {"type": "response.created",
-             "response": {**done, "status": "in_progress", "output": [], "usage": None}},
+            created,
             {"type": "response.output_item.added", "output_index": 0,
              "item": {**item, "status": "in_progress", "content": []}},
             {"type": "response.content_part.added", **at, "part": {**part, "text": ""}},

@@ -76,24 +76,35 @@ def _item(item: dict[str, Any], at: JsonPath, segs: list[Segment],
         segs.extend(Segment(p, t, Role.TOOL_RESULT, call_id)
                     for p, t in strings(item.get("output"), (*at, "output")))
         return
-    if kind == "function_call":
-        uses.append((call_id, str(item.get("name")), arguments(item.get("arguments"))))
-    elif kind == "custom_tool_call":  # free-form input, e.g. Codex's apply_patch
-        uses.append((call_id, str(item.get("name")), {"input": item.get("input")}))
-    elif kind == "local_shell_call":
-        action = item.get("action") or {}
-        uses.append((call_id, "local_shell", {"command": action.get("command"),
-                                              "workdir": action.get("working_directory")}))
-    elif kind == "shell_call":
-        commands = (item.get("action") or {}).get("commands") or []
-        uses.append((call_id, "shell", {"command": "\n".join(map(str, commands))}))
-    elif kind == "apply_patch_call":
-        op = item.get("operation") or {}
-        uses.append((call_id, "apply_patch", {"path": op.get("path")}))
+    if (call := call_of(item)) is not None:
+        uses.append(call)
     role = Role.IMMUTABLE if kind in _OPAQUE_ITEMS else Role.TOOL_CALL
     for p, t in strings(item, at):
         opaque = role is Role.IMMUTABLE or p[-1] in _OPAQUE_KEYS
         segs.append(Segment(p, t, Role.IMMUTABLE if opaque else role, call_id))
+
+
+def call_of(item: Any) -> tuple[str, str, dict[str, Any]] | None:
+    """A call item (in a request's input, or in a response's output) as (id, name, input)."""
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    call_id = str(item.get("call_id") or item.get("id"))
+    if kind == "function_call":
+        return call_id, str(item.get("name")), arguments(item.get("arguments"))
+    if kind == "custom_tool_call":  # free-form input, e.g. Codex's apply_patch
+        return call_id, str(item.get("name")), {"input": item.get("input")}
+    if kind == "local_shell_call":
+        action = item.get("action") or {}
+        return call_id, "local_shell", {"command": action.get("command"),
+                                        "workdir": action.get("working_directory")}
+    if kind == "shell_call":
+        commands = (item.get("action") or {}).get("commands") or []
+        return call_id, "shell", {"command": "\n".join(map(str, commands))}
+    if kind == "apply_patch_call":
+        op = item.get("operation") or {}
+        return call_id, "apply_patch", {"path": op.get("path")}
+    return None
 
 
 def withhold_result(body: dict[str, Any], result: JsonPath, placeholder: str) -> None:

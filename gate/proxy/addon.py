@@ -18,7 +18,8 @@ from gate.audit.store import AuditStore, Usage
 from gate.audit.usage import UsageTap
 from gate.config import Config
 from gate.errors import GateError
-from gate.proxy import replies, routing, websocket
+from gate.providers import openai_responses
+from gate.proxy import chains, replies, routing, websocket
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore, Limits
@@ -36,6 +37,7 @@ class GateAddon:
         self.screens = Screens(IndexStore(Limits(config.max_files, config.max_file_bytes)),
                                SecretScreen.load(data_dir))
         self.audit = audit
+        self.chains = chains.ResponseCalls()
         self.on_ready = on_ready
 
     # -- mitmproxy hooks -------------------------------------------------------------------
@@ -101,11 +103,18 @@ class GateAddon:
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         if "gate_row" not in flow.metadata or flow.response is None:
             return
-        tap = UsageTap(flow.response.headers.get("content-type", ""))
+        kind = flow.response.headers.get("content-type", "")
+        tap = UsageTap(kind)
         flow.metadata["gate_tap"] = tap
+        route: routing.Route | None = flow.metadata.get("gate_route")
+        calls = (chains.CallsTap(kind) if route and openai_responses.matches(route.path)
+                 else None)
+        flow.metadata["gate_calls"] = calls
 
         def relay(chunk: bytes) -> bytes:
             tap.feed(chunk)
+            if calls is not None:
+                calls.feed(chunk)
             return chunk
 
         # Streaming untouched: every chunk is relayed as it arrives, tee'd to the usage tap.
@@ -123,6 +132,15 @@ class GateAddon:
                 usage = tap.finish(lambda raw: encoding.decode(raw, enc) if enc else raw)
             except Exception as exc:  # usage is best effort; the row still gets its status
                 logger.warning("flow {}: usage not read ({})", flow.id, type(exc).__name__)
+        calls: chains.CallsTap | None = flow.metadata.get("gate_calls")
+        if calls is not None:
+            try:
+                calls.finish(lambda raw: encoding.decode(raw, enc) if enc else raw)
+                if calls.response_id and calls.calls:
+                    self.chains.record(calls.response_id, calls.calls)
+            except Exception as exc:  # the next output is then screened by content only
+                logger.warning("flow {}: response calls not read ({})", flow.id,
+                               type(exc).__name__)
         self._finish(row, flow, flow.response.status_code, usage, None)
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -169,7 +187,7 @@ class GateAddon:
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
         verdict = screen(Outbound(route.path, body, agent, run.cwd if run else None,
                                   route.upstream.unsafe_pass_non_json),
-                         self.policies, self.screens)
+                         self.policies, self.screens, self.chains.known)
         sent = body if verdict.body is None else verdict.body
         if verdict.body is not None and req.headers.get("authorization", "").startswith("AWS4-"):
             # The signature covers the body: an edited body would be refused upstream, and

@@ -16,7 +16,6 @@ from gate import runs
 from gate.audit.store import AuditStore
 from gate.audit.usage import UsageTap
 from gate.providers import openai_responses
-from gate.providers.segments import arguments
 from gate.proxy.routing import Route, safe_path
 from gate.rules.layers import PolicyStore
 from gate.screen.request import (
@@ -29,7 +28,6 @@ from gate.screen.request import (
     screen_strings,
 )
 
-_CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "shell_call"}
 _DONE = ("response.completed", "response.failed", "response.incomplete", "response.done")
 
 
@@ -104,18 +102,5 @@ class Connection:
             audit.record_response(self.row, status=status, latency_ms=0.0, usage=tap.finish())
 
     def _remember(self, item: Any) -> None:
-        if not isinstance(item, dict) or item.get("type") not in _CALL_ITEMS:
-            return
-        call_id = str(item.get("call_id") or item.get("id"))
-        kind = item["type"]
-        if kind == "function_call":
-            self.calls[call_id] = (str(item.get("name")), arguments(item.get("arguments")))
-        elif kind == "custom_tool_call":
-            self.calls[call_id] = (str(item.get("name")), {"input": item.get("input")})
-        elif kind == "local_shell_call":
-            action = item.get("action") or {}
-            self.calls[call_id] = ("local_shell", {"command": action.get("command"),
-                                                   "workdir": action.get("working_directory")})
-        else:
-            commands = (item.get("action") or {}).get("commands") or []
-            self.calls[call_id] = ("shell", {"command": "\n".join(map(str, commands))})
+        if (call := openai_responses.call_of(item)) is not None:
+            self.calls[call[0]] = (call[1], call[2])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
@@ -38,7 +38,9 @@ class Screens:
     secrets: SecretScreen | None = None
 
 
-def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None) -> Verdict:
+def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
+           known_for: Callable[[str], Mapping[str, tuple[str, Mapping[str, Any]]]] | None = None,
+           ) -> Verdict:
     """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
     if not req.body.strip():
         return Verdict(None, None, None, req.project_root)
@@ -55,7 +57,10 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None)
         return screen_strings(req, body, policies, screens)
     if not isinstance(body, dict):
         raise Blocked(f"gate cannot screen this request: a {fmt.FORMAT} body must be an object")
-    return screen_object(fmt, req, body, policies, screens=screens)
+    known = None
+    if known_for is not None and isinstance(prev := body.get("previous_response_id"), str):
+        known = known_for(prev)  # calls a stored response made: its outputs pair with them
+    return screen_object(fmt, req, body, policies, known, screens)
 
 
 def screen_strings(req: Outbound, body: Any, policies: PolicyStore,

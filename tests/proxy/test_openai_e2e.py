@@ -135,3 +135,31 @@ def test_errors_are_openai_shaped(oai: openai.OpenAI, provider: FakeProvider) ->
     assert isinstance(err, dict) and err["type"] == "gate_error"
     assert "answers no tool call" in err["message"]
     assert provider.seen == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stored_responses_chain_pairs_outputs_with_calls_the_model_made(
+        oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path],
+        stream: bool) -> None:
+    """The model's call arrives in a response; the next request sends only the output with
+    previous_response_id. gate read the call as the response streamed past, so the output
+    is decided by the rules like a call paired in the body."""
+    project, secret = str(gate_dirs["project"]), fake_secret()
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_env", "status": "completed",
+            "name": "exec_command", "arguments": json.dumps({"cmd": "cat .env",
+                                                             "workdir": project})}
+    original = provider.response
+    provider.response = lambda req: {**original(req), "id": "resp_chain",  # type: ignore[method-assign]
+                                     "output": [call]}
+    if stream:
+        with oai.responses.stream(model="gpt-test", input="read the env") as events:
+            events.get_final_response()
+    else:
+        oai.responses.create(model="gpt-test", input="read the env")
+    provider.response = original  # type: ignore[method-assign]
+    oai.responses.create(model="gpt-test", previous_response_id="resp_chain", input=[
+        {"type": "function_call_output", "call_id": "call_env", "output": f"K={secret}"}])
+    sent = provider.seen[-1].json()
+    assert secret not in provider.seen[-1].body.decode()
+    output = sent["input"][0]["output"]
+    assert f"reads {project}/.env, which is denied by rule Read(./.env)" in output

@@ -1,0 +1,90 @@
+"""Stateful Responses over HTTP: the calls each response made, for outputs sent later.
+
+With `previous_response_id` the call lives on the server and the next request carries only
+its output. gate reads each response as it streams past (its id and the calls in its
+output) so the output can be decided by the rules like a call paired in the body.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gate.providers import openai_responses
+
+Calls = dict[str, tuple[str, Mapping[str, Any]]]
+_MAX_JSON = 8 << 20
+
+
+class ResponseCalls:
+    """Response id → its calls, for the most recent responses (bounded)."""
+
+    def __init__(self, size: int = 1024):
+        self._size = size
+        self._lock = threading.Lock()
+        self._by_id: OrderedDict[str, Calls] = OrderedDict()
+
+    def record(self, response_id: str, calls: Calls) -> None:
+        with self._lock:
+            self._by_id[response_id] = calls
+            while len(self._by_id) > self._size:
+                self._by_id.popitem(last=False)
+
+    def known(self, response_id: str) -> Calls:
+        with self._lock:
+            return dict(self._by_id.get(response_id, {}))
+
+
+class CallsTap:
+    """Fed a Responses reply's chunks (SSE or JSON); yields its id and calls at the end."""
+
+    def __init__(self, content_type: str):
+        self.sse = content_type.startswith("text/event-stream")
+        self._pending = b""
+        self._json = bytearray()
+        self.response_id: str | None = None
+        self.calls: Calls = {}
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.sse:
+            if len(self._json) + len(chunk) <= _MAX_JSON:
+                self._json += chunk
+            return
+        lines = (self._pending + chunk).split(b"\n")
+        self._pending = lines.pop()
+        for line in lines:
+            if line.startswith(b"data:") and (b"output_item.done" in line
+                                              or b"response.created" in line):
+                self._event(line[5:])
+
+    def finish(self, decode: Callable[[bytes], Any] | None = None) -> None:
+        if self.sse or not self._json:
+            return
+        try:
+            body = json.loads(decode(bytes(self._json)) if decode else bytes(self._json))
+        except ValueError:
+            return
+        if isinstance(body, dict):
+            self.response_id = body.get("id") if isinstance(body.get("id"), str) else None
+            for item in body.get("output") or ():
+                self._remember(item)
+
+    def _event(self, data: bytes) -> None:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        if event.get("type") == "response.created" and isinstance(event.get("response"), dict):
+            rid = event["response"].get("id")
+            self.response_id = rid if isinstance(rid, str) else None
+        elif event.get("type") == "response.output_item.done":
+            self._remember(event.get("item"))
+
+    def _remember(self, item: Any) -> None:
+        if (call := openai_responses.call_of(item)) is not None:
+            self.calls[call[0]] = (call[1], call[2])
