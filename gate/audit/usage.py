@@ -45,6 +45,11 @@ class UsageTap:
             if line.startswith(b"data:") and b"sage" in line:
                 self._take(line[5:])
 
+    @property
+    def body(self) -> bytes | None:
+        """The non-streamed body as received (still content-encoded), if it was kept whole."""
+        return None if self.sse or self.overflow or not self._json else bytes(self._json)
+
     def finish(self, decode: Any = None) -> Usage:
         if self.sse:
             if self._pending.startswith(b"data:"):

@@ -21,10 +21,3 @@ def detect(path: str) -> ModuleType | None:
         if fmt.matches(path):
             return fmt
     return None
-
-
-def register(fmt: ModuleType) -> None:
-    """Add a format module (used while formats are being added)."""
-    global FORMATS
-    if fmt not in FORMATS:
-        FORMATS = (*FORMATS, fmt)

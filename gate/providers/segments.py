@@ -150,17 +150,6 @@ def long_strings(body: Any, min_len: int) -> tuple[list[tuple[JsonPath, str]], l
     return found, names
 
 
-def keys(node: Any) -> Iterator[str]:
-    """Every object key in a JSON value (content can hide in a key, too)."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield str(key)
-            yield from keys(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from keys(value)
-
-
 def get_at(body: Any, path: JsonPath) -> Any:
     node = body
     for key in path:

@@ -107,14 +107,16 @@ class GateAddon:
         tap = UsageTap(kind)
         flow.metadata["gate_tap"] = tap
         route: routing.Route | None = flow.metadata.get("gate_route")
-        calls = (chains.CallsTap(kind) if route and openai_responses.matches(route.path)
-                 else None)
+        sse = kind.startswith("text/event-stream")
+        responses = route is not None and openai_responses.matches(route.path)
+        calls = chains.CallsTap() if responses else None
+        stream_calls = calls if sse else None
         flow.metadata["gate_calls"] = calls
 
         def relay(chunk: bytes) -> bytes:
             tap.feed(chunk)
-            if calls is not None:
-                calls.feed(chunk)
+            if stream_calls is not None:
+                stream_calls.feed(chunk)
             return chunk
 
         # Streaming untouched: every chunk is relayed as it arrives, tee'd to the usage tap.
@@ -135,7 +137,8 @@ class GateAddon:
         calls: chains.CallsTap | None = flow.metadata.get("gate_calls")
         if calls is not None:
             try:
-                calls.finish(lambda raw: encoding.decode(raw, enc) if enc else raw)
+                if tap is not None and (raw := tap.body) is not None:
+                    calls.read_json(encoding.decode(raw, enc) if enc else raw)
                 if calls.response_id and calls.calls:
                     self.chains.record(calls.response_id, calls.calls)
             except Exception as exc:  # the next output is then screened by content only

@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from gate.providers import openai_responses
 
 Calls = dict[str, tuple[str, Mapping[str, Any]]]
-_MAX_JSON = 8 << 20
 
 
 class ResponseCalls:
@@ -39,20 +38,15 @@ class ResponseCalls:
 
 
 class CallsTap:
-    """Fed a Responses reply's chunks (SSE or JSON); yields its id and calls at the end."""
+    """Reads a Responses reply for its id and calls: SSE events as they stream past, or a
+    JSON body at the end (the one the usage tap kept; it is not buffered twice)."""
 
-    def __init__(self, content_type: str):
-        self.sse = content_type.startswith("text/event-stream")
+    def __init__(self) -> None:
         self._pending = b""
-        self._json = bytearray()
         self.response_id: str | None = None
         self.calls: Calls = {}
 
     def feed(self, chunk: bytes) -> None:
-        if not self.sse:
-            if len(self._json) + len(chunk) <= _MAX_JSON:
-                self._json += chunk
-            return
         lines = (self._pending + chunk).split(b"\n")
         self._pending = lines.pop()
         for line in lines:
@@ -60,11 +54,9 @@ class CallsTap:
                                               or b"response.created" in line):
                 self._event(line[5:])
 
-    def finish(self, decode: Callable[[bytes], Any] | None = None) -> None:
-        if self.sse or not self._json:
-            return
+    def read_json(self, raw: str | bytes) -> None:
         try:
-            body = json.loads(decode(bytes(self._json)) if decode else bytes(self._json))
+            body = json.loads(raw)
         except ValueError:
             return
         if isinstance(body, dict):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -67,8 +66,6 @@ class Policy:
         self._cache[key] = (stamp, decision)
         return decision
 
-    def by_effect(self, effect: Effect) -> Sequence[Rule]:
-        return [r for r in self.rules if r.effect is effect]
 
     def _decide(self, action: Action, project_root: str | None) -> Decision:
         call = _Call(action, project_root)

@@ -110,18 +110,17 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
                                  decision.rule.text, decision.rule.where))
     done = {w.call_id for w in withheld}
     changed: set[JsonPath] = set()
-    if screens and (screens.indexes or screens.secrets):
+    index = screens.indexes.index_for(policy, root) if screens and screens.indexes else None
+    if screens and (index or screens.secrets):
         # Fail closed: strings the format walker does not know (new fields, unknown blocks)
         # are screened as attachments, and object keys are checked too.
         found, names = long_strings(body, SHORTEST)
         covered = {s.path for s in walk.segments}
-        index = screens.indexes.index_for(policy, root) if screens.indexes else None
         extra = content.suspects([(p, t) for p, t in found if p not in covered], index,
                                  screens.secrets)
         walk = replace(walk, segments=walk.segments + extra)
         content.keys(names, index, screens.secrets)
-    if screens and screens.indexes:
-        index = screens.indexes.index_for(policy, root)
+    if index is not None:
         withheld += content.denied_values(walk, body, index, done, changed)
     if screens and screens.secrets:
         withheld += content.secrets(walk, body, screens.secrets, policy, done, changed)
@@ -131,7 +130,7 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
                     ", ".join(sorted({w.rule for w in withheld})))
         out = dump(body)
     model = walk.model or _model_in_path(req.path)
-    return Verdict(out, walk.format, model, root, tuple(withheld), len(walk.segments))
+    return Verdict(out, walk.format, model, root, tuple(withheld))
 
 
 def _model_in_path(path: str) -> str | None:

@@ -47,4 +47,3 @@ class Verdict:
     model: str | None
     project_root: str | None
     withheld: tuple[Withheld, ...] = ()
-    segments: int = 0
