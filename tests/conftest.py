@@ -14,6 +14,8 @@ from fake_provider import FakeProvider
 from gate.config import Config, parse_upstream
 from gate.proxy.server import BackgroundGate, Listening
 
+pytest_plugins = ("browser",)  # the `browser` fixture: headless chromium
+
 
 @pytest.fixture(autouse=True)
 def gate_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
