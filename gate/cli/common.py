@@ -57,7 +57,7 @@ def parse_since(text: str, now: float | None = None) -> float:
                          " 2026-11-01") from None
 
 
-class SinceType(click.ParamType):
+class SinceType(click.ParamType[float]):
     name = "SPAN|DATE"
 
     def convert(self, value: Any, param: click.Parameter | None,
