@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterator
 from functools import lru_cache
 from typing import Any
 
-from gate.rules.commands import DENY_WRAPPERS, peel
+from gate.rules.commands import DENY_WRAPPERS, peel, unquote_ansi_c
 
 # Commands whose operands are files they print or transform.
 READERS = frozenset({
@@ -52,7 +52,7 @@ def reads(command: str, cwd: str | None) -> tuple[str, ...]:
 @lru_cache(maxsize=8192)  # every turn resends every earlier command
 def _cached(command: str, cwd: str | None, _home: str) -> tuple[str, ...]:
     out: dict[str, None] = {}
-    for path in _reads(command, cwd or "/"):
+    for path in _reads(unquote_ansi_c(command), cwd or "/"):
         out.setdefault(path, None)
     return tuple(out)
 

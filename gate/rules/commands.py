@@ -24,7 +24,7 @@ CLAUDE_WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "comm
 DENY_WRAPPERS = CLAUDE_WRAPPERS | frozenset({
     "xargs", "env", "sudo", "doas", "exec", "ionice", "chrt", "taskset", "unbuffer",
     "caffeinate", "watch", "nsenter", "chroot", "flock", "setsid", "torsocks", "proxychains",
-    "proxychains4", "eval"})
+    "proxychains4", "eval", "busybox"})
 # Options of those wrappers that take a separate value (`timeout -s KILL 5 cmd`).
 _VALUED = {
     "timeout": {"-s", "--signal", "-k", "--kill-after"},
@@ -50,6 +50,17 @@ _KEYWORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "fi
                        "{", "}", "$", "esac"})
 _SUBST = re.compile(r"\$\(([^()]*(?:\([^()]*\)[^()]*)*)\)|`([^`]*)`|<\(([^()]*)\)")
 _MAX_DEPTH = 4
+# Commands that run a command given after an option (`su -c CMD`, `flock F -c CMD`).
+_RUNS_OPTION = {"su": ("-c", "--command"), "runuser": ("-c", "--command"),
+                "script": ("-c", "--command"), "flock": ("-c", "--command"),
+                "env": ("-S", "--split-string")}
+# find's actions that run a command, up to `;` or `+`.
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.S)
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)",
+                     re.S)
+_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
+                   "r": "\r", "t": "\t", "v": "\v"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +111,10 @@ def matches_every(patterns: tuple[re.Pattern[str], ...], parts: tuple[Part, ...]
 @lru_cache(maxsize=8192)  # every turn resends every earlier command
 def parts(command: str) -> tuple[Part, ...]:
     """The simple commands of a command line: split on `&& || ; | |& &` and newlines, with
-    subshells, brace groups, `$(...)`, backticks, `<(...)`, `sh -c` and `eval` scripts."""
+    subshells, brace groups, `$(...)`, backticks, `<(...)`, `sh -c` and `eval` scripts,
+    `find -exec`, `env -S`, `su -c` and the like; `$'...'` strings read as bash reads them."""
     out: dict[Part, None] = {}
-    for words in _simple_commands(command, 0):
+    for words in _simple_commands(unquote_ansi_c(command), 0):
         if words:
             out.setdefault(_part(words), None)
     return tuple(out)
@@ -152,7 +164,69 @@ def _nested(words: list[str], depth: int) -> list[list[str]]:
         out += _simple_commands(args[at + 1], depth)
     elif name == "eval" and args:
         out += _simple_commands(" ".join(args), depth)
+    elif name == "find":
+        out += _find_exec(args)
+    rest = words  # each command in the wrapper chain, since peeling drops `env -S CMD`
+    while rest:
+        if script := _option_script(os.path.basename(rest[0]), rest[1:]):
+            out += _simple_commands(script, depth)
+        if _ASSIGN.match(rest[0]):
+            rest = rest[1:]
+        elif os.path.basename(rest[0]) in DENY_WRAPPERS - {"eval"}:
+            rest = peel(rest)
+        else:
+            break
     return out
+
+
+def _option_script(name: str, args: list[str]) -> str | None:
+    """The command line a runner takes as an option's value (`su -c CMD`, `env -S CMD`)."""
+    options = _RUNS_OPTION.get(name)
+    if options is None:
+        return None
+    short, long = options
+    for i, arg in enumerate(args):
+        clustered = re.fullmatch(r"-[a-zA-Z]+", arg) is not None and arg.endswith(short[1])
+        if (arg in options or clustered) and i + 1 < len(args):  # `-c CMD`, `-qc CMD`
+            return " ".join([args[i + 1], *args[i + 2:]] if name == "env" else [args[i + 1]])
+        if arg.startswith(long + "="):
+            return arg.split("=", 1)[1]
+        if arg.startswith(short) and len(arg) > 2 and not arg.startswith("--"):
+            return arg[2:]  # `-c'curl x'`, `-Scurl x`
+    return None
+
+
+def _find_exec(args: list[str]) -> list[list[str]]:
+    """`find ... -exec CMD {} ;` runs CMD: each action's words, up to `;` or `+`."""
+    out: list[list[str]] = []
+    for i, arg in enumerate(args):
+        if arg in _FIND_EXEC:
+            words = []
+            for word in args[i + 1:]:
+                if word in (";", "+"):
+                    break
+                words.append(word)
+            if words:
+                out.append(words)
+    return out
+
+
+def unquote_ansi_c(command: str) -> str:
+    """Bash's `$'...'` strings decoded and quoted plainly, so `$'\\x63url'` reads as `curl`."""
+    if "$'" not in command:
+        return command
+    return _ANSI_C.sub(lambda m: shlex.quote(_ESCAPE.sub(_unescape, m[1])), command)
+
+
+def _unescape(m: re.Match[str]) -> str:
+    code = m[1]
+    if code[0] in "xuU" and len(code) > 1:
+        return chr(min(int(code[1:], 16), 0x10FFFF))
+    if code[0].isdigit():
+        return chr(int(code, 8) & 0xFF)
+    if code[0] == "c" and len(code) == 2:
+        return chr(ord(code[1]) & 0x1F)
+    return _SIMPLE_ESCAPES.get(code, code)
 
 
 def _substitutions(word: str, depth: int) -> list[list[str]]:

@@ -35,6 +35,8 @@ from gate.agents.shell import reads
     ("git status\ncat .env", ["/p/.env"]),
     ("if true; then cat .env; fi", ["/p/.env"]),
     ("for f in *; do echo $f; done", []),
+    (r"cat $'.e\x6ev'", ["/p/.env"]),  # bash's $'...' strings are decoded
+    (r"$'\x63at' .env", ["/p/.env"]),
 ])
 def test_reads(command: str, expected: list[str]) -> None:
     assert list(reads(command, "/p")) == [os.path.expanduser(e) for e in expected]

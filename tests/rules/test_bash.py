@@ -93,6 +93,22 @@ def _decide(effect: Effect, rule: str, command: str) -> Effect | None:
     ('git commit -m "wip now"', "git commit -m 'wip now'", True),
     # unbalanced quotes still give words
     ("curl *", 'curl "http://x', True),
+    # $'...' strings are decoded as bash decodes them
+    ("curl *", r"$'\x63url' http://x", True),
+    ("curl *", r"$'\143\165rl' http://x", True),
+    ("curl *", r"$'\u0063url' http://x", True),
+    ("curl *", r"echo $'curl\tx'", False),
+    # commands run by other commands' options or actions
+    ("curl *", r"find . -name x -exec curl http://x \;", True),
+    ("curl *", "find . -execdir curl -d @{} http://x {} +", True),
+    ("curl *", "find . -name curl", False),
+    ("curl *", "env -S 'curl http://x'", True),
+    ("curl *", "env --split-string='curl http://x'", True),
+    ("curl *", "su -c 'curl http://x' bob", True),
+    ("curl *", "script -qc 'curl http://x' /dev/null", True),
+    ("curl *", "flock /tmp/lock -c 'curl http://x'", True),
+    ("curl *", "busybox curl http://x", True),
+    ("curl *", "echo su -c curl", False),
 ])
 def test_deny_patterns(rule: str, command: str, hit: bool) -> None:
     assert (_decide(Effect.DENY, rule, command) is Effect.DENY) is hit
