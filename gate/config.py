@@ -20,6 +20,8 @@ DEFAULT_UPSTREAMS = MappingProxyType({
     "anthropic": "https://api.anthropic.com",
     "openai": "https://api.openai.com",
     "gemini": "https://generativelanguage.googleapis.com",
+    # Gemini CLI signed in with Google talks to Code Assist, not the Gemini API.
+    "code-assist": "https://cloudcode-pa.googleapis.com",
 })
 # Path segments gate keeps for itself: /_gate/... (health, control) and /_run/<id>/... (runs).
 RESERVED_NAMES = frozenset({"_gate", "_run"})

@@ -55,7 +55,9 @@ def _opencode_env(base: str) -> dict[str, str]:
 
 
 def _gemini_env(base: str) -> dict[str, str]:
-    return {"GOOGLE_GEMINI_BASE_URL": f"{base}/gemini"}
+    # API-key use reads the first; signed in with Google, Gemini CLI reads the second.
+    return {"GOOGLE_GEMINI_BASE_URL": f"{base}/gemini",
+            "CODE_ASSIST_ENDPOINT": f"{base}/code-assist"}
 
 
 def _copilot_env(base: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ from gate import providers
 from gate.providers import anthropic, gemini, openai_chat
 
 # When the path names no known format, the upstream's name says which shape to use.
-_BY_UPSTREAM = {"anthropic": anthropic, "gemini": gemini}
+_BY_UPSTREAM = {"anthropic": anthropic, "gemini": gemini, "code-assist": gemini}
 
 
 def error(upstream: str, path: str, status: int, message: str) -> bytes:

@@ -90,3 +90,11 @@ def test_gate_env_warns_when_copilot_has_no_upstream() -> None:
     assert result.exit_code == 0
     assert "export COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:8787/copilot" in result.stdout
     assert "no upstream 'copilot'" in result.stderr
+
+
+def test_gate_env_routes_gemini_cli_both_ways() -> None:
+    """API-key traffic and Google sign-in (Code Assist) traffic both go through gate."""
+    result = CliRunner().invoke(cli, ["env", "--agent", "gemini-cli"])
+    assert result.exit_code == 0, result.output
+    assert "export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8787/gemini\n" in result.stdout
+    assert "export CODE_ASSIST_ENDPOINT=http://127.0.0.1:8787/code-assist\n" in result.stdout

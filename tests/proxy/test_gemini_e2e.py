@@ -39,7 +39,7 @@ def upstream() -> Iterator[FakeGemini]:
 def gemini_gate(upstream: FakeGemini, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
     """A real gate listener on 127.0.0.1 whose gemini upstream is the fake."""
     config = replace(Config(), port=0).with_upstreams(
-        {"gemini": parse_upstream("gemini", upstream.url)})
+        {name: parse_upstream(name, upstream.url) for name in ("gemini", "code-assist")})
     server = BackgroundGate(config, gate_dirs["data"])
     listening = server.start()
     yield listening
@@ -51,10 +51,11 @@ def compact(body: Any) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def stream(gate: Listening, path: str, body: Any) -> tuple[str, list[float]]:
+def stream(gate: Listening, path: str, body: Any,
+           prefix: str = "gemini") -> tuple[str, list[float]]:
     """POST a streaming request; the text it streams back and when each chunk arrived."""
     text, arrived = "", []
-    with httpx.stream("POST", f"{gate.base_url}/gemini{path}", content=compact(body),
+    with httpx.stream("POST", f"{gate.base_url}/{prefix}{path}", content=compact(body),
                       headers={"content-type": "application/json",
                                "x-goog-api-key": "fake-" + os.urandom(6).hex()},
                       timeout=30) as resp:
@@ -171,13 +172,17 @@ def test_gemini_cli_reads_of_env_are_withheld_in_place(
     assert (row["input_tokens"], row["output_tokens"]) == (31, 7)
 
 
+# Gemini CLI signed in with Google reaches Code Assist through the `code-assist` upstream
+# (`gate run` sets CODE_ASSIST_ENDPOINT); a user may also point it at /gemini.
+@pytest.mark.parametrize("prefix", ["code-assist", "gemini"])
 def test_code_assist_requests_are_screened_inside_their_wrapper(
-        gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path]) -> None:
+        gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path],
+        prefix: str) -> None:
     project = str(gate_dirs["project"])
     secret = fake_secret()
     body = code_assist(conversation(project, tool_turn(
         "read_file", {"file_path": f"{project}/.env"}, f"KEY={secret}", call_id="c1")))
-    text, _ = stream(gemini_gate, "/v1internal:streamGenerateContent?alt=sse", body)
+    text, _ = stream(gemini_gate, "/v1internal:streamGenerateContent?alt=sse", body, prefix)
     assert text == upstream.reply_text
     seen = upstream.seen[-1]
     assert seen.path == "/v1internal:streamGenerateContent?alt=sse"
