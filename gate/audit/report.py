@@ -1,0 +1,239 @@
+"""The queries behind `gate report` and `gate export`.
+
+They read only the metadata columns of the `requests` table, whose meanings are stable
+while the audit's storage changes around them; the body column is never selected, so
+neither a report nor an export can carry what an agent sent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+# Every column a report or an export may read. Not "body": see the module docstring.
+COLUMNS = ("id", "ts", "run_id", "agent", "upstream", "host", "method", "path", "model",
+           "project_root", "request_bytes", "verdict", "withheld", "reason", "status",
+           "latency_ms", "input_tokens", "output_tokens", "cache_read_tokens",
+           "cache_creation_tokens", "error")
+EXPORT_SCHEMA = 1  # bump when an export field changes meaning; never rename a field
+
+# Grouping expressions for the traffic tables; days are local calendar days, like --since.
+_GROUPS = {
+    "day": "date(ts, 'unixepoch', 'localtime')",
+    "host": "host",
+    "agent": "agent",
+    "model": "model",
+}
+_TRAFFIC = """
+    SELECT {key} AS key, COUNT(*), SUM(verdict = 'blocked'),
+           TOTAL(CASE WHEN verdict != 'blocked' THEN request_bytes END),
+           TOTAL(input_tokens), TOTAL(output_tokens),
+           TOTAL(cache_read_tokens), TOTAL(cache_creation_tokens)
+    FROM requests WHERE ts >= ? GROUP BY key
+"""
+
+
+class BadRow(ValueError):
+    """A row whose withheld list is not what gate writes (damaged or hand-edited)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Traffic:
+    """Requests in one group. Blocked requests count as requests, but their bytes never
+    left, so bytes_sent leaves them out."""
+
+    key: str | None
+    requests: int
+    blocked: int
+    bytes_sent: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_creation_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class WithheldCount:
+    """Withheld entries of one kind and rule. Agents resend the whole conversation each
+    turn, so one file or secret shows up again in every later request: `requests` says in
+    how many requests, `items` how many entries, `occurrences` how many places."""
+
+    kind: str
+    rule: str
+    items: int
+    occurrences: int
+    requests: int
+
+
+@dataclass(frozen=True, slots=True)
+class BlockedCount:
+    reason: str | None
+    requests: int
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerCount:
+    """Questions of one kind answered one way by one party; a question (one decision id)
+    that covers several withheld entries or recurs in later requests counts once."""
+
+    question: str
+    answer: str
+    by: str
+    questions: int
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    since: float | None
+    generated: float
+    first_ts: float | None
+    last_ts: float | None
+    totals: Traffic
+    verdicts: dict[str, int]
+    by_day: tuple[Traffic, ...]
+    by_host: tuple[Traffic, ...]
+    by_agent: tuple[Traffic, ...]
+    by_model: tuple[Traffic, ...]
+    withheld: tuple[WithheldCount, ...]
+    blocked: tuple[BlockedCount, ...]
+    questions: tuple[AnswerCount, ...]
+
+    @property
+    def empty(self) -> bool:
+        return self.totals.requests == 0
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def connect(path: Path) -> sqlite3.Connection | None:
+    """A read-only connection to the audit, or None when there is none yet (a report never
+    creates one). Raises sqlite3.Error when the file is not a readable audit."""
+    if not path.exists():
+        return None
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    try:
+        db.execute("SELECT id FROM requests LIMIT 1").fetchall()
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
+def build(db: sqlite3.Connection | None, since: float | None = None) -> Report:
+    """Every aggregate of the report, for requests at or after `since` (all when None).
+    Raises BadRow naming the request whose withheld list is unreadable."""
+    cutoff = since if since is not None else float("-inf")
+    groups = {name: _traffic(db, expr, cutoff) for name, expr in _GROUPS.items()}
+    totals = _traffic(db, "'all'", cutoff)
+    first = last = None
+    verdicts: dict[str, int] = {}
+    if db is not None:
+        first, last = db.execute("SELECT MIN(ts), MAX(ts) FROM requests WHERE ts >= ?",
+                                 (cutoff,)).fetchone()
+        verdicts = dict(db.execute("SELECT verdict, COUNT(*) FROM requests WHERE ts >= ?"
+                                   " GROUP BY verdict ORDER BY verdict", (cutoff,)))
+    withheld, questions = _withheld(db, cutoff)
+    return Report(
+        since=since, generated=time.time(), first_ts=first, last_ts=last,
+        totals=totals[0] if totals else Traffic("all", 0, 0, 0, 0, 0, 0, 0),
+        verdicts=verdicts,
+        by_day=tuple(sorted(groups["day"], key=lambda t: t.key or "")),
+        by_host=_busiest(groups["host"]), by_agent=_busiest(groups["agent"]),
+        by_model=_busiest(groups["model"]),
+        withheld=withheld, blocked=_blocked(db, cutoff), questions=questions)
+
+
+def _traffic(db: sqlite3.Connection | None, key: str, cutoff: float) -> list[Traffic]:
+    if db is None:
+        return []
+    sql = _TRAFFIC.format(key=key)  # key is one of our own expressions, never user input
+    return [Traffic(row[0], *(int(n) for n in row[1:])) for row in db.execute(sql, (cutoff,))]
+
+
+def _busiest(rows: list[Traffic]) -> tuple[Traffic, ...]:
+    return tuple(sorted(rows, key=lambda t: (-t.requests, t.key or "")))
+
+
+def _blocked(db: sqlite3.Connection | None, cutoff: float) -> tuple[BlockedCount, ...]:
+    if db is None:
+        return ()
+    rows = db.execute("SELECT reason, COUNT(*) AS n FROM requests WHERE verdict = 'blocked'"
+                      " AND ts >= ? GROUP BY reason ORDER BY n DESC, reason", (cutoff,))
+    return tuple(BlockedCount(reason, n) for reason, n in rows)
+
+
+def _withheld(db: sqlite3.Connection | None, cutoff: float
+              ) -> tuple[tuple[WithheldCount, ...], tuple[AnswerCount, ...]]:
+    counts: dict[tuple[str, str], list[int]] = {}
+    seen_in: dict[tuple[str, str], set[int]] = {}
+    asked: dict[tuple[str, str, str], set[str]] = {}
+    rows = () if db is None else db.execute(
+        "SELECT id, withheld FROM requests WHERE ts >= ? AND withheld != '[]'", (cutoff,))
+    for row_id, text in rows:
+        for n, entry in enumerate(withheld_list(row_id, text)):
+            key = (str(entry.get("kind", "?")), str(entry.get("rule", "?")))
+            tally = counts.setdefault(key, [0, 0])
+            tally[0] += 1
+            tally[1] += _count(entry.get("count", 1))
+            seen_in.setdefault(key, set()).add(row_id)
+            if (decision := decision_of(row_id, entry)) is not None:
+                ident = str(decision.get("id") or f"{row_id}/{n}")
+                asked.setdefault((str(decision.get("question", "?")),
+                                  str(decision.get("answer", "?")),
+                                  str(decision.get("by", "?"))), set()).add(ident)
+    withheld = sorted((WithheldCount(k, r, c[0], c[1], len(seen_in[(k, r)]))
+                       for (k, r), c in counts.items()), key=lambda w: (-w.items, w.kind, w.rule))
+    answers = sorted((AnswerCount(q, a, b, len(ids)) for (q, a, b), ids in asked.items()),
+                     key=lambda x: (-x.questions, x.question, x.answer, x.by))
+    return tuple(withheld), tuple(answers)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def withheld_list(row_id: int, text: str | None) -> list[dict[str, Any]]:
+    """A row's withheld entries; BadRow naming the request when they are not a JSON
+    list of objects (a damaged or hand-edited audit must not be silently under-counted)."""
+    try:
+        entries = json.loads(text or "[]")
+    except ValueError:
+        entries = None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise BadRow(f"request {row_id}: withheld is not a JSON list of objects")
+    return entries
+
+
+def decision_of(row_id: int, entry: dict[str, Any]) -> dict[str, Any] | None:
+    decision = entry.get("decision")
+    if decision is not None and not isinstance(decision, dict):
+        raise BadRow(f"request {row_id}: a withheld entry's decision is not an object")
+    return decision
+
+
+def export_rows(db: sqlite3.Connection | None, since: float | None = None
+                ) -> Iterator[dict[str, Any]]:
+    """One flat object per request, oldest first, streamed: the metadata, the withheld
+    entries, and the decisions taken on them (each once)."""
+    if db is None:
+        return
+    cutoff = since if since is not None else float("-inf")
+    cur = db.execute(f"SELECT {', '.join(COLUMNS)} FROM requests"  # noqa: S608 (our columns)
+                     " WHERE ts >= ? ORDER BY id", (cutoff,))
+    for values in cur:
+        row = dict(zip(COLUMNS, values, strict=True))
+        withheld = withheld_list(row["id"], row["withheld"])
+        decisions: dict[str, dict[str, Any]] = {}
+        for n, entry in enumerate(withheld):
+            if (decision := decision_of(row["id"], entry)) is not None:
+                decisions.setdefault(str(decision.get("id") or n), decision)
+        yield {"schema": EXPORT_SCHEMA,
+               "time": dt.datetime.fromtimestamp(row["ts"], dt.UTC).isoformat(),
+               **row, "withheld": withheld, "decisions": list(decisions.values())}

@@ -1,0 +1,109 @@
+"""`gate report` and `gate export`: what left the machine, summed up or one line a request."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import click
+
+from gate import dirs
+from gate.audit import html, report, tables
+from gate.cli.common import echo_json, json_option, since_option
+from gate.errors import GateError, StateError
+
+
+@contextlib.contextmanager
+def _audit() -> Iterator[sqlite3.Connection | None]:
+    """The audit, read-only (None when there is none yet); a damaged one is an error that
+    names the file, never an empty report."""
+    path = dirs.data_dir() / "audit.db"
+    try:
+        db = report.connect(path)
+    except sqlite3.Error as exc:
+        raise StateError(f"cannot read the audit: {exc}", where=str(path),
+                         hint="check `gate paths`; a damaged audit.db can be moved aside"
+                              " (gate creates a new one)") from exc
+    try:
+        yield db
+    except report.BadRow as exc:
+        raise StateError(str(exc), where=str(path)) from exc
+    finally:
+        if db is not None:
+            db.close()
+
+
+@contextlib.contextmanager
+def _private_output(path: Path) -> Iterator[IO[str]]:
+    """A text file created owner-only (0600) next to `path` and renamed over it once
+    complete, so a failed export never leaves half a file. The parent dir is the user's
+    and keeps its mode."""
+    if not path.parent.is_dir():
+        raise GateError(f"no such directory: {path.parent}", where=str(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)  # mkstemp already uses 0600; said again because it matters
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@click.command("report")
+@since_option
+@json_option
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the report as one self-contained HTML file (mode 0600).")
+def report_cmd(since: float | None, as_json: bool, html_file: Path | None) -> None:
+    """Sum up what left the machine: requests, bytes and tokens per day, host, agent and
+    model; what was withheld or redacted, by kind and rule; blocked requests by reason;
+    questions asked and how they were answered.
+
+    Reads only the audit's metadata, never a request body. All time unless --since.
+    """
+    with _audit() as db:
+        result = report.build(db, since)
+    if html_file is not None:
+        with _private_output(html_file) as f:
+            f.write(html.render(result))
+    if as_json:
+        echo_json(result.as_json())
+        return
+    click.echo(tables.text(result), nl=False)
+    if html_file is not None:
+        click.echo(f"\nHTML report written to {html_file}")
+
+
+@click.command("export")
+@click.option("--jsonl", is_flag=True, default=True,
+              help="One JSON object per line per request (the default and only format).")
+@since_option
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to FILE (mode 0600) instead of stdout.")
+def export_cmd(jsonl: bool, since: float | None, output: Path | None) -> None:
+    """Export the audit for a SIEM or a data warehouse: one JSON line per request, oldest
+    first, with its metadata, what was withheld and the decisions taken. Never a body,
+    never a header. Field names are stable (docs/report.md).
+    """
+    with _audit() as db, (_private_output(output) if output is not None
+                          else contextlib.nullcontext(sys.stdout)) as out:
+        lines = 0
+        for row in report.export_rows(db, since):
+            out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+            lines += 1
+    if output is not None:
+        click.echo(f"{lines} requests written to {output}", err=True)
+
+
+COMMANDS = (report_cmd, export_cmd)
