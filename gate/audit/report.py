@@ -226,7 +226,7 @@ def export_rows(db: sqlite3.Connection | None, since: float | None = None
         return
     cutoff = since if since is not None else float("-inf")
     cur = db.execute(f"SELECT {', '.join(COLUMNS)} FROM requests"  # noqa: S608 (our columns)
-                     " WHERE ts >= ? ORDER BY id", (cutoff,))
+                     " WHERE ts >= ? ORDER BY ts, id", (cutoff,))
     for values in cur:
         row = dict(zip(COLUMNS, values, strict=True))
         withheld = withheld_list(row["id"], row["withheld"])
