@@ -12,7 +12,7 @@ from html import escape
 
 W, H = 720, 260                         # viewBox of the day charts
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 44
-LABEL_CHARS = 34                        # longer labels are cut; the full text is in <title>
+LABEL_CHARS = 26                        # longer labels are cut; the full text is in <title>
 Fmt = Callable[[int], str]
 
 
@@ -21,11 +21,13 @@ def esc(text: object) -> str:
 
 
 def _nice_max(value: int) -> int:
-    """The axis top: the next 1, 2 or 5 times a power of ten at or above `value`."""
-    if value <= 0:
-        return 1
-    power = int(10 ** math.floor(math.log10(value)))
-    return next(m * power for m in (1, 2, 5, 10) if m * power >= value)
+    """The axis top: the smallest round number (10, 12, 15, 20, 25, 30, 40, 50, 60, 80 times
+    a power of ten) at or above `value`, so the chart fills most of its height."""
+    if value <= 4:
+        return 4
+    power: int = max(1, 10 ** (len(str(value)) - 2))
+    return next(m * power for m in (10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100)
+                if m * power >= value)
 
 
 def _svg(chart_id: str, title: str, desc: str, width: int, height: int, body: list[str]) -> str:
@@ -104,19 +106,19 @@ def lines(chart_id: str, title: str, labels: Sequence[str],
 def rows(chart_id: str, title: str, labels: Sequence[str], values: Sequence[int],
          fmt: Fmt) -> str:
     """One horizontal bar per label (agents, hosts, models, kinds), the value at its end."""
-    row_h, label_w, value_w, width = 26, 250, 80, 560
+    row_h, label_w, value_w, width = 28, 190, 64, 460
     top = max(max(values, default=0), 1)
     body = []
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
         y = 8 + row_h * i
         shown = label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
         w = (width - label_w - value_w) * value / top
-        body.append(f'<text class="rlabel" x="{label_w - 8}" y="{y + 15}" text-anchor="end">'
+        body.append(f'<text class="rlabel" x="{label_w - 8}" y="{y + 16}" text-anchor="end">'
                     f'<title>{esc(label)}</title>{esc(shown)}</text>'
                     f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="16"'
                     f' data-label="{esc(label)}" data-value="{value}">'
                     f'<title>{esc(label)}: {esc(fmt(value))}</title></rect>'
-                    f'<text class="value" x="{label_w + w + 6:.1f}" y="{y + 15}">'
+                    f'<text class="value" x="{label_w + w + 6:.1f}" y="{y + 16}">'
                     f'{esc(fmt(value))}</text>')
     desc = "; ".join(f"{label}: {fmt(v)}" for label, v in zip(labels, values, strict=True))
     return _svg(chart_id, title, desc, width, 16 + row_h * max(1, len(labels)), body)

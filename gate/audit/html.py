@@ -25,15 +25,16 @@ font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,
 main{max-width:1000px;margin:0 auto;padding:28px 20px 48px}
 h1{font-size:1.6rem;margin:0 0 4px}h2{font-size:1.15rem;margin:32px 0 10px}
 .muted{color:var(--muted)}
-.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(135px,1fr));gap:10px;
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(118px,1fr));gap:10px;
 margin:18px 0 6px;padding:0;list-style:none}
 .cards li{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 12px}
-.cards b{display:block;font-size:1.35rem;font-variant-numeric:tabular-nums}
+.cards b{display:block;font-size:1.3rem;font-variant-numeric:tabular-nums;white-space:nowrap}
 .cards span{color:var(--muted);font-size:.85rem}
 figure{margin:0 0 14px;background:var(--card);border:1px solid var(--line);border-radius:8px;
 padding:12px}
 figcaption{font-weight:600;margin-bottom:6px}
-.grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(440px,1fr));gap:14px}
+.grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:14px}
+.grid2 figure{margin:0}
 svg.chart{width:100%;height:auto;display:block;font-size:12px}
 svg .bar{fill:var(--a)}svg .grid{stroke:var(--grid)}
 svg text{fill:var(--fg)}svg .tick,svg .xlabel,svg .legend{fill:var(--muted)}

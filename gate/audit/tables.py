@@ -31,11 +31,13 @@ def clean(text: str | None) -> str:
 
 
 def size(n: int) -> str:
-    """Bytes as a person reads them: 1000-based, one decimal above a kilobyte."""
+    """Bytes as a person reads them: 1000-based, three significant figures or so."""
     value = float(n)
     for unit in ("B", "kB", "MB", "GB"):
         if value < 1000 or unit == "GB":
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+            if unit == "B":
+                return f"{n} B"
+            return f"{value:.0f} {unit}" if value >= 100 else f"{value:.1f} {unit}"
         value /= 1000
     raise AssertionError("unreachable")
 
