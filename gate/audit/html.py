@@ -112,8 +112,7 @@ def _charts(report: Report) -> str:
 
 
 def _table(table: tables.Table) -> str:
-    first_num = len(table.columns) - table.numeric
-    cls = [' class="n"' if i >= first_num else "" for i in range(len(table.columns))]
+    cls = [' class="n"' if i in table.numeric else "" for i in range(len(table.columns))]
     head = "".join(f'<th scope="col"{c}>{esc(name)}</th>' for name, c in zip(
         table.columns, cls, strict=True))
     if not table.rows:

@@ -20,7 +20,7 @@ class Table:
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
-    numeric: int  # how many trailing columns hold numbers (right-aligned)
+    numeric: tuple[int, ...]  # the columns that hold numbers (right-aligned)
     empty: str    # said instead of an empty table
 
 
@@ -70,7 +70,7 @@ def _traffic(title: str, key: str, rows: tuple[Traffic, ...]) -> Table:
     return Table(title, (key, "requests", "blocked", "sent", "input tokens", "output tokens"),
                  tuple((clean(t.key), count(t.requests), count(t.blocked), size(t.bytes_sent),
                         count(t.input_tokens), count(t.output_tokens)) for t in rows),
-                 numeric=5, empty="no requests")
+                 numeric=(1, 2, 3, 4, 5), empty="no requests")
 
 
 def tables(report: Report) -> list[Table]:
@@ -83,14 +83,14 @@ def tables(report: Report) -> list[Table]:
               ("kind", "rule", "items", "occurrences", "requests"),
               tuple((clean(w.kind), clean(w.rule), count(w.items), count(w.occurrences),
                      count(w.requests)) for w in report.withheld),
-              numeric=3, empty="nothing was withheld or redacted"),
-        Table("Blocked requests, by reason", ("reason", "requests"),
-              tuple((clean(b.reason), count(b.requests)) for b in report.blocked),
-              numeric=1, empty="no request was blocked"),
+              numeric=(2, 3, 4), empty="nothing was withheld or redacted"),
+        Table("Blocked requests, by reason", ("requests", "reason"),
+              tuple((count(b.requests), clean(b.reason)) for b in report.blocked),
+              numeric=(0,), empty="no request was blocked"),
         Table("Questions asked and answers", ("question", "answer", "answered by", "questions"),
               tuple((clean(a.question), clean(a.answer), clean(a.by), count(a.questions))
                     for a in report.questions),
-              numeric=1, empty="no questions were asked"),
+              numeric=(3,), empty="no questions were asked"),
     ]
 
 
@@ -106,9 +106,8 @@ def text(report: Report) -> str:
             continue
         widths = [max(len(r[i]) for r in (table.columns, *table.rows))
                   for i in range(len(table.columns))]
-        first_num = len(table.columns) - table.numeric
         for row in (table.columns, *table.rows):
-            cells = [cell.rjust(w) if i >= first_num else cell.ljust(w)
+            cells = [cell.rjust(w) if i in table.numeric else cell.ljust(w)
                      for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
             out.append("  " + "  ".join(cells).rstrip())
     return "\n".join(out) + "\n"
