@@ -23,19 +23,17 @@ COLUMNS = ("id", "ts", "run_id", "agent", "upstream", "host", "method", "path", 
            "cache_creation_tokens", "error")
 EXPORT_SCHEMA = 1  # bump when an export field changes meaning; never rename a field
 
-# Grouping expressions for the traffic tables; days are local calendar days, like --since.
-_GROUPS = {
-    "day": "date(ts, 'unixepoch', 'localtime')",
-    "host": "host",
-    "agent": "agent",
-    "model": "model",
-}
-_TRAFFIC = """
-    SELECT {key} AS key, COUNT(*), SUM(verdict = 'blocked'),
+# One pass over the period: a row per (day, host, agent, model, verdict, blocked reason)
+# combination, which stay few however many requests there are; the tables are sums of it.
+# Days are local calendar days, like --since.
+_CUBE = """
+    SELECT date(ts, 'unixepoch', 'localtime'), host, agent, model, verdict,
+           CASE WHEN verdict = 'blocked' THEN reason END,
+           COUNT(*), SUM(verdict = 'blocked'),
            TOTAL(CASE WHEN verdict != 'blocked' THEN request_bytes END),
            TOTAL(input_tokens), TOTAL(output_tokens),
-           TOTAL(cache_read_tokens), TOTAL(cache_creation_tokens)
-    FROM requests WHERE ts >= ? GROUP BY key
+           TOTAL(cache_read_tokens), TOTAL(cache_creation_tokens), MIN(ts), MAX(ts)
+    FROM requests {where} GROUP BY 1, 2, 3, 4, 5, 6
 """
 
 
@@ -126,56 +124,62 @@ def connect(path: Path) -> sqlite3.Connection | None:
     return db
 
 
+def _where(since: float | None, *more: str) -> tuple[str, tuple[float, ...]]:
+    """The WHERE clause for a period. Without --since there is none: SQLite would
+    otherwise walk the ts index and fetch every row through it, slower than a plain scan."""
+    terms = [*(["ts >= ?"] if since is not None else []), *more]
+    return ("WHERE " + " AND ".join(terms) if terms else "",
+            (since,) if since is not None else ())
+
+
 def build(db: sqlite3.Connection | None, since: float | None = None) -> Report:
     """Every aggregate of the report, for requests at or after `since` (all when None).
     Raises BadRow naming the request whose withheld list is unreadable."""
-    cutoff = since if since is not None else float("-inf")
-    groups = {name: _traffic(db, expr, cutoff) for name, expr in _GROUPS.items()}
-    totals = _traffic(db, "'all'", cutoff)
-    first = last = None
+    groups: dict[str, dict[str | None, list[int]]] = {
+        name: {} for name in ("all", "day", "host", "agent", "model")}
     verdicts: dict[str, int] = {}
-    if db is not None:
-        first, last = db.execute("SELECT MIN(ts), MAX(ts) FROM requests WHERE ts >= ?",
-                                 (cutoff,)).fetchone()
-        verdicts = dict(db.execute("SELECT verdict, COUNT(*) FROM requests WHERE ts >= ?"
-                                   " GROUP BY verdict ORDER BY verdict", (cutoff,)))
-    withheld, questions = _withheld(db, cutoff)
+    blocked: dict[str | None, int] = {}
+    first = last = None
+    where, args = _where(since)
+    cube = db.execute(_CUBE.format(where=where), args) if db is not None else ()
+    for day, host, agent, model, verdict, reason, *sums, lo, hi in cube:
+        for name, key in (("all", "all"), ("day", day), ("host", host), ("agent", agent),
+                          ("model", model)):
+            tally = groups[name].setdefault(key, [0] * len(sums))
+            for i, n in enumerate(sums):
+                tally[i] += int(n)
+        verdicts[verdict] = verdicts.get(verdict, 0) + sums[0]
+        if verdict == "blocked":
+            blocked[reason] = blocked.get(reason, 0) + sums[0]
+        first = lo if first is None else min(first, lo)
+        last = hi if last is None else max(last, hi)
+    traffic = {name: [Traffic(key, *tally) for key, tally in rows.items()]
+               for name, rows in groups.items()}
+    withheld, questions = _withheld(db, since)
     return Report(
         since=since, generated=time.time(), first_ts=first, last_ts=last,
-        totals=totals[0] if totals else Traffic("all", 0, 0, 0, 0, 0, 0, 0),
-        verdicts=verdicts,
-        by_day=tuple(sorted(groups["day"], key=lambda t: t.key or "")),
-        by_host=_busiest(groups["host"]), by_agent=_busiest(groups["agent"]),
-        by_model=_busiest(groups["model"]),
-        withheld=withheld, blocked=_blocked(db, cutoff), questions=questions)
-
-
-def _traffic(db: sqlite3.Connection | None, key: str, cutoff: float) -> list[Traffic]:
-    if db is None:
-        return []
-    sql = _TRAFFIC.format(key=key)  # key is one of our own expressions, never user input
-    return [Traffic(row[0], *(int(n) for n in row[1:])) for row in db.execute(sql, (cutoff,))]
+        totals=(traffic["all"] or [Traffic("all", 0, 0, 0, 0, 0, 0, 0)])[0],
+        verdicts=dict(sorted(verdicts.items())),
+        by_day=tuple(sorted(traffic["day"], key=lambda t: t.key or "")),
+        by_host=_busiest(traffic["host"]), by_agent=_busiest(traffic["agent"]),
+        by_model=_busiest(traffic["model"]), withheld=withheld,
+        blocked=tuple(BlockedCount(r, n) for r, n in sorted(
+            blocked.items(), key=lambda p: (-p[1], p[0] or ""))),
+        questions=questions)
 
 
 def _busiest(rows: list[Traffic]) -> tuple[Traffic, ...]:
     return tuple(sorted(rows, key=lambda t: (-t.requests, t.key or "")))
 
 
-def _blocked(db: sqlite3.Connection | None, cutoff: float) -> tuple[BlockedCount, ...]:
-    if db is None:
-        return ()
-    rows = db.execute("SELECT reason, COUNT(*) AS n FROM requests WHERE verdict = 'blocked'"
-                      " AND ts >= ? GROUP BY reason ORDER BY n DESC, reason", (cutoff,))
-    return tuple(BlockedCount(reason, n) for reason, n in rows)
-
-
-def _withheld(db: sqlite3.Connection | None, cutoff: float
+def _withheld(db: sqlite3.Connection | None, since: float | None
               ) -> tuple[tuple[WithheldCount, ...], tuple[AnswerCount, ...]]:
     counts: dict[tuple[str, str], list[int]] = {}
     seen_in: dict[tuple[str, str], set[int]] = {}
     asked: dict[tuple[str, str, str], set[str]] = {}
+    where, args = _where(since, "withheld != '[]'")
     rows = () if db is None else db.execute(
-        "SELECT id, withheld FROM requests WHERE ts >= ? AND withheld != '[]'", (cutoff,))
+        f"SELECT id, withheld FROM requests {where}", args)  # noqa: S608 (our clauses)
     for row_id, text in rows:
         for n, entry in enumerate(withheld_list(row_id, text)):
             key = (str(entry.get("kind", "?")), str(entry.get("rule", "?")))
@@ -224,9 +228,9 @@ def export_rows(db: sqlite3.Connection | None, since: float | None = None
     entries, and the decisions taken on them (each once)."""
     if db is None:
         return
-    cutoff = since if since is not None else float("-inf")
-    cur = db.execute(f"SELECT {', '.join(COLUMNS)} FROM requests"  # noqa: S608 (our columns)
-                     " WHERE ts >= ? ORDER BY ts, id", (cutoff,))
+    where, args = _where(since)
+    cur = db.execute(f"SELECT {', '.join(COLUMNS)} FROM requests {where}"  # noqa: S608
+                     " ORDER BY ts, id", args)
     for values in cur:
         row = dict(zip(COLUMNS, values, strict=True))
         withheld = withheld_list(row["id"], row["withheld"])

@@ -1,0 +1,119 @@
+"""`gate report` and `gate export` on a large audit, next to the least any report must do.
+
+Builds, in a temporary data dir, an audit of N requests (default 100,000: a busy month of
+several agents) through AuditStore.record_request, with ~2 KB bodies, withheld items on a
+third of them and decisions on some, spread over 30 days, 5 agents, 4 hosts and 12 models.
+Then times, each best of --repeat runs:
+  baseline   one SELECT of the metadata columns of every row, fetched into Python (what
+             any report over the whole audit has to read at least)
+  report     report.build: every aggregate (per day/host/agent/model, withheld, blocked,
+             questions)
+  text/html  rendering the report; the HTML file's size
+  export     report.export_rows + one json.dumps a line, as `gate export` writes them
+
+It prints numbers side by side; nothing passes or fails. Targets: report within 2x of
+the baseline scan, an HTML page under 100 kB whatever the audit's size.
+Run: .venv/bin/python bench/report.py [--rows 100000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from gate.audit import html, report, tables  # noqa: E402
+from gate.audit.store import AuditStore  # noqa: E402
+
+AGENTS = ["claude-code", "codex", "opencode", "gemini-cli", None]
+HOSTS = ["api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com",
+         "bedrock-runtime.us-east-1.amazonaws.com"]
+MODELS = [f"model-{i}" for i in range(12)]
+
+
+def populate(path: Path, rows: int, rng: random.Random) -> float:
+    store = AuditStore(path)
+    now, t0 = time.time(), time.perf_counter()
+    for i in range(rows):
+        withheld: list[dict[str, Any]] = []
+        if i % 3 == 0:
+            withheld.append({"kind": rng.choice(["tool-result", "content", "secret"]),
+                             "call_id": f"toolu_{i}", "tool": "Read", "target": "/p/.env",
+                             "rule": rng.choice(["Read(./.env)", "Read(~/.ssh/**)",
+                                                 "github.token"]),
+                             "where": "rules.yaml:3", "count": rng.randint(1, 3)})
+            if i % 15 == 0:
+                withheld[0]["decision"] = {"id": f"q{i // 30}", "question": "send-secret",
+                                           "answer": rng.choice(["approve", "redact"]),
+                                           "by": rng.choice(["person", "memory"])}
+        blocked = i % 50 == 0
+        row = store.record_request(
+            ts=now - rng.random() * 30 * 86400, agent=rng.choice(AGENTS),
+            upstream="anthropic", host=rng.choice(HOSTS), method="POST", path="/v1/messages",
+            model=rng.choice(MODELS), project_root="/home/me/app",
+            request_bytes=rng.randint(2_000, 400_000),
+            verdict="blocked" if blocked else "modified" if withheld else "forwarded",
+            withheld=withheld, reason="a likely secret" if blocked else None,
+            body=os.urandom(700).hex().encode() + b"x" * 600)
+        if not blocked:
+            store._conn().execute(
+                "UPDATE requests SET status=200, input_tokens=?, output_tokens=? WHERE id=?",
+                (rng.randint(1_000, 150_000), rng.randint(10, 4_000), row))
+    store.close()
+    return time.perf_counter() - t0
+
+
+def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="10,000 rows, one run each")
+    args = ap.parse_args()
+    rows, repeat = (10_000, 1) if args.quick else (args.rows, args.repeat)
+    with tempfile.TemporaryDirectory(prefix="gate-bench-report-") as tmp:
+        path = Path(tmp) / "audit.db"
+        filled = populate(path, rows, random.Random(7))
+        db = report.connect(path)
+        assert db is not None
+        cols = ", ".join(report.COLUMNS)
+        scan, _ = best(lambda: db.execute(f"SELECT {cols} FROM requests").fetchall(), repeat)  # noqa: S608
+        built, rep = best(lambda: report.build(db), repeat)
+        text_t, _ = best(lambda: tables.text(rep), repeat)
+        html_t, page = best(lambda: html.render(rep), repeat)
+        export_t, n = best(lambda: sum(len(json.dumps(r, separators=(",", ":")))
+                                       for r in report.export_rows(db)), repeat)
+        size = path.stat().st_size
+    print(f"gate report/export bench: {rows:,} requests over 30 days, audit.db "
+          f"{size / 1e6:.0f} MB (filled in {filled:.1f} s); best of {repeat}; "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"{'step':<10} {'seconds':>8} {'x baseline':>11}  note")
+    print(f"{'baseline':<10} {scan:8.3f} {1:11.2f}  SELECT metadata of every row into Python")
+    print(f"{'report':<10} {built:8.3f} {built / scan:11.2f}  every aggregate")
+    print(f"{'text':<10} {text_t:8.3f} {'':>11}  {len(tables.text(rep)):,} characters")
+    print(f"{'html':<10} {html_t:8.3f} {'':>11}  {len(page.encode()) / 1e3:.1f} kB page")
+    print(f"{'export':<10} {export_t:8.3f} {export_t / scan:11.2f}  {rows / export_t:,.0f} "
+          f"lines/s, {n / 1e6:.1f} MB of JSONL")
+
+
+if __name__ == "__main__":
+    main()
