@@ -9,17 +9,17 @@ Then times, each best of --repeat runs:
   report     report.build: every aggregate (per day/host/agent/model, withheld, blocked,
              questions)
   text/html  rendering the report; the HTML file's size
-  export     report.export_rows + one json.dumps a line, as `gate export` writes them
+  export     report.export_lines, the lines `gate export` writes
 
-It prints numbers side by side; nothing passes or fails. Targets: report within 2x of
-the baseline scan, an HTML page under 100 kB whatever the audit's size.
+It prints numbers side by side; nothing passes or fails. Targets: report within 3x of
+the baseline scan (it reads the table twice: the traffic sums, then the withheld lists),
+an HTML page under 100 kB whatever the audit's size.
 Run: .venv/bin/python bench/report.py [--rows 100000] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -100,8 +100,7 @@ def main() -> None:
         built, rep = best(lambda: report.build(db), repeat)
         text_t, _ = best(lambda: tables.text(rep), repeat)
         html_t, page = best(lambda: html.render(rep), repeat)
-        export_t, n = best(lambda: sum(len(json.dumps(r, separators=(",", ":")))
-                                       for r in report.export_rows(db)), repeat)
+        export_t, n = best(lambda: sum(map(len, report.export_lines(db))), repeat)
         size = path.stat().st_size
     print(f"gate report/export bench: {rows:,} requests over 30 days, audit.db "
           f"{size / 1e6:.0f} MB (filled in {filled:.1f} s); best of {repeat}; "

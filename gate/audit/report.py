@@ -8,13 +8,14 @@ neither a report nor an export can carry what an agent sent.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 # Every column a report or an export may read. Not "body": see the module docstring.
 COLUMNS = ("id", "ts", "run_id", "agent", "upstream", "host", "method", "path", "model",
@@ -207,7 +208,7 @@ def withheld_list(row_id: int, text: str | None) -> list[dict[str, Any]]:
     """A row's withheld entries; BadRow naming the request when they are not a JSON
     list of objects (a damaged or hand-edited audit must not be silently under-counted)."""
     try:
-        entries = json.loads(text or "[]")
+        entries = orjson.loads(text or "[]")
     except ValueError:
         entries = None
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
@@ -241,3 +242,9 @@ def export_rows(db: sqlite3.Connection | None, since: float | None = None
         yield {"schema": EXPORT_SCHEMA,
                "time": dt.datetime.fromtimestamp(row["ts"], dt.UTC).isoformat(),
                **row, "withheld": withheld, "decisions": list(decisions.values())}
+
+
+def export_lines(db: sqlite3.Connection | None, since: float | None = None) -> Iterator[str]:
+    """`gate export --jsonl`: each export row as one line of JSON (UTF-8, no spaces)."""
+    for row in export_rows(db, since):
+        yield orjson.dumps(row).decode() + "\n"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import sys
@@ -79,10 +78,10 @@ def report_cmd(since: float | None, as_json: bool, html_file: Path | None) -> No
             f.write(html.render(result))
     if as_json:
         echo_json(result.as_json())
-        return
-    click.echo(tables.text(result), nl=False)
-    if html_file is not None:
-        click.echo(f"\nHTML report written to {html_file}")
+    else:
+        click.echo(tables.text(result), nl=False)
+    if html_file is not None:  # on stderr: stdout holds exactly the report
+        click.echo(f"HTML report written to {html_file}", err=True)
 
 
 @click.command("export")
@@ -99,8 +98,8 @@ def export_cmd(jsonl: bool, since: float | None, output: Path | None) -> None:
     with _audit() as db, (_private_output(output) if output is not None
                           else contextlib.nullcontext(sys.stdout)) as out:
         lines = 0
-        for row in report.export_rows(db, since):
-            out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+        for line in report.export_lines(db, since):
+            out.write(line)
             lines += 1
     if output is not None:
         click.echo(f"{lines} requests written to {output}", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ SHOTS = os.environ.get("GATE_TEST_SCREENSHOTS")  # a dir to keep screenshots in,
 def write_report(path: Path, *args: str) -> str:
     result = CliRunner().invoke(cli, ["report", "--html", str(path), *args])
     assert result.exit_code == 0, result.stderr
+    assert result.stderr == f"HTML report written to {path}\n"
     return result.stdout
 
 
@@ -56,7 +58,7 @@ class Page:
 @pytest.fixture
 def page(browser: Any, audit: Audit, tmp_path: Path) -> Iterator[Page]:
     path = tmp_path / "report.html"
-    assert "HTML report written to" in write_report(path, "--since", "30d")
+    assert "Per model" in write_report(path, "--since", "30d")
     assert path.stat().st_mode & 0o777 == 0o600
     p = Page(browser, path)
     yield p
@@ -120,6 +122,24 @@ def test_screenshot(page: Page, tmp_path: Path) -> None:
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
     if SHOTS:
         shutil.copy(shot, Path(SHOTS) / "report.png")
+
+
+def test_json_and_html_together(audit: Audit, tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    path = tmp_path / "out" / "r.html"
+    out = write_report(path, "--json")
+    assert json.loads(out)["totals"]["requests"] == 8  # stdout is exactly one object
+    path.chmod(0o644)
+    write_report(path, "--since", "1h")  # replaced whole, owner-only again
+    assert path.stat().st_mode & 0o777 == 0o600 and "claude-old" not in path.read_text()
+    assert [p.name for p in path.parent.iterdir()] == ["r.html"]  # no temp file left
+
+
+def test_bad_html_targets(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["report", "--html", str(tmp_path / "no" / "r.html")])
+    assert result.exit_code == 1 and f"no such directory: {tmp_path / 'no'}" in result.stderr
+    result = CliRunner().invoke(cli, ["report", "--html", str(tmp_path)])
+    assert result.exit_code == 2 and "is a directory" in result.stderr
 
 
 def test_an_empty_report_page(browser: Any, tmp_path: Path) -> None:
