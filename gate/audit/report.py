@@ -244,7 +244,8 @@ def export_rows(db: sqlite3.Connection | None, since: float | None = None
                **row, "withheld": withheld, "decisions": list(decisions.values())}
 
 
-def export_lines(db: sqlite3.Connection | None, since: float | None = None) -> Iterator[str]:
+def export_lines(db: sqlite3.Connection | None, since: float | None = None
+                 ) -> Iterator[bytes]:
     """`gate export --jsonl`: each export row as one line of JSON (UTF-8, no spaces)."""
     for row in export_rows(db, since):
-        yield orjson.dumps(row).decode() + "\n"
+        yield orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)

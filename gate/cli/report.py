@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import BinaryIO
 
 import click
 
@@ -39,24 +37,12 @@ def _audit() -> Iterator[sqlite3.Connection | None]:
             db.close()
 
 
-@contextlib.contextmanager
-def _private_output(path: Path) -> Iterator[IO[str]]:
-    """A text file created owner-only (0600) next to `path` and renamed over it once
-    complete, so a failed export never leaves half a file. The parent dir is the user's
-    and keeps its mode."""
+def _output(path: Path) -> contextlib.AbstractContextManager[BinaryIO]:
+    """Where --html and --output write: an owner-only file replaced whole once complete,
+    so a failed run never leaves half a report."""
     if not path.parent.is_dir():
         raise GateError(f"no such directory: {path.parent}", where=str(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)  # mkstemp already uses 0600; said again because it matters
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return dirs.replace_private(path)
 
 
 @click.command("report")
@@ -74,8 +60,8 @@ def report_cmd(since: float | None, as_json: bool, html_file: Path | None) -> No
     with _audit() as db:
         result = report.build(db, since)
     if html_file is not None:
-        with _private_output(html_file) as f:
-            f.write(html.render(result))
+        with _output(html_file) as f:
+            f.write(html.render(result).encode())
     if as_json:
         echo_json(result.as_json())
     else:
@@ -95,8 +81,9 @@ def export_cmd(jsonl: bool, since: float | None, output: Path | None) -> None:
     first, with its metadata, what was withheld and the decisions taken. Never a body,
     never a header. Field names are stable (docs/report.md).
     """
-    with _audit() as db, (_private_output(output) if output is not None
-                          else contextlib.nullcontext(sys.stdout)) as out:
+    with _audit() as db, contextlib.ExitStack() as stack:
+        out: BinaryIO = (stack.enter_context(_output(output)) if output is not None
+                         else sys.stdout.buffer)
         lines = 0
         for line in report.export_lines(db, since):
             out.write(line)
