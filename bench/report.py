@@ -45,7 +45,9 @@ MODELS = [f"model-{i}" for i in range(12)]
 def populate(path: Path, rows: int, rng: random.Random) -> float:
     store = AuditStore(path)
     now, t0 = time.time(), time.perf_counter()
-    for i in range(rows):
+    # In time order, as gate writes them (an export walks the ts index).
+    stamps = sorted(now - rng.random() * 30 * 86400 for _ in range(rows))
+    for i, ts in enumerate(stamps):
         withheld: list[dict[str, Any]] = []
         if i % 3 == 0:
             withheld.append({"kind": rng.choice(["tool-result", "content", "secret"]),
@@ -59,7 +61,7 @@ def populate(path: Path, rows: int, rng: random.Random) -> float:
                                            "by": rng.choice(["person", "memory"])}
         blocked = i % 50 == 0
         store.record_request(
-            ts=now - rng.random() * 30 * 86400, agent=rng.choice(AGENTS),
+            ts=ts, agent=rng.choice(AGENTS),
             upstream="anthropic", host=rng.choice(HOSTS), method="POST", path="/v1/messages",
             model=rng.choice(MODELS), project_root="/home/me/app",
             request_bytes=rng.randint(2_000, 400_000),
