@@ -61,7 +61,8 @@ def summary(report: Report) -> str:
         return ("no requests recorded in this period" if report.since is not None else
                 "no requests recorded yet: point an agent at gate (gate run -- claude)")
     verdicts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items())
-    return (f"{count(t.requests)} requests ({verdicts}) from {when(report.first_ts)} to"
+    plural = "" if t.requests == 1 else "s"
+    return (f"{count(t.requests)} request{plural} ({verdicts}) from {when(report.first_ts)} to"
             f" {when(report.last_ts)}; {size(t.bytes_sent)} sent; {count(t.input_tokens)}"
             f" input and {count(t.output_tokens)} output tokens")
 

@@ -180,3 +180,17 @@ def test_only_metadata_columns_are_read(audit: Audit, gate_dirs: dict[str, Path]
     assert report("--since", "30d")["totals"]["requests"] == 7
     code, after, _ = invoke("export")
     assert code == 0 and after == before
+
+
+def test_empty_sections_say_so(gate_dirs: dict[str, Path]) -> None:
+    AuditStore(gate_dirs["data"] / "audit.db").record_request(
+        upstream="anthropic", host="api.anthropic.com", method="POST", path="/v1/messages",
+        request_bytes=1234, verdict="forwarded", agent="claude-code", model="claude-x")
+    code, out, _ = invoke("report")
+    assert code == 0 and "1 request (1 forwarded)" in out
+    for said in ("Withheld and redacted, by kind and rule\n  nothing was withheld or redacted",
+                 "Blocked requests, by reason\n  no request was blocked",
+                 "Questions asked and answers\n  no questions were asked"):
+        assert said in out
+    data = report()
+    assert (data["withheld"], data["blocked"], data["questions"]) == ([], [], [])
