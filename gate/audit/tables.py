@@ -60,7 +60,7 @@ def summary(report: Report) -> str:
     if report.empty:
         return ("no requests recorded in this period" if report.since is not None else
                 "no requests recorded yet: point an agent at gate (gate run -- claude)")
-    verdicts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items())
+    verdicts = ", ".join(f"{n} {clean(v)}" for v, n in report.verdicts.items())
     plural = "" if t.requests == 1 else "s"
     return (f"{count(t.requests)} request{plural} ({verdicts}) from {when(report.first_ts)} to"
             f" {when(report.last_ts)}; {size(t.bytes_sent)} sent; {count(t.input_tokens)}"
