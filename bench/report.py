@@ -13,7 +13,8 @@ Then times, each best of --repeat runs:
 
 It prints numbers side by side; nothing passes or fails. Targets: report within 3x of
 the baseline scan (it reads the table twice: the traffic sums, then the withheld lists),
-an HTML page under 100 kB whatever the audit's size.
+an HTML page under 100 kB for a month, however many requests (it grows with days,
+hosts, models and rules, not with requests).
 Run: .venv/bin/python bench/report.py [--rows 100000] [--quick]
 """
 
