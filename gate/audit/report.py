@@ -78,13 +78,16 @@ class BlockedCount:
 
 @dataclass(frozen=True, slots=True)
 class AnswerCount:
-    """Questions of one kind answered one way by one party; a question (one decision id)
-    that covers several withheld entries or recurs in later requests counts once."""
+    """Questions of one kind answered one way by one party. `questions` counts decision
+    ids: a question that covers several withheld entries, or recurs in the resent history
+    of later requests, counts once (for `memory`, the id is the remembered decision's, so
+    it counts the remembered decisions used). `items` counts the entries they settled."""
 
     question: str
     answer: str
     by: str
     questions: int
+    items: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +181,7 @@ def _withheld(db: sqlite3.Connection | None, since: float | None
     counts: dict[tuple[str, str], list[int]] = {}
     seen_in: dict[tuple[str, str], set[int]] = {}
     asked: dict[tuple[str, str, str], set[str]] = {}
+    settled: dict[tuple[str, str, str], int] = {}
     where, args = _where(since, "withheld != '[]'")
     rows = () if db is None else db.execute(
         f"SELECT id, withheld FROM requests {where}", args)  # noqa: S608 (our clauses)
@@ -189,13 +193,13 @@ def _withheld(db: sqlite3.Connection | None, since: float | None
             tally[1] += _count(entry.get("count", 1))
             seen_in.setdefault(key, set()).add(row_id)
             if (decision := decision_of(row_id, entry)) is not None:
-                ident = str(decision.get("id") or f"{row_id}/{n}")
-                asked.setdefault((str(decision.get("question", "?")),
-                                  str(decision.get("answer", "?")),
-                                  str(decision.get("by", "?"))), set()).add(ident)
+                how = (str(decision.get("question", "?")), str(decision.get("answer", "?")),
+                       str(decision.get("by", "?")))
+                asked.setdefault(how, set()).add(str(decision.get("id") or f"{row_id}/{n}"))
+                settled[how] = settled.get(how, 0) + 1
     withheld = sorted((WithheldCount(k, r, c[0], c[1], len(seen_in[(k, r)]))
                        for (k, r), c in counts.items()), key=lambda w: (-w.items, w.kind, w.rule))
-    answers = sorted((AnswerCount(q, a, b, len(ids)) for (q, a, b), ids in asked.items()),
+    answers = sorted((AnswerCount(*how, len(ids), settled[how]) for how, ids in asked.items()),
                      key=lambda x: (-x.questions, x.question, x.answer, x.by))
     return tuple(withheld), tuple(answers)
 

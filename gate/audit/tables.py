@@ -88,10 +88,11 @@ def tables(report: Report) -> list[Table]:
         Table("Blocked requests, by reason", ("requests", "reason"),
               tuple((count(b.requests), clean(b.reason)) for b in report.blocked),
               numeric=(0,), empty="no request was blocked"),
-        Table("Questions asked and answers", ("question", "answer", "answered by", "questions"),
-              tuple((clean(a.question), clean(a.answer), clean(a.by), count(a.questions))
-                    for a in report.questions),
-              numeric=(3,), empty="no questions were asked"),
+        Table("Questions asked and answers",
+              ("question", "answer", "answered by", "questions", "items"),
+              tuple((clean(a.question), clean(a.answer), clean(a.by), count(a.questions),
+                     count(a.items)) for a in report.questions),
+              numeric=(3, 4), empty="no questions were asked"),
     ]
 
 

@@ -73,8 +73,10 @@ def test_withheld_blocked_and_questions(audit: Audit) -> None:
     assert [n for reason, n in blocked.items() if "likely secret" in reason] == [1]
     # q1 was asked once and recurs in the resent history of the next request: one question.
     assert data["questions"] == [
-        {"question": "send-denied-content", "answer": "block", "by": "person", "questions": 1},
-        {"question": "send-secret", "answer": "approve", "by": "memory", "questions": 1}]
+        {"question": "send-denied-content", "answer": "block", "by": "person", "questions": 1,
+         "items": 2},
+        {"question": "send-secret", "answer": "approve", "by": "memory", "questions": 1,
+         "items": 1}]
 
 
 def test_since_filters_by_span_and_by_date(audit: Audit) -> None:
@@ -95,7 +97,8 @@ def test_text_tables(audit: Audit) -> None:
     assert re.search(rf"^  {re.escape(local_day(noon(5)))}\s+2\s+1\s+3\.0 kB\s+400\s+50$",
                      out, re.M)
     assert re.search(r"^  tool-result\s+Read\(\./\.env\)\s+2\s+2\s+2$", out, re.M)
-    assert re.search(r"^  send-secret\s+approve\s+memory\s+1$", out, re.M)
+    assert re.search(r"^  send-secret\s+approve\s+memory\s+1\s+1$", out, re.M)
+    assert re.search(r"^  send-denied-content\s+block\s+person\s+1\s+2$", out, re.M)
     for title in ("Per day", "Per host", "Per agent", "Per model",
                   "Withheld and redacted, by kind and rule", "Blocked requests, by reason",
                   "Questions asked and answers"):
