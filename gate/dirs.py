@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 APP = "gate"
 
@@ -40,13 +43,23 @@ def private_dir(path: Path) -> Path:
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Replace `path` atomically (temp file, fsync, rename) with an owner-only (0600) file."""
+    """Replace `path` atomically (temp file, fsync, rename) with an owner-only (0600) file,
+    in an owner-only dir."""
     private_dir(path.parent)
+    with replace_private(path) as f:
+        f.write(data)
+
+
+@contextmanager
+def replace_private(path: Path) -> Iterator[BinaryIO]:
+    """A new owner-only (0600) file, renamed over `path` once the block completes (fsync
+    first), removed if it fails: a reader never sees half a file. The dir must exist and
+    keeps its mode (it may be the user's own, for a report or an export)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
