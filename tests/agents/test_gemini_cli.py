@@ -1,21 +1,31 @@
-"""The real Gemini CLI through `gate run`: read_file and run_shell_command results withheld.
+"""The real Gemini CLI through `gate run`: read_file and run_shell_command results withheld,
+with an API key (Gemini API) and signed in with Google (Code Assist).
 
 Skipped unless `gemini` is on PATH or named by GATE_TEST_GEMINI_BIN, e.g.:
     mkdir -p /tmp/agents && cd /tmp/agents && npm install @google/gemini-cli
     GATE_TEST_GEMINI_BIN=/tmp/agents/node_modules/.bin/gemini pytest tests/agents -q
-Everything stays on 127.0.0.1 (other traffic goes to a black-hole proxy); keys and the .env
-value are fakes made at run time. Gemini CLI 0.61 accepts GOOGLE_GEMINI_BASE_URL in `-p`
-mode only once an auth type is selected, so the test's HOME selects "gemini-api-key".
+Everything stays on 127.0.0.1 (other traffic goes to a black-hole proxy); keys, OAuth tokens
+and the .env value are fakes made at run time. Gemini CLI 0.61 accepts GOOGLE_GEMINI_BASE_URL
+in `-p` mode only once an auth type is selected, so the test's HOME selects "gemini-api-key"
+(or "oauth-personal", signed in).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from google_signin import EMAIL, SCOPES, GoogleSignIn
 
-from agent_clis import case
-from agent_run import check
+from agent_clis import PROMPT, Case, case, environment, project_files
+from agent_run import GATE, Outcome, assert_audited, assert_never_sent, check
+from agent_script import steps
+from gemini_upstream import FakeGemini
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.timeout(300)]
 
@@ -25,3 +35,71 @@ def test_gemini_cli_reads_of_env_are_withheld(gate_dirs: dict[str, Path]) -> Non
     assert all(":streamGenerateContent" in s.path for s in out.models.seen if s.body)
     assert all(s.headers.get("user-agent", "").lower().startswith("geminicli")
                for s in out.models.seen if s.body)
+
+
+def signed_in(token: str) -> Case:
+    """The API-key case, signed in with Google instead: cached OAuth credentials that do
+    not expire for a year (so the CLI never refreshes them) and the account they belong to
+    (so it does not ask Google who that is)."""
+    api_key = case("gemini-cli", "read-and-shell")
+    creds = {"access_token": token, "refresh_token": "1//fake-" + os.urandom(12).hex(),
+             "scope": SCOPES, "token_type": "Bearer",
+             "expiry_date": int((time.time() + 365 * 86400) * 1000)}
+    settings = json.loads(api_key.home[".gemini/settings.json"])
+    settings["security"]["auth"]["selectedType"] = "oauth-personal"
+    return Case("gemini-cli", "code-assist", "gemini", api_key.format, "code-assist",
+                api_key.argv, api_key.calls, lambda: {"GEMINI_CLI_TRUST_WORKSPACE": "true"},
+                home={".gemini/settings.json": json.dumps(settings),
+                      ".gemini/oauth_creds.json": json.dumps(creds),
+                      ".gemini/google_accounts.json": json.dumps({"active": EMAIL,
+                                                                  "old": []})})
+
+
+def run_signed_in(c: Case, gate_dirs: dict[str, Path]) -> tuple[Outcome, GoogleSignIn]:
+    """`gate run --upstream code-assist=FAKE -- gemini …`, Google's sign-in faked on loopback."""
+    binary = c.binary()
+    if binary is None:
+        pytest.skip(f"no `{c.exe}` on PATH and {c.bin_env} unset")
+    project, home = gate_dirs["project"].resolve(), gate_dirs["home"]
+    secret = "fake-" + os.urandom(16).hex()
+    project_files(project, secret)
+    (certs := gate_dirs["home"].parent / "certs").mkdir()
+    upstream = FakeGemini(script=steps(*c.calls(project), answer=c.answer)).start()
+    google = GoogleSignIn(certs)
+    try:
+        env = {**environment(c, home, project, google.url),
+               "NODE_EXTRA_CA_CERTS": str(google.ca_file)}
+        cmd = [*GATE, "run", "--upstream", f"{c.upstream}={upstream.url}", "--", binary,
+               *c.argv(PROMPT)]
+        proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
+                              timeout=240, stdin=subprocess.DEVNULL, check=False)
+    finally:
+        google.stop()
+        upstream.stop()
+    return Outcome(c, proc, secret, project, upstream, google.tried), google
+
+
+def test_gemini_cli_signed_in_with_google_goes_through_code_assist(
+        gate_dirs: dict[str, Path]) -> None:
+    token = "ya29.fake-" + os.urandom(16).hex()
+    out, google = run_signed_in(signed_in(token), gate_dirs)
+    seen = out.models.seen
+    methods = [s.path.split("?")[0].rsplit(":", 1)[-1] for s in seen]
+    assert not any(out.secret.encode() in s.body for s in seen), methods
+    # The model's turns are checked as every agent's are; the setup calls carry no content.
+    assert_never_sent(replace(out, models=FakeGemini(seen=[
+        s for s in seen if ":streamGenerateContent" in s.path])))
+    assert_audited(out, gate_dirs, dict(os.environ))
+    # The CLI set up its Code Assist user through gate, then asked the model.
+    assert {"loadCodeAssist", "onboardUser", "streamGenerateContent"} <= set(methods), methods
+    assert all(s.path.startswith("/v1internal:") for s in seen), [s.path for s in seen]
+    assert all(s.headers.get("authorization") == f"Bearer {token}" for s in seen)
+    # Outside gate: only the token check, and nothing of the project in it.
+    assert google.answered and set(google.answered) == {
+        "POST oauth2.googleapis.com/tokeninfo"}, (google.answered, google.tried)
+    assert not out.tried_outside, out.tried_outside
+    assert not any(out.secret.encode() in b for b in google.bodies)
+    rows = json.loads(subprocess.run([*GATE, "log", "--json"], capture_output=True, text=True,
+                                     timeout=60, check=True).stdout)["requests"]
+    assert any(r["upstream"] == "code-assist" and ":streamGenerateContent" in r["path"]
+               and r["verdict"] == "modified" for r in rows), rows
