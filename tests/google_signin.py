@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import os
 import socketserver
 import ssl
 import threading
@@ -32,17 +33,25 @@ EMAIL = "gate-test@example.com"
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform "
           "https://www.googleapis.com/auth/userinfo.email "
           "https://www.googleapis.com/auth/userinfo.profile")
-# host → path → answer. tokeninfo: google-auth-library's OAuth2Client.getTokenInfo reads
-# expires_in and scope; userinfo: the CLI caches the email (only when google_accounts.json
-# names no active account).
-HOSTS: dict[str, dict[str, dict[str, Any]]] = {
-    "oauth2.googleapis.com": {"/tokeninfo": {
-        "azp": "fake.apps.googleusercontent.com", "aud": "fake.apps.googleusercontent.com",
-        "sub": "100000000000000000001", "scope": SCOPES, "expires_in": 3599,
-        "email": EMAIL, "email_verified": "true", "access_type": "offline"}},
-    "www.googleapis.com": {"/oauth2/v2/userinfo": {"id": "100000000000000000001",
-                                                   "email": EMAIL, "verified_email": True}},
-}
+HOSTS = ("oauth2.googleapis.com", "www.googleapis.com")
+
+
+def answers(refreshed: str) -> dict[str, dict[str, Any]]:
+    """What each sign-in path answers ("host/path" → JSON). tokeninfo: google-auth-library's
+    OAuth2Client.getTokenInfo reads expires_in and scope; token: a refresh, which hands out
+    `refreshed`; userinfo: the CLI caches the email when google_accounts.json names no
+    active account."""
+    sub = "100000000000000000001"
+    return {
+        "oauth2.googleapis.com/tokeninfo": {
+            "azp": "fake.apps.googleusercontent.com", "aud": "fake.apps.googleusercontent.com",
+            "sub": sub, "scope": SCOPES, "expires_in": 3599, "email": EMAIL,
+            "email_verified": "true", "access_type": "offline"},
+        "oauth2.googleapis.com/token": {"access_token": refreshed, "expires_in": 3599,
+                                        "scope": SCOPES, "token_type": "Bearer"},
+        "www.googleapis.com/oauth2/v2/userinfo": {"id": sub, "email": EMAIL,
+                                                  "verified_email": True},
+    }
 
 
 def _name(common: str) -> x509.Name:
@@ -92,13 +101,18 @@ def tls_context(folder: Path) -> tuple[ssl.SSLContext, Path]:
 
 
 class GoogleSignIn(LoopbackServer):
-    """An HTTPS proxy: answers HOSTS' sign-in paths, drops everything else.
+    """An HTTPS proxy: answers the sign-in paths, drops everything else (all of it when
+    `down`, as when Google cannot be reached).
 
     `.answered` lists the requests it answered ("METHOD host/path"), `.tried` what it
-    dropped (the request line), `.bodies` the raw bytes of every request it read."""
+    dropped (the request line or "METHOD host/path"), `.bodies` the raw bytes of every
+    request it read; a refresh hands out `.refreshed`."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, down: bool = False) -> None:
         self.ctx, self.ca_file = tls_context(folder)
+        self.refreshed = "ya29.fake-refreshed-" + os.urandom(12).hex()
+        self.answers = answers(self.refreshed)
+        self.down = down
         self.answered: list[str] = []
         self.tried: list[str] = []
         self.bodies: list[bytes] = []
@@ -116,7 +130,7 @@ class GoogleSignIn(LoopbackServer):
                         pass
                     verb, _, target = head.partition(" ")
                     host = target.split(" ")[0].rsplit(":", 1)[0]
-                    if verb != "CONNECT" or host not in HOSTS:
+                    if verb != "CONNECT" or host not in HOSTS or fake.down:
                         with fake.lock:
                             fake.tried.append(head)
                         return
@@ -138,12 +152,11 @@ class GoogleSignIn(LoopbackServer):
 
             def do_GET(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                path = self.path.split("?", 1)[0]
-                answer = HOSTS[host].get(path)
+                where = host + self.path.split("?", 1)[0]
+                answer = fake.answers.get(where)
                 with fake.lock:
                     fake.bodies.append(self.path.encode() + b"\n" + body)
-                    (fake.answered if answer else fake.tried).append(
-                        f"{self.command} {host}{path}")
+                    (fake.answered if answer else fake.tried).append(f"{self.command} {where}")
                 data = json.dumps(answer or {"error": "not_found"}).encode()
                 self.send_response(200 if answer else 404)
                 self.send_header("content-type", "application/json")

@@ -37,25 +37,26 @@ def test_gemini_cli_reads_of_env_are_withheld(gate_dirs: dict[str, Path]) -> Non
                for s in out.models.seen if s.body)
 
 
-def signed_in(token: str) -> Case:
-    """The API-key case, signed in with Google instead: cached OAuth credentials that do
-    not expire for a year (so the CLI never refreshes them) and the account they belong to
-    (so it does not ask Google who that is)."""
+def signed_in(token: str, expires_in: float, account: bool) -> Case:
+    """The API-key case, signed in with Google instead: cached OAuth credentials expiring in
+    `expires_in` seconds and, with `account`, the account they belong to."""
     api_key = case("gemini-cli", "read-and-shell")
     creds = {"access_token": token, "refresh_token": "1//fake-" + os.urandom(12).hex(),
              "scope": SCOPES, "token_type": "Bearer",
-             "expiry_date": int((time.time() + 365 * 86400) * 1000)}
+             "expiry_date": int((time.time() + expires_in) * 1000)}
     settings = json.loads(api_key.home[".gemini/settings.json"])
     settings["security"]["auth"]["selectedType"] = "oauth-personal"
+    home = {".gemini/settings.json": json.dumps(settings),
+            ".gemini/oauth_creds.json": json.dumps(creds)}
+    if account:
+        home[".gemini/google_accounts.json"] = json.dumps({"active": EMAIL, "old": []})
     return Case("gemini-cli", "code-assist", "gemini", api_key.format, "code-assist",
                 api_key.argv, api_key.calls, lambda: {"GEMINI_CLI_TRUST_WORKSPACE": "true"},
-                home={".gemini/settings.json": json.dumps(settings),
-                      ".gemini/oauth_creds.json": json.dumps(creds),
-                      ".gemini/google_accounts.json": json.dumps({"active": EMAIL,
-                                                                  "old": []})})
+                home=home)
 
 
-def run_signed_in(c: Case, gate_dirs: dict[str, Path]) -> tuple[Outcome, GoogleSignIn]:
+def run_signed_in(c: Case, gate_dirs: dict[str, Path],
+                  google_down: bool = False) -> tuple[Outcome, GoogleSignIn]:
     """`gate run --upstream code-assist=FAKE -- gemini …`, Google's sign-in faked on loopback."""
     binary = c.binary()
     if binary is None:
@@ -65,7 +66,7 @@ def run_signed_in(c: Case, gate_dirs: dict[str, Path]) -> tuple[Outcome, GoogleS
     project_files(project, secret)
     (certs := gate_dirs["home"].parent / "certs").mkdir()
     upstream = FakeGemini(script=steps(*c.calls(project), answer=c.answer)).start()
-    google = GoogleSignIn(certs)
+    google = GoogleSignIn(certs, down=google_down)
     try:
         env = {**environment(c, home, project, google.url),
                "NODE_EXTRA_CA_CERTS": str(google.ca_file)}
@@ -79,10 +80,22 @@ def run_signed_in(c: Case, gate_dirs: dict[str, Path]) -> tuple[Outcome, GoogleS
     return Outcome(c, proc, secret, project, upstream, google.tried), google
 
 
+YEAR = 365 * 86400.0
+TOKENINFO = "POST oauth2.googleapis.com/tokeninfo"
+REFRESH = "POST oauth2.googleapis.com/token"
+USERINFO = "GET www.googleapis.com/oauth2/v2/userinfo"
+
+
+@pytest.mark.parametrize(("expires_in", "account", "outside"), [
+    (YEAR, True, [TOKENINFO]),                # signed in, token valid: checked on start
+    (-60, True, [REFRESH, TOKENINFO]),        # token expired: refreshed with Google first
+    (YEAR, False, [TOKENINFO, USERINFO]),     # account unknown: Google is asked who it is
+], ids=["cached", "expired", "no-account"])
 def test_gemini_cli_signed_in_with_google_goes_through_code_assist(
-        gate_dirs: dict[str, Path]) -> None:
+        gate_dirs: dict[str, Path], expires_in: float, account: bool,
+        outside: list[str]) -> None:
     token = "ya29.fake-" + os.urandom(16).hex()
-    out, google = run_signed_in(signed_in(token), gate_dirs)
+    out, google = run_signed_in(signed_in(token, expires_in, account), gate_dirs)
     seen = out.models.seen
     methods = [s.path.split("?")[0].rsplit(":", 1)[-1] for s in seen]
     assert not any(out.secret.encode() in s.body for s in seen), methods
@@ -93,13 +106,26 @@ def test_gemini_cli_signed_in_with_google_goes_through_code_assist(
     # The CLI set up its Code Assist user through gate, then asked the model.
     assert {"loadCodeAssist", "onboardUser", "streamGenerateContent"} <= set(methods), methods
     assert all(s.path.startswith("/v1internal:") for s in seen), [s.path for s in seen]
-    assert all(s.headers.get("authorization") == f"Bearer {token}" for s in seen)
-    # Outside gate: only the token check, and nothing of the project in it.
-    assert google.answered and set(google.answered) == {
-        "POST oauth2.googleapis.com/tokeninfo"}, (google.answered, google.tried)
+    sent = google.refreshed if REFRESH in outside else token
+    assert all(s.headers.get("authorization") == f"Bearer {sent}" for s in seen)
+    # Outside gate: only Google's sign-in, and nothing of the project in it.
+    assert sorted(set(google.answered)) == sorted(outside), (google.answered, google.tried)
     assert not out.tried_outside, out.tried_outside
     assert not any(out.secret.encode() in b for b in google.bodies)
     rows = json.loads(subprocess.run([*GATE, "log", "--json"], capture_output=True, text=True,
                                      timeout=60, check=True).stdout)["requests"]
     assert any(r["upstream"] == "code-assist" and ":streamGenerateContent" in r["path"]
                and r["verdict"] == "modified" for r in rows), rows
+
+
+def test_gemini_cli_stops_when_google_cannot_check_its_token(
+        gate_dirs: dict[str, Path]) -> None:
+    """Without Google's token check the CLI falls back to an interactive login, which `-p`
+    cannot do: it exits before sending anything, to gate or elsewhere."""
+    c = signed_in("ya29.fake-" + os.urandom(16).hex(), YEAR, True)
+    out, google = run_signed_in(c, gate_dirs, google_down=True)
+    assert out.proc.returncode != 0, out.explain()
+    assert "Manual authorization is required" in out.proc.stderr, out.explain()
+    assert out.models.seen == [], [s.path for s in out.models.seen]
+    assert google.answered == [] and google.tried, out.explain()
+    assert all(t.startswith("CONNECT oauth2.googleapis.com:443") for t in google.tried)
