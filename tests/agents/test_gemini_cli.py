@@ -103,6 +103,10 @@ def test_gemini_cli_signed_in_with_google_goes_through_code_assist(
     assert_never_sent(replace(out, models=FakeGemini(seen=[
         s for s in seen if ":streamGenerateContent" in s.path])))
     assert_audited(out, gate_dirs, dict(os.environ))
+    for f in gate_dirs["data"].rglob("*"):  # auth headers are never stored
+        if f.is_file():
+            assert token.encode() not in f.read_bytes(), f
+            assert google.refreshed.encode() not in f.read_bytes(), f
     # The CLI set up its Code Assist user through gate, then asked the model.
     assert {"loadCodeAssist", "onboardUser", "streamGenerateContent"} <= set(methods), methods
     assert all(s.path.startswith("/v1internal:") for s in seen), [s.path for s in seen]
