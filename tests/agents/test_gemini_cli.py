@@ -1,11 +1,13 @@
 """The real Gemini CLI through `gate run`: read_file and run_shell_command results withheld,
 with an API key (Gemini API) and signed in with Google (Code Assist).
 
-Skipped unless `gemini` is on PATH or named by GATE_TEST_GEMINI_BIN, e.g.:
+The real-CLI tests (`agent_cli`) are skipped unless `gemini` is on PATH or named by
+GATE_TEST_GEMINI_BIN, e.g.:
     mkdir -p /tmp/agents && cd /tmp/agents && npm install @google/gemini-cli
     GATE_TEST_GEMINI_BIN=/tmp/agents/node_modules/.bin/gemini pytest tests/agents -q
-Everything stays on 127.0.0.1 (other traffic goes to a black-hole proxy); keys, OAuth tokens
-and the .env value are fakes made at run time. Gemini CLI 0.61 accepts GOOGLE_GEMINI_BASE_URL
+Everything stays on 127.0.0.1: Google's sign-in is faked behind a loopback HTTPS proxy
+(tests/google_signin.py), which drops all other traffic; keys, OAuth tokens and the .env
+value are fakes made at run time. Gemini CLI 0.61 accepts GOOGLE_GEMINI_BASE_URL
 in `-p` mode only once an auth type is selected, so the test's HOME selects "gemini-api-key"
 (or "oauth-personal", signed in).
 """
@@ -19,17 +21,68 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import httpx2 as httpx
 import pytest
 from google_signin import EMAIL, SCOPES, GoogleSignIn
 
 from agent_clis import PROMPT, Case, case, environment, project_files
 from agent_run import GATE, Outcome, assert_audited, assert_never_sent, check
 from agent_script import steps
-from gemini_upstream import FakeGemini
+from gate.config import Config, parse_upstream
+from gate.proxy.server import BackgroundGate
+from gemini_upstream import PROJECT, FakeGemini, code_assist_setup
 
-pytestmark = [pytest.mark.agent_cli, pytest.mark.timeout(300)]
+SETUP = [("POST", "loadCodeAssist", {"metadata": {"ideType": "IDE_UNSPECIFIED",
+                                                  "platform": "PLATFORM_UNSPECIFIED",
+                                                  "pluginType": "GEMINI"}}),
+         ("POST", "onboardUser", {"tierId": "free-tier", "metadata": {"pluginType": "GEMINI"}}),
+         ("POST", "loadCodeAssist", {"metadata": {"pluginType": "GEMINI"}}),
+         ("POST", "retrieveUserQuota", {"project": PROJECT}),
+         ("POST", "listExperiments", {"project": PROJECT, "metadata": {}}),
+         ("GET", "getCodeAssistGlobalUserSetting", None)]
 
 
+def test_code_assist_setup_calls_pass_through_gate(gate_dirs: dict[str, Path]) -> None:
+    """The setup calls Gemini CLI makes signed in with Google, as it makes them, through a
+    real gate: each reaches the fake and its answer comes back whole; the token is not kept."""
+    upstream = FakeGemini().start()
+    config = replace(Config(), port=0).with_upstreams(
+        {"code-assist": parse_upstream("code-assist", upstream.url)})
+    server = BackgroundGate(config, gate_dirs["data"])
+    token = "ya29.fake-" + os.urandom(16).hex()
+    try:
+        base = f"{server.start().base_url}/code-assist/v1internal"
+        for (verb, method, body), onboarded in zip(SETUP, (False, False, True, True, True, True),
+                                                   strict=True):
+            resp = httpx.request(verb, f"{base}:{method}", json=body, timeout=30, headers={
+                "authorization": f"Bearer {token}",
+                "user-agent": "GeminiCLI/0.61.0/gemini-2.5-pro (linux; x64; terminal)"})
+            assert resp.status_code == 200, (method, resp.text)
+            assert resp.json() == code_assist_setup(method, onboarded), method
+    finally:
+        server.stop()
+        upstream.stop()
+    assert [(s.method, s.path) for s in upstream.seen] == [
+        (verb, f"/v1internal:{method}") for verb, method, _ in SETUP]
+    assert all(s.headers["authorization"] == f"Bearer {token}" for s in upstream.seen)
+    for f in gate_dirs["data"].rglob("*"):
+        if f.is_file():
+            assert token.encode() not in f.read_bytes(), f
+
+
+def test_fake_code_assist_answers_only_the_calls_it_knows() -> None:
+    """So a call a new CLI version makes fails loudly instead of getting a made-up answer."""
+    assert code_assist_setup("noSuchMethod", onboarded=True) is None
+    upstream = FakeGemini().start()
+    try:
+        resp = httpx.get(f"{upstream.url}/v1internal:noSuchMethod", timeout=10)
+    finally:
+        upstream.stop()
+    assert resp.status_code == 404 and resp.json()["error"]["status"] == "NOT_FOUND"
+
+
+@pytest.mark.agent_cli
+@pytest.mark.timeout(300)
 def test_gemini_cli_reads_of_env_are_withheld(gate_dirs: dict[str, Path]) -> None:
     out = check(case("gemini-cli", "read-and-shell"), gate_dirs)
     assert all(":streamGenerateContent" in s.path for s in out.models.seen if s.body)
@@ -86,6 +139,8 @@ REFRESH = "POST oauth2.googleapis.com/token"
 USERINFO = "GET www.googleapis.com/oauth2/v2/userinfo"
 
 
+@pytest.mark.agent_cli
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize(("expires_in", "account", "outside"), [
     (YEAR, True, [TOKENINFO]),                # signed in, token valid: checked on start
     (-60, True, [REFRESH, TOKENINFO]),        # token expired: refreshed with Google first
@@ -122,6 +177,8 @@ def test_gemini_cli_signed_in_with_google_goes_through_code_assist(
                and r["verdict"] == "modified" for r in rows), rows
 
 
+@pytest.mark.agent_cli
+@pytest.mark.timeout(300)
 def test_gemini_cli_stops_when_google_cannot_check_its_token(
         gate_dirs: dict[str, Path]) -> None:
     """Without Google's token check the CLI falls back to an interactive login, which `-p`
