@@ -2,11 +2,12 @@
 
 Gemini CLI signed in with Google checks its cached access token at
 https://oauth2.googleapis.com/tokeninfo on every start, through HTTPS_PROXY, before it sends
-anything to Code Assist; a token that cannot be checked sends it to an interactive login.
-That call never goes to CODE_ASSIST_ENDPOINT, so gate cannot carry it. This proxy answers
-it from loopback: CONNECT to a host in `HOSTS` is terminated with a certificate from a CA
-made at run time (the agent trusts it through NODE_EXTRA_CA_CERTS), anything else is
-recorded and dropped, as agent_clis.BlackHole drops it.
+anything to Code Assist (a token that cannot be checked sends it to an interactive login);
+it refreshes an expired token at …/token and may look the account up at
+www.googleapis.com. Those calls never go to CODE_ASSIST_ENDPOINT, so gate cannot carry
+them. This proxy answers them from loopback: CONNECT to a host in `HOSTS` is terminated
+with a certificate from a CA made at run time (the agent trusts it through
+NODE_EXTRA_CA_CERTS); anything else is recorded and dropped, as agent_clis.BlackHole does.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ class GoogleSignIn(LoopbackServer):
 
         class Connect(socketserver.StreamRequestHandler):
             def handle(self) -> None:
-                with contextlib.suppress(OSError, ssl.SSLError):
+                with contextlib.suppress(OSError):  # ssl.SSLError is one too
                     head = self.rfile.readline(4096).decode("latin-1").strip()
                     while self.rfile.readline(4096).strip():
                         pass
