@@ -167,6 +167,7 @@ def test_gemini_cli_signed_in_with_google_goes_through_code_assist(
     assert all(s.path.startswith("/v1internal:") for s in seen), [s.path for s in seen]
     sent = google.refreshed if REFRESH in outside else token
     assert all(s.headers.get("authorization") == f"Bearer {sent}" for s in seen)
+    assert sent in (gate_dirs["home"] / ".gemini/oauth_creds.json").read_text()
     # Outside gate: only Google's sign-in, and nothing of the project in it.
     assert sorted(set(google.answered)) == sorted(outside), (google.answered, google.tried)
     assert not out.tried_outside, out.tried_outside
