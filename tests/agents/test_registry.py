@@ -87,7 +87,7 @@ def test_opencode_gets_a_config_overlay_of_base_urls_only() -> None:
 @pytest.mark.parametrize(("name", "routes"), [
     ("generic", {"anthropic", "openai", "gemini"}), ("claude-code", {"anthropic"}),
     ("codex", {"openai"}), ("opencode", {"anthropic", "openai", "gemini"}),
-    ("gemini-cli", {"gemini"}), ("copilot", {"copilot"}),
+    ("gemini-cli", {"gemini", "code-assist"}), ("copilot", {"copilot"}),
     ("aider", {"anthropic", "openai", "gemini"}),
 ])
 def test_routes(name: str, routes: set[str]) -> None:
