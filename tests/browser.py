@@ -42,9 +42,12 @@ def chromium_path() -> Path:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[object]:
-    """A headless chromium (a playwright Browser); each test opens its own pages."""
+    """A headless chromium (a playwright Browser); each test opens its own pages.
+
+    One per test, not per session: Playwright's sync API keeps an event loop in the main
+    thread while it runs, which makes a later test's `asyncio.run()` fail."""
     path = chromium_path()
     from playwright.sync_api import sync_playwright
 
