@@ -1,0 +1,53 @@
+"""Chunking: spans cover a body exactly, cut at element boundaries, and re-synchronise."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from audit.session_kit import bodies
+
+from gate.audit import chunks
+
+
+@pytest.mark.parametrize("body", [
+    b"", b"x", os.urandom(5000), b'[{"a":1},{"b":2}]' * 400, b'},{"' * 3000,
+    json.dumps([{"k": "v" * 600}] * 20).encode(),  # `}, {"` with a space
+    "é€😀".encode() * 2000 + b"\xff\xfe",
+])
+def test_spans_cover_the_body_exactly(body: bytes) -> None:
+    spans = chunks.split(body)
+    assert b"".join(body[a:b] for a, b in spans) == body
+    assert all(a < b for a, b in spans[:-1]) and spans[0][0] == 0
+    assert all(b - a >= chunks.MIN_CHUNK for a, b in spans[:-1])
+
+
+def test_cuts_fall_where_an_element_begins() -> None:
+    body = json.dumps({"messages": [{"role": "user", "content": "w" * 700}] * 5}).encode()
+    spans = chunks.split(body)
+    assert len(spans) == 5
+    assert all(body[a:a + 9] == b'{"role": ' for a, _ in spans[1:])
+
+
+def test_a_turn_shares_almost_every_chunk_with_the_previous_one() -> None:
+    """cache_control moves from one message to the next between turns (an edit well before
+    the end), yet only the edited and the new elements make new chunks."""
+    seq = list(bodies(30))
+    before, after = seq[-2], seq[-1]
+    old = {chunks.digest(before[a:b]) for a, b in chunks.split(before)}
+    new = [after[a:b] for a, b in chunks.split(after) if chunks.digest(after[a:b]) not in old]
+    assert sum(map(len, new)) < 0.1 * len(after)
+    assert len(new) <= 4
+
+
+def test_refs_round_trip_and_pack_small() -> None:
+    ids = [*range(1, 2001), 5, 5, 3, 10_000_000_000]
+    blob = chunks.pack_refs(ids)
+    assert chunks.unpack_refs(blob) == ids
+    assert len(chunks.pack_refs(list(range(1, 2001)))) < 100
+
+
+def test_text_of_undoes_json_escapes() -> None:
+    raw = json.dumps({"t": "line one\nline \"two\"\tend \u00e9 \ud83d"}).encode()
+    assert chunks.text_of(raw) == '{"t": "line one\nline "two"\tend é  "}'
