@@ -1,12 +1,14 @@
 """Bodies cut into content-addressed chunks at JSON element boundaries, so a resent
 conversation is stored once.
 
-Agents resend the whole conversation every turn. Cutting where one array element ends and
-the next begins (`},{"`, found by a regex with a literal prefix, i.e. a C-speed byte
-search) puts each message, content block and tool in its own chunk, so turn N+1 shares
-every chunk of turn N except the few it changed. Pieces are merged up to MIN_CHUNK bytes
-(fewer rows); the merge re-synchronises after any element of MIN_CHUNK or more, so an edit
-early in the body (a moved `cache_control`) does not shift every later chunk.
+Agents resend the whole conversation every turn. Cutting just after an object that ends an
+array element (`}` followed by `,{"` or by `]`, found by a regex with a literal prefix, a
+C-speed byte search) puts each message, content block and tool in its own chunk, so turn
+N+1 shares every chunk of turn N except the few it changed. The cut is after the `}`, not
+before the next `{`, so the last message of turn N (followed by `]`) is the same chunk when
+turn N+1 follows it with `,{"`. Pieces are merged up to MIN_CHUNK bytes (fewer rows); the
+merge re-synchronises after any element of MIN_CHUNK or more, so an edit early in the body
+(a moved `cache_control`) does not shift every later chunk.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from array import array
 import zstandard
 
 MIN_CHUNK = 512
-# Between two objects of an array, with or without the space Python's json.dumps puts there.
-_BOUNDARY = re.compile(rb'\}, ?\{"')
+# An object ending an array element: another follows (with or without the space Python's
+# json.dumps puts there), or the array ends.
+_BOUNDARY = re.compile(rb'\}(?=, ?\{"|\])')
 HASH_BYTES = 32  # sha256: chunk ids on disk are content hashes, also the chain's input
 
 
@@ -28,7 +31,7 @@ def split(body: bytes) -> list[tuple[int, int]]:
     spans = []
     start = 0
     for m in _BOUNDARY.finditer(body):
-        cut = m.end() - 2  # the next element starts at its `{"`
+        cut = m.end()
         if cut - start >= MIN_CHUNK:
             spans.append((start, cut))
             start = cut

@@ -322,8 +322,9 @@ def _hint(exc: sqlite3.Error, settings: AuditSettings) -> str:
     if name == "SQLITE_BUSY" or "locked" in str(exc):
         return (f"another process held the audit database longer than audit.lock_timeout_ms"
                 f" ({settings.lock_timeout_ms} ms); find it with `fuser` on audit.db")
-    if name == "SQLITE_FULL" or "full" in str(exc):
-        return "free disk space (or lower audit.max_size_mb / audit.retention_days)"
+    if name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"):
+        return ("free disk space (a full disk, a file size limit or a failing disk stops"
+                " writes), or lower audit.max_size_mb / audit.retention_days")
     if name == "SQLITE_READONLY" or "readonly" in str(exc):
         return "make the data dir and audit.db writable by the user running gate"
     return "see gate's log; `gate audit verify` checks the database"

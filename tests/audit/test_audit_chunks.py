@@ -23,11 +23,23 @@ def test_spans_cover_the_body_exactly(body: bytes) -> None:
     assert all(b - a >= chunks.MIN_CHUNK for a, b in spans[:-1])
 
 
-def test_cuts_fall_where_an_element_begins() -> None:
+def test_cuts_fall_where_an_element_ends() -> None:
     body = json.dumps({"messages": [{"role": "user", "content": "w" * 700}] * 5}).encode()
     spans = chunks.split(body)
-    assert len(spans) == 5
-    assert all(body[a:a + 9] == b'{"role": ' for a, _ in spans[1:])
+    assert len(spans) == 6  # five messages, then the `]}` closing the body
+    assert all(body[a:a + 11] == b', {"role": ' for a, _ in spans[1:5])
+    assert body[spans[-1][0]:] == b"]}"
+
+
+def test_the_last_message_is_the_same_chunk_once_another_follows() -> None:
+    msg = {"role": "user", "content": "q" * 600}
+    turn = json.dumps({"messages": [msg, msg | {"content": "z" * 600}], "model": "m"},
+                      separators=(",", ":")).encode()
+    later = json.dumps({"messages": [msg, msg | {"content": "z" * 600}, msg], "model": "m"},
+                       separators=(",", ":")).encode()
+    pieces = {turn[a:b] for a, b in chunks.split(turn)}
+    assert sum(len(later[a:b]) for a, b in chunks.split(later)
+               if later[a:b] not in pieces) < 700
 
 
 def test_a_turn_shares_almost_every_chunk_with_the_previous_one() -> None:

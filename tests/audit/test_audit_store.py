@@ -126,6 +126,25 @@ def test_schema_two_rows_are_chunked_chained_and_read_back(tmp_path: Path) -> No
                                 ).fetchone()[0] == 0
 
 
+def test_a_full_database_fails_the_write_and_leaves_nothing_half_written(
+        tmp_path: Path) -> None:
+    store = AuditStore(tmp_path / "audit.db")
+    first = record(store, b'{"a":1}')
+    db = store.conn()
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count={pages + 2}")  # the database may not grow
+    body = json.dumps({"messages": [{"role": "user", "content": os.urandom(9000).hex()}] * 3})
+    with pytest.raises(AuditError) as err:
+        record(store, body.encode())
+    assert "database or disk is full" in err.value.message and "free disk space" in (
+        err.value.hint or "")
+    assert db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 1  # rolled back whole
+    db.execute("PRAGMA max_page_count=1073741823")
+    rid = record(store, body.encode())  # no chunk id from the failed write is reused
+    assert store.body_of(rid) == body.encode() and store.body_of(first) == b'{"a":1}'
+    assert chain.verify(db).ok
+
+
 def test_a_newer_schema_is_refused_and_left_untouched(tmp_path: Path) -> None:
     path = tmp_path / "audit.db"
     AuditStore(path)
