@@ -26,17 +26,45 @@ _BOUNDARY = re.compile(rb'\}(?=, ?\{"|\])')
 HASH_BYTES = 32  # sha256: chunk ids on disk are content hashes, also the chain's input
 
 
-def split(body: bytes) -> list[tuple[int, int]]:
-    """(start, end) spans covering `body` exactly, in order."""
+# A cut after position p is decided by the bytes before p and these many after it.
+_LOOKAHEAD = 4
+
+Spans = list[tuple[int, int]]
+
+
+def split(body: bytes, start: int = 0) -> Spans:
+    """(start, end) spans covering `body[start:]` exactly, in order."""
     spans = []
-    start = 0
-    for m in _BOUNDARY.finditer(body):
+    for m in _BOUNDARY.finditer(body, start):
         cut = m.end()
         if cut - start >= MIN_CHUNK:
             spans.append((start, cut))
             start = cut
     spans.append((start, len(body)))
     return spans
+
+
+def split_like(body: bytes, prev: tuple[bytes, Spans, list[bytes]] | None
+               ) -> tuple[Spans, list[bytes]]:
+    """Spans and chunk hashes of `body`, reusing those of the session's previous body (its
+    bytes, spans, hashes) for the leading spans whose bytes, and the few after them that
+    decide the cut, are equal: the result is exactly split()'s, but turn N+1 of a
+    conversation costs a memcmp of what it shares with turn N plus hashing what is new."""
+    keep = 0
+    if prev is not None:
+        old, old_spans, _ = prev
+        view = memoryview(old)
+        for a, b in old_spans:
+            if b + _LOOKAHEAD > len(old) or not body.startswith(view[a:b + _LOOKAHEAD], a):
+                break
+            keep += 1
+    start = prev[1][keep - 1][1] if prev is not None and keep else 0
+    rest = split(body, start)
+    view = memoryview(body)
+    fresh = [digest(view[a:b]) for a, b in rest]
+    if prev is None or not keep:
+        return rest, fresh
+    return prev[1][:keep] + rest, prev[2][:keep] + fresh
 
 
 def digest(data: bytes | memoryview) -> bytes:

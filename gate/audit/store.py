@@ -28,6 +28,7 @@ from gate.errors import GateError
 # New chunks up to this many bytes per request are compressed inline (well under a ms).
 INLINE_COMPRESS = 64 << 10
 _CACHE_MAX = 200_000  # chunk hash → id entries kept in memory
+_RECENT_SESSIONS, _RECENT_BYTES = 64, 64 << 20  # last bodies kept, per session
 _CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
 
 
@@ -54,6 +55,8 @@ class AuditStore:
         self._local = threading.local()
         self._write = threading.Lock()
         self._known: dict[bytes, int] = {}   # chunk hash → id, for chunks known committed
+        # Each session's last body with its spans and hashes (see chunks.split_like).
+        self._recent: dict[str, tuple[bytes, chunks.Spans, list[bytes]]] = {}
         self._gen = ""                        # chunk generation the cache belongs to
         dirs.private_dir(path.parent)
         self._open()
@@ -139,9 +142,8 @@ class AuditStore:
                 hint=_hint(exc, self.settings)) from exc
 
     def _insert(self, fields: dict[str, Any], body: bytes | None) -> int:
-        spans = chunks.split(body) if body is not None else []
-        view = memoryview(body) if body is not None else memoryview(b"")
-        hashes = [chunks.digest(view[a:b]) for a, b in spans]
+        spans, hashes = self._split(body, fields.get("session"))
+        view = memoryview(body or b"")
         db = self.conn()
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -191,6 +193,20 @@ class AuditStore:
         if new_ids and self.worker is not None:
             self.worker.wake()
         return int(fields["id"])
+
+    def _split(self, body: bytes | None, session: str | None) -> tuple[chunks.Spans,
+                                                                        list[bytes]]:
+        """Spans and hashes, reusing the session's previous body's for the shared prefix."""
+        if body is None:
+            return [], []
+        prev = self._recent.pop(session, None) if session else None
+        spans, hashes = chunks.split_like(body, prev)
+        if session:
+            self._recent[session] = (body, spans, hashes)  # newest last
+            while len(self._recent) > _RECENT_SESSIONS or sum(
+                    len(b) for b, _, _ in self._recent.values()) > _RECENT_BYTES:
+                self._recent.pop(next(iter(self._recent)))
+        return spans, hashes
 
     def _insert_chunk(self, db: sqlite3.Connection, digest: bytes, piece: memoryview,
                       inline: bool) -> int:

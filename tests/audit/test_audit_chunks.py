@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import random
 
 import pytest
 from audit.session_kit import bodies
@@ -51,6 +53,29 @@ def test_a_turn_shares_almost_every_chunk_with_the_previous_one() -> None:
     new = [after[a:b] for a, b in chunks.split(after) if chunks.digest(after[a:b]) not in old]
     assert sum(map(len, new)) < 0.1 * len(after)
     assert len(new) <= 4
+
+
+def _full(body: bytes) -> tuple[chunks.Spans, list[bytes]]:
+    spans = chunks.split(body)
+    return spans, [chunks.digest(body[a:b]) for a, b in spans]
+
+
+def test_reusing_the_previous_turn_gives_exactly_a_full_split() -> None:
+    """split_like skips what the session's previous body shares; whatever the edit, its
+    result must equal chunking from scratch."""
+    rand = random.Random(5)
+    seq = list(bodies(25, result_lines=15))
+    cases = [*itertools.pairwise(seq), (seq[-1], seq[-1]), (seq[-1], seq[3]), (seq[3], b""),
+             (b"", seq[3])]
+    for _ in range(200):  # random edits: a byte flipped, cut out or put in, anywhere
+        old = rand.choice(seq)
+        at = rand.randrange(len(old))
+        edit = rand.choice([old[:at] + b"}" + old[at + 1:], old[:at] + old[at + 7:],
+                            old[:at] + b'},{"' + old[at:], old[:at] + b"]" + old[at:]])
+        cases.append((old, edit))
+    for old, new in cases:
+        prev = (old, *_full(old))
+        assert chunks.split_like(new, prev) == _full(new)
 
 
 def test_refs_round_trip_and_pack_small() -> None:
