@@ -58,6 +58,8 @@ class AuditStore:
         # Each session's last body with its spans and hashes (see chunks.split_like).
         self._recent: dict[str, tuple[bytes, chunks.Spans, list[bytes]]] = {}
         self._gen = ""                        # chunk generation the cache belongs to
+        # With a background pass, it checkpoints the WAL: not the request's commit.
+        self._background = background
         dirs.private_dir(path.parent)
         self._open()
         self.worker = None
@@ -107,6 +109,8 @@ class AuditStore:
             db.row_factory = sqlite3.Row
             try:
                 _configure(db)
+                if self._background:
+                    db.execute("PRAGMA wal_autocheckpoint=0")
             except BaseException:
                 db.close()
                 raise
@@ -190,7 +194,7 @@ class AuditStore:
         if len(self._known) + len(fresh) > _CACHE_MAX:
             self._known.clear()
         self._known.update(fresh)
-        if new_ids and self.worker is not None:
+        if self.worker is not None:
             self.worker.wake()
         return int(fields["id"])
 

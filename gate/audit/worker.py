@@ -1,5 +1,6 @@
-"""The serving gate's background thread: packs and indexes new chunks after their requests
-left, and prunes by retention at start and hourly."""
+"""The serving gate's background thread: after requests have left, it packs and indexes
+their new chunks and checkpoints the WAL (so no request's commit pays for a checkpoint);
+it prunes by retention at start and hourly."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from gate.audit.store import AuditStore
 
 PRUNE_EVERY = 3600.0
+IDLE_WAKE = 60.0
 
 
 class Worker(threading.Thread):
@@ -37,7 +39,7 @@ class Worker(threading.Thread):
     def run(self) -> None:
         self._wake.set()
         while True:
-            self._wake.wait(timeout=PRUNE_EVERY)
+            self._wake.wait(timeout=IDLE_WAKE)
             self._wake.clear()
             self._pass()
             if self._stopping.is_set():
@@ -45,10 +47,12 @@ class Worker(threading.Thread):
         self.store.close_thread()
 
     def _pass(self) -> None:
+        db = self.store.conn()
         try:
-            index.index_pending(self.store.conn())
+            index.index_pending(db)
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
         except Exception as exc:  # the chunks stay readable (raw) and are retried next pass
-            logger.warning("audit: background indexing failed ({}: {})", type(exc).__name__, exc)
+            logger.warning("audit: background pass failed ({}: {})", type(exc).__name__, exc)
         if time.monotonic() < self._next_prune or self._stopping.is_set():
             return
         self._next_prune = time.monotonic() + PRUNE_EVERY
