@@ -31,7 +31,7 @@ import zstandard
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from latency import _sources, _system, _tools
 
-from gate.audit import index
+from gate.audit import index, worker
 from gate.audit.store import AuditStore
 
 PROJECT = Path("/home/dev/project")
@@ -162,7 +162,7 @@ def timing_report(final: int, label: str, samples: int) -> None:
 def _background(db: sqlite3.Connection) -> None:
     """What gate serve's background thread does after a request (gate.audit.worker)."""
     index.index_pending(db)
-    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    worker.checkpoint(db, Path(db.execute("PRAGMA database_list").fetchone()[2]))
 
 
 def _plain_times(path: Path, bodies: list[bytes], compress: bool) -> list[float]:

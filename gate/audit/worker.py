@@ -4,8 +4,11 @@ it prunes by retention at start and hourly."""
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loguru import logger
@@ -17,6 +20,18 @@ if TYPE_CHECKING:
 
 PRUNE_EVERY = 3600.0
 IDLE_WAKE = 60.0
+WAL_BYTES = 8 << 20
+
+
+def checkpoint(db: sqlite3.Connection, path: Path) -> None:
+    """Copy the WAL back into the database once it is large. Not after every pass: the
+    first commit after a checkpoint restarts the WAL, which costs that request a few ms."""
+    try:
+        size = os.stat(f"{path}-wal").st_size
+    except FileNotFoundError:
+        return
+    if size > WAL_BYTES:
+        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
 class Worker(threading.Thread):
@@ -50,7 +65,7 @@ class Worker(threading.Thread):
         db = self.store.conn()
         try:
             index.index_pending(db)
-            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            checkpoint(db, self.store.path)
         except Exception as exc:  # the chunks stay readable (raw) and are retried next pass
             logger.warning("audit: background pass failed ({}: {})", type(exc).__name__, exc)
         if time.monotonic() < self._next_prune or self._stopping.is_set():
