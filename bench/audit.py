@@ -150,13 +150,22 @@ def timing_report(final: int, label: str, samples: int) -> None:
             t0 = time.perf_counter()
             _background(db)
             background.append(time.perf_counter() - t0)
+        cold = []  # a body whose every chunk is new (a conversation resumed after a restart)
+        for k in range(max(3, samples // 4)):
+            body = turn100[0].replace(b"e", b"EFGHIJKLMN"[k:k + 1])
+            t0 = time.perf_counter()
+            store.record_request(**{**META, "session": f"s:cold{k}"}, request_bytes=len(body),
+                                 body=body)
+            cold.append(time.perf_counter() - t0)
+            _background(db)
         store.close()
         plain = _plain_times(Path(tmp) / "plain.db", turn100, compress=True)
         raw = _plain_times(Path(tmp) / "raw.db", turn100, compress=False)
     size = len(turn100[0])
     print(f"  {label:>6} ({size / 1e3:6.0f} KB)  gate p50 {_ms(ours, 50)}  p90 {_ms(ours, 90)}"
           f"  | zstd insert p50 {_ms(plain, 50)}  | raw insert p50 {_ms(raw, 50)}"
-          f"  | background p50 {_ms(background, 50)}")
+          f"  | background p50 {_ms(background, 50)}\n{'':>20}gate, every chunk new p50"
+          f" {_ms(cold, 50)}")
 
 
 def _background(db: sqlite3.Connection) -> None:

@@ -79,7 +79,7 @@ def verify(db: sqlite3.Connection) -> Verdict:
     hashes: dict[int, bytes] = {}
     n_chunks = 0
     for cid, digest, codec, data in db.execute("SELECT id, hash, codec, data FROM chunks"):
-        raw = data if codec == "raw" else _unzstd(data)
+        raw = chunks.stored(codec, data)
         n_chunks += 1
         if chunks.digest(raw) != digest:
             return Verdict(False, 0, n_chunks, None, None,
@@ -121,9 +121,3 @@ def _check_row(fields: dict[str, Any], prev: bytes, hashes: dict[int, bytes]) ->
     if response_hash(fields) != fields["response_hash"]:
         return "its response fields (status, latency, tokens, error) were edited"
     return None
-
-
-def _unzstd(data: bytes) -> bytes:
-    import zstandard
-
-    return zstandard.ZstdDecompressor().decompress(data)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from array import array
 
 import zstandard
@@ -77,16 +78,40 @@ def body_digest(chunk_hashes: list[bytes]) -> bytes:
     return hashlib.sha256(b"".join(chunk_hashes)).digest()
 
 
+_zstd = threading.local()
+
+
+def pack(data: bytes | memoryview) -> bytes:
+    """zstd level 3, with this thread's compressor: making one per call costs more than
+    compressing a small chunk."""
+    codec = getattr(_zstd, "c", None)
+    if codec is None:
+        codec = _zstd.c = zstandard.ZstdCompressor(level=3)
+    return bytes(codec.compress(data))
+
+
+def unpack(data: bytes) -> bytes:
+    codec = getattr(_zstd, "d", None)
+    if codec is None:
+        codec = _zstd.d = zstandard.ZstdDecompressor()
+    return bytes(codec.decompress(data))
+
+
+def stored(codec: str, data: bytes) -> bytes:
+    """A chunk's raw bytes from its row (`codec` is zstd, or raw before the background pass)."""
+    return bytes(data) if codec == "raw" else unpack(data)
+
+
 def pack_refs(ids: list[int]) -> bytes:
     """A request's chunk ids, delta-coded then zstd'd: a resent conversation's ids run in
     insertion order, so the deltas are mostly 1 and pack to a few bytes per hundred."""
     deltas = array("q", (b - a for a, b in zip([0, *ids], ids, strict=False)))
-    return zstandard.ZstdCompressor(level=3).compress(deltas.tobytes())
+    return pack(deltas.tobytes())
 
 
 def unpack_refs(blob: bytes) -> list[int]:
     deltas = array("q")
-    deltas.frombytes(zstandard.ZstdDecompressor().decompress(blob))
+    deltas.frombytes(unpack(blob))
     out, total = [], 0
     for d in deltas:
         total += d

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import zstandard
-
 from gate.audit import chunks
 
 _BATCH_BYTES = 1 << 20  # per write transaction: keeps the lock short for the hot path
@@ -25,8 +23,8 @@ def index_pending(db: sqlite3.Connection) -> int:
         total = 0
         # The slow part (compressing, tokenising input) happens before the lock is taken.
         for cid, codec, data in rows:
-            raw = bytes(data) if codec == "raw" else zstandard.ZstdDecompressor().decompress(data)
-            packed = zstandard.ZstdCompressor(level=3).compress(raw) if codec == "raw" else None
+            raw = chunks.stored(codec, data)
+            packed = chunks.pack(raw) if codec == "raw" else None
             work.append((cid, packed, chunks.text_of(raw)))
             total += len(raw)
             if total >= _BATCH_BYTES:
@@ -59,7 +57,7 @@ def forget(db: sqlite3.Connection, cid: int) -> None:
         return
     codec, data, indexed = row
     if indexed:
-        raw = bytes(data) if codec == "raw" else zstandard.ZstdDecompressor().decompress(data)
+        raw = chunks.stored(codec, data)
         db.execute("INSERT INTO chunk_text (chunk_text, rowid, text) VALUES ('delete', ?, ?)",
                    (cid, chunks.text_of(raw)))
     db.execute("DELETE FROM chunks WHERE id=?", (cid,))

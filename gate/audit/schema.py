@@ -94,8 +94,6 @@ def upgrade_legacy(db: sqlite3.Connection) -> None:
     """Rows from schemas 1-2 hold their body in `body` and no hashes: chunk their bodies and
     chain them, in id order, once. They precede every chained row (new rows are always
     chained), so the chain then starts at the first row as if it had always been there."""
-    import zstandard
-
     db.execute("BEGIN IMMEDIATE")
     try:
         prev = chain.GENESIS
@@ -106,8 +104,7 @@ def upgrade_legacy(db: sqlite3.Connection) -> None:
             fields = dict(row)
             blob = fields["body"]
             if blob is not None:
-                if fields["body_codec"] == "zstd":
-                    blob = zstandard.ZstdDecompressor().decompress(blob)
+                blob = chunks.stored(fields["body_codec"], blob)
                 ids, hashes = store_chunks(db, blob)
                 fields["body_digest"] = chunks.body_digest(hashes)
                 fields["chunk_refs"] = chunks.pack_refs(ids)
@@ -127,8 +124,6 @@ def upgrade_legacy(db: sqlite3.Connection) -> None:
 def store_chunks(db: sqlite3.Connection, body: bytes) -> tuple[list[int], list[bytes]]:
     """Chunk ids and hashes of `body`, inserting the chunks not stored yet (compressed).
     The slow path, for upgrades; the store's hot path keeps a hash → id cache."""
-    import zstandard
-
     ids, hashes = [], []
     for start, end in chunks.split(body):
         piece = body[start:end]
@@ -137,7 +132,7 @@ def store_chunks(db: sqlite3.Connection, body: bytes) -> tuple[list[int], list[b
         if row is None:
             cur = db.execute("INSERT INTO chunks (hash, size, codec, data) VALUES (?,?,?,?)",
                              (digest, len(piece), "zstd",
-                              zstandard.ZstdCompressor(level=3).compress(piece)))
+                              chunks.pack(piece)))
             ids.append(int(cur.lastrowid or 0))
         else:
             ids.append(int(row[0]))

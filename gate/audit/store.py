@@ -1,8 +1,9 @@
 """SQLite audit store: every request committed, chunked and chained, before it is sent.
 
-The insert is on the request's hot path, so it does only C-speed work per byte (a regex
-for the cut points, sha256) and compresses only chunks it has not stored before; large new
-chunks are written raw and packed, with the full-text indexing, by a background pass.
+The insert is on the request's hot path, so it does only C-speed work per byte (a memcmp
+against the session's previous body, a regex for the cut points, sha256 of what is new)
+and writes only chunks it has not stored before, raw; a background pass packs them (zstd)
+and indexes them for full-text search after the request has left.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import zstandard
 from loguru import logger
 
 from gate import dirs
@@ -25,8 +25,6 @@ from gate.audit import chain, chunks, schema
 from gate.config import AuditSettings
 from gate.errors import GateError
 
-# New chunks up to this many bytes per request are compressed inline (well under a ms).
-INLINE_COMPRESS = 64 << 10
 _CACHE_MAX = 200_000  # chunk hash → id entries kept in memory
 _RECENT_SESSIONS, _RECENT_BYTES = 64, 64 << 20  # last bodies kept, per session
 _CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
@@ -154,16 +152,13 @@ class AuditStore:
             self._check_generation(db)
             fresh: dict[bytes, int] = {}
             new_ids: list[int] = []
-            budget = INLINE_COMPRESS
             ids = []
             for digest, (a, b) in zip(hashes, spans, strict=True):
                 cid = self._known.get(digest) or fresh.get(digest)
                 if cid is None:
                     row = db.execute("SELECT id FROM chunks WHERE hash=?", (digest,)).fetchone()
                     if row is None:
-                        inline = b - a <= budget
-                        budget -= (b - a) if inline else 0
-                        cid = self._insert_chunk(db, digest, view[a:b], inline)
+                        cid = self._insert_chunk(db, digest, view[a:b])
                         new_ids.append(cid)
                     else:
                         cid = int(row[0])
@@ -212,11 +207,11 @@ class AuditStore:
                 self._recent.pop(next(iter(self._recent)))
         return spans, hashes
 
-    def _insert_chunk(self, db: sqlite3.Connection, digest: bytes, piece: memoryview,
-                      inline: bool) -> int:
-        data = zstandard.ZstdCompressor(level=3).compress(piece) if inline else piece
+    def _insert_chunk(self, db: sqlite3.Connection, digest: bytes, piece: memoryview) -> int:
+        # Raw: a zstd frame costs tens of µs to set up even for a small chunk, so new chunks
+        # are packed by the background pass, after the request has left.
         cur = db.execute("INSERT INTO chunks (hash, size, codec, data) VALUES (?,?,?,?)",
-                         (digest, len(piece), "zstd" if inline else "raw", data))
+                         (digest, len(piece), "raw", piece))
         return int(cur.lastrowid or 0)
 
     def _check_generation(self, db: sqlite3.Connection) -> None:
@@ -281,7 +276,7 @@ class AuditStore:
                 f"SELECT id, codec, data FROM chunks WHERE id IN ({','.join('?' * len(part))})",  # noqa: S608
                 part)
             for cid, codec, data in cur:
-                out[cid] = bytes(data) if codec == "raw" else _unzstd(data)
+                out[cid] = chunks.stored(codec, data)
         return out
 
     def body_of(self, row_id: int) -> bytes | None:
@@ -291,7 +286,7 @@ class AuditStore:
         if row is None or (row[0] is None and row[1] is None):
             return None
         if row[0] is None:  # a schema-2 row not upgraded (a read-only copy)
-            return bytes(row[1]) if row[2] == "raw" else _unzstd(row[1])
+            return chunks.stored(row[2], row[1])
         ids = chunks.unpack_refs(row[0])
         data = self.chunk_data(ids)
         return b"".join(data[i] for i in ids)
@@ -331,10 +326,6 @@ def _configure(db: sqlite3.Connection) -> None:
     # Committed rows survive a killed gate (WAL); only a power loss may lose the last
     # ones, a cost paid to keep an fsync off every request.
     db.execute("PRAGMA synchronous=NORMAL")
-
-
-def _unzstd(data: bytes) -> bytes:
-    return zstandard.ZstdDecompressor().decompress(data)
 
 
 def _hint(exc: sqlite3.Error, settings: AuditSettings) -> str:

@@ -20,23 +20,24 @@ from gate.screen.fingerprints import DeniedIndex, Source, encoded_forms, units_o
 
 
 @click.command("search")
-@click.argument("text", required=False)
+@click.argument("words", nargs=-1)
 @click.option("--value-of", "value_of", type=click.Path(exists=True, dir_okay=False,
                                                          path_type=Path),
               help="Instead of TEXT: did any value in this file (a .env, a key file) leave?")
 @since_option
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
 @json_option
-def search_cmd(text: str | None, value_of: Path | None, since: float | None, limit: int,
+def search_cmd(words: tuple[str, ...], value_of: Path | None, since: float | None, limit: int,
                as_json: bool) -> None:
     """Search what was sent (full-text, with snippets), or check a file's values.
 
-    `gate search "integration tests"` lists each stored piece of a body holding the text,
+    `gate search integration tests` lists each stored piece of a body holding the text,
     the first request that sent it and how many sent it again. `gate search --value-of .env`
     looks for every value of the file, as written and encoded (base64, hex, URL, JSON), in
     everything sent, and in what gate withheld (by fingerprint); values are never printed.
     Exit 1 when something was found.
     """
+    text = " ".join(words) if words else None
     if (text is None) == (value_of is None):
         raise click.UsageError("give TEXT or --value-of FILE (one of them)")
     store = open_store()
