@@ -77,14 +77,15 @@ def verify(db: sqlite3.Connection) -> Verdict:
     from gate.audit import chunks
 
     hashes: dict[int, bytes] = {}
-    n_chunks = 0
-    for cid, digest, codec, data in db.execute("SELECT id, hash, codec, data FROM chunks"):
+    for bid, codec, data in db.execute("SELECT id, codec, data FROM blocks"):
         raw = chunks.stored(codec, data)
-        n_chunks += 1
-        if chunks.digest(raw) != digest:
-            return Verdict(False, 0, n_chunks, None, None,
-                           f"chunk {cid} does not match its hash: its bytes were edited")
-        hashes[cid] = digest
+        for cid, digest, start, size in db.execute(
+                "SELECT id, hash, start, size FROM chunks WHERE block=?", (bid,)):
+            if chunks.digest(raw[start:start + size]) != digest:
+                return Verdict(False, 0, len(hashes), None, None,
+                               f"chunk {cid} does not match its hash: its bytes were edited")
+            hashes[cid] = digest
+    n_chunks = len(hashes)
     last_id, prev = anchor(db)
     count = 0
     for row in db.execute("SELECT * FROM requests ORDER BY id"):

@@ -1,63 +1,52 @@
-"""The background pass over new chunks: pack those stored raw, add each to the full-text
-index once (a resent chunk is never indexed again)."""
+"""The background pass over new chunks: pack the blocks written raw, add each chunk to the
+full-text index once (a resent chunk is never indexed again)."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from gate.audit import chunks
+from gate.audit import blocks, chunks
 
-_BATCH_BYTES = 1 << 20  # per write transaction: keeps the lock short for the hot path
+_BATCH = 256  # chunks per write transaction: keeps the lock short for the hot path
 
 
 def index_pending(db: sqlite3.Connection) -> int:
-    """Pack and index every chunk not indexed yet; returns how many. Safe to run from two
-    processes at once: a chunk is only indexed by the transaction that flips its flag."""
+    """Pack raw blocks, then index every chunk not indexed yet; returns how many chunks.
+    Safe from two processes at once: a chunk is indexed by the transaction that flips its
+    flag, and a block packed only if it is still raw."""
+    blocks.pack_raw(db)
     done = 0
     while True:
-        rows = db.execute("SELECT id, codec, data FROM chunks WHERE indexed = 0 ORDER BY id"
-                          " LIMIT 256").fetchall()
-        if not rows:
+        ids = [cid for (cid,) in db.execute(
+            "SELECT id FROM chunks WHERE indexed = 0 ORDER BY id LIMIT ?", (_BATCH,))]
+        if not ids:
             return done
-        work: list[tuple[int, bytes | None, str]] = []
-        total = 0
-        # The slow part (compressing, tokenising input) happens before the lock is taken.
-        for cid, codec, data in rows:
-            raw = chunks.stored(codec, data)
-            packed = chunks.pack(raw) if codec == "raw" else None
-            work.append((cid, packed, chunks.text_of(raw)))
-            total += len(raw)
-            if total >= _BATCH_BYTES:
-                break
+        # The slow part (reading, un-escaping) happens before the lock is taken.
+        texts = {cid: chunks.text_of(raw) for cid, raw in blocks.read(db, ids).items()}
         db.execute("BEGIN IMMEDIATE")
         try:
-            for cid, packed, text in work:
-                if packed is None:
-                    cur = db.execute("UPDATE chunks SET indexed=1 WHERE id=? AND indexed=0",
-                                     (cid,))
-                else:
-                    cur = db.execute("UPDATE chunks SET data=?, codec='zstd', indexed=1"
-                                     " WHERE id=? AND indexed=0", (packed, cid))
+            for cid, text in texts.items():
+                cur = db.execute("UPDATE chunks SET indexed=1 WHERE id=? AND indexed=0", (cid,))
                 if cur.rowcount:
                     db.execute("INSERT INTO chunk_text (rowid, text) VALUES (?, ?)", (cid, text))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        if any(packed is not None for _, packed, _ in work):
-            db.execute("PRAGMA incremental_vacuum")  # hand the raw copies' pages back
-        done += len(work)
+        done += len(texts)
+        if len(ids) > len(texts):  # rows that vanished meanwhile (pruned): do not spin
+            return done
 
 
-def forget(db: sqlite3.Connection, cid: int) -> None:
-    """Remove one chunk and its index entry (inside the caller's transaction). A contentless
-    FTS5 table deletes by being given the text it indexed, so it is rebuilt from the chunk."""
-    row = db.execute("SELECT codec, data, indexed FROM chunks WHERE id=?", (cid,)).fetchone()
-    if row is None:
-        return
-    codec, data, indexed = row
-    if indexed:
-        raw = chunks.stored(codec, data)
+def forget(db: sqlite3.Connection, ids: list[int]) -> None:
+    """Remove chunks and their index entries (inside the caller's transaction). A
+    contentless FTS5 table deletes by being given the text it indexed, so it is rebuilt
+    from the chunk; blocks left with no chunk are deleted."""
+    indexed = {cid for (cid,) in db.execute(
+        f"SELECT id FROM chunks WHERE indexed=1 AND id IN ({','.join('?' * len(ids))})",  # noqa: S608
+        ids)} if ids else set()
+    for cid, raw in blocks.read(db, sorted(indexed)).items():
         db.execute("INSERT INTO chunk_text (chunk_text, rowid, text) VALUES ('delete', ?, ?)",
                    (cid, chunks.text_of(raw)))
-    db.execute("DELETE FROM chunks WHERE id=?", (cid,))
+    db.executemany("DELETE FROM chunks WHERE id=?", [(cid,) for cid in ids])
+    blocks.drop_unused(db)

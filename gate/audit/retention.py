@@ -86,8 +86,9 @@ def collect_garbage(db: sqlite3.Connection) -> int:
     try:
         dead -= _refs(db, "SELECT chunk_refs FROM requests WHERE id > ?"
                       " AND chunk_refs IS NOT NULL", (top,))
-        for cid in sorted(dead):
-            index.forget(db, cid)
+        doomed = sorted(dead)
+        for i in range(0, len(doomed), 500):
+            index.forget(db, doomed[i:i + 500])
         # Other stores' hash → id caches may name what was just deleted: they drop them.
         db.execute("INSERT OR REPLACE INTO audit_state (key, value) VALUES ('chunk_gen', ?)",
                    (os.urandom(8).hex(),))

@@ -48,14 +48,20 @@ MIGRATIONS = (
     # chunk has which token, not a second copy of the text).
     # Each request row carries the previous row's hash (prev_hash) and its own.
     """
+    CREATE TABLE blocks (
+        id INTEGER PRIMARY KEY,
+        codec TEXT NOT NULL,            -- zstd | raw (raw until the background pass packs it)
+        data BLOB NOT NULL              -- the chunks one request stored first, back to back
+    );
     CREATE TABLE chunks (
         id INTEGER PRIMARY KEY,
-        hash BLOB NOT NULL UNIQUE,      -- sha256 of the raw bytes
+        hash BLOB NOT NULL UNIQUE,      -- sha256 of its bytes
+        block INTEGER NOT NULL,         -- its bytes: blocks[block].data[start:start+size]
+        start INTEGER NOT NULL,
         size INTEGER NOT NULL,
-        codec TEXT NOT NULL,            -- zstd | raw (raw until the background pass packs it)
-        data BLOB NOT NULL,
         indexed INTEGER NOT NULL DEFAULT 0
     );
+    CREATE INDEX chunks_block ON chunks(block);
     CREATE INDEX chunks_pending ON chunks(id) WHERE indexed = 0;
     CREATE VIRTUAL TABLE chunk_text USING fts5(text, content='', detail=none,
                                          tokenize='unicode61');
@@ -122,19 +128,10 @@ def upgrade_legacy(db: sqlite3.Connection) -> None:
 
 
 def store_chunks(db: sqlite3.Connection, body: bytes) -> tuple[list[int], list[bytes]]:
-    """Chunk ids and hashes of `body`, inserting the chunks not stored yet (compressed).
-    The slow path, for upgrades; the store's hot path keeps a hash → id cache."""
-    ids, hashes = [], []
-    for start, end in chunks.split(body):
-        piece = body[start:end]
-        digest = chunks.digest(piece)
-        row = db.execute("SELECT id FROM chunks WHERE hash=?", (digest,)).fetchone()
-        if row is None:
-            cur = db.execute("INSERT INTO chunks (hash, size, codec, data) VALUES (?,?,?,?)",
-                             (digest, len(piece), "zstd",
-                              chunks.pack(piece)))
-            ids.append(int(cur.lastrowid or 0))
-        else:
-            ids.append(int(row[0]))
-        hashes.append(digest)
-    return ids, hashes
+    """Chunk ids and hashes of `body`, storing what is new (the upgrade's slow path)."""
+    from gate.audit import blocks
+
+    spans = chunks.split(body)
+    view = memoryview(body)
+    hashes = [chunks.digest(view[a:b]) for a, b in spans]
+    return blocks.store(db, view, spans, hashes, {})[0], hashes

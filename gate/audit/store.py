@@ -2,8 +2,8 @@
 
 The insert is on the request's hot path, so it does only C-speed work per byte (a memcmp
 against the session's previous body, a regex for the cut points, sha256 of what is new)
-and writes only chunks it has not stored before, raw; a background pass packs them (zstd)
-and indexes them for full-text search after the request has left.
+and writes only the chunks it has not stored before, as one block (see blocks.py); a
+background pass indexes them for full-text search after the request has left.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from loguru import logger
 
 from gate import dirs
-from gate.audit import chain, chunks, schema
+from gate.audit import blocks, chain, chunks, schema
 from gate.config import AuditSettings
 from gate.errors import GateError
 
@@ -150,20 +150,7 @@ class AuditStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             self._check_generation(db)
-            fresh: dict[bytes, int] = {}
-            new_ids: list[int] = []
-            ids = []
-            for digest, (a, b) in zip(hashes, spans, strict=True):
-                cid = self._known.get(digest) or fresh.get(digest)
-                if cid is None:
-                    row = db.execute("SELECT id FROM chunks WHERE hash=?", (digest,)).fetchone()
-                    if row is None:
-                        cid = self._insert_chunk(db, digest, view[a:b])
-                        new_ids.append(cid)
-                    else:
-                        cid = int(row[0])
-                    fresh[digest] = cid
-                ids.append(cid)
+            ids, fresh = blocks.store(db, view, spans, hashes, self._known)
             if body is not None:
                 fields["chunk_refs"] = chunks.pack_refs(ids)
                 fields["body_digest"] = chunks.body_digest(hashes)
@@ -206,13 +193,6 @@ class AuditStore:
                     len(b) for b, _, _ in self._recent.values()) > _RECENT_BYTES:
                 self._recent.pop(next(iter(self._recent)))
         return spans, hashes
-
-    def _insert_chunk(self, db: sqlite3.Connection, digest: bytes, piece: memoryview) -> int:
-        # Raw: a zstd frame costs tens of µs to set up even for a small chunk, so new chunks
-        # are packed by the background pass, after the request has left.
-        cur = db.execute("INSERT INTO chunks (hash, size, codec, data) VALUES (?,?,?,?)",
-                         (digest, len(piece), "raw", piece))
-        return int(cur.lastrowid or 0)
 
     def _check_generation(self, db: sqlite3.Connection) -> None:
         """Pruning deletes chunks (in any process) and bumps the generation: a cache from an
@@ -268,16 +248,7 @@ class AuditStore:
 
     def chunk_data(self, ids: list[int]) -> dict[int, bytes]:
         """The raw bytes of these chunks."""
-        out: dict[int, bytes] = {}
-        want = sorted(set(ids))
-        for i in range(0, len(want), 500):
-            part = want[i:i + 500]
-            cur = self.conn().execute(
-                f"SELECT id, codec, data FROM chunks WHERE id IN ({','.join('?' * len(part))})",  # noqa: S608
-                part)
-            for cid, codec, data in cur:
-                out[cid] = chunks.stored(codec, data)
-        return out
+        return blocks.read(self.conn(), ids)
 
     def body_of(self, row_id: int) -> bytes | None:
         """The body exactly as sent, from its chunks (None: no body was recorded)."""

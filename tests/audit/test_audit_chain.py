@@ -90,8 +90,12 @@ def test_an_edited_chunk_is_caught(gate_dirs: dict[str, Path]) -> None:
     path = gate_dirs["data"] / "audit.db"
     filled(path).close()
     db = sqlite3.connect(path, isolation_level=None)
-    db.execute("UPDATE chunks SET data=?, codec='zstd' WHERE id=2",
-               (zstandard.ZstdCompressor().compress(b'{"role":"user","content":"forged"}'),))
+    block, start = db.execute("SELECT block, start FROM chunks WHERE id=2").fetchone()
+    codec, data = db.execute("SELECT codec, data FROM blocks WHERE id=?", (block,)).fetchone()
+    raw = bytearray(zstandard.ZstdDecompressor().decompress(data) if codec == "zstd" else data)
+    raw[start + 3] ^= 1  # one bit of chunk 2
+    db.execute("UPDATE blocks SET data=?, codec='zstd' WHERE id=?",
+               (zstandard.ZstdCompressor().compress(bytes(raw)), block))
     db.close()
     code, out = verify_cli()
     assert code == 1 and "chunk 2 does not match its hash" in out

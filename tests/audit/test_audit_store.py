@@ -42,7 +42,7 @@ def test_bodies_come_back_byte_for_byte(tmp_path: Path, body: bytes) -> None:
     store.close()  # the background pass has packed the raw chunks by now
     again = AuditStore(tmp_path / "audit.db")
     assert again.body_of(rid) == body and again.body_of(rid + 1) == body
-    assert again.conn().execute("SELECT COUNT(*) FROM chunks WHERE codec='raw'").fetchone()[0] == 0
+    assert again.conn().execute("SELECT COUNT(*) FROM blocks WHERE codec='raw'").fetchone()[0] == 0
     assert chain.verify(again.conn()).ok
 
 
@@ -133,7 +133,8 @@ def test_a_full_database_fails_the_write_and_leaves_nothing_half_written(
     db = store.conn()
     pages = db.execute("PRAGMA page_count").fetchone()[0]
     db.execute(f"PRAGMA max_page_count={pages + 2}")  # the database may not grow
-    body = json.dumps({"messages": [{"role": "user", "content": os.urandom(9000).hex()}] * 3})
+    body = json.dumps({"messages": [{"role": "user", "content": os.urandom(9000).hex()}
+                                    for _ in range(10)]})
     with pytest.raises(AuditError) as err:
         record(store, body.encode())
     assert "database or disk is full" in err.value.message and "free disk space" in (
