@@ -31,7 +31,9 @@ from typing import Any
 import zstandard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "audit"))
 from latency import _sources, _system, _tools
+from session_kit import conversation  # the audit tests' session builder
 
 from gate.audit import index, worker
 from gate.audit.store import AuditStore
@@ -42,33 +44,19 @@ META: dict[str, Any] = {"upstream": "anthropic", "host": "api.anthropic.com", "m
 
 
 def session(turns: int, final_bytes: int, tail: str = "") -> Iterator[bytes]:
-    """Bodies of a session whose turn `turns` is about `final_bytes` long."""
+    """Bodies of a session whose turn `turns` is about `final_bytes` long: Claude Code's
+    system prompt and tools, files read from real source text."""
     sources = _sources()
     corpus = "\n".join(text for _, text in sources)  # real source text, sliced per turn
     base = {"model": "claude-sonnet-4-5-20250929", "max_tokens": 32000,
             "system": _system(PROJECT), "tools": _tools(),
             "metadata": {"user_id": "user_" + "ab" * 32 + "_account__session_bench"}}
     per_turn = max(200, (final_bytes - len(json.dumps(base))) // turns - 250)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": [
-        {"type": "text", "text": "Find out why the integration tests are slow and fix it."}]}]
-    for turn in range(1, turns + 1):
-        for m in messages:
-            m["content"][-1].pop("cache_control", None)
-        messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
-        if turn == turns and tail:
-            messages[-1]["content"].insert(0, {"type": "text", "text": tail})
-        yield json.dumps({**base, "messages": messages, "stream": True},
-                         separators=(",", ":")).encode()
-        name = sources[turn % len(sources)][0]
-        call = f"toolu_01{turn:022d}"
-        messages += [
-            {"role": "assistant", "content": [
-                {"type": "text", "text": f"Let me read {name}."},
-                {"type": "tool_use", "id": call, "name": "Read",
-                 "input": {"file_path": f"{PROJECT}/src/{name}"}}]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": call,
-                 "content": _slice(corpus, turn * per_turn, per_turn)}]}]
+
+    def result(turn: int) -> tuple[str, str]:
+        return sources[turn % len(sources)][0], _slice(corpus, turn * per_turn, per_turn)
+
+    return conversation(turns, base, result, tail=tail)
 
 
 def _slice(corpus: str, start: int, length: int) -> str:

@@ -96,8 +96,9 @@ def pack_raw(db: sqlite3.Connection) -> int:
     return done
 
 
-def drop_unused(db: sqlite3.Connection) -> int:
-    """Delete blocks none of whose chunks remain (inside the caller's transaction)."""
-    cur = db.execute("DELETE FROM blocks WHERE NOT EXISTS"
-                     " (SELECT 1 FROM chunks WHERE chunks.block = blocks.id)")
-    return cur.rowcount
+def drop_unused(db: sqlite3.Connection, candidates: set[int]) -> None:
+    """Delete those of these blocks none of whose chunks remain (in the caller's
+    transaction)."""
+    db.executemany("DELETE FROM blocks WHERE id=? AND NOT EXISTS"
+                   " (SELECT 1 FROM chunks WHERE chunks.block = ?)",
+                   [(b, b) for b in sorted(candidates)])

@@ -42,11 +42,14 @@ def forget(db: sqlite3.Connection, ids: list[int]) -> None:
     """Remove chunks and their index entries (inside the caller's transaction). A
     contentless FTS5 table deletes by being given the text it indexed, so it is rebuilt
     from the chunk; blocks left with no chunk are deleted."""
-    indexed = {cid for (cid,) in db.execute(
-        f"SELECT id FROM chunks WHERE indexed=1 AND id IN ({','.join('?' * len(ids))})",  # noqa: S608
-        ids)} if ids else set()
-    for cid, raw in blocks.read(db, sorted(indexed)).items():
+    if not ids:
+        return
+    rows = db.execute(
+        f"SELECT id, block, indexed FROM chunks WHERE id IN ({','.join('?' * len(ids))})",  # noqa: S608
+        ids).fetchall()
+    indexed = sorted(cid for cid, _, flag in rows if flag)
+    for cid, raw in blocks.read(db, indexed).items():
         db.execute("INSERT INTO chunk_text (chunk_text, rowid, text) VALUES ('delete', ?, ?)",
                    (cid, chunks.text_of(raw)))
     db.executemany("DELETE FROM chunks WHERE id=?", [(cid,) for cid in ids])
-    blocks.drop_unused(db)
+    blocks.drop_unused(db, {block for _, block, _ in rows})

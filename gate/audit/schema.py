@@ -61,6 +61,7 @@ MIGRATIONS = (
         size INTEGER NOT NULL,
         indexed INTEGER NOT NULL DEFAULT 0
     );
+    CREATE INDEX blocks_raw ON blocks(id) WHERE codec = 'raw';
     CREATE INDEX chunks_block ON chunks(block);
     CREATE INDEX chunks_pending ON chunks(id) WHERE indexed = 0;
     CREATE VIRTUAL TABLE chunk_text USING fts5(text, content='', detail=none,

@@ -9,7 +9,6 @@ background pass indexes them for full-text search after the request has left.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -21,7 +20,7 @@ from typing import Any
 from loguru import logger
 
 from gate import dirs
-from gate.audit import blocks, chain, chunks, schema
+from gate.audit import blocks, chain, chunks, files, schema
 from gate.config import AuditSettings
 from gate.errors import GateError
 
@@ -79,44 +78,16 @@ class AuditStore:
             if getattr(exc, "sqlite_errorname", "") not in _CORRUPT:
                 raise
             self.close_thread()
-            moved = self._move_aside()
+            moved = files.move_aside(self.path)
             logger.warning("audit: {} could not be opened ({}); moved it to {} and started a"
                            " fresh one", self.path, exc, moved)
             schema.migrate(self.conn())
-
-    def _move_aside(self) -> Path:
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        moved = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        for suffix in ("", "-wal", "-shm"):
-            side = Path(f"{self.path}{suffix}")
-            if side.exists():
-                os.replace(side, f"{moved}{suffix}")
-                os.chmod(f"{moved}{suffix}", 0o600)
-        return moved
 
     def conn(self) -> sqlite3.Connection:
         """This thread's connection (autocommit; transactions are explicit)."""
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
-            if not self.path.exists():
-                fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
-                os.close(fd)
-            os.chmod(self.path, 0o600)
-            db = sqlite3.connect(self.path, timeout=self.settings.lock_timeout_ms / 1000,
-                                 isolation_level=None, check_same_thread=False)
-            db.row_factory = sqlite3.Row
-            try:
-                _configure(db)
-                if self._background:
-                    db.execute("PRAGMA wal_autocheckpoint=0")
-            except BaseException:
-                db.close()
-                raise
-            self._local.db = db
-            for suffix in ("-wal", "-shm"):
-                side = Path(f"{self.path}{suffix}")
-                if side.exists():
-                    os.chmod(side, 0o600)
+            db = self._local.db = files.connect(self.path, self.settings, self._background)
         return db
 
     def close_thread(self) -> None:
@@ -141,7 +112,7 @@ class AuditStore:
             raise AuditError(
                 f"gate could not write the audit record ({exc}); the request was not sent",
                 where=str(self.path),
-                hint=_hint(exc, self.settings)) from exc
+                hint=files.hint(exc, self.settings)) from exc
 
     def _insert(self, fields: dict[str, Any], body: bytes | None) -> int:
         spans, hashes = self._split(body, fields.get("session"))
@@ -287,26 +258,3 @@ class AuditStore:
             self.worker.stop()
             self.worker = None
         self.close_thread()
-
-
-def _configure(db: sqlite3.Connection) -> None:
-    if db.execute("PRAGMA page_count").fetchone()[0] == 0:
-        # Only settable before the first table: lets pruning hand pages back to the disk.
-        db.execute("PRAGMA auto_vacuum=INCREMENTAL")
-    db.execute("PRAGMA journal_mode=WAL")
-    # Committed rows survive a killed gate (WAL); only a power loss may lose the last
-    # ones, a cost paid to keep an fsync off every request.
-    db.execute("PRAGMA synchronous=NORMAL")
-
-
-def _hint(exc: sqlite3.Error, settings: AuditSettings) -> str:
-    name = getattr(exc, "sqlite_errorname", "")
-    if name == "SQLITE_BUSY" or "locked" in str(exc):
-        return (f"another process held the audit database longer than audit.lock_timeout_ms"
-                f" ({settings.lock_timeout_ms} ms); find it with `fuser` on audit.db")
-    if name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"):
-        return ("free disk space (a full disk, a file size limit or a failing disk stops"
-                " writes), or lower audit.max_size_mb / audit.retention_days")
-    if name == "SQLITE_READONLY" or "readonly" in str(exc):
-        return "make the data dir and audit.db writable by the user running gate"
-    return "see gate's log; `gate audit verify` checks the database"

@@ -50,7 +50,12 @@ def test_old_requests_and_their_chunks_are_pruned_and_the_chain_still_verifies(
     record(store, b"{}", now, "s:x")
     assert chain.verify(store.conn()).ok
     assert retention.prune(store, now + 365 * DAY).requests == 4
-    assert store.conn().execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
+    db = store.conn()
+    assert db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM blocks").fetchone()[0] == 0
+    # The full-text index forgot them too (it was filled by text_search above).
+    assert db.execute("SELECT COUNT(*) FROM chunk_text WHERE chunk_text MATCH 'foxtrot'"
+                      ).fetchone()[0] == 0
     record(store, b"{}", now + 365 * DAY, "s:y")
     verdict = chain.verify(store.conn())
     assert verdict.ok and verdict.requests == 1
