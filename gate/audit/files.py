@@ -16,7 +16,7 @@ def connect(path: Path, settings: AuditSettings, background: bool) -> sqlite3.Co
     (`background`), the WAL is checkpointed there, not by whichever request commits."""
     if not path.exists():
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-    os.chmod(path, 0o600)
+    _private(path)
     db = sqlite3.connect(path, timeout=settings.lock_timeout_ms / 1000, isolation_level=None,
                          check_same_thread=False)
     db.row_factory = sqlite3.Row
@@ -28,8 +28,15 @@ def connect(path: Path, settings: AuditSettings, background: bool) -> sqlite3.Co
     for suffix in ("-wal", "-shm"):  # SQLite gives them the database's mode; make sure
         side = Path(f"{path}{suffix}")
         if side.exists():
-            os.chmod(side, 0o600)
+            _private(side)
     return db
+
+
+def _private(path: Path) -> None:
+    """0600, changed only when it is not (a read-only file then fails at its first write,
+    with a message that says so, not here)."""
+    if path.stat().st_mode & 0o777 != 0o600:
+        os.chmod(path, 0o600)
 
 
 def _configure(db: sqlite3.Connection, background: bool) -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import signal
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -100,3 +102,37 @@ def test_a_full_disk_blocks_the_request_in_a_real_gate_serve(
     assert chain.verify(store.conn()).ok
     assert [r["verdict"] for r in store.rows(body=False)] == ["forwarded", "blocked",
                                                                "forwarded"]
+
+
+def _immutable(path: Path, on: bool) -> bool:
+    """chattr +i: read-only even for root (chmod is not, and tests may run as root)."""
+    proc = subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True,
+                          check=False)
+    return proc.returncode == 0
+
+
+def test_a_read_only_database_blocks_the_request_in_a_real_gate_serve(
+        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    path = gate_dirs["data"] / "audit.db"
+    AuditStore(path).record_request(upstream="anthropic", host="h", method="POST",
+                                    path="/v1/messages", request_bytes=2, verdict="forwarded",
+                                    body=b"{}")
+    if shutil.which("chattr") is None or not _immutable(path, True):
+        pytest.skip("chattr +i is not available on this file system")
+    try:
+        proc, base = serve_kit.start(provider.url)
+        try:
+            resp = serve_kit.post(base, json.dumps({"model": "m", "max_tokens": 5, "messages": [
+                {"role": "user", "content": "hello"}]}).encode())
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+    finally:
+        _immutable(path, False)
+    assert resp.status_code == 403, resp.text
+    message = resp.json()["error"]["message"]
+    assert "could not write the audit record (attempt to write a readonly database)" in message
+    assert "make the data dir and audit.db writable" in message
+    assert provider.seen == []  # nothing left the machine
+    assert "readonly database" in err  # the reason is in gate's log
+    assert chain.verify(AuditStore(path).conn()).requests == 1
