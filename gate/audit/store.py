@@ -103,7 +103,8 @@ class AuditStore:
         when it cannot be written: the caller must then block the request."""
         body: bytes | None = fields.pop("body", None)
         fields["withheld"] = json.dumps(fields.get("withheld") or [])
-        fields.setdefault("ts", time.time())
+        # REAL columns read back as floats: hash them as floats, or verify would differ.
+        fields["ts"] = float(fields.get("ts") or time.time())
         try:
             with self._write:
                 return self._insert(fields, body)
@@ -180,6 +181,7 @@ class AuditStore:
         row = db.execute("SELECT record_hash FROM requests WHERE id=?", (row_id,)).fetchone()
         if row is None:
             return  # pruned meanwhile
+        latency_ms = float(latency_ms)
         fields = {"record_hash": row[0], "status": status, "latency_ms": latency_ms,
                   "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                   "cache_read_tokens": usage.cache_read_tokens,

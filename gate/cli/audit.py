@@ -73,7 +73,8 @@ def show_cmd(request_id: int, with_body: bool, only_new: bool, as_json: bool) ->
         click.echo(_pretty(body))
     if new is not None:
         prev = new["previous"]
-        click.echo(f"\n--- new since request {prev} ({new['new_bytes']} of"
+        click.echo("\n--- no body was recorded for this request ---" if not new["parts"] else
+                   f"\n--- new since request {prev} ({new['new_bytes']} of"
                    f" {new['body_bytes']} bytes) ---" if prev else
                    "\n--- no earlier request in this session: all of it is new ---")
         for part in new["parts"]:

@@ -101,6 +101,15 @@ def test_an_edited_chunk_is_caught(gate_dirs: dict[str, Path]) -> None:
     assert code == 1 and "chunk 2 does not match its hash" in out
 
 
+def test_integer_times_verify(gate_dirs: dict[str, Path]) -> None:
+    """SQLite hands REAL columns back as floats: an int given for them must hash the same."""
+    store = AuditStore(gate_dirs["data"] / "audit.db")
+    rid = store.record_request(upstream="a", host="h", method="POST", path="/", ts=1700000000,
+                               request_bytes=2, verdict="forwarded", body=b"{}")
+    store.record_response(rid, status=200, latency_ms=3, usage=Usage())
+    assert chain.verify(store.conn()).ok
+
+
 def test_the_decision_key_is_stored_as_given(gate_dirs: dict[str, Path]) -> None:
     row = filled(gate_dirs["data"] / "audit.db", 1).get(1)
     assert row is not None

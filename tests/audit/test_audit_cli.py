@@ -39,7 +39,13 @@ def converse(client: anthropic.Anthropic, turns: list[str]) -> None:
         messages.append({"role": "assistant", "content": reply.content[0].text})
 
 
-def test_show_new_prints_only_what_the_turn_added(gate: Listening) -> None:
+def session_of(row_id: int) -> str:
+    _code, out, _ = invoke("show", str(row_id), "--json")
+    return str(json.loads(out)["request"]["session"])
+
+
+def test_show_new_prints_only_what_the_turn_added(gate: Listening,
+                                                  gate_dirs: dict[str, Path]) -> None:
     converse(session(gate, "one"), ["first question", "second question", "third question"])
     converse(session(gate, "two"), ["unrelated thread"])  # another session in between
     code, out, _ = invoke("log", "--json")
@@ -57,6 +63,11 @@ def test_show_new_prints_only_what_the_turn_added(gate: Listening) -> None:
     assert "--- body sent ---" not in out
     code, out, _ = invoke("show", str(min(ids)), "--new")
     assert "all of it is new" in out
+    blocked = AuditStore(gate_dirs["data"] / "audit.db").record_request(
+        upstream="anthropic", host="h", method="POST", path="/v1/messages", request_bytes=0,
+        verdict="blocked", reason="test", session=session_of(third))
+    code, out, _ = invoke("show", str(blocked), "--new")
+    assert code == 0 and "no body was recorded" in out
 
 
 def test_log_filters_by_time_and_agent(gate: Listening) -> None:
