@@ -62,8 +62,8 @@ class Worker(threading.Thread):
         self.store.close_thread()
 
     def _pass(self) -> None:
-        db = self.store.conn()
         try:
+            db = self.store.conn()
             index.index_pending(db)
             checkpoint(db, self.store.path)
         except Exception as exc:  # the chunks stay readable (raw) and are retried next pass

@@ -76,6 +76,29 @@ def test_the_size_cap_drops_the_oldest_until_under(tmp_path: Path) -> None:
     assert chain.verify(store.conn()).ok
 
 
+def test_a_serving_gate_prunes_at_start(gate_dirs: dict[str, Path]) -> None:
+    from dataclasses import replace
+
+    from gate.config import Config
+    from gate.proxy.server import BackgroundGate
+
+    path = gate_dirs["data"] / "audit.db"
+    store = AuditStore(path)
+    record(store, b'{"old":1}', time.time() - 10 * DAY, "s")
+    record(store, b'{"new":1}', time.time(), "s")
+    server = BackgroundGate(replace(Config(), port=0, audit=AuditSettings(retention_days=7)),
+                            gate_dirs["data"])
+    server.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(list(store.rows(body=False))) > 1:
+            assert time.monotonic() < deadline, "the old request was not pruned"
+            time.sleep(0.05)
+    finally:
+        server.stop()
+    assert store.body_of(2) == b'{"new":1}' and chain.verify(store.conn()).ok
+
+
 def test_gate_audit_prune_applies_config(gate_dirs: dict[str, Path]) -> None:
     gate_dirs["config"].mkdir()
     (gate_dirs["config"] / "config.yaml").write_text("audit:\n  retention_days: 1\n")
