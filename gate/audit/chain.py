@@ -73,7 +73,16 @@ class Verdict:
 
 
 def verify(db: sqlite3.Connection) -> Verdict:
-    """Walk every row in id order; the first broken or missing link is reported."""
+    """Walk every row in id order; the first broken or missing link is reported. One read
+    transaction: a gate writing meanwhile cannot make a new row look like a broken one."""
+    db.execute("BEGIN")
+    try:
+        return _verify(db)
+    finally:
+        db.execute("COMMIT")
+
+
+def _verify(db: sqlite3.Connection) -> Verdict:
     from gate.audit import chunks
 
     hashes: dict[int, bytes] = {}

@@ -86,12 +86,25 @@ def test_sixteen_sessions_write_at_once_without_lock_errors(tmp_path: Path) -> N
         finally:
             store.close()
 
+    verdicts: list[chain.Verdict] = []
+    done = threading.Event()
+
+    def verifier() -> None:  # `gate audit verify` while they write: never a false alarm
+        reader = AuditStore(path)
+        while not done.is_set():
+            verdicts.append(chain.verify(reader.conn()))
+        reader.close()
+
     threads = [threading.Thread(target=session, args=(n,)) for n in range(16)]
-    for t in threads:
+    checker = threading.Thread(target=verifier)
+    for t in [*threads, checker]:
         t.start()
     for t in threads:
         t.join()
+    done.set()
+    checker.join()
     assert errors == []
+    assert verdicts and all(v.ok for v in verdicts), [v for v in verdicts if not v.ok][:1]
     store = AuditStore(path)
     verdict = chain.verify(store.conn())
     assert verdict.ok and verdict.requests == 16 * 12, verdict
