@@ -26,8 +26,20 @@ DEFAULT_UPSTREAMS = MappingProxyType({
 # Path segments gate keeps for itself: /_gate/... (health, control) and /_run/<id>/... (runs).
 RESERVED_NAMES = frozenset({"_gate", "_run"})
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
-_KEYS = frozenset({"schemaVersion", "host", "port", "upstreams", "screen"})
+_KEYS = frozenset({"schemaVersion", "host", "port", "upstreams", "screen", "audit"})
 _SCREEN_KEYS = {"max_files": 20_000, "max_file_bytes": 256 << 10}
+_AUDIT_KEYS = frozenset({"retention_days", "max_size_mb", "lock_timeout_ms"})
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """config.yaml `audit:`. Requests older than retention_days are pruned, then the oldest
+    until the database uses at most max_size_mb (None: no size cap). A write that waits
+    longer than lock_timeout_ms for the database lock fails, and the request is blocked."""
+
+    retention_days: int = 90
+    max_size_mb: int | None = None
+    lock_timeout_ms: int = 5000
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,7 @@ class Config:
     # The denied-file walk's bounds: entries looked at per walk, bytes read per file.
     max_files: int = _SCREEN_KEYS["max_files"]
     max_file_bytes: int = _SCREEN_KEYS["max_file_bytes"]
+    audit: AuditSettings = AuditSettings()
 
     def with_upstreams(self, extra: dict[str, Upstream]) -> Config:
         return replace(self, upstreams=MappingProxyType({**self.upstreams, **extra}))
@@ -165,4 +178,28 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
             raise ConfigError("must be a positive integer", where=f"{path}: screen.{key}")
         limits[key] = value
     return replace(config, host=host, port=port, max_files=limits["max_files"],
-                   max_file_bytes=limits["max_file_bytes"]).with_upstreams(extra)
+                   max_file_bytes=limits["max_file_bytes"],
+                   audit=_audit(data.get("audit"), path)).with_upstreams(extra)
+
+
+def _audit(section: Any, path: Path) -> AuditSettings:
+    """The `audit:` section: positive integers; max_size_mb may be null (no size cap)."""
+    if section is None:
+        return AuditSettings()
+    if not isinstance(section, dict):
+        raise ConfigError("audit must be a mapping", where=f"{path}: audit")
+    values: dict[str, Any] = {}
+    for key, value in section.items():
+        where = f"{path}: audit.{key}"
+        if key not in _AUDIT_KEYS:
+            raise ConfigError(f"unknown key {key!r}", where=where,
+                              hint=f"known keys: {', '.join(sorted(_AUDIT_KEYS))}")
+        if value is None and key == "max_size_mb":
+            values[key] = None
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"must be a positive integer, not {value!r}", where=where,
+                              hint="max_size_mb may also be null for no size cap"
+                              if key == "max_size_mb" else None)
+        values[key] = value
+    return replace(AuditSettings(), **values)

@@ -1,10 +1,14 @@
-"""SQLite audit store: append-only migrations, one row per request, written before sending."""
+"""SQLite audit store: every request committed, chunked and chained, before it is sent.
+
+The insert is on the request's hot path, so it does only C-speed work per byte (a memcmp
+against the session's previous body, a regex for the cut points, sha256 of what is new)
+and writes only the chunks it has not stored before, as one block (see blocks.py); a
+background pass indexes them for full-text search after the request has left.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import queue
 import sqlite3
 import threading
 import time
@@ -13,49 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import zstandard
 from loguru import logger
 
 from gate import dirs
+from gate.audit import blocks, chain, chunks, files, schema
+from gate.config import AuditSettings
+from gate.errors import GateError
 
-# Append-only: never edit a migration that has shipped; add a new one.
-MIGRATIONS = (
-    """
-    CREATE TABLE requests (
-        id INTEGER PRIMARY KEY,
-        ts REAL NOT NULL,
-        run_id TEXT,
-        agent TEXT,
-        upstream TEXT NOT NULL,
-        host TEXT NOT NULL,
-        method TEXT NOT NULL,
-        path TEXT NOT NULL,
-        model TEXT,
-        project_root TEXT,
-        request_bytes INTEGER NOT NULL,
-        verdict TEXT NOT NULL,          -- forwarded | modified | blocked
-        withheld TEXT NOT NULL,         -- JSON list: tool, target, rule, where (never content)
-        reason TEXT,                    -- why it was blocked
-        body BLOB,                      -- zstd of the exact body sent (decoded)
-        content_encoding TEXT,
-        status INTEGER,
-        latency_ms REAL,
-        input_tokens INTEGER,
-        output_tokens INTEGER,
-        cache_read_tokens INTEGER,
-        cache_creation_tokens INTEGER,
-        error TEXT
-    );
-    CREATE INDEX requests_ts ON requests(ts);
-    """,
-    # Large bodies are written raw before sending and compressed just after, off the
-    # request's path; body_codec says which a row holds.
-    """
-    ALTER TABLE requests ADD COLUMN body_codec TEXT NOT NULL DEFAULT 'zstd';
-    """,
-)
-# Bodies up to this size are compressed inline (well under a millisecond).
-INLINE_COMPRESS = 64 << 10
+_CACHE_MAX = 200_000  # chunk hash → id entries kept in memory
+_RECENT_SESSIONS, _RECENT_BYTES = 64, 64 << 20  # last bodies kept, per session
+_CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+
+
+class AuditError(GateError):
+    """The audit cannot be written; the request it was for is not sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,126 +42,221 @@ class Usage:
 
 
 class AuditStore:
-    """One connection per thread; writes serialised by SQLite (WAL, busy timeout)."""
+    """One connection per thread (WAL); writers serialised by BEGIN IMMEDIATE, which waits
+    up to audit.lock_timeout_ms for the lock and then fails (the request is blocked)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, settings: AuditSettings | None = None, *,
+                 background: bool = False):
         self.path = path
-        dirs.private_dir(path.parent)
-        if not path.exists():
-            path.touch(mode=0o600)
-        os.chmod(path, 0o600)
+        self.settings = settings or AuditSettings()
         self._local = threading.local()
-        self._pending: queue.Queue[int | None] = queue.Queue()
-        self._compactor: threading.Thread | None = None
-        with self._conn() as db:
-            _migrate(db)
-            for (row_id,) in db.execute("SELECT id FROM requests WHERE body_codec='raw'"):
-                self._compress_later(row_id)  # left raw by a gate that was killed
+        self._write = threading.Lock()
+        self._known: dict[bytes, int] = {}   # chunk hash → id, for chunks known committed
+        # Each session's last body with its spans and hashes (see chunks.split_like).
+        self._recent: dict[str, tuple[bytes, chunks.Spans, list[bytes]]] = {}
+        self._gen = ""                        # chunk generation the cache belongs to
+        # With a background pass, it checkpoints the WAL: not the request's commit.
+        self._background = background
+        dirs.private_dir(path.parent)
+        self._open()
+        self.worker = None
+        if background:
+            from gate.audit.worker import Worker
 
-    def _conn(self) -> sqlite3.Connection:
+            self.worker = Worker(self)
+            self.worker.start()
+
+    # -- opening -----------------------------------------------------------------------
+
+    def _open(self) -> None:
+        try:
+            schema.migrate(self.conn())
+        except schema.NewerSchema as exc:
+            raise AuditError(str(exc), where=str(self.path),
+                             hint="upgrade gate; the database was left untouched") from exc
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorname", "") not in _CORRUPT:
+                raise
+            self.close_thread()
+            moved = files.move_aside(self.path)
+            logger.warning("audit: {} could not be opened ({}); moved it to {} and started a"
+                           " fresh one", self.path, exc, moved)
+            schema.migrate(self.conn())
+
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (autocommit; transactions are explicit)."""
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
-            db.row_factory = sqlite3.Row
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            self._local.db = db
-            for suffix in ("-wal", "-shm"):
-                side = Path(f"{self.path}{suffix}")
-                if side.exists():
-                    os.chmod(side, 0o600)
+            db = self._local.db = files.connect(self.path, self.settings, self._background)
         return db
 
-    def record_request(self, **fields: Any) -> int:
-        """Insert one request row; raises if it cannot be written (the caller blocks)."""
-        body = fields.pop("body", None)
-        raw = body is not None and len(body) > INLINE_COMPRESS
-        if body is not None:
-            fields["body"] = body if raw else zstandard.ZstdCompressor(level=3).compress(body)
-            fields["body_codec"] = "raw" if raw else "zstd"
-        fields["withheld"] = json.dumps(fields.get("withheld") or [])
-        fields.setdefault("ts", time.time())
-        cols = ", ".join(fields)
-        marks = ", ".join("?" for _ in fields)
-        cur = self._conn().execute(
-            f"INSERT INTO requests ({cols}) VALUES ({marks})",  # noqa: S608 (keys are ours)
-            tuple(fields.values()),
-        )
-        assert cur.lastrowid is not None
-        if raw:
-            self._compress_later(cur.lastrowid)
-        return cur.lastrowid
-
-    def _compress_later(self, row_id: int) -> None:
-        if self._compactor is None:
-            self._compactor = threading.Thread(target=self._compact, daemon=True,
-                                               name="gate-audit-compact")
-            self._compactor.start()
-        self._pending.put(row_id)
-
-    def _compact(self) -> None:
-        db = self._conn()
-        while (row_id := self._pending.get()) is not None:
-            try:
-                row = db.execute("SELECT body FROM requests WHERE id=? AND body_codec='raw'",
-                                 (row_id,)).fetchone()
-                if row is not None:
-                    packed = zstandard.ZstdCompressor(level=3).compress(row[0])
-                    db.execute("UPDATE requests SET body=?, body_codec='zstd' WHERE id=?",
-                               (packed, row_id))
-            except Exception as exc:  # the row stays raw (readable); the next one is tried
-                logger.warning("audit: could not compress request {} ({})", row_id,
-                               type(exc).__name__)
-
-    def record_response(self, row_id: int, *, status: int | None, latency_ms: float,
-                        usage: Usage, error: str | None = None) -> None:
-        self._conn().execute(
-            "UPDATE requests SET status=?, latency_ms=?, input_tokens=?, output_tokens=?,"
-            " cache_read_tokens=?, cache_creation_tokens=?, error=? WHERE id=?",
-            (status, latency_ms, usage.input_tokens, usage.output_tokens,
-             usage.cache_read_tokens, usage.cache_creation_tokens, error, row_id),
-        )
-
-    def rows(self, limit: int = 50) -> Iterator[dict[str, Any]]:
-        cur = self._conn().execute(
-            "SELECT * FROM requests ORDER BY id DESC LIMIT ?", (limit,))
-        for row in cur:
-            yield _public(row)
-
-    def get(self, row_id: int) -> dict[str, Any] | None:
-        row = self._conn().execute("SELECT * FROM requests WHERE id=?", (row_id,)).fetchone()
-        return _public(row) if row else None
-
-    def close(self) -> None:
-        """Finish pending compression, then close this thread's connection."""
-        if self._compactor is not None:
-            self._pending.put(None)
-            self._compactor.join(timeout=30)
-            self._compactor = None
+    def close_thread(self) -> None:
         db = getattr(self._local, "db", None)
         if db is not None:
             db.close()
             self._local.db = None
 
+    # -- writing -----------------------------------------------------------------------
 
-def _public(row: sqlite3.Row) -> dict[str, Any]:
-    out = dict(row)
-    out["withheld"] = json.loads(out["withheld"])
-    blob = out.pop("body")
-    if blob is not None and out.pop("body_codec") == "zstd":
-        blob = zstandard.ZstdDecompressor().decompress(blob)
-    out["body"] = blob.decode("utf-8", "replace") if blob is not None else None
-    return out
+    def record_request(self, **fields: Any) -> int:
+        """Commit one request row (and its new chunks) and return its id. Raises AuditError
+        when it cannot be written: the caller must then block the request."""
+        body: bytes | None = fields.pop("body", None)
+        fields["withheld"] = json.dumps(fields.get("withheld") or [])
+        # REAL columns read back as floats: hash them as floats, or verify would differ.
+        fields["ts"] = float(fields.get("ts") or time.time())
+        try:
+            with self._write:
+                return self._insert(fields, body)
+        except sqlite3.Error as exc:
+            # Fail closed: a request whose record is not committed never leaves.
+            raise AuditError(
+                f"gate could not write the audit record ({exc}); the request was not sent",
+                where=str(self.path),
+                hint=files.hint(exc, self.settings)) from exc
 
+    def _insert(self, fields: dict[str, Any], body: bytes | None) -> int:
+        spans, hashes = self._split(body, fields.get("session"))
+        view = memoryview(body or b"")
+        db = self.conn()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            self._check_generation(db)
+            ids, fresh = blocks.store(db, view, spans, hashes, self._known)
+            if body is not None:
+                fields["chunk_refs"] = chunks.pack_refs(ids)
+                fields["body_digest"] = chunks.body_digest(hashes)
+            last = db.execute("SELECT id, record_hash FROM requests ORDER BY id DESC LIMIT 1"
+                              ).fetchone()
+            anchor_id, anchor_hash = chain.anchor(db)
+            if last is not None and last[0] > anchor_id:
+                fields["id"], fields["prev_hash"] = last[0] + 1, last[1]
+            else:
+                fields["id"], fields["prev_hash"] = anchor_id + 1, anchor_hash
+            fields["record_hash"] = chain.record_hash(fields)
+            fields["response_hash"] = chain.response_hash(fields)
+            cols = ", ".join(fields)
+            marks = ", ".join("?" for _ in fields)
+            db.execute(f"INSERT INTO requests ({cols}) VALUES ({marks})",  # noqa: S608 (keys are ours)
+                       tuple(fields.values()))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        # Only now: a rolled-back chunk id must never be reused from the cache.
+        if len(self._known) + len(fresh) > _CACHE_MAX:
+            self._known.clear()
+        self._known.update(fresh)
+        if self.worker is not None:
+            self.worker.wake()
+        return int(fields["id"])
 
-def _migrate(db: sqlite3.Connection) -> None:
-    db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-    row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
-    current = row[0] or 0
-    if current > len(MIGRATIONS):
-        raise sqlite3.DatabaseError(
-            f"audit.db schema {current} is newer than this gate ({len(MIGRATIONS)}): upgrade gate")
-    for version in range(current + 1, len(MIGRATIONS) + 1):
-        script = MIGRATIONS[version - 1]  # our own constant SQL, never user input
-        db.executescript(f"BEGIN; {script}; INSERT INTO schema_version VALUES ({version});"  # noqa: S608
-                         " COMMIT;")
+    def _split(self, body: bytes | None, session: str | None) -> tuple[chunks.Spans,
+                                                                        list[bytes]]:
+        """Spans and hashes, reusing the session's previous body's for the shared prefix."""
+        if body is None:
+            return [], []
+        prev = self._recent.pop(session, None) if session else None
+        spans, hashes = chunks.split_like(body, prev)
+        if session:
+            self._recent[session] = (body, spans, hashes)  # newest last
+            while len(self._recent) > _RECENT_SESSIONS or sum(
+                    len(b) for b, _, _ in self._recent.values()) > _RECENT_BYTES:
+                self._recent.pop(next(iter(self._recent)))
+        return spans, hashes
+
+    def _check_generation(self, db: sqlite3.Connection) -> None:
+        """Pruning deletes chunks (in any process) and bumps the generation: a cache from an
+        older generation may name deleted chunks, so it is dropped."""
+        row = db.execute("SELECT value FROM audit_state WHERE key='chunk_gen'").fetchone()
+        gen = row[0] if row else ""
+        if gen != self._gen:
+            self._known.clear()
+            self._gen = gen
+
+    def record_response(self, row_id: int, *, status: int | None, latency_ms: float,
+                        usage: Usage, error: str | None = None) -> None:
+        db = self.conn()
+        row = db.execute("SELECT record_hash FROM requests WHERE id=?", (row_id,)).fetchone()
+        if row is None:
+            return  # pruned meanwhile
+        latency_ms = float(latency_ms)
+        fields = {"record_hash": row[0], "status": status, "latency_ms": latency_ms,
+                  "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                  "cache_read_tokens": usage.cache_read_tokens,
+                  "cache_creation_tokens": usage.cache_creation_tokens, "error": error}
+        db.execute(
+            "UPDATE requests SET status=?, latency_ms=?, input_tokens=?, output_tokens=?,"
+            " cache_read_tokens=?, cache_creation_tokens=?, error=?, response_hash=? WHERE id=?",
+            (status, latency_ms, usage.input_tokens, usage.output_tokens,
+             usage.cache_read_tokens, usage.cache_creation_tokens, error,
+             chain.response_hash(fields), row_id),
+        )
+
+    # -- reading -----------------------------------------------------------------------
+
+    def rows(self, limit: int = 50, *, since: float | None = None, agent: str | None = None,
+             body: bool = True) -> Iterator[dict[str, Any]]:
+        """Newest first."""
+        where = ["ts >= ?"]
+        args: list[object] = [since or 0.0]
+        if agent:
+            where.append("agent = ?")
+            args.append(agent)
+        cur = self.conn().execute(
+            f"SELECT * FROM requests WHERE {' AND '.join(where)}"  # noqa: S608 (ours)
+            " ORDER BY id DESC LIMIT ?", (*args, limit))
+        for row in cur.fetchall():
+            yield self._public(row, body)
+
+    def get(self, row_id: int, body: bool = True) -> dict[str, Any] | None:
+        row = self.conn().execute("SELECT * FROM requests WHERE id=?", (row_id,)).fetchone()
+        return self._public(row, body) if row else None
+
+    def chunk_ids(self, row_id: int) -> list[int]:
+        row = self.conn().execute("SELECT chunk_refs FROM requests WHERE id=?",
+                                  (row_id,)).fetchone()
+        return chunks.unpack_refs(row[0]) if row and row[0] is not None else []
+
+    def chunk_data(self, ids: list[int]) -> dict[int, bytes]:
+        """The raw bytes of these chunks."""
+        return blocks.read(self.conn(), ids)
+
+    def body_of(self, row_id: int) -> bytes | None:
+        """The body exactly as sent, from its chunks (None: no body was recorded)."""
+        row = self.conn().execute("SELECT chunk_refs, body, body_codec FROM requests"
+                                  " WHERE id=?", (row_id,)).fetchone()
+        if row is None or (row[0] is None and row[1] is None):
+            return None
+        if row[0] is None:  # a schema-2 row not upgraded (a read-only copy)
+            return chunks.stored(row[2], row[1])
+        ids = chunks.unpack_refs(row[0])
+        data = self.chunk_data(ids)
+        return b"".join(data[i] for i in ids)
+
+    def previous_in_session(self, row_id: int) -> int | None:
+        row = self.conn().execute(
+            "SELECT p.id FROM requests r JOIN requests p ON p.session = r.session"
+            " AND p.id < r.id AND p.chunk_refs IS NOT NULL WHERE r.id=?"
+            " ORDER BY p.id DESC LIMIT 1", (row_id,)).fetchone()
+        return int(row[0]) if row else None
+
+    def _public(self, row: sqlite3.Row, with_body: bool) -> dict[str, Any]:
+        out = dict(row)
+        out["withheld"] = json.loads(out["withheld"])
+        for key in ("body", "body_codec", "chunk_refs", "body_digest", "prev_hash",
+                    "response_hash"):
+            out.pop(key, None)
+        out["record_hash"] = out["record_hash"].hex() if out["record_hash"] else None
+        if with_body:
+            blob = self.body_of(out["id"])
+            out["body"] = blob.decode("utf-8", "replace") if blob is not None else None
+        return out
+
+    def close(self) -> None:
+        """Finish the background pass, then close this thread's connection."""
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+        self.close_thread()

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from gate import __version__
-from gate.cli import audit, paths, report, rules, scan, serve
+from gate.cli import audit, integrity, paths, report, rules, scan, search, serve
 from gate.errors import GateError
 
 
@@ -33,8 +33,8 @@ def cli() -> None:
     """
 
 
-for command in (*serve.COMMANDS, *audit.COMMANDS, *paths.COMMANDS, *report.COMMANDS,
-                *rules.COMMANDS, *scan.COMMANDS):
+for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
+                *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS):
     cli.add_command(command)
 
 

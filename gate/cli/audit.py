@@ -11,55 +11,98 @@ import click
 
 from gate import dirs
 from gate.audit.store import AuditStore
-from gate.cli.common import echo_json, json_option
+from gate.cli.common import echo_json, json_option, load_config, since_option
 
 
-def _store() -> AuditStore:
-    return AuditStore(dirs.data_dir() / "audit.db")
+def open_store() -> AuditStore:
+    """The audit as the CLI reads it (config.yaml's lock timeout; no background work)."""
+    return AuditStore(dirs.data_dir() / "audit.db", load_config().audit)
+
+
+def when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
 @click.command("log")
+@since_option
+@click.option("--agent", help="Only requests from this agent (as `gate log` names it).")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
 @json_option
-def log_cmd(limit: int, as_json: bool) -> None:
+def log_cmd(since: float | None, agent: str | None, limit: int, as_json: bool) -> None:
     """List recent requests: when, where, model, size, what was withheld, status, tokens."""
-    rows = list(_store().rows(limit))
-    for row in rows:
-        row.pop("body")
+    rows = list(open_store().rows(limit, since=since, agent=agent, body=False))
     if as_json:
         echo_json({"requests": rows})
         return
     if not rows:
-        click.echo("no requests recorded yet")
+        click.echo("no requests recorded" + (" matching these filters" if since or agent
+                                              else " yet"))
         return
     for r in reversed(rows):
-        when = dt.datetime.fromtimestamp(r["ts"]).strftime("%Y-%m-%d %H:%M:%S")
         tokens = f"{r['input_tokens'] or '-'}/{r['output_tokens'] or '-'}"
         withheld = f" withheld={len(r['withheld'])}" if r["withheld"] else ""
-        click.echo(f"{r['id']:>6}  {when}  {r['verdict']:<9} {r['status'] or '-':>3}  "
-                   f"{r['upstream']}{r['path'].split('?')[0]}  {r['model'] or '-'}  "
-                   f"{r['request_bytes']}B  tok={tokens}{withheld}")
+        click.echo(f"{r['id']:>6}  {when(r['ts'])}  {r['agent'] or '-':<12} {r['verdict']:<9}"
+                   f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
+                   f"  {r['model'] or '-'}  {r['request_bytes']}B  tok={tokens}{withheld}")
 
 
 @click.command("show")
 @click.argument("request_id", type=int)
+@click.option("--body", "with_body", is_flag=True, help="Also print the exact body sent.")
+@click.option("--new", "only_new", is_flag=True,
+              help="Print only what this request added since the previous request of the"
+                   " same session.")
 @json_option
-def show_cmd(request_id: int, as_json: bool) -> None:
-    """Show one request, with the exact body that was sent."""
-    row = _store().get(request_id)
+def show_cmd(request_id: int, with_body: bool, only_new: bool, as_json: bool) -> None:
+    """Show one request: its metadata, what was withheld and why, and on request its body."""
+    store = open_store()
+    row = store.get(request_id, body=with_body)
     if row is None:
         click.echo(f"gate: no request {request_id} in the audit", err=True)
         sys.exit(1)
+    new = _new_parts(store, request_id) if only_new else None
     if as_json:
-        echo_json({"request": row})
+        echo_json({"request": row, **({"new": new} if new is not None else {})})
         return
-    body = row.pop("body")
+    body = row.pop("body", None)
     for key, value in row.items():
         if value not in (None, [], ""):
             click.echo(f"{key:<22} {json.dumps(value) if isinstance(value, list) else value}")
     if body is not None:
         click.echo("\n--- body sent ---")
         click.echo(_pretty(body))
+    if new is not None:
+        prev = new["previous"]
+        click.echo("\n--- no body was recorded for this request ---" if not new["parts"] else
+                   f"\n--- new since request {prev} ({new['new_bytes']} of"
+                   f" {new['body_bytes']} bytes) ---" if prev else
+                   "\n--- no earlier request in this session: all of it is new ---")
+        for part in new["parts"]:
+            click.echo(f"@{part['offset']}: {part['text']}")
+
+
+def _new_parts(store: AuditStore, row_id: int) -> dict[str, Any]:
+    """The byte ranges of this body made of chunks the session's previous request did not
+    have: the turn's new messages, plus any earlier block the agent changed."""
+    ids = store.chunk_ids(row_id)
+    prev = store.previous_in_session(row_id)
+    before = set(store.chunk_ids(prev)) if prev else set()
+    data = store.chunk_data(ids)
+    parts: list[dict[str, Any]] = []
+    offset = 0
+    for cid in ids:
+        piece = data[cid]
+        if cid not in before:
+            if parts and parts[-1]["offset"] + parts[-1]["bytes"] == offset:
+                parts[-1]["raw"] += piece
+                parts[-1]["bytes"] += len(piece)
+            else:
+                parts.append({"offset": offset, "bytes": len(piece), "raw": piece})
+        offset += len(piece)
+    for part in parts:
+        part["text"] = part.pop("raw").decode("utf-8", "replace")
+    return {"previous": prev, "body_bytes": offset,
+            "new_bytes": sum(p["bytes"] for p in parts), "parts": parts}
 
 
 def _pretty(body: str) -> str:

@@ -14,6 +14,7 @@ from mitmproxy.net import encoding
 
 from gate import __version__, runs
 from gate.agents import registry
+from gate.audit.session import session_key
 from gate.audit.store import AuditStore, Usage
 from gate.audit.usage import UsageTap
 from gate.config import Config
@@ -213,6 +214,8 @@ class GateAddon:
         # Written before the request leaves; if this raises, the request is blocked.
         return self.audit.record_request(
             run_id=run.id if run else None, agent=agent, upstream=route.upstream.name,
+            session=session_key(flow.request.headers, run.id if run else None, agent,
+                                route.upstream.name),
             host=route.upstream.host, method=flow.request.method,
             path=routing.safe_path(route.path),
             model=verdict.model, project_root=verdict.project_root, request_bytes=len(sent),

@@ -70,7 +70,7 @@ async def serve(config: Config, data_dir: Path, *,
                 stop: asyncio.Event | None = None, advertise: bool = False) -> None:
     """Serve until `stop` is set (or the master shuts down); audit writes finish first."""
     check_port(config.host, config.port)
-    audit = AuditStore(data_dir / "audit.db")
+    audit = AuditStore(data_dir / "audit.db", config.audit, background=True)
     policies = PolicyStore()
     ready: list[Listening] = []
 

@@ -8,6 +8,7 @@ on the same connection, so the connection remembers them and pairs outputs with 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -49,6 +50,8 @@ class Connection:
     agent: str | None
     calls: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
     row: int | None = None
+    # One WebSocket carries one conversation: its frames are one session in the audit.
+    session: str = field(default_factory=lambda: "w:" + os.urandom(8).hex())
 
     def from_client(self, content: bytes, is_text: bool, policies: PolicyStore,
                     screens: Screens, audit: AuditStore) -> bytes | None:
@@ -78,6 +81,7 @@ class Connection:
         self.row = audit.record_request(
             run_id=self.run.id if self.run else None, agent=self.agent,
             upstream=self.route.upstream.name, host=self.route.upstream.host, method="WS",
+            session=self.session,
             path=safe_path(self.route.path), model=verdict.model, project_root=verdict.project_root,
             request_bytes=len(sent), verdict="modified" if verdict.withheld else "forwarded",
             withheld=[w.record() for w in verdict.withheld],

@@ -48,9 +48,9 @@ def test_log_and_show(client: anthropic.Anthropic) -> None:
     assert code == 0 and rows[0]["model"] == "claude-log" and "body" not in rows[0]
     code, out, _ = invoke("log")
     assert "claude-log" in out and "forwarded" in out
-    code, out, _ = invoke("show", str(rows[0]["id"]), "--json")
+    code, out, _ = invoke("show", str(rows[0]["id"]), "--json", "--body")
     assert json.loads(json.loads(out)["request"]["body"])["messages"][0]["content"] == "remember me"
-    code, out, _ = invoke("show", str(rows[0]["id"]))
+    code, out, _ = invoke("show", str(rows[0]["id"]), "--body")
     assert "--- body sent ---" in out and "remember me" in out
     code, _, err = invoke("show", "999")
     assert code == 1 and "no request 999" in err

@@ -1,0 +1,202 @@
+"""What the audit costs: bytes on disk for a long session, and time on the request's path.
+
+1. Size: a simulated 100-turn Claude Code session (each turn resends the conversation plus
+   one tool call and its result, with `cache_control` moved to the newest message) is
+   recorded; audit bytes on disk are printed next to the sum of the request bodies and the
+   final request's size (target: at most 2x the final request), and next to the previous
+   design (one zstd'd body per row).
+2. Time: record_request for turn 100 of sessions whose final body is 50 KB, 500 KB and
+   2 MB, next to a plain zstd insert of the same body (the baseline asked for) and a raw
+   insert (what the previous design did on the path for bodies over 64 KB). Background
+   work (packing, full-text indexing) is timed apart: it runs after the request has left.
+
+Times are wall clock (what a request waits) with the thread's CPU time beside them: on a
+loaded machine the wall clock includes waiting for a core. Prints numbers; nothing passes
+or fails. Run: .venv/bin/python bench/audit.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "audit"))
+from latency import _sources, _system, _tools
+from session_kit import conversation  # the audit tests' session builder
+
+from gate.audit import index, worker
+from gate.audit.store import AuditStore
+
+PROJECT = Path("/home/dev/project")
+META: dict[str, Any] = {"upstream": "anthropic", "host": "api.anthropic.com", "method": "POST",
+                        "path": "/v1/messages", "verdict": "forwarded", "session": "s:bench"}
+
+
+def session(turns: int, final_bytes: int, tail: str = "") -> Iterator[bytes]:
+    """Bodies of a session whose turn `turns` is about `final_bytes` long: Claude Code's
+    system prompt and tools, files read from real source text."""
+    sources = _sources()
+    corpus = "\n".join(text for _, text in sources)  # real source text, sliced per turn
+    base = {"model": "claude-sonnet-4-5-20250929", "max_tokens": 32000,
+            "system": _system(PROJECT), "tools": _tools(),
+            "metadata": {"user_id": "user_" + "ab" * 32 + "_account__session_bench"}}
+    per_turn = max(200, (final_bytes - len(json.dumps(base))) // turns - 250)
+
+    def result(turn: int) -> tuple[str, str]:
+        return sources[turn % len(sources)][0], _slice(corpus, turn * per_turn, per_turn)
+
+    return conversation(turns, base, result, tail=tail)
+
+
+def _slice(corpus: str, start: int, length: int) -> str:
+    start %= max(1, len(corpus) - length)
+    return corpus[start:start + length]
+
+
+def disk(path: Path) -> int:
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return sum(p.stat().st_size for p in path.parent.glob(f"{path.name}*"))
+
+
+def size_report(turns: int, final: int) -> None:
+    bodies = list(session(turns, final))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "audit.db"
+        store = AuditStore(path)
+        for body in bodies:
+            store.record_request(**META, request_bytes=len(body), body=body)
+        index.index_pending(store.conn())
+        breakdown = _breakdown(store.conn())
+        store.close()
+        ours = disk(path)
+        old = _old_design(Path(tmp) / "old.db", bodies)
+    total, last = sum(map(len, bodies)), len(bodies[-1])
+    print(f"\n{turns}-turn session, final request {last / 1e3:.0f} KB")
+    print(f"  sum of request bodies   {total / 1e6:9.2f} MB")
+    print(f"  final request           {last / 1e6:9.2f} MB")
+    print(f"  audit on disk (chunks)  {ours / 1e6:9.2f} MB   = {ours / last:.2f}x final"
+          f" (target <= 2x), {total / ours:.0f}x smaller than the bodies")
+    print(f"  previous design (zstd per row) {old / 1e6:6.2f} MB   = {old / last:.2f}x final")
+    if breakdown:
+        print("  of which: " + ", ".join(f"{k} {v / 1e3:.0f} KB" for k, v in breakdown))
+
+
+def _breakdown(db: sqlite3.Connection) -> list[tuple[str, int]]:
+    try:
+        rows = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"
+                          " ORDER BY 2 DESC LIMIT 5").fetchall()
+    except sqlite3.Error:
+        return []
+    return [(str(n), int(s)) for n, s in rows]
+
+
+def _old_design(path: Path, bodies: list[bytes]) -> int:
+    db = _plain_db(path)
+    for body in bodies:
+        db.execute("INSERT INTO r (body) VALUES (?)",
+                   (zstandard.ZstdCompressor(level=3).compress(body),))
+    db.close()
+    return disk(path)
+
+
+def _plain_db(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE IF NOT EXISTS r (id INTEGER PRIMARY KEY, body BLOB)")
+    return db
+
+
+def timing_report(final: int, label: str, samples: int) -> None:
+    """Turn 100 recorded `samples` times, each with a different new tail (as a real turn)."""
+    bodies = list(session(100, final))
+    turn100 = [list(session(100, final, tail=f"Go ahead, round {k}."))[-1]
+               for k in range(samples)]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = AuditStore(Path(tmp) / "audit.db")
+        db = store.conn()
+        db.execute("PRAGMA wal_autocheckpoint=0")  # as in gate serve: the background pass does it
+        for body in bodies[:-1]:
+            store.record_request(**META, request_bytes=len(body), body=body)
+        _background(db)
+        ours, cpu, background = [], [], []
+        for body in turn100:
+            t0, c0 = time.perf_counter(), time.thread_time()
+            store.record_request(**META, request_bytes=len(body), body=body)
+            ours.append(time.perf_counter() - t0)
+            cpu.append(time.thread_time() - c0)
+            t0 = time.perf_counter()
+            _background(db)
+            background.append(time.perf_counter() - t0)
+        cold, cold_cpu = [], []  # every chunk new (a conversation resumed after a restart)
+        for k in range(max(3, samples // 4)):
+            body = turn100[0].replace(b"e", b"EFGHIJKLMN"[k:k + 1])
+            t0, c0 = time.perf_counter(), time.thread_time()
+            store.record_request(**{**META, "session": f"s:cold{k}"}, request_bytes=len(body),
+                                 body=body)
+            cold.append(time.perf_counter() - t0)
+            cold_cpu.append(time.thread_time() - c0)
+            _background(db)
+        store.close()
+        plain = _plain_times(Path(tmp) / "plain.db", turn100, compress=True)
+        raw = _plain_times(Path(tmp) / "raw.db", turn100, compress=False)
+    size = len(turn100[0])
+    print(f"  {label:>6} ({size / 1e3:6.0f} KB)  gate p50 {_ms(ours, 50)} (cpu {_ms(cpu, 50)})"
+          f"  p90 {_ms(ours, 90)}  | zstd insert p50 {_ms(plain, 50)}  | raw insert p50"
+          f" {_ms(raw, 50)}  | background p50 {_ms(background, 50)}\n{'':>20}gate, every"
+          f" chunk new: p50 {_ms(cold, 50)} (cpu {_ms(cold_cpu, 50)})")
+
+
+def _background(db: sqlite3.Connection) -> None:
+    """What gate serve's background thread does after a request (gate.audit.worker)."""
+    index.index_pending(db)
+    worker.checkpoint(db, Path(db.execute("PRAGMA database_list").fetchone()[2]))
+
+
+def _plain_times(path: Path, bodies: list[bytes], compress: bool) -> list[float]:
+    db = _plain_db(path)
+    out = []
+    for body in bodies:
+        t0 = time.perf_counter()
+        blob = zstandard.ZstdCompressor(level=3).compress(body) if compress else body
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO r (body) VALUES (?)", (blob,))
+        db.execute("COMMIT")
+        out.append(time.perf_counter() - t0)
+    db.close()
+    return out
+
+
+def _ms(xs: list[float], q: int) -> str:
+    cut = statistics.quantiles(xs, n=100, method="inclusive")[q - 1] if len(xs) > 1 else xs[0]
+    return f"{cut * 1000:6.2f} ms"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--quick", action="store_true", help="fewer samples (CI smoke run)")
+    args = ap.parse_args(argv)
+    samples = 5 if args.quick else 20
+    print("== audit size ==")
+    for final in (500_000, 2_000_000):
+        size_report(100, final)
+    print("\n== record_request on the request's path, turn 100 of a session ==")
+    for label, final in (("50 KB", 50_000), ("500 KB", 500_000), ("2 MB", 2_000_000)):
+        timing_report(final, label, samples)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""Retention: drop the oldest requests (by age, then by size), then the chunks no request
+uses any more, keeping the chain verifiable from the first remaining row."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gate.audit import chain, chunks, index
+
+if TYPE_CHECKING:
+    from gate.audit.store import AuditStore
+
+
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    requests: int
+    chunks: int
+    size_before: int
+    size_after: int
+
+
+def prune(store: AuditStore, now: float | None = None) -> Pruned:
+    """Apply audit.retention_days, then audit.max_size_mb. Rows go oldest first (a prefix,
+    so the chain stays one piece); the last one dropped becomes the chain's anchor."""
+    db = store.conn()
+    settings = store.settings
+    before = used_bytes(db)
+    cutoff = (time.time() if now is None else now) - settings.retention_days * 86400
+    last = db.execute("SELECT MAX(id) FROM requests WHERE ts < ?", (cutoff,)).fetchone()[0]
+    dropped = _drop_through(db, last) if last is not None else 0
+    freed = collect_garbage(db)
+    cap = settings.max_size_mb << 20 if settings.max_size_mb else None
+    while cap is not None and used_bytes(db) > cap:
+        # A tenth of what is left per round: sizes are only known once chunks are freed.
+        count = db.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
+        if not count:
+            break
+        last = db.execute("SELECT id FROM requests ORDER BY id LIMIT 1 OFFSET ?",
+                          (max(0, count // 10 - 1),)).fetchone()[0]
+        dropped += _drop_through(db, last)
+        freed += collect_garbage(db)
+    if dropped:
+        db.execute("PRAGMA incremental_vacuum")  # a no-op on databases made before auto_vacuum
+    return Pruned(dropped, freed, before, used_bytes(db))
+
+
+def used_bytes(db: sqlite3.Connection) -> int:
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    free = db.execute("PRAGMA freelist_count").fetchone()[0]
+    size: int = db.execute("PRAGMA page_size").fetchone()[0]
+    return int((pages - free) * size)
+
+
+def _drop_through(db: sqlite3.Connection, last: int) -> int:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        row = db.execute("SELECT record_hash FROM requests WHERE id=?", (last,)).fetchone()
+        cur = db.execute("DELETE FROM requests WHERE id <= ?", (last,))
+        if row is not None:
+            chain.set_anchor(db, last, row[0])
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return cur.rowcount
+
+
+def collect_garbage(db: sqlite3.Connection) -> int:
+    """Delete chunks no request refers to. The live set is read from a snapshot, without
+    blocking writers; requests committed since are added under the write lock, so a chunk a
+    new request reused is never deleted."""
+    db.execute("BEGIN")
+    try:
+        top = db.execute("SELECT COALESCE(MAX(id), 0) FROM requests").fetchone()[0]
+        live = _refs(db, "SELECT chunk_refs FROM requests WHERE chunk_refs IS NOT NULL")
+        dead = {cid for (cid,) in db.execute("SELECT id FROM chunks")} - live
+    finally:
+        db.execute("COMMIT")
+    if not dead:
+        return 0
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        dead -= _refs(db, "SELECT chunk_refs FROM requests WHERE id > ?"
+                      " AND chunk_refs IS NOT NULL", (top,))
+        doomed = sorted(dead)
+        for i in range(0, len(doomed), 500):
+            index.forget(db, doomed[i:i + 500])
+        # Other stores' hash → id caches may name what was just deleted: they drop them.
+        db.execute("INSERT OR REPLACE INTO audit_state (key, value) VALUES ('chunk_gen', ?)",
+                   (os.urandom(8).hex(),))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return len(dead)
+
+
+def _refs(db: sqlite3.Connection, sql: str, args: tuple[int, ...] = ()) -> set[int]:
+    out: set[int] = set()
+    for (blob,) in db.execute(sql, args):
+        out.update(chunks.unpack_refs(blob))
+    return out
