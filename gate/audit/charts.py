@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 
 W, H = 720, 260                         # viewBox of the day charts
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 44
+LEFT, RIGHT, TOP, BOTTOM = 84, 16, 16, 44  # room for "1,000,000"
 LABEL_CHARS = 26                        # longer labels are cut; the full text is in <title>
 Fmt = Callable[[int], str]
 
