@@ -1,0 +1,1 @@
+"""Ask before sending: parked questions, decision memory, the local decision dataset."""
