@@ -1,1 +1,1 @@
-"""Ask before sending: parked questions, decision memory, the local decision dataset."""
+"""Asking a person before a request leaves: questions, the control API client, decisions."""

@@ -14,12 +14,14 @@ from mitmproxy.net import encoding
 
 from gate import __version__, runs
 from gate.agents import registry
+from gate.ask import client
+from gate.ask.questions import Pending
 from gate.audit.store import AuditStore, Usage
 from gate.audit.usage import UsageTap
 from gate.config import Config
 from gate.errors import GateError
 from gate.providers import openai_responses
-from gate.proxy import chains, replies, routing, websocket
+from gate.proxy import chains, control, replies, routing, websocket
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore, Limits
@@ -39,14 +41,22 @@ class GateAddon:
         self.audit = audit
         self.chains = chains.ResponseCalls()
         self.on_ready = on_ready
+        self.pending = Pending()
+        self.control = control.Control(self.pending, client.load_or_create_token(data_dir))
+        self._registered: Path | None = None
 
     # -- mitmproxy hooks -------------------------------------------------------------------
 
     def running(self) -> None:
-        if self.on_ready is None:
-            return
         host, port = ctx.master.addons.get("proxyserver").listen_addrs()[0][:2]
-        self.on_ready(host, port)
+        self.control.port = port
+        self._registered = client.register(self.data_dir, host, port)
+        if self.on_ready is not None:
+            self.on_ready(host, port)
+
+    def done(self) -> None:
+        if self._registered is not None:
+            self._registered.unlink(missing_ok=True)
 
     def request(self, flow: http.HTTPFlow) -> None:
         # Fail closed: mitmproxy forwards a flow whose addon raised, so nothing may escape here.
@@ -159,6 +169,9 @@ class GateAddon:
         req = flow.request
         if req.path.split("?", 1)[0] == HEALTH:
             self._health(flow)
+            return
+        if req.path.startswith(control.PREFIX):
+            self.control.handle(flow)
             return
         route = routing.resolve(req.path, self.config.upstreams)
         if route is None:

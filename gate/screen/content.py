@@ -6,15 +6,16 @@ gate cannot edit, blocks the request instead (fail closed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gate.providers.segments import JsonPath, Role, Segment, Walk, get_at, set_at
 from gate.rules.engine import Policy
+from gate.screen import masking
 from gate.screen.fingerprints import DeniedIndex
 from gate.screen.secrets import Scanner, keyed_hash, load_or_create_key, placeholder
-from gate.screen.verdict import Blocked, Withheld
+from gate.screen.verdict import Asked, Blocked, Withheld
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,13 @@ def denied_values(walk: Walk, body: Any, index: DeniedIndex, done: set[str | Non
 
 
 def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
-            done: set[str | None], changed: set[JsonPath]) -> list[Withheld]:
+            done: set[str | None], changed: set[JsonPath],
+            approved: frozenset[str] = frozenset()) -> list[Withheld]:
     """Replace likely secrets with keyed, kind-tagged placeholders, as the policy says
-    (`secrets:` in rule files): redact, ask (redact until asking a person exists, and say
-    so), block the request, or allow. A secret inside a signed field cannot be replaced:
-    a high-tier one blocks; generic findings are too uncertain to stop a conversation for.
+    (`secrets:` in rule files): redact, ask (redacted unless its key is in `approved`; the
+    verdict's asks say what to put to a person), block the request, or allow. A secret
+    inside a signed field cannot be replaced: a high-tier one blocks; generic findings are
+    too uncertain to stop a conversation for.
     """
     found: dict[tuple[str, str], Withheld] = {}
     for seg in _live(walk, done):
@@ -79,19 +82,35 @@ def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
                 raise Blocked(f"a likely secret ({high.kind}) is inside a signed or opaque"
                               " field that gate cannot edit; start a new conversation without it")
             continue
-        out, last = [], 0
+        out: list[str] = []
+        shown: list[str] = []  # the text as a person may see it: every finding masked
+        asks: list[tuple[tuple[str, str], str, int, str, bool]] = []  # key, digest, at, mask
+        last = 0
         for f, action in acted:  # sorted, never overlapping
             value = text[f.start:f.end]
-            tag = placeholder(f, value, screen.key)
-            if action == "ask":
-                tag = tag[:-1] + "; needs the user's approval, gate cannot ask yet]"
+            digest = keyed_hash(value, screen.key)
+            sent = action == "ask" and digest in approved
+            tag = value if sent else placeholder(f, value, screen.key)
+            if action == "ask" and not sent:
+                tag = tag[:-1] + "; not approved by the user]"
             out += [text[last:f.start], tag]
+            shown += [text[last:f.start], masking.preview(value)]
             last = f.end
-            key = (f.rule_id, keyed_hash(value, screen.key)[:16])
+            key = (f.rule_id, digest[:16])
             prev = found.get(key)
             found[key] = Withheld(None, None, f.kind, f.rule_id, f"tier {f.tier}: {action}",
-                                  "secret", prev.count + 1 if prev else 1, key[1])
+                                  "secret", prev.count + 1 if prev else 1, key[1],
+                                  prev.asked if prev else None)
+            if action == "ask":  # context is filled in once the whole text is masked
+                at = sum(map(len, shown)) - len(shown[-1])
+                asks.append((key, digest, at, shown[-1], sent))
         out.append(text[last:])
+        shown.append(text[last:])
+        view = "".join(shown)
+        for key, digest, at, mask, sent in asks:
+            asked = Asked(digest, "send-secret", mask,
+                          masking.context(view, at, at + len(mask)), sent)
+            found[key] = replace(found[key], asked=found[key].asked or asked)
         set_at(body, seg.path, "".join(out))
         changed.add(seg.path)
     return list(found.values())
