@@ -34,6 +34,9 @@ def test_a_remembered_approval_answers_the_next_turn_without_asking(
     assert token in g.provider.seen[-1].body.decode()
     memory = g.data / "decisions" / "memory.json"
     assert memory.stat().st_mode & 0o777 == 0o600 and token not in memory.read_text()
+    [entry] = json.loads(memory.read_text())["entries"]
+    assert (entry["kind"], entry["scope"], entry["question_id"]) == (
+        "github-token", "project", q["id"])
     person, remembered = _lines(g.data)
     assert (person["by"], person["remember"]) == ("person", "project")
     assert (remembered["by"], remembered["answer"]) == ("memory", "approve")
