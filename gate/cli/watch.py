@@ -16,6 +16,8 @@ from typing import Any
 import click
 
 from gate import dirs
+from gate.ask.client import ControlClient
+from gate.audit.store import AuditStore
 from gate.cli.common import echo_json, json_option
 from gate.cli.watchview import SCOPE_KEYS, Snapshot, View, render
 from gate.errors import GateError
@@ -30,16 +32,12 @@ def snapshot(data_dir: Path, limit: int) -> Snapshot:
     requests: list[dict[str, Any]] = []
     db = data_dir / "audit.db"
     if db.exists():  # never create an audit just to look at it
-        from gate.audit.store import AuditStore
-
         store = AuditStore(db)
         try:
             requests = [_meta(r) for r in store.rows(limit)]
         finally:
             store.close()
     try:
-        from gate.ask.client import ControlClient
-
         return Snapshot(requests, ControlClient.find(data_dir).pending(), None)
     except GateError as exc:
         return Snapshot(requests, [], exc.message)
@@ -137,8 +135,6 @@ def _answer(view: View, pending: list[dict[str, Any]], data_dir: Path, answer: s
         view.message = "no question selected"
         return
     try:
-        from gate.ask.client import ControlClient
-
         ControlClient.find(data_dir).answer(qid, answer, remember)
     except GateError as exc:
         view.message = exc.message
