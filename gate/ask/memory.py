@@ -8,6 +8,7 @@ persisted in `<data>/decisions/memory.json` (0600, written atomically, schemaVer
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -15,6 +16,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -73,29 +75,44 @@ def memory_path(data_dir: Path) -> Path:
 
 class MemoryFile:
     """The persisted entries in memory.json, re-read when another process changed it
-    (`gate decisions forget` while a gate runs). Not locked: callers hold a lock."""
+    (`gate decisions forget` while a gate runs). Callers in one process hold a lock;
+    `update` also takes a file lock, so two processes never lose each other's writes."""
 
     def __init__(self, path: Path):
         self.path = path
         self._seen: tuple[int, int, int] | None = None
-        self._entries: list[Remembered] = []
+        self._by_content: dict[tuple[str, str], list[Remembered]] = {}
 
     def entries(self) -> list[Remembered]:
         """Unexpired entries, re-read if the file changed since last read."""
-        sig = _signature(self.path)
-        if sig != self._seen:
-            self._entries = _read(self.path)
-            self._seen = _signature(self.path)
+        self._refresh()
         now = time.time()
-        return [e for e in self._entries if e.expires > now]
+        return [e for group in self._by_content.values() for e in group if e.expires > now]
 
-    def save(self, entries: list[Remembered]) -> None:
+    def matching(self, fingerprint: str, kind: str) -> list[Remembered]:
+        """Unexpired entries for this content: a dict lookup, not a scan."""
+        self._refresh()
         now = time.time()
-        kept = [e for e in entries if e.expires > now]
-        payload = {"schemaVersion": SCHEMA_VERSION, "entries": [asdict(e) for e in kept]}
-        dirs.private_dir(self.path.parent.parent)
-        dirs.write_private(self.path, json.dumps(payload, indent=1).encode())
-        self._entries, self._seen = kept, _signature(self.path)
+        return [e for e in self._by_content.get((fingerprint, kind), ()) if e.expires > now]
+
+    def update(self, change: Callable[[list[Remembered]], list[Remembered]]) -> None:
+        """Read the current file, apply `change`, write the result atomically."""
+        with _file_lock(self.path):
+            self._seen = None  # another process may have written within our mtime tick
+            kept = [e for e in change(self.entries()) if e.expires > time.time()]
+            payload = {"schemaVersion": SCHEMA_VERSION, "entries": [asdict(e) for e in kept]}
+            dirs.write_private(self.path, json.dumps(payload, indent=1).encode())
+            self._index(kept)
+
+    def _refresh(self) -> None:
+        if _signature(self.path) != self._seen or self._seen is None:
+            self._index(_read(self.path))
+
+    def _index(self, entries: list[Remembered]) -> None:
+        self._by_content = {}
+        for e in entries:
+            self._by_content.setdefault((e.fingerprint, e.kind), []).append(e)
+        self._seen = _signature(self.path)
 
 
 class DecisionMemory:
@@ -125,7 +142,8 @@ class DecisionMemory:
                project: str | None) -> Remembered | None:
         """The remembered answer for this content here, narrowest scope first, else None."""
         with self._lock:
-            found = [e for e in self._all() if e.matches(fingerprint, kind, session, project)]
+            found = [e for e in self._live(lambda f: f.matching(fingerprint, kind))
+                     if e.matches(fingerprint, kind, session, project)]
         found.sort(key=lambda e: (_PRECEDENCE[Scope(e.scope)], -e.created))
         return found[0] if found else None
 
@@ -154,7 +172,7 @@ class DecisionMemory:
                 self._session = [*_without(self._session, entry), entry]
                 return entry
             try:
-                self._file.save([*_without(self._file.entries(), entry), entry])
+                self._file.update(lambda entries: [*_without(entries, entry), entry])
             except (OSError, StateError) as exc:
                 logger.error("decision {} not remembered: {}", question_id, exc)
                 return None
@@ -162,7 +180,7 @@ class DecisionMemory:
 
     def entries(self) -> list[Remembered]:
         with self._lock:
-            return sorted(self._all(), key=lambda e: e.created)
+            return sorted(self._live(MemoryFile.entries), key=lambda e: e.created)
 
     def forget(self, entry_id: str) -> bool:
         """Drop one entry by id; False if there is none."""
@@ -173,11 +191,13 @@ class DecisionMemory:
                 return True
             return forget_persisted(self._file, entry_id)
 
-    def _all(self) -> list[Remembered]:
+    def _live(self, persisted_of: Callable[[MemoryFile], list[Remembered]]) -> list[Remembered]:
+        """Unexpired session entries and `persisted_of(file)`; a file gate cannot use
+        counts as empty (the person is asked)."""
         now = time.time()
         self._session = [e for e in self._session if e.expires > now]
         try:
-            persisted = self._file.entries()
+            persisted = persisted_of(self._file)
         except StateError as exc:
             logger.error("decision memory unusable, asking instead: {}", exc)
             persisted = []
@@ -185,12 +205,35 @@ class DecisionMemory:
 
 
 def forget_persisted(file: MemoryFile, entry_id: str) -> bool:
-    kept = file.entries()
-    left = [e for e in kept if e.id != entry_id]
-    if len(left) == len(kept):
-        return False
-    file.save(left)
-    return True
+    """Drop a persisted entry by id; False if there is none."""
+    found = False
+
+    def drop(entries: list[Remembered]) -> list[Remembered]:
+        nonlocal found
+        left = [e for e in entries if e.id != entry_id]
+        found = len(left) != len(entries)
+        return left
+
+    file.update(drop)
+    return found
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An advisory lock beside `path` (POSIX flock; elsewhere the process lock only)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: one gate per data dir is the supported case there
+        yield
+        return
+    dirs.private_dir(path.parent.parent)
+    dirs.private_dir(path.parent)
+    fd = os.open(path.with_name("memory.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _without(entries: list[Remembered], new: Remembered) -> list[Remembered]:
