@@ -11,17 +11,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import json
 import os
 import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+import orjson
 from loguru import logger
 
 from gate import dirs
@@ -69,6 +69,9 @@ class Remembered:
         return True
 
 
+_FIELDS = tuple(f.name for f in fields(Remembered))
+
+
 def memory_path(data_dir: Path) -> Path:
     return data_dir / "decisions" / FILE
 
@@ -98,14 +101,17 @@ class MemoryFile:
     def update(self, change: Callable[[list[Remembered]], list[Remembered]]) -> None:
         """Read the current file, apply `change`, write the result atomically."""
         with _file_lock(self.path):
-            self._seen = None  # another process may have written within our mtime tick
+            # Re-read only if another process replaced the file: each write is a new
+            # inode, so the (inode, mtime, size) signature changes.
             kept = [e for e in change(self.entries()) if e.expires > time.time()]
-            payload = {"schemaVersion": SCHEMA_VERSION, "entries": [asdict(e) for e in kept]}
-            dirs.write_private(self.path, json.dumps(payload, indent=1).encode())
+            payload = {"schemaVersion": SCHEMA_VERSION,
+                       "entries": [{f: getattr(e, f) for f in _FIELDS} for e in kept]}
+            # One entry per line: readable, and still one write.
+            dirs.write_private(self.path, orjson.dumps(payload).replace(b'},{"id"', b'},\n{"id"'))
             self._index(kept)
 
     def _refresh(self) -> None:
-        if _signature(self.path) != self._seen or self._seen is None:
+        if _signature(self.path) != self._seen or self._seen is None:  # None: no file yet
             self._index(_read(self.path))
 
     def _index(self, entries: list[Remembered]) -> None:
@@ -259,7 +265,7 @@ def _read(path: Path) -> list[Remembered]:
     except FileNotFoundError:
         return []
     try:
-        data = json.loads(raw)
+        data = orjson.loads(raw)
         version = data["schemaVersion"]
         if isinstance(version, int) and version > SCHEMA_VERSION:
             raise StateError(f"schemaVersion {version} is newer than this gate reads"
