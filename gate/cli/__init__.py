@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from gate import __version__
-from gate.cli import audit, decisions, paths, rules, scan, serve, watch
+from gate.cli import ask, audit, decisions, paths, rules, scan, serve, watch
 from gate.errors import GateError
 
 
@@ -34,8 +34,7 @@ def cli() -> None:
 
 
 for command in (*serve.COMMANDS, *audit.COMMANDS, *paths.COMMANDS, *rules.COMMANDS,
-                *scan.COMMANDS, *decisions.COMMANDS,
-                *watch.COMMANDS):
+                *scan.COMMANDS, *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS):
     cli.add_command(command)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ask.control_kit import call, token
+from fake_provider import FakeProvider
 from gate.proxy.server import Listening
 
 API = "/_gate/api/pending"
@@ -59,7 +60,7 @@ def test_bad_answers_are_refused_clearly(gate: Listening, gate_dirs: dict[str, P
 
 
 def test_control_paths_are_never_forwarded(gate: Listening, gate_dirs: dict[str, Path],
-                                           provider: object) -> None:
+                                           provider: FakeProvider) -> None:
     status, body = call(gate, "GET", "/_gate/api/other", auth=token(gate_dirs["data"]))
     assert status == 404 and "no control endpoint" in body["error"]
-    assert getattr(provider, "seen") == []
+    assert provider.seen == []
