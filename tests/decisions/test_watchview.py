@@ -90,3 +90,13 @@ def test_keys_without_a_running_gate_explain_instead_of_failing(tmp_path: Path) 
     assert view.choosing is None and view.message == "cancelled"
     press("b", view, pending, tmp_path)
     assert view.message.startswith("no gate is running for data dir")
+
+
+def test_what_an_agent_sent_cannot_drive_the_terminal() -> None:
+    evil = question("qa")
+    evil["findings"][0]["context"] = "a\x1b[2J\x1b]0;pwned\x07b\tc\u202etxt.exe"
+    evil["request"]["model"] = "m\x9b31m"
+    text = "\n".join(render(Snapshot([], [evil], None), View(data_dir="/d"), width=None,
+                            color=False))
+    assert "| a^[[2J^[]0;pwned^Gb c?txt.exe" in text and "m?31m" in text
+    assert not any(c in text for c in "\x1b\x07\x9b\u202e\t")
