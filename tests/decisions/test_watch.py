@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
-import pytest
 from click.testing import CliRunner
-from decisions.term import Term
 
+from decisions.term import Term
 from gate.cli import cli
 from gate.proxy.server import Listening
 
 FIELDS = {"id", "ts", "agent", "upstream", "path", "model", "verdict", "status", "withheld",
           "request_bytes"}
-
-
-@pytest.fixture
-def term() -> Iterator[list[Term]]:
-    opened: list[Term] = []
-    yield opened
-    for t in opened:
-        t.close()
 
 
 def _send(client: anthropic.Anthropic, text: str = "hello") -> None:
@@ -60,9 +50,8 @@ def test_live_view_needs_a_terminal() -> None:
 
 
 def test_live_view_redraws_new_requests_and_quits_on_q(
-        client: anthropic.Anthropic, gate: Listening, term: list[Term]) -> None:
-    t = Term("watch", "--interval", "0.2")
-    term.append(t)
+        client: anthropic.Anthropic, gate: Listening, watch: Term) -> None:
+    t = watch
     seen = t.expect("no requests recorded yet")
     _send(client)
     t.expect("claude-test-1", after=seen)

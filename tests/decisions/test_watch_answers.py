@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import anthropic
-import pytest
 from click.testing import CliRunner
-from decisions.term import Term
 
 from ask.ask_kit import AskingGate, env_turn, github_token
+from decisions.term import Term
 from gate.ask.memory import memory_path
 from gate.cli import cli
-
-
-@pytest.fixture
-def watch() -> Iterator[Term]:
-    t = Term("watch", "--interval", "0.2")
-    yield t
-    t.close()
 
 
 def test_r_redacts_the_selected_question_and_the_row_appears(
