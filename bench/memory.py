@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gate.ask.memory import DecisionMemory, MemoryFile, Remembered, memory_path
+from gate.ask.memory import DecisionMemory
+from gate.ask.memory_file import MemoryFile, Remembered, memory_path
 
 
 def timings(fn: Callable[[int], object], n: int) -> tuple[float, float]:

@@ -14,7 +14,8 @@ import pytest
 from loguru import logger
 
 from conftest import fake_secret
-from gate.ask.memory import DecisionMemory, MemoryFile, memory_path
+from gate.ask.memory import DecisionMemory, memory_path
+from gate.ask.memory_file import MemoryFile
 from gate.errors import StateError
 
 KEY = b"k" * 32
