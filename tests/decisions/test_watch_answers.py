@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anthropic
+import pytest
 from click.testing import CliRunner
 
 from ask.ask_kit import AskingGate, env_turn, github_token
@@ -61,8 +62,11 @@ def test_selection_moves_and_b_blocks_only_the_selected_one(
     assert (first in bodies) != (second in bodies)  # the approved one only, as it was
 
 
-def test_shift_a_then_w_approves_and_remembers(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], watch: Term) -> None:
+@pytest.mark.parametrize(("key", "scope"), [("s", "session"), ("p", "project"),
+                                          ("w", "always")])
+def test_shift_a_then_a_scope_key_approves_and_remembers(
+        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], watch: Term, key: str,
+        scope: str) -> None:
     g = asking()
     token = github_token()
     body = env_turn(gate_dirs["project"], token)
@@ -71,21 +75,24 @@ def test_shift_a_then_w_approves_and_remembers(
     watch.expect(f"> {q['id']}")
     at = watch.press("A")
     watch.expect("approve and remember for: s session, p project, w always", after=at)
-    at = watch.press("w")
-    watch.expect(f"{q['id']}: approve, remembered (always)", after=at)
+    at = watch.press(key)
+    watch.expect(f"{q['id']}: approve, remembered ({scope})", after=at)
     assert sent.wait().error is None
     assert token in g.provider.seen[-1].body.decode()
     again = g.send(body).wait(20)  # the next turn resends it: decided by memory, not asked
     assert again.error is None and len(g.provider.seen) == 2
-    assert token.encode() not in memory_path(g.data).read_bytes()
-    listed = json.loads(CliRunner().invoke(cli, ["decisions", "list", "--json"]).stdout)
-    [entry] = listed["decisions"]
-    assert (entry["scope"], entry["answer"], entry["question_id"]) == ("always", "approve",
-                                                                      q["id"])
     lines = (g.data / "decisions" / "dataset" / "send-secret.jsonl").read_text().splitlines()
     assert [json.loads(x)["by"] for x in lines] == ["person", "memory"]
-    assert json.loads(lines[0])["remember"] == "always"
+    assert json.loads(lines[0])["remember"] == scope
     assert all(token not in x for x in lines)
+    listed = json.loads(CliRunner().invoke(cli, ["decisions", "list", "--json"]).stdout)
+    if scope == "session":  # kept in the running gate only
+        assert listed == {"decisions": []} and not memory_path(g.data).exists()
+        return
+    assert token.encode() not in memory_path(g.data).read_bytes()
+    [entry] = listed["decisions"]
+    assert (entry["scope"], entry["answer"], entry["question_id"]) == (scope, "approve", q["id"])
+    assert entry["project"] == (str(gate_dirs["project"]) if scope == "project" else None)
 
 
 def test_escape_cancels_a_remember_and_the_question_stays(
