@@ -19,7 +19,16 @@ from gate.ask import events, notify
 from gate.ask.dataset import Dataset
 from gate.ask.helper import check_helper_url, propose
 from gate.ask.memory import DecisionMemory
-from gate.ask.questions import ANSWERS, Answer, By, Pending, Question, finding, question_kind
+from gate.ask.questions import (
+    ANSWERS,
+    Answer,
+    By,
+    Pending,
+    Question,
+    finding,
+    finding_kind,
+    question_kind,
+)
 from gate.config import Config
 from gate.screen.verdict import Blocked, Verdict, Withheld
 
@@ -89,7 +98,7 @@ class Asker:
         rest: list[Withheld] = []
         for w in asks:
             assert w.asked is not None
-            hit = self.memory.lookup(self._fingerprint(w), w.asked.question,
+            hit = self.memory.lookup(self._fingerprint(w), finding_kind(w),
                                      session=request.get("run_id"),
                                      project=request.get("project_root"))
             if hit is None:
@@ -157,14 +166,14 @@ class Asker:
                   request: dict[str, Any]) -> None:
         for w in asks:
             assert w.asked is not None
-            self.memory.remember(self._fingerprint(w), w.asked.question, answer.answer,
+            self.memory.remember(self._fingerprint(w), finding_kind(w), answer.answer,
                                  answer.remember, session=request.get("run_id"),
                                  project=request.get("project_root"), question_id=q.id)
 
     def _fingerprint(self, w: Withheld) -> str:
         # The memory gets the finding's keyed hash, never the value.
         assert w.asked is not None
-        return self.memory.fingerprint(w.asked.key, w.asked.question)
+        return self.memory.fingerprint(w.asked.key, finding_kind(w))
 
 
 def _tell(q: Question) -> None:

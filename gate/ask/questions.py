@@ -72,11 +72,16 @@ class Question:
                 "by": str(answer.by), "answered_at": answer.at}
 
 
+def finding_kind(w: Withheld) -> str:
+    """A secret's detector kind (github-token, ...), or tool-result for an ask rule's."""
+    return (w.target or "secret") if w.kind == "secret" else "tool-result"
+
+
 def finding(w: Withheld) -> dict[str, Any]:
     """One ask finding as a person sees it (masked preview and context only)."""
     assert w.asked is not None
     secret = w.kind == "secret"
-    return {"kind": w.target if secret else "tool-result", "rule": w.rule, "where": w.where,
+    return {"kind": finding_kind(w), "rule": w.rule, "where": w.where,
             "file": None if secret else w.target, "tool": w.tool, "preview": w.asked.preview,
             "context": w.asked.context, "fingerprint": w.asked.key[:16]}
 

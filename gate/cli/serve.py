@@ -55,7 +55,8 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
 
     config = _no_ask(load_config(host, port, upstreams), no_ask)
     data = dirs.private_dir(dirs.data_dir())
-    log.configure(file=data / "gate.log")
+    # With --events, stderr carries only the NDJSON events; the log goes to gate.log.
+    log.configure(file=data / "gate.log", stderr=not events)
     if events:
         event_stream.configure(sys.stderr)
     token = client.load_or_create_token(data)

@@ -25,8 +25,9 @@ API = "/_gate/api/pending"
 UI = "/_gate/ui"
 COOKIE = "gate_control"
 _LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
+# (no-referrer would make the browser send `Origin: null` with the page's own forms)
 _HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff",
-            "x-frame-options": "DENY", "referrer-policy": "no-referrer"}
+            "x-frame-options": "DENY", "referrer-policy": "same-origin"}
 
 
 class Control:

@@ -67,6 +67,7 @@ def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
     too uncertain to stop a conversation for.
     """
     found: dict[tuple[str, str], Withheld] = {}
+    tools = {c.id: c.name for c in walk.calls}  # which tool's output held it, if any
     for seg in _live(walk, done):
         text = get_at(body, seg.path) if seg.path in changed else seg.text
         acted = [(f, policy.secret_action(f.kind, f.rule_id, f.tier))
@@ -98,8 +99,10 @@ def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
             last = f.end
             key = (f.rule_id, digest[:16])
             prev = found.get(key)
-            found[key] = Withheld(None, None, f.kind, f.rule_id, f"tier {f.tier}: {action}",
-                                  "secret", prev.count + 1 if prev else 1, key[1],
+            found[key] = Withheld(prev.call_id if prev else seg.call_id,
+                                  prev.tool if prev else tools.get(seg.call_id or ""),
+                                  f.kind, f.rule_id, f"tier {f.tier}: {action}", "secret",
+                                  prev.count + 1 if prev else 1, key[1],
                                   prev.asked if prev else None)
             if action == "ask":  # context is filled in once the whole text is masked
                 at = sum(map(len, shown)) - len(shown[-1])
