@@ -7,6 +7,7 @@ import contextlib
 import os
 import select
 import shutil
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -36,9 +37,13 @@ class Audit:
         self.store: AuditStore | None = None
 
     def recent(self, limit: int) -> list[dict[str, Any]]:
-        if self.store is None and self.path.exists():
-            self.store = AuditStore(self.path)
-        return [_meta(r) for r in self.store.rows(limit)] if self.store else []
+        try:
+            if self.store is None and self.path.exists():
+                self.store = AuditStore(self.path)
+            return [_meta(r) for r in self.store.rows(limit)] if self.store else []
+        except sqlite3.Error as exc:
+            raise GateError(f"cannot read the audit: {exc}", where=str(self.path),
+                            hint="`gate log` shows the same error; check the file") from exc
 
     def close(self) -> None:
         if self.store is not None:

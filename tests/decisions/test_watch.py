@@ -58,3 +58,11 @@ def test_live_view_redraws_new_requests_and_quits_on_q(
     at = t.press("q")
     assert t.wait() == 0
     assert b"\x1b[?1049l" in t.out[at:]  # the terminal's own screen is back
+
+
+def test_an_unreadable_audit_is_a_clear_error(gate_dirs: dict[str, Path]) -> None:
+    gate_dirs["data"].mkdir()
+    (gate_dirs["data"] / "audit.db").write_bytes(b"not a database, " * 100)
+    result = CliRunner().invoke(cli, ["watch", "--once"])
+    assert result.exit_code == 1
+    assert f"{gate_dirs['data'] / 'audit.db'}: cannot read the audit" in result.stderr
