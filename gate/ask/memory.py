@@ -3,99 +3,36 @@ content, so the history an agent resends every turn is decided without asking ag
 
 Only a fingerprint (HMAC-SHA256 under the install key) of a value is ever held, never the
 value. "session" answers live in this process only; "project" and "always" answers are
-persisted in `<data>/decisions/memory.json` (0600, written atomically, schemaVersion).
+persisted in `<data>/decisions/memory.json` (gate/ask/memory_file.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
-import os
 import secrets
 import threading
 import time
-from dataclasses import asdict, dataclass
-from enum import StrEnum
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from loguru import logger
 
-from gate import dirs
+from gate.ask.memory_file import (
+    ANSWERS,
+    MemoryFile,
+    Remembered,
+    Scope,
+    forget_persisted,
+    memory_path,
+)
 from gate.errors import StateError
 
-SCHEMA_VERSION = 1
-FILE = "memory.json"
-ANSWERS = frozenset({"approve", "redact", "block"})
+__all__ = ["DecisionMemory", "Remembered", "Scope", "memory_path"]
 
-
-class Scope(StrEnum):
-    ONCE = "once"  # this question only: nothing is stored
-    SESSION = "session"  # same session id, this gate process only
-    PROJECT = "project"  # same project root, persisted
-    ALWAYS = "always"  # everywhere, persisted
-
-
-PERSISTED = (Scope.PROJECT, Scope.ALWAYS)
 # When several entries match, the narrowest scope wins: a "block for this project"
 # overrides an older "always approve".
 _PRECEDENCE = {Scope.SESSION: 0, Scope.PROJECT: 1, Scope.ALWAYS: 2}
-
-
-@dataclass(frozen=True, slots=True)
-class Remembered:
-    id: str
-    fingerprint: str
-    kind: str
-    answer: str
-    scope: str
-    session: str | None
-    project: str | None
-    created: float
-    expires: float
-    question_id: str = ""
-
-    def matches(self, fingerprint: str, kind: str, session: str | None,
-                project: str | None) -> bool:
-        if self.fingerprint != fingerprint or self.kind != kind:
-            return False
-        if self.scope == Scope.SESSION:
-            return self.session == session
-        if self.scope == Scope.PROJECT:
-            return project is not None and self.project == project
-        return True
-
-
-def memory_path(data_dir: Path) -> Path:
-    return data_dir / "decisions" / FILE
-
-
-class MemoryFile:
-    """The persisted entries in memory.json, re-read when another process changed it
-    (`gate decisions forget` while a gate runs). Not locked: callers hold a lock."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._seen: tuple[int, int, int] | None = None
-        self._entries: list[Remembered] = []
-
-    def entries(self) -> list[Remembered]:
-        """Unexpired entries, re-read if the file changed since last read."""
-        sig = _signature(self.path)
-        if sig != self._seen:
-            self._entries = _read(self.path)
-            self._seen = _signature(self.path)
-        now = time.time()
-        return [e for e in self._entries if e.expires > now]
-
-    def save(self, entries: list[Remembered]) -> None:
-        now = time.time()
-        kept = [e for e in entries if e.expires > now]
-        payload = {"schemaVersion": SCHEMA_VERSION, "entries": [asdict(e) for e in kept]}
-        dirs.private_dir(self.path.parent.parent)
-        dirs.write_private(self.path, json.dumps(payload, indent=1).encode())
-        self._entries, self._seen = kept, _signature(self.path)
 
 
 class DecisionMemory:
@@ -125,7 +62,8 @@ class DecisionMemory:
                project: str | None) -> Remembered | None:
         """The remembered answer for this content here, narrowest scope first, else None."""
         with self._lock:
-            found = [e for e in self._all() if e.matches(fingerprint, kind, session, project)]
+            found = [e for e in self._live(lambda f: f.matching(fingerprint, kind))
+                     if e.matches(fingerprint, kind, session, project)]
         found.sort(key=lambda e: (_PRECEDENCE[Scope(e.scope)], -e.created))
         return found[0] if found else None
 
@@ -154,7 +92,7 @@ class DecisionMemory:
                 self._session = [*_without(self._session, entry), entry]
                 return entry
             try:
-                self._file.save([*_without(self._file.entries(), entry), entry])
+                self._file.update(lambda entries: [*_without(entries, entry), entry])
             except (OSError, StateError) as exc:
                 logger.error("decision {} not remembered: {}", question_id, exc)
                 return None
@@ -162,7 +100,7 @@ class DecisionMemory:
 
     def entries(self) -> list[Remembered]:
         with self._lock:
-            return sorted(self._all(), key=lambda e: e.created)
+            return sorted(self._live(MemoryFile.entries), key=lambda e: e.created)
 
     def forget(self, entry_id: str) -> bool:
         """Drop one entry by id; False if there is none."""
@@ -173,24 +111,17 @@ class DecisionMemory:
                 return True
             return forget_persisted(self._file, entry_id)
 
-    def _all(self) -> list[Remembered]:
+    def _live(self, persisted_of: Callable[[MemoryFile], list[Remembered]]) -> list[Remembered]:
+        """Unexpired session entries and `persisted_of(file)`; a file gate cannot use
+        counts as empty (the person is asked)."""
         now = time.time()
         self._session = [e for e in self._session if e.expires > now]
         try:
-            persisted = self._file.entries()
-        except StateError as exc:
+            persisted = persisted_of(self._file)
+        except (StateError, OSError) as exc:
             logger.error("decision memory unusable, asking instead: {}", exc)
             persisted = []
         return [*self._session, *persisted]
-
-
-def forget_persisted(file: MemoryFile, entry_id: str) -> bool:
-    kept = file.entries()
-    left = [e for e in kept if e.id != entry_id]
-    if len(left) == len(kept):
-        return False
-    file.save(left)
-    return True
 
 
 def _without(entries: list[Remembered], new: Remembered) -> list[Remembered]:
@@ -200,42 +131,3 @@ def _without(entries: list[Remembered], new: Remembered) -> list[Remembered]:
             != (new.fingerprint, new.kind, new.scope, new.session, new.project)]
 
 
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _read(path: Path) -> list[Remembered]:
-    """Entries in memory.json; an unreadable file is moved aside (warning names both
-    paths), a newer schemaVersion raises StateError and stays untouched."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    try:
-        data = json.loads(raw)
-        version = data["schemaVersion"]
-        if isinstance(version, int) and version > SCHEMA_VERSION:
-            raise StateError(f"schemaVersion {version} is newer than this gate reads"
-                             f" ({SCHEMA_VERSION})", where=str(path),
-                             hint="upgrade gate, or move the file away to start afresh")
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"schemaVersion {version!r}")
-        now = time.time()
-        return [e for e in map(_entry, data["entries"]) if e.expires > now]
-    except (ValueError, KeyError, TypeError) as exc:
-        aside = path.with_name(f"{FILE}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        os.replace(path, aside)
-        logger.warning("{} is unreadable ({}); moved it to {} and started an empty decision"
-                       " memory", path, type(exc).__name__, aside)
-        return []
-
-
-def _entry(item: dict[str, Any]) -> Remembered:
-    entry = Remembered(**item)
-    if entry.answer not in ANSWERS or entry.scope not in PERSISTED:
-        raise ValueError(f"entry {entry.id!r}: answer {entry.answer!r}, scope {entry.scope!r}")
-    return entry

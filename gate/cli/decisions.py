@@ -8,7 +8,7 @@ from dataclasses import asdict
 import click
 
 from gate import dirs
-from gate.ask.memory import MemoryFile, forget_persisted, memory_path
+from gate.ask.memory_file import MemoryFile, forget_persisted, memory_path
 from gate.cli.common import echo_json, json_option
 from gate.errors import GateError
 

@@ -7,6 +7,7 @@ import contextlib
 import os
 import select
 import shutil
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ from typing import Any
 import click
 
 from gate import dirs
+from gate.ask.client import ControlClient
+from gate.audit.store import AuditStore
 from gate.cli.common import echo_json, json_option
 from gate.cli.watchview import SCOPE_KEYS, Snapshot, View, render
 from gate.errors import GateError
@@ -25,21 +28,32 @@ ANSWER_KEYS = {"a": "approve", "r": "redact", "b": "block"}
 _ARROWS = {"\x1b[A": "up", "\x1b[B": "down", "\x1bOA": "up", "\x1bOB": "down"}
 
 
-def snapshot(data_dir: Path, limit: int) -> Snapshot:
-    """Recent requests from the audit (metadata only) and the running gate's questions."""
-    requests: list[dict[str, Any]] = []
-    db = data_dir / "audit.db"
-    if db.exists():  # never create an audit just to look at it
-        from gate.audit.store import AuditStore
+class Audit:
+    """The data dir's audit, opened once it exists (never created just to look at it)
+    and kept open across refreshes."""
 
-        store = AuditStore(db)
+    def __init__(self, data_dir: Path):
+        self.path = data_dir / "audit.db"
+        self.store: AuditStore | None = None
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
         try:
-            requests = [_meta(r) for r in store.rows(limit)]
-        finally:
-            store.close()
-    try:
-        from gate.ask.client import ControlClient
+            if self.store is None and self.path.exists():
+                self.store = AuditStore(self.path)
+            return [_meta(r) for r in self.store.rows(limit)] if self.store else []
+        except sqlite3.Error as exc:
+            raise GateError(f"cannot read the audit: {exc}", where=str(self.path),
+                            hint="`gate log` shows the same error; check the file") from exc
 
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+def snapshot(data_dir: Path, audit: Audit, limit: int) -> Snapshot:
+    """Recent requests from the audit (metadata only) and the running gate's questions."""
+    requests = audit.recent(limit)
+    try:
         return Snapshot(requests, ControlClient.find(data_dir).pending(), None)
     except GateError as exc:
         return Snapshot(requests, [], exc.message)
@@ -66,30 +80,36 @@ def watch_cmd(once: bool, limit: int, interval: float, as_json: bool) -> None:
     q quits. `--once` prints one frame; `--once --json` one JSON object.
     """
     data_dir = dirs.data_dir()
-    if as_json:
-        snap = snapshot(data_dir, limit)
-        echo_json({"requests": snap.requests, "pending": snap.pending, "gate": snap.note})
-        return
-    if once:
-        view = View(data_dir=str(data_dir))
-        click.echo("\n".join(render(snapshot(data_dir, limit), view, width=None, color=False)))
-        return
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    live = not (once or as_json)
+    if live and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise click.UsageError("gate watch needs a terminal; use --once for one frame")
-    _live(data_dir, limit, interval)
+    audit = Audit(data_dir)
+    try:
+        if live:
+            _live(data_dir, audit, limit, interval)
+            return
+        snap = snapshot(data_dir, audit, limit)
+    finally:
+        audit.close()
+    if as_json:
+        echo_json({"requests": snap.requests, "pending": snap.pending, "gate": snap.note})
+    else:
+        view = View(data_dir=str(data_dir))
+        click.echo("\n".join(render(snap, view, width=None, color=False)))
 
 
-def _live(data_dir: Path, limit: int, interval: float) -> None:
+def _live(data_dir: Path, audit: Audit, limit: int, interval: float) -> None:
     view = View(data_dir=str(data_dir))
     fd = sys.stdin.fileno()
     color = "NO_COLOR" not in os.environ
     with _terminal(fd):
         while True:
-            snap = snapshot(data_dir, limit)
+            snap = snapshot(data_dir, audit, limit)
             view.follow(snap.pending)
             cols, rows = shutil.get_terminal_size()
             lines = render(snap, view, width=cols, color=color)[:rows]
-            sys.stdout.write("\x1b[H\x1b[2J" + "\r\n".join(lines))
+            # Overwrite in place (clear each line's rest, then below): no flicker.
+            sys.stdout.write("\x1b[H" + "\x1b[K\r\n".join(lines) + "\x1b[K\x1b[J")
             sys.stdout.flush()
             deadline = time.monotonic() + interval
             while (left := deadline - time.monotonic()) > 0:
@@ -137,8 +157,6 @@ def _answer(view: View, pending: list[dict[str, Any]], data_dir: Path, answer: s
         view.message = "no question selected"
         return
     try:
-        from gate.ask.client import ControlClient
-
         ControlClient.find(data_dir).answer(qid, answer, remember)
     except GateError as exc:
         view.message = exc.message

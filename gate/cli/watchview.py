@@ -15,6 +15,11 @@ SCOPE_KEYS = {"s": "session", "p": "project", "w": "always"}
 KEYS_HELP = ("up/down select  a approve  r redact  b block  A/R/B +remember"
              " (s session, p project, w always)  q quit")
 CONTEXT_LINES = 3
+# What an agent sent (paths, models, file context) must not drive the terminal: control
+# characters are shown in caret notation, bidi overrides as "?".
+_SAFE = {c: f"^{chr(c + 64)}" for c in range(32)} | {0x7F: "^?", 9: " "} \
+    | {c: "?" for c in range(0x80, 0xA0)} | {c: "?" for c in (*range(0x202A, 0x202F),
+                                                            *range(0x2066, 0x206A))}
 _SGR = {"title": "1", "selected": "7", "dim": "2", "blocked": "31", "modified": "33",
         "forwarded": "32", "note": "33"}
 
@@ -70,8 +75,12 @@ def render(snap: Snapshot, view: View, *, width: int | None, color: bool) -> lis
     if not snap.requests:
         lines.append(("  no requests recorded yet", "dim"))
     lines += [(_request(r), r.get("verdict") or "") for r in snap.requests]
-    return [_style(text if width is None else text[:width], style if color else "")
+    return [_style(_cut(text.translate(_SAFE), width), style if color else "")
             for text, style in lines]
+
+
+def _cut(text: str, width: int | None) -> str:
+    return text if width is None else text[:width]
 
 
 def _question(q: dict[str, Any], *, selected: bool) -> list[tuple[str, str]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -12,7 +14,8 @@ import pytest
 from loguru import logger
 
 from conftest import fake_secret
-from gate.ask.memory import DecisionMemory, MemoryFile, memory_path
+from gate.ask.memory import DecisionMemory, memory_path
+from gate.ask.memory_file import MemoryFile
 from gate.errors import StateError
 
 KEY = b"k" * 32
@@ -115,7 +118,8 @@ def test_file_is_owner_only_atomic_and_never_holds_the_value(data: Path) -> None
     assert json.loads(raw)["schemaVersion"] == 1
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert sorted(os.listdir(path.parent)) == ["memory.json"]  # no temp file left behind
+    assert sorted(os.listdir(path.parent)) == ["memory.json", "memory.lock"]  # no temp file
+    assert stat.S_IMODE((path.parent / "memory.lock").stat().st_mode) == 0o600
 
 
 def test_forget_drops_one_entry_by_id(data: Path) -> None:
@@ -135,7 +139,7 @@ def test_a_running_memory_sees_a_forget_made_by_another_process(data: Path) -> N
     entry = running.remember("a" * 64, "k", "approve", "always", question_id="q", **HERE)
     assert entry is not None
     other = MemoryFile(memory_path(data))  # what `gate decisions forget` uses
-    other.save([e for e in other.entries() if e.id != entry.id])
+    other.update(lambda entries: [e for e in entries if e.id != entry.id])
     assert running.lookup("a" * 64, "k", **HERE) is None
     running.remember("b" * 64, "k", "block", "always", question_id="q2", **HERE)
     assert [e.fingerprint for e in MemoryFile(memory_path(data)).entries()] == ["b" * 64]
@@ -223,3 +227,14 @@ def test_concurrent_remembers_lose_nothing_and_readers_see_whole_files(data: Pat
     reader.join()
     assert torn == []
     assert len(DecisionMemory(data, KEY).entries()) == 200
+
+
+def test_two_processes_remembering_at_once_lose_nothing(data: Path) -> None:
+    script = ("import sys; from pathlib import Path; from gate.ask.memory import DecisionMemory\n"
+              "m = DecisionMemory(Path(sys.argv[1]), b'k' * 32)\n"
+              "for i in range(40):\n"
+              "    m.remember(f'{sys.argv[2]}{i:063d}', 'k', 'approve', 'always', session=None,"
+              " project=None, question_id='q')\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(data), n]) for n in "ab"]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    assert len(DecisionMemory(data, KEY).entries()) == 80

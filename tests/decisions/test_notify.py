@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from ask.ask_kit import AskingGate, env_turn, github_token
 from gate.ask import notify
 
 
@@ -84,3 +86,20 @@ def test_macos_uses_osascript_with_values_as_arguments(on_path: Path, tmp_path: 
     args = json.loads(_wait_for(record))
     assert args[-2:] == ['a "quoted" title', "body"]
     assert all('"quoted"' not in a for a in args[:-2])  # never spliced into the script
+
+
+def test_a_parked_question_notifies_without_the_value(
+        on_path: Path, tmp_path: Path, asking: Callable[..., AskingGate],
+        gate_dirs: dict[str, Path]) -> None:
+    record = tmp_path / "args.json"
+    _fake_notifier(on_path, record)
+    g = asking()
+    token = github_token()
+    sent = g.send(env_turn(gate_dirs["project"], token))
+    [q] = g.wait_pending()
+    args = json.loads(_wait_for(record))
+    title, body = args[-2:]
+    assert title.startswith("gate: ") and q["id"] in body
+    assert token not in title + body and token[4:-4] not in title + body
+    g.control().answer(q["id"], "redact")
+    assert sent.wait().error is None
