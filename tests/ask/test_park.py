@@ -132,3 +132,19 @@ def test_the_cli_says_when_no_gate_is_running(gate_dirs: dict[str, Path]) -> Non
     result = CliRunner().invoke(cli, ["pending"])
     assert result.exit_code == 1 and "no gate is running for data dir" in result.output
     assert "gate serve" in result.output
+
+
+def test_a_request_whose_agent_gave_up_is_never_sent(
+        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    import time
+
+    import httpx2 as httpx
+
+    g = asking()
+    body = env_turn(gate_dirs["project"], github_token())
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{g.listening.base_url}/anthropic/v1/messages", json=body, timeout=1.0)
+    [q] = g.control().pending()
+    g.control().answer(q["id"], "approve")
+    time.sleep(1.0)
+    assert g.provider.seen == []
