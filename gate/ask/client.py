@@ -80,7 +80,7 @@ class ControlClient:
 
     def pending(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for base in self.bases:
+        for base in self._live():
             out += self._call(base, "GET", "/_gate/api/pending")[1].get("pending", [])
         return sorted(out, key=lambda q: q.get("created", 0))
 
@@ -88,7 +88,7 @@ class ControlClient:
         """Answer question `qid` on whichever gate holds it; GateError if none does."""
         body = {"answer": answer, "remember": remember}
         last: tuple[int, dict[str, Any]] = (404, {})
-        for base in self.bases:
+        for base in self._live():
             last = self._call(base, "POST", f"/_gate/api/pending/{qid}", body)
             if last[0] != 404:
                 break
@@ -98,16 +98,33 @@ class ControlClient:
                             hint="`gate pending` lists the open questions")
         return reply
 
+    def _live(self) -> list[str]:
+        """The gates that answer; one that went away (its pid reused) is skipped, unless
+        none is left, which is an error."""
+        live, error = [], None
+        for base in self.bases:
+            try:
+                self._call(base, "GET", "/_gate/health", auth=False)
+            except GateError as exc:
+                error = error or exc
+            else:
+                live.append(base)
+        if not live and error is not None:
+            raise error
+        return live
+
     @property
     def page_url(self) -> str:
-        return f"{self.bases[0]}/_gate/ui?token={self.token}"
+        return f"{self._live()[0]}/_gate/ui?token={self.token}"
 
-    def _call(self, base: str, method: str, path: str,
-              body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+    def _call(self, base: str, method: str, path: str, body: dict[str, Any] | None = None,
+              auth: bool = True) -> tuple[int, dict[str, Any]]:
+        headers = {"content-type": "application/json"}
+        if auth:
+            headers["authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(  # noqa: S310 (a loopback http URL we built)
             base + path, method=method, data=None if body is None else json.dumps(body).encode(),
-            headers={"authorization": f"Bearer {self.token}",
-                     "content-type": "application/json"})
+            headers=headers)
         # Never through a proxy from the environment: the gate is on loopback.
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         try:

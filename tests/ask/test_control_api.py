@@ -84,3 +84,24 @@ def test_a_client_off_loopback_is_refused() -> None:
     control.handle(flow)
     assert flow.response is not None and flow.response.status_code == 403
     assert b"loopback clients only" in flow.response.content
+
+
+def test_a_gate_that_went_away_is_skipped_and_alone_is_a_clear_error(
+        gate: Listening, gate_dirs: dict[str, Path]) -> None:
+    import json
+    import os
+    import socket
+
+    from gate.ask.client import ControlClient
+    from gate.errors import GateError
+
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    stale = gate_dirs["data"] / "control" / f"{os.getpid()}-{port}.json"  # a live pid
+    stale.write_text(json.dumps({"pid": os.getpid(), "host": "127.0.0.1", "port": port}))
+    client = ControlClient.find(gate_dirs["data"])
+    assert len(client.bases) == 2 and client.pending() == []
+    assert client.page_url.startswith(gate.base_url)
+    with pytest.raises(GateError, match="did not answer"):
+        ControlClient([f"http://127.0.0.1:{port}"], client.token).pending()
