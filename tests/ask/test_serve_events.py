@@ -120,12 +120,13 @@ def test_bad_ask_config_is_an_error_naming_the_field(gate_dirs: dict[str, Path],
     assert result.exit_code == 1 and field in result.output, result.output
 
 
-def test_a_remote_helper_needs_allow_remote(gate_dirs: dict[str, Path]) -> None:
+def test_allow_remote_lets_a_remote_helper_through(gate_dirs: dict[str, Path]) -> None:
     from gate import config
+    from gate.cli.serve import _ask_config
 
     gate_dirs["config"].mkdir()
     path = gate_dirs["config"] / "config.yaml"
     path.write_text("ask: never\ndecisions:\n  helper_url: http://helper.example/p\n"
                     "  allow_remote: true\n")
-    loaded = config.load(path)
-    assert loaded.ask.mode == "never" and loaded.decisions.allow_remote
+    loaded = _ask_config(config.load(path), no_ask=False)
+    assert loaded.ask.mode == "never" and loaded.decisions.helper_url == "http://helper.example/p"
