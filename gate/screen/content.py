@@ -111,8 +111,9 @@ def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
                 found[key] = replace(found[key], asked=Asked(
                     digest, "send-secret", view[start:end], masking.context(view, start, end),
                     sent))
-        set_at(body, seg.path, "".join(out))
-        changed.add(seg.path)
+        if (new := "".join(out)) != text:  # all approved: the string is left as it was
+            set_at(body, seg.path, new)
+            changed.add(seg.path)
     return list(found.values())
 
 

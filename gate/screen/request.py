@@ -136,7 +136,7 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
         withheld += content.secrets(walk, body, screens.secrets, policy, done, changed,
                                     req.approved)
     out = None
-    if withheld:
+    if any(not (w.asked and w.asked.approved) for w in withheld):  # approved ones: as is
         logger.info("withheld {} item(s): {}", len(withheld),
                     ", ".join(sorted({w.rule for w in withheld})))
         out = dump(body)

@@ -42,6 +42,8 @@ def test_a_parked_request_is_sent_as_is_once_approved_on_the_cli(
     assert done.exit_code == 0, done.output
     assert sent.wait().error is None
     assert token in g.provider.seen[-1].body.decode()
+    row = next(AuditStore(g.data / "audit.db").rows(1))
+    assert row["verdict"] == "forwarded"  # approved: the agent's bytes, untouched
     [w] = _secrets(g.data)
     assert w["decision"] == {"id": q["id"], "question": "send-secret", "answer": "approve",
                              "by": "person"}
