@@ -60,6 +60,13 @@ def test_live_view_redraws_new_requests_and_quits_on_q(
     assert b"\x1b[?1049l" in t.out[at:]  # the terminal's own screen is back
 
 
+def test_ctrl_c_quits_cleanly_too(watch: Term) -> None:
+    watch.expect("RECENT REQUESTS")
+    at = watch.press("\x03")
+    assert watch.wait() == 0
+    assert b"\x1b[?1049l" in watch.out[at:] and b"Traceback" not in watch.out
+
+
 def test_an_unreadable_audit_is_a_clear_error(gate_dirs: dict[str, Path]) -> None:
     gate_dirs["data"].mkdir()
     (gate_dirs["data"] / "audit.db").write_bytes(b"not a database, " * 100)
