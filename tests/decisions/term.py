@@ -28,7 +28,7 @@ class Term:
         os.close(slave)
         self.out = b""
 
-    def expect(self, text: str, *, after: int = 0, timeout: float = 15.0) -> int:
+    def expect(self, text: str, *, after: int = 0, timeout: float = 30.0) -> int:
         """Wait until `text` is drawn past offset `after`; the offset just past it."""
         deadline = time.monotonic() + timeout
         while (at := self.out.find(text.encode(), after)) < 0:
