@@ -12,8 +12,6 @@ from gate.ask.client import ControlClient
 from gate.ask.questions import SCOPES
 from gate.cli.common import echo_json, json_option
 
-id_argument = click.argument("question_id", metavar="ID")
-
 
 @click.command("pending")
 @json_option
@@ -35,32 +33,26 @@ def pending_cmd(as_json: bool) -> None:
     click.echo(f"Approval page: {control.page_url}")
 
 
-@click.command("approve")
-@id_argument
-@click.option("--remember", type=click.Choice(SCOPES), default="once", show_default=True,
-              help="Also answer identical content later: in this session, this project,"
-                   " or everywhere (stored as a keyed fingerprint, never the value).")
-def approve_cmd(question_id: str, remember: str) -> None:
-    """Send the request as the agent wrote it (the findings included)."""
-    _answer(question_id, "approve", remember)
+def _answer_command(answer: str, doc: str, remember: str) -> click.Command:
+    @click.command(answer, help=doc)
+    @click.argument("question_id", metavar="ID")
+    @click.option("--remember", type=click.Choice(SCOPES), default="once", show_default=True,
+                  help=f"{remember} (stored as a keyed fingerprint, never the value).")
+    def command(question_id: str, remember: str) -> None:
+        _answer(question_id, answer, remember)
+
+    return command
 
 
-@click.command("redact")
-@id_argument
-@click.option("--remember", type=click.Choice(SCOPES), default="once", show_default=True,
-              help="Also redact identical content later without asking.")
-def redact_cmd(question_id: str, remember: str) -> None:
-    """Send the request with the findings replaced by placeholders."""
-    _answer(question_id, "redact", remember)
-
-
-@click.command("block")
-@id_argument
-@click.option("--remember", type=click.Choice(SCOPES), default="once", show_default=True,
-              help="Also block requests with identical content later without asking.")
-def block_cmd(question_id: str, remember: str) -> None:
-    """Do not send the request; the agent gets an error saying gate blocked it, and why."""
-    _answer(question_id, "block", remember)
+approve_cmd = _answer_command(
+    "approve", "Send the request as the agent wrote it (the findings included).",
+    "Also approve identical content later: in this session, this project, or everywhere")
+redact_cmd = _answer_command(
+    "redact", "Send the request with the findings replaced by placeholders.",
+    "Also redact identical content later without asking")
+block_cmd = _answer_command(
+    "block", "Do not send the request; the agent gets an error saying gate blocked it, and why.",
+    "Also block requests with identical content later without asking")
 
 
 def _answer(qid: str, answer: str, remember: str) -> None:

@@ -53,7 +53,7 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
     from gate.ask import events as event_stream
     from gate.proxy.server import Listening, serve_forever
 
-    config = _no_ask(load_config(host, port, upstreams), no_ask)
+    config = _ask_config(load_config(host, port, upstreams), no_ask)
     data = dirs.private_dir(dirs.data_dir())
     # With --events, stderr carries only the NDJSON events; the log goes to gate.log.
     log.configure(file=data / "gate.log", stderr=not events)
@@ -110,7 +110,7 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool,
             upstreams += (f"{name}={url}",)
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log", stderr=False)
-    config = _no_ask(load_config(upstreams=upstreams), no_ask)
+    config = _ask_config(load_config(upstreams=upstreams), no_ask)
     _check_routes(spec, config)
     # A malformed rule file stops us here, before the agent starts.
     PolicyStore(warn=False).policy_for(repository_root(os.getcwd()))
@@ -155,9 +155,14 @@ def env_cmd(agent: str) -> None:
             click.echo(f"alias {name}={shlex.quote(shlex.join([name, *spec.args(base)]))}")
 
 
-def _no_ask(config: Config, no_ask: bool) -> Config:
+def _ask_config(config: Config, no_ask: bool) -> Config:
+    """Apply --no-ask, and refuse a bad decision helper before anything starts."""
     from dataclasses import replace
 
+    from gate.ask.helper import check_helper_url
+
+    if config.decisions.helper_url:
+        check_helper_url(config.decisions.helper_url, config.decisions.allow_remote)
     return replace(config, ask=replace(config.ask, mode="never")) if no_ask else config
 
 

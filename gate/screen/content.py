@@ -83,11 +83,9 @@ def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
                 raise Blocked(f"a likely secret ({high.kind}) is inside a signed or opaque"
                               " field that gate cannot edit; start a new conversation without it")
             continue
-        out: list[str] = []
-        shown: list[str] = []  # the text as a person may see it: every finding masked
-        asks: list[tuple[tuple[str, str], str, int, str, bool]] = []  # key, digest, at, mask
-        last = 0
-        for f, action in acted:  # sorted, never overlapping
+        out, last = [], 0
+        asks: list[tuple[tuple[str, str], int, str, bool]] = []  # key, which, digest, sent
+        for i, (f, action) in enumerate(acted):  # sorted, never overlapping
             value = text[f.start:f.end]
             digest = keyed_hash(value, screen.key)
             sent = action == "ask" and digest in approved
@@ -95,7 +93,6 @@ def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
             if action == "ask" and not sent:
                 tag = tag[:-1] + "; not approved by the user]"
             out += [text[last:f.start], tag]
-            shown += [text[last:f.start], masking.preview(value)]
             last = f.end
             key = (f.rule_id, digest[:16])
             prev = found.get(key)
@@ -104,16 +101,16 @@ def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
                                   f.kind, f.rule_id, f"tier {f.tier}: {action}", "secret",
                                   prev.count + 1 if prev else 1, key[1],
                                   prev.asked if prev else None)
-            if action == "ask":  # context is filled in once the whole text is masked
-                at = sum(map(len, shown)) - len(shown[-1])
-                asks.append((key, digest, at, shown[-1], sent))
+            if action == "ask" and not found[key].asked:
+                asks.append((key, i, digest, sent))
         out.append(text[last:])
-        shown.append(text[last:])
-        view = "".join(shown)
-        for key, digest, at, mask, sent in asks:
-            asked = Asked(digest, "send-secret", mask,
-                          masking.context(view, at, at + len(mask)), sent)
-            found[key] = replace(found[key], asked=found[key].asked or asked)
+        if asks:  # what a person is shown: the lines around it, every finding masked
+            view, spans = masking.masked(text, [(f.start, f.end) for f, _ in acted])
+            for key, i, digest, sent in asks:
+                start, end = spans[i]
+                found[key] = replace(found[key], asked=Asked(
+                    digest, "send-secret", view[start:end], masking.context(view, start, end),
+                    sent))
         set_at(body, seg.path, "".join(out))
         changed.add(seg.path)
     return list(found.values())

@@ -15,6 +15,23 @@ def preview(value: str) -> str:
     return f"{value[:SHOWN]}{MASK * min(len(value) - 2 * SHOWN, 12)}{value[-SHOWN:]}"
 
 
+def masked(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """`text` with each (sorted, disjoint) span replaced by its preview, and where each
+    preview now sits."""
+    out: list[str] = []
+    moved: list[tuple[int, int]] = []
+    size = last = 0
+    for start, end in spans:
+        shown = preview(text[start:end])
+        out += [text[last:start], shown]
+        size += start - last
+        moved.append((size, size + len(shown)))
+        size += len(shown)
+        last = end
+    out.append(text[last:])
+    return "".join(out), moved
+
+
 def context(shown: str, start: int, end: int) -> str:
     """The lines around shown[start:end], where `shown` already has every finding masked."""
     first = shown.rfind("\n", 0, start) + 1

@@ -64,3 +64,23 @@ def test_control_paths_are_never_forwarded(gate: Listening, gate_dirs: dict[str,
     status, body = call(gate, "GET", "/_gate/api/other", auth=token(gate_dirs["data"]))
     assert status == 404 and "no control endpoint" in body["error"]
     assert provider.seen == []
+
+
+def test_a_client_off_loopback_is_refused() -> None:
+    """Unit level: a gate bound to 0.0.0.0 (docker) still answers control calls only from
+    loopback, whatever Host and token the client sends."""
+    from mitmproxy.test import tflow
+
+    from gate.ask.questions import Pending
+    from gate.proxy.control import Control
+
+    control = Control(Pending(), "t" * 43)
+    control.port = 8787
+    flow = tflow.tflow()
+    flow.client_conn.peername = ("192.0.2.7", 40000)
+    flow.request.path = API
+    flow.request.headers["host"] = "127.0.0.1:8787"
+    flow.request.headers["authorization"] = "Bearer " + "t" * 43
+    control.handle(flow)
+    assert flow.response is not None and flow.response.status_code == 403
+    assert b"loopback clients only" in flow.response.content

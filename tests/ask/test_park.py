@@ -35,6 +35,9 @@ def test_a_parked_request_is_sent_as_is_once_approved_on_the_cli(
     assert "GITHUB_TOKEN=" + f["preview"] in f["context"] and "HOME=/home/me" in f["context"]
     listed = CliRunner().invoke(cli, ["pending"])
     assert listed.exit_code == 0 and q["id"] in listed.output and token not in listed.output
+    assert "Approval page: http://127.0.0.1:" in listed.output
+    as_json = CliRunner().invoke(cli, ["pending", "--json"])
+    assert json.loads(as_json.output) == {"pending": [q]}
     done = CliRunner().invoke(cli, ["approve", q["id"]])
     assert done.exit_code == 0, done.output
     assert sent.wait().error is None
@@ -123,3 +126,25 @@ def test_several_questions_pend_at_once_and_other_requests_keep_flowing(
     bodies = "".join(s.body.decode() for s in g.provider.seen)
     assert tokens[0] in bodies and tokens[1] not in bodies and tokens[2] not in bodies
     assert isinstance(sent[2].error, anthropic.PermissionDeniedError)
+
+
+def test_the_cli_says_when_no_gate_is_running(gate_dirs: dict[str, Path]) -> None:
+    result = CliRunner().invoke(cli, ["pending"])
+    assert result.exit_code == 1 and "no gate is running for data dir" in result.output
+    assert "gate serve" in result.output
+
+
+def test_a_request_whose_agent_gave_up_is_never_sent(
+        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    import time
+
+    import httpx2 as httpx
+
+    g = asking()
+    body = env_turn(gate_dirs["project"], github_token())
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{g.listening.base_url}/anthropic/v1/messages", json=body, timeout=1.0)
+    [q] = g.control().pending()
+    g.control().answer(q["id"], "approve")
+    time.sleep(1.0)
+    assert g.provider.seen == []

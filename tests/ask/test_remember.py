@@ -113,3 +113,38 @@ def test_an_ask_rule_on_a_file_makes_a_send_denied_content_question(
     assert "alice,gold" in g.provider.seen[-1].body.decode()
     [line] = _lines(g.data, "send-denied-content")
     assert line["answer"] == "approve"
+
+
+def test_a_remembered_block_refuses_the_next_turn_without_asking(
+        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    g = asking()
+    body = env_turn(gate_dirs["project"], github_token())
+    sent = g.send(body)
+    [q] = g.wait_pending()
+    g.control().answer(q["id"], "block", "always")
+    assert "the user blocked it" in str(sent.wait().error)
+    again = g.send(body).wait(10)
+    assert "a remembered answer blocks it" in str(again.error)
+    assert g.provider.seen == [] and g.control().pending() == []
+    assert [line["by"] for line in _lines(g.data)] == ["person", "memory"]
+
+
+def test_approving_a_withheld_result_asks_again_about_a_secret_inside_it(
+        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    project = gate_dirs["project"]
+    (project / ".gate").mkdir()
+    (project / ".gate" / "rules.yaml").write_text("ask:\n  - Read(./notes.txt)\n")
+    g = asking()
+    token = github_token()
+    body = conversation(str(project), tool_turn(
+        "toolu_1", "Read", {"file_path": f"{project}/notes.txt"}, f"deploy with {token}\n"))
+    sent = g.send(body)
+    [first] = g.wait_pending()
+    assert first["kind"] == "send-denied-content" and token not in json.dumps(first)
+    g.control().answer(first["id"], "approve")
+    second = g.wait_pending()
+    assert [q["kind"] for q in second] == ["send-secret"]  # the file's content, now visible
+    g.control().answer(second[0]["id"], "redact")
+    sent.wait()
+    forwarded = g.provider.seen[-1].body.decode()
+    assert "deploy with [gate: redacted github-token" in forwarded and token not in forwarded

@@ -65,6 +65,29 @@ def test_events_go_to_stderr_as_ndjson_and_stdout_stays_clean(
     assert all(json.loads(line) for line in err.splitlines())  # nothing but NDJSON
 
 
+def test_without_events_a_log_line_on_stderr_says_how_to_answer(
+        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    proc, listening = _serve("--upstream", f"anthropic={provider.url}")
+    try:
+        _stdout_until(proc, "Approval page:")
+        g = AskingGate(listening, gate_dirs["data"], provider)
+        token = github_token()
+        sent = g.send(env_turn(gate_dirs["project"], token))
+        assert proc.stderr is not None
+        line = ""
+        while "question" not in line:
+            line = proc.stderr.readline()
+            assert line, "gate serve exited"
+        [q] = g.control().pending()
+        assert f"gate approve {q['id']}" in line and token not in line
+        g.control().answer(q["id"], "redact")
+        assert sent.wait().error is None
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+
+
 def test_serve_no_ask_applies_the_default_at_once(provider: FakeProvider,
                                                   gate_dirs: dict[str, Path]) -> None:
     proc, listening = _serve("--no-ask", "--upstream", f"anthropic={provider.url}")
