@@ -102,7 +102,7 @@ def _live(data_dir: Path, audit: Audit, limit: int, interval: float) -> None:
     view = View(data_dir=str(data_dir))
     fd = sys.stdin.fileno()
     color = "NO_COLOR" not in os.environ
-    with _terminal(fd):
+    with _terminal(fd), contextlib.suppress(KeyboardInterrupt):  # Ctrl-C quits, like q
         while True:
             snap = snapshot(data_dir, audit, limit)
             view.follow(snap.pending)

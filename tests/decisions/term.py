@@ -20,12 +20,15 @@ class Term:
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+        # A new session whose controlling terminal is the pty, as in a real terminal:
+        # Ctrl-C there is a SIGINT to gate, not a character.
         self.proc = subprocess.Popen([sys.executable, "-m", "gate", *args], stdin=slave,
-                                     stdout=slave, stderr=slave, env=env, start_new_session=True)
+                                     stdout=slave, stderr=slave, env=env, start_new_session=True,
+                                     preexec_fn=_take_terminal)
         os.close(slave)
         self.out = b""
 
-    def expect(self, text: str, *, after: int = 0, timeout: float = 15.0) -> int:
+    def expect(self, text: str, *, after: int = 0, timeout: float = 30.0) -> int:
         """Wait until `text` is drawn past offset `after`; the offset just past it."""
         deadline = time.monotonic() + timeout
         while (at := self.out.find(text.encode(), after)) < 0:
@@ -61,3 +64,7 @@ class Term:
                 self.out += os.read(self.master, 65536)
             except OSError:  # the child closed the pty
                 time.sleep(0.01)
+
+
+def _take_terminal() -> None:
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)

@@ -8,6 +8,7 @@ from pathlib import Path
 import anthropic
 from click.testing import CliRunner
 
+from conftest import finished_row
 from decisions.term import Term
 from gate.cli import cli
 from gate.proxy.server import Listening
@@ -21,10 +22,11 @@ def _send(client: anthropic.Anthropic, text: str = "hello") -> None:
                            messages=[{"role": "user", "content": text}])
 
 
-def test_once_prints_recent_requests_and_no_bodies(client: anthropic.Anthropic,
-                                                   gate: Listening) -> None:
+def test_once_prints_recent_requests_and_no_bodies(
+        client: anthropic.Anthropic, gate: Listening, gate_dirs: dict[str, Path]) -> None:
     marker = "a-body-watch-must-not-print"
     _send(client, marker)
+    finished_row(gate_dirs["data"])  # the status is written just after the reply
     result = CliRunner().invoke(cli, ["watch", "--once"])
     assert result.exit_code == 0, result.output
     row = next(line for line in result.stdout.splitlines() if "/v1/messages" in line)
@@ -58,6 +60,13 @@ def test_live_view_redraws_new_requests_and_quits_on_q(
     at = t.press("q")
     assert t.wait() == 0
     assert b"\x1b[?1049l" in t.out[at:]  # the terminal's own screen is back
+
+
+def test_ctrl_c_quits_cleanly_too(watch: Term) -> None:
+    watch.expect("RECENT REQUESTS")
+    at = watch.press("\x03")
+    assert watch.wait() == 0
+    assert b"\x1b[?1049l" in watch.out[at:] and b"Traceback" not in watch.out
 
 
 def test_an_unreadable_audit_is_a_clear_error(gate_dirs: dict[str, Path]) -> None:
