@@ -52,6 +52,8 @@ class Decided:
 
 
 class Asker:
+    """One per gate: its pending questions, decision memory, dataset and helper."""
+
     def __init__(self, config: Config, data_dir: Path, key: bytes, pending: Pending):
         self.config = config.ask
         self.memory = DecisionMemory(data_dir, key)
