@@ -26,7 +26,8 @@ DEFAULT_UPSTREAMS = MappingProxyType({
 # Path segments gate keeps for itself: /_gate/... (health, control) and /_run/<id>/... (runs).
 RESERVED_NAMES = frozenset({"_gate", "_run"})
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
-_KEYS = frozenset({"schemaVersion", "host", "port", "upstreams", "screen", "audit"})
+_KEYS = frozenset({"schemaVersion", "host", "port", "upstreams", "screen", "audit", "ask",
+                   "decisions"})
 _SCREEN_KEYS = {"max_files": 20_000, "max_file_bytes": 256 << 10}
 _AUDIT_KEYS = frozenset({"retention_days", "max_size_mb", "lock_timeout_ms"})
 
@@ -62,6 +63,24 @@ class Upstream:
 
 
 @dataclass(frozen=True)
+class AskConfig:
+    """`ask:` how gate puts an ask finding to a person (docs/ask.md)."""
+
+    mode: str = "ask"              # "ask", or "never": apply `default` at once (headless, CI)
+    timeout_seconds: float = 120.0  # then `default` applies
+    default: str = "redact"        # "redact" | "block"
+
+
+@dataclass(frozen=True)
+class DecisionsConfig:
+    """`decisions:` the local dataset of answers, and an optional helper proposing them."""
+
+    record_dataset: bool = True
+    helper_url: str | None = None
+    allow_remote: bool = False  # a helper_url off this machine (the question leaves with it)
+
+
+@dataclass(frozen=True)
 class Config:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
@@ -74,6 +93,8 @@ class Config:
     max_files: int = _SCREEN_KEYS["max_files"]
     max_file_bytes: int = _SCREEN_KEYS["max_file_bytes"]
     audit: AuditSettings = AuditSettings()
+    ask: AskConfig = AskConfig()
+    decisions: DecisionsConfig = DecisionsConfig()
 
     def with_upstreams(self, extra: dict[str, Upstream]) -> Config:
         return replace(self, upstreams=MappingProxyType({**self.upstreams, **extra}))
@@ -179,21 +200,16 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
         limits[key] = value
     return replace(config, host=host, port=port, max_files=limits["max_files"],
                    max_file_bytes=limits["max_file_bytes"],
-                   audit=_audit(data.get("audit"), path)).with_upstreams(extra)
+                   audit=_audit(data.get("audit"), path),
+                   ask=_ask(data.get("ask"), path),
+                   decisions=_decisions(data.get("decisions"), path)).with_upstreams(extra)
 
 
 def _audit(section: Any, path: Path) -> AuditSettings:
     """The `audit:` section: positive integers; max_size_mb may be null (no size cap)."""
-    if section is None:
-        return AuditSettings()
-    if not isinstance(section, dict):
-        raise ConfigError("audit must be a mapping", where=f"{path}: audit")
     values: dict[str, Any] = {}
-    for key, value in section.items():
+    for key, value in _section(section, "audit", _AUDIT_KEYS, path).items():
         where = f"{path}: audit.{key}"
-        if key not in _AUDIT_KEYS:
-            raise ConfigError(f"unknown key {key!r}", where=where,
-                              hint=f"known keys: {', '.join(sorted(_AUDIT_KEYS))}")
         if value is None and key == "max_size_mb":
             values[key] = None
             continue
@@ -203,3 +219,49 @@ def _audit(section: Any, path: Path) -> AuditSettings:
                               if key == "max_size_mb" else None)
         values[key] = value
     return replace(AuditSettings(), **values)
+
+
+def _section(data: Any, name: str, keys: frozenset[str], path: Path) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{name} must be a mapping", where=f"{path}: {name}")
+    if unknown := sorted(set(map(str, data)) - keys):
+        raise ConfigError(f"unknown key {unknown[0]!r}", where=f"{path}: {name}.{unknown[0]}",
+                          hint=f"known keys: {', '.join(sorted(keys))}")
+    return data
+
+
+def _ask(data: Any, path: Path) -> AskConfig:
+    """`ask: never`, or `ask: {mode, timeout_seconds, default}`."""
+    if data in ("never", "ask"):
+        return AskConfig(mode=str(data))
+    if data is False:  # YAML reads a bare `no`/`off` as false
+        return AskConfig(mode="never")
+    d = _section(data, "ask", frozenset({"mode", "timeout_seconds", "default"}), path)
+    ask = AskConfig()
+    mode, default = d.get("mode", ask.mode), d.get("default", ask.default)
+    timeout = d.get("timeout_seconds", ask.timeout_seconds)
+    if mode not in ("ask", "never"):
+        raise ConfigError("must be ask or never", where=f"{path}: ask.mode")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) \
+            or not 0 < timeout <= 86400:
+        raise ConfigError("must be a number of seconds, more than 0 and at most 86400",
+                          where=f"{path}: ask.timeout_seconds")
+    if default not in ("redact", "block"):
+        raise ConfigError("must be redact or block (what applies when nobody answers)",
+                          where=f"{path}: ask.default")
+    return AskConfig(str(mode), float(timeout), str(default))
+
+
+def _decisions(data: Any, path: Path) -> DecisionsConfig:
+    d = _section(data, "decisions", frozenset({"record_dataset", "helper_url", "allow_remote"}),
+                 path)
+    for key in ("record_dataset", "allow_remote"):
+        if not isinstance(d.get(key, False), bool):
+            raise ConfigError("must be true or false", where=f"{path}: decisions.{key}")
+    url = d.get("helper_url")
+    if url is not None and (not isinstance(url, str)
+                            or urlsplit(url).scheme not in ("http", "https")):
+        raise ConfigError("must be an http(s) URL", where=f"{path}: decisions.helper_url")
+    return DecisionsConfig(d.get("record_dataset", True), url, d.get("allow_remote", False))

@@ -11,7 +11,7 @@ import anthropic
 import pytest
 
 from fake_provider import FakeProvider
-from gate.config import Config, parse_upstream
+from gate.config import AskConfig, Config, parse_upstream
 from gate.proxy.server import BackgroundGate, Listening
 
 pytest_plugins = ("browser",)  # the `browser` fixture: headless chromium
@@ -47,8 +47,10 @@ def provider() -> Iterator[FakeProvider]:
 
 @pytest.fixture
 def gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
-    """A real gate listener on 127.0.0.1 whose anthropic upstream is the fake provider."""
-    config = replace(Config(), port=0).with_upstreams(
+    """A real gate listener on 127.0.0.1 whose anthropic upstream is the fake provider.
+    Nobody is there to answer questions, so ask findings get the default at once
+    (`ask: never`); tests/ask starts gates that ask."""
+    config = replace(Config(), port=0, ask=AskConfig(mode="never")).with_upstreams(
         {name: parse_upstream(name, provider.url) for name in ("anthropic", "openai")})
     server = BackgroundGate(config, gate_dirs["data"], advertise=True)  # like `gate serve`
     listening = server.start()

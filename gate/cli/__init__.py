@@ -8,7 +8,19 @@ from typing import Any
 import click
 
 from gate import __version__
-from gate.cli import audit, integrity, paths, report, rules, scan, search, serve
+from gate.cli import (
+    ask,
+    audit,
+    decisions,
+    integrity,
+    paths,
+    report,
+    rules,
+    scan,
+    search,
+    serve,
+    watch,
+)
 from gate.errors import GateError
 
 
@@ -34,7 +46,8 @@ def cli() -> None:
 
 
 for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
-                *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS):
+                *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
+                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS):
     cli.add_command(command)
 
 

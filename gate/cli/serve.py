@@ -28,23 +28,38 @@ if TYPE_CHECKING:
 upstream_option = click.option(
     "--upstream", "upstreams", multiple=True, metavar="NAME=URL",
     help="Route /NAME/... to URL (repeatable); overrides a default or config.yaml entry.")
+no_ask_option = click.option(
+    "--no-ask", is_flag=True,
+    help="Never park a request to ask: ask findings get ask.default at once (headless, CI).")
 
 
 @click.command("serve")
 @click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port to listen on (default 8787).")
 @upstream_option
-def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...]) -> None:
+@no_ask_option
+@click.option("--events", is_flag=True,
+              help="Write NDJSON events (questions, answers) to stderr; stdout stays clean.")
+def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no_ask: bool,
+              events: bool) -> None:
     """Run the gate in the foreground until Ctrl-C.
 
     Agents point their provider base URL at http://HOST:PORT/NAME, e.g.
-    ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic.
+    ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic. When a request holds a finding
+    the policy says to ask about, it waits for `gate approve/redact/block ID` or the
+    approval page whose URL is printed at start.
     """
+    from gate.ask import client
+    from gate.ask import events as event_stream
     from gate.proxy.server import Listening, serve_forever
 
-    config = load_config(host, port, upstreams)
+    config = _ask_config(load_config(host, port, upstreams), no_ask)
     data = dirs.private_dir(dirs.data_dir())
-    log.configure(file=data / "gate.log")
+    # With --events, stderr carries only the NDJSON events; the log goes to gate.log.
+    log.configure(file=data / "gate.log", stderr=not events)
+    if events:
+        event_stream.configure(sys.stderr)
+    token = client.load_or_create_token(data)
     PolicyStore(warn=False)  # fail before listening when a rule file is malformed
 
     def ready(listening: Listening) -> None:
@@ -52,6 +67,10 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...]) ->
         for name, up in sorted(config.upstreams.items()):
             click.echo(f"  {listening.base_url}/{name:<12} → {up.url}")
         click.echo(f"Claude Code: export ANTHROPIC_BASE_URL={listening.base_url}/anthropic")
+        if config.ask.mode == "never":
+            click.echo(f"Not asking: ask findings get {config.ask.default} at once.")
+        else:
+            click.echo(f"Approval page: {_loopback(listening.base_url)}/_gate/ui?token={token}")
         sys.stdout.flush()
 
     try:
@@ -64,8 +83,10 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...]) ->
 @click.command("run", context_settings={"ignore_unknown_options": True})
 @click.option("--agent", default=None, help="Agent to wire (default: from the command name).")
 @upstream_option
+@no_ask_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, ...]) -> None:
+def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool,
+            command: tuple[str, ...]) -> None:
     """Run COMMAND with its provider traffic going through a gate.
 
     Reuses a gate already serving this data dir, or starts one for the run and stops it
@@ -89,11 +110,12 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], command: tuple[str, .
             upstreams += (f"{name}={url}",)
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log", stderr=False)
-    config = load_config(upstreams=upstreams)
+    config = _ask_config(load_config(upstreams=upstreams), no_ask)
     _check_routes(spec, config)
     # A malformed rule file stops us here, before the agent starts.
     PolicyStore(warn=False).policy_for(repository_root(os.getcwd()))
-    base, started = _find_or_start(config, data, bool(upstreams))
+    # --no-ask needs a gate of its own: a shared `gate serve` asks as it was told to.
+    base, started = _find_or_start(config, data, bool(upstreams) or no_ask)
     run = runs.register(data, os.getcwd(), spec.name)
     run_base = f"{base}/_run/{run.id}"
     env = {**os.environ, **spec.env(run_base)}
@@ -131,6 +153,22 @@ def env_cmd(agent: str) -> None:
         # Wired by flags only (Codex): an alias adds them to every call in this shell.
         for name in spec.commands[:1]:
             click.echo(f"alias {name}={shlex.quote(shlex.join([name, *spec.args(base)]))}")
+
+
+def _ask_config(config: Config, no_ask: bool) -> Config:
+    """Apply --no-ask, and refuse a bad decision helper before anything starts."""
+    from dataclasses import replace
+
+    from gate.ask.helper import check_helper_url
+
+    if config.decisions.helper_url:
+        check_helper_url(config.decisions.helper_url, config.decisions.allow_remote)
+    return replace(config, ask=replace(config.ask, mode="never")) if no_ask else config
+
+
+def _loopback(base_url: str) -> str:
+    """The page's URL on a name the gate accepts as its own Host (not 0.0.0.0)."""
+    return base_url.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://[::1]:")
 
 
 def _check_routes(spec: registry.Agent, config: Config) -> None:

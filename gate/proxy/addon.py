@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,16 @@ from mitmproxy.net import encoding
 
 from gate import __version__, runs
 from gate.agents import registry
+from gate.ask import client
+from gate.ask.park import Asker
+from gate.ask.questions import Pending
 from gate.audit.session import session_key
 from gate.audit.store import AuditStore, Usage
 from gate.audit.usage import UsageTap
 from gate.config import Config
 from gate.errors import GateError
 from gate.providers import openai_responses
-from gate.proxy import chains, replies, routing, websocket
+from gate.proxy import chains, control, replies, routing, websocket
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore, Limits
@@ -35,24 +39,40 @@ class GateAddon:
         self.config = config
         self.data_dir = data_dir
         self.policies = policies
+        secrets = SecretScreen.load(data_dir)
         self.screens = Screens(IndexStore(Limits(config.max_files, config.max_file_bytes)),
-                               SecretScreen.load(data_dir))
+                               secrets)
         self.audit = audit
         self.chains = chains.ResponseCalls()
         self.on_ready = on_ready
+        self.pending = Pending()
+        self.asker = Asker(config, data_dir, secrets.key, self.pending)
+        self.control = control.Control(self.pending, client.load_or_create_token(data_dir))
+        self._registered: Path | None = None
 
     # -- mitmproxy hooks -------------------------------------------------------------------
 
     def running(self) -> None:
-        if self.on_ready is None:
-            return
         host, port = ctx.master.addons.get("proxyserver").listen_addrs()[0][:2]
-        self.on_ready(host, port)
+        self.control.port = port
+        self._registered = client.register(self.data_dir, host, port)
+        if self.on_ready is not None:
+            self.on_ready(host, port)
 
-    def request(self, flow: http.HTTPFlow) -> None:
+    def done(self) -> None:
+        if self._registered is not None:
+            self._registered.unlink(missing_ok=True)
+
+    async def request(self, flow: http.HTTPFlow) -> None:
         # Fail closed: mitmproxy forwards a flow whose addon raised, so nothing may escape here.
         try:
-            self._request(flow)
+            screened = self._request(flow)
+            if screened is not None:
+                verdict = screened.verdict
+                if verdict.asks:  # parked here until answered; other flows keep flowing
+                    verdict = await self.asker.settle(verdict, screened.question_info(),
+                                                      screened.rescreen)
+                self._send(flow, screened, verdict)
         except Blocked as exc:
             self._block(flow, 403, str(exc))
         except GateError as exc:  # e.g. a project rule file that became malformed
@@ -82,7 +102,7 @@ class GateAddon:
         # Fail closed: a frame that could not be screened is dropped, and the agent told.
         try:
             content = conn.from_client(message.content, message.is_text, self.policies,
-                                       self.screens, self.audit)
+                                       self.screens, self.audit, self.asker.settle_now)
         except (Blocked, GateError) as exc:
             self._refuse_frame(flow, message, exc.diagnostics() if isinstance(exc, GateError)
                                else str(exc))
@@ -156,17 +176,21 @@ class GateAddon:
 
     # -- the work --------------------------------------------------------------------------
 
-    def _request(self, flow: http.HTTPFlow) -> None:
+    def _request(self, flow: http.HTTPFlow) -> _Screened | None:
+        """Screen the request; None when gate answered it itself (health, control, 404)."""
         req = flow.request
         if req.path.split("?", 1)[0] == HEALTH:
             self._health(flow)
-            return
+            return None
+        if req.path.startswith(control.PREFIX):
+            self.control.handle(flow)
+            return None
         route = routing.resolve(req.path, self.config.upstreams)
         if route is None:
             flow.response = http.Response.make(
                 404, replies.not_found(req.path, list(self.config.upstreams)),
                 {"content-type": "application/json"})
-            return
+            return None
         flow.metadata["gate_route"] = route
         run = None
         if route.run_id is not None:
@@ -189,9 +213,15 @@ class GateAddon:
             raise Blocked(f"gate cannot decode this request body (content-encoding {enc!r}:"
                           f" {type(exc).__name__}); it was not sent") from exc
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
-        verdict = screen(Outbound(route.path, body, agent, run.cwd if run else None,
-                                  route.upstream.unsafe_pass_non_json),
-                         self.policies, self.screens, self.chains.known)
+        outbound = Outbound(route.path, body, agent, run.cwd if run else None,
+                            route.upstream.unsafe_pass_non_json)
+        return _Screened(self, route, run, outbound,
+                         screen(outbound, self.policies, self.screens, self.chains.known))
+
+    def _send(self, flow: http.HTTPFlow, screened: _Screened, verdict: Verdict) -> None:
+        """Put the decided body on the flow, audit it, and route it upstream."""
+        req, route, run, body = flow.request, screened.route, screened.run, screened.req.body
+        agent = screened.req.agent
         sent = body if verdict.body is None else verdict.body
         if verdict.body is not None and req.headers.get("authorization", "").startswith("AWS4-"):
             # The signature covers the body: an edited body would be refused upstream, and
@@ -257,3 +287,26 @@ class GateAddon:
                                 "data_dir": str(self.data_dir)}
         flow.response = http.Response.make(200, json.dumps(body).encode(),
                                            {"content-type": "application/json"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Screened:
+    """A screened request between its first verdict and the one that is sent."""
+
+    addon: GateAddon
+    route: routing.Route
+    run: runs.Run | None
+    req: Outbound
+    verdict: Verdict
+
+    def rescreen(self, approved: frozenset[str]) -> Verdict:
+        a = self.addon
+        return screen(replace(self.req, approved=approved), a.policies, a.screens,
+                      a.chains.known)
+
+    def question_info(self) -> dict[str, Any]:
+        """What a question says about its request."""
+        return {"agent": self.req.agent, "upstream": self.route.upstream.name,
+                "path": routing.safe_path(self.route.path), "model": self.verdict.model,
+                "run_id": self.run.id if self.run else None,
+                "project_root": self.verdict.project_root}

@@ -60,6 +60,9 @@ def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster
         # Requests are always read whole (they must be screened); never stream them.
         stream_large_bodies=None,
         ssl_insecure=False,
+        # The control API checks the Host a client sent (DNS rebinding); gate sets the
+        # upstream's Host itself when it forwards.
+        keep_host_header=True,
     )
     master.addons.add(addon)
     return master

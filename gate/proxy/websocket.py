@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,6 +23,7 @@ from gate.screen.request import (
     Blocked,
     Outbound,
     Screens,
+    Verdict,
     dump,
     parse,
     screen_object,
@@ -54,8 +55,13 @@ class Connection:
     session: str = field(default_factory=lambda: "w:" + os.urandom(8).hex())
 
     def from_client(self, content: bytes, is_text: bool, policies: PolicyStore,
-                    screens: Screens, audit: AuditStore) -> bytes | None:
-        """The frame to send instead (None: send it unchanged). Raises to block it."""
+                    screens: Screens, audit: AuditStore,
+                    settle: Callable[[Verdict, dict[str, Any]], Verdict] | None = None,
+                    ) -> bytes | None:
+        """The frame to send instead (None: send it unchanged). Raises to block it.
+
+        A frame cannot be parked while a person is asked (the connection carries the
+        whole turn), so `settle` applies ask findings' default at once."""
         if not is_text:
             raise Blocked("gate cannot screen a binary WebSocket message")
         try:
@@ -77,6 +83,12 @@ class Connection:
         else:
             verdict = screen_object(openai_responses, req, frame, policies, self.calls,
                                     screens)
+        if settle is not None and verdict.asks:
+            verdict = settle(verdict, {
+                "agent": self.agent, "upstream": self.route.upstream.name,
+                "path": safe_path(self.route.path), "model": verdict.model,
+                "run_id": self.run.id if self.run else None,
+                "project_root": verdict.project_root})
         sent = dump(frame) if verdict.withheld else content
         self.row = audit.record_request(
             run_id=self.run.id if self.run else None, agent=self.agent,

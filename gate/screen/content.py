@@ -6,15 +6,16 @@ gate cannot edit, blocks the request instead (fail closed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gate.providers.segments import JsonPath, Role, Segment, Walk, get_at, set_at
 from gate.rules.engine import Policy
+from gate.screen import masking
 from gate.screen.fingerprints import DeniedIndex
 from gate.screen.secrets import Scanner, keyed_hash, load_or_create_key, placeholder
-from gate.screen.verdict import Blocked, Withheld
+from gate.screen.verdict import Asked, Blocked, Withheld
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,16 @@ def denied_values(walk: Walk, body: Any, index: DeniedIndex, done: set[str | Non
 
 
 def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
-            done: set[str | None], changed: set[JsonPath]) -> list[Withheld]:
+            done: set[str | None], changed: set[JsonPath],
+            approved: frozenset[str] = frozenset()) -> list[Withheld]:
     """Replace likely secrets with keyed, kind-tagged placeholders, as the policy says
-    (`secrets:` in rule files): redact, ask (redact until asking a person exists, and say
-    so), block the request, or allow. A secret inside a signed field cannot be replaced:
-    a high-tier one blocks; generic findings are too uncertain to stop a conversation for.
+    (`secrets:` in rule files): redact, ask (redacted unless its key is in `approved`; the
+    verdict's asks say what to put to a person), block the request, or allow. A secret
+    inside a signed field cannot be replaced: a high-tier one blocks; generic findings are
+    too uncertain to stop a conversation for.
     """
     found: dict[tuple[str, str], Withheld] = {}
+    tools = {c.id: c.name for c in walk.calls}  # which tool's output held it, if any
     for seg in _live(walk, done):
         text = get_at(body, seg.path) if seg.path in changed else seg.text
         acted = [(f, policy.secret_action(f.kind, f.rule_id, f.tier))
@@ -80,20 +84,36 @@ def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
                               " field that gate cannot edit; start a new conversation without it")
             continue
         out, last = [], 0
-        for f, action in acted:  # sorted, never overlapping
+        asks: list[tuple[tuple[str, str], int, str, bool]] = []  # key, which, digest, sent
+        for i, (f, action) in enumerate(acted):  # sorted, never overlapping
             value = text[f.start:f.end]
-            tag = placeholder(f, value, screen.key)
-            if action == "ask":
-                tag = tag[:-1] + "; needs the user's approval, gate cannot ask yet]"
+            digest = keyed_hash(value, screen.key)
+            sent = action == "ask" and digest in approved
+            tag = value if sent else placeholder(f, value, screen.key)
+            if action == "ask" and not sent:
+                tag = tag[:-1] + "; not approved by the user]"
             out += [text[last:f.start], tag]
             last = f.end
-            key = (f.rule_id, keyed_hash(value, screen.key)[:16])
+            key = (f.rule_id, digest[:16])
             prev = found.get(key)
-            found[key] = Withheld(None, None, f.kind, f.rule_id, f"tier {f.tier}: {action}",
-                                  "secret", prev.count + 1 if prev else 1, key[1])
+            found[key] = Withheld(prev.call_id if prev else seg.call_id,
+                                  prev.tool if prev else tools.get(seg.call_id or ""),
+                                  f.kind, f.rule_id, f"tier {f.tier}: {action}", "secret",
+                                  prev.count + 1 if prev else 1, key[1],
+                                  prev.asked if prev else None)
+            if action == "ask" and not found[key].asked:
+                asks.append((key, i, digest, sent))
         out.append(text[last:])
-        set_at(body, seg.path, "".join(out))
-        changed.add(seg.path)
+        if asks:  # what a person is shown: the lines around it, every finding masked
+            view, spans = masking.masked(text, [(f.start, f.end) for f, _ in acted])
+            for key, i, digest, sent in asks:
+                start, end = spans[i]
+                found[key] = replace(found[key], asked=Asked(
+                    digest, "send-secret", view[start:end], masking.context(view, start, end),
+                    sent))
+        if (new := "".join(out)) != text:  # all approved: the string is left as it was
+            set_at(body, seg.path, new)
+            changed.add(seg.path)
     return list(found.values())
 
 

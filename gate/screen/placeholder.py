@@ -12,11 +12,12 @@ from gate.rules.model import Effect, Rule
 
 def withheld(action: Action, rule: Rule, path: str | None = None) -> str:
     if rule.effect is Effect.ASK:
-        # Until gate can ask a person, an ask rule withholds like a deny, and says so.
+        # Asked and not approved (or nobody answered in time): withheld, and says so.
         return (
             f"[gate: content withheld. {action.describe(path)} needs the user's approval"
-            f" under rule {rule.text} ({rule.where}), and gate cannot ask yet, so the content"
-            " was not sent to the model provider. Ask the user to share it if you need it.]"
+            f" under rule {rule.text} ({rule.where}), and the user did not approve sending"
+            " it, so the content was not sent to the model provider. Ask the user to share"
+            " it if you need it.]"
         )
     return (
         f"[gate: content withheld. {action.describe(path)} is denied by rule {rule.text}"

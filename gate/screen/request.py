@@ -14,18 +14,22 @@ from loguru import logger
 
 from gate import providers
 from gate.agents import tools
-from gate.providers.segments import JsonPath, Role, ToolCall, Walk, long_strings
+from gate.agents.actions import Action
+from gate.providers.segments import JsonPath, Role, ToolCall, Walk, get_at, long_strings
 from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
-from gate.screen import content, placeholder
+from gate.screen import content, masking, placeholder
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import MIN_UNIT, IndexStore
-from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
+from gate.screen.secrets import keyed_hash
+from gate.screen.verdict import Asked, Blocked, Outbound, Verdict, Withheld
 
 __all__ = ["Blocked", "Outbound", "Screens", "Verdict", "Withheld", "dump", "parse", "screen",
            "screen_object"]
 
 
+# Where each format's tool result keeps its output (Anthropic, Chat, Responses, Gemini).
+_OUTPUTS = ("content", "output", "response")
 # Shorter strings hold neither a denied file's unit nor a secret any detector reports.
 SHORTEST = min(MIN_UNIT, 8)
 
@@ -100,15 +104,21 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
             continue
         action = tools.action(call.name, call.input, cwd)
         decision = policy.decide(action, root)
-        # Until asking a person exists, an ask rule withholds like a deny (fail closed).
         if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
             continue
-        text = placeholder.withheld(action, decision.rule, decision.path)
         assert fmt is not None
-        fmt.withhold_result(body, call.result, text)
-        withheld.append(Withheld(call.id, call.name, decision.path or action.target,
-                                 decision.rule.text, decision.rule.where))
-    done = {w.call_id for w in withheld}
+        item = Withheld(call.id, call.name, decision.path or action.target,
+                        decision.rule.text, decision.rule.where)
+        if decision.effect is Effect.ASK:
+            item = replace(item, asked=_asked(get_at(body, call.result), action, decision.path,
+                                              req.approved, screens))
+            if item.asked and item.asked.approved:
+                withheld.append(item)  # sent as is, and still screened for content below
+                continue
+        fmt.withhold_result(body, call.result, placeholder.withheld(action, decision.rule,
+                                                                    decision.path))
+        withheld.append(item)
+    done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
     changed: set[JsonPath] = set()
     index = screens.indexes.index_for(policy, root) if screens and screens.indexes else None
     if screens and (index or screens.secrets):
@@ -123,14 +133,27 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     if index is not None:
         withheld += content.denied_values(walk, body, index, done, changed)
     if screens and screens.secrets:
-        withheld += content.secrets(walk, body, screens.secrets, policy, done, changed)
+        withheld += content.secrets(walk, body, screens.secrets, policy, done, changed,
+                                    req.approved)
     out = None
-    if withheld:
+    if any(not (w.asked and w.asked.approved) for w in withheld):  # approved ones: as is
         logger.info("withheld {} item(s): {}", len(withheld),
                     ", ".join(sorted({w.rule for w in withheld})))
         out = dump(body)
     model = walk.model or _model_in_path(req.path)
     return Verdict(out, walk.format, model, root, tuple(withheld))
+
+
+def _asked(result: Any, action: Action, path: str | None, approved: frozenset[str],
+           screens: Screens | None) -> Asked:
+    """An ask rule's tool result, as a person is shown it; keyed by its content (not its
+    call id), so the same output read again later is recognised."""
+    if isinstance(result, dict):
+        result = next((result[k] for k in _OUTPUTS if k in result), result)
+    text = "\n".join(t for _, t in sorted(long_strings(result, 1)[0])) or dump(result).decode()
+    key = keyed_hash(text, screens.secrets.key if screens and screens.secrets else b"")
+    return Asked(key, "send-denied-content", masking.preview(text), action.describe(path),
+                 key in approved)
 
 
 def _model_in_path(path: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -16,6 +17,19 @@ class Outbound:
     agent: str | None         # from the run, or guessed from headers
     project_root: str | None  # from the run, if any
     unsafe_pass_non_json: bool = False  # the upstream's opt-out (config), never the default
+    # Ask findings a person (or remembered answer) approved, by Asked.key: these leave as is.
+    approved: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """An `ask` finding: what a person is shown, never the value itself."""
+
+    key: str                  # keyed hash of the content: the same content, the same key
+    question: str             # the question kind: "send-secret" | "send-denied-content"
+    preview: str              # first and last 4 characters, the middle masked
+    context: str              # the surrounding lines, every finding in them masked
+    approved: bool = False    # in Outbound.approved: sent as is
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +43,8 @@ class Withheld:
     kind: str = "tool-result"
     count: int = 1
     fingerprint: str | None = None  # secrets: a keyed hash prefix, never the value
+    asked: Asked | None = None      # set when the policy says ask
+    decision: Mapping[str, str] | None = None  # who answered the question, and how
 
     def record(self) -> dict[str, object]:
         """As written to the audit: where and why, never the content."""
@@ -37,6 +53,8 @@ class Withheld:
                                   "where": self.where, "count": self.count}
         if self.fingerprint:
             out["fingerprint"] = self.fingerprint
+        if self.decision:
+            out["decision"] = dict(self.decision)
         return out
 
 
@@ -47,3 +65,8 @@ class Verdict:
     model: str | None
     project_root: str | None
     withheld: tuple[Withheld, ...] = ()
+
+    @property
+    def asks(self) -> tuple[Withheld, ...]:
+        """Ask findings nobody approved yet (replaced in `body`, like a redaction)."""
+        return tuple(w for w in self.withheld if w.asked and not w.asked.approved)

@@ -199,7 +199,7 @@ def test_large_bodies_are_compressed_after_sending_and_read_back_exactly(
     assert finished_row(gate_dirs["data"])["body"].encode() == sent  # type: ignore[union-attr]
 
 
-def test_an_ask_rule_withholds_and_says_that_nobody_could_be_asked(
+def test_an_ask_rule_withholds_and_says_that_the_user_did_not_approve(
         client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
     project = gate_dirs["project"]
     (project / ".gate").mkdir()
@@ -209,5 +209,5 @@ def test_an_ask_rule_withholds_and_says_that_nobody_could_be_asked(
     client.messages.create(**body)
     result = provider.seen[-1].json()["messages"][2]["content"][0]["content"]
     assert "needs the user's approval under rule Read(./docs/customers.csv)" in result
-    assert ".gate/rules.yaml:2" in result and "gate cannot ask yet" in result
+    assert ".gate/rules.yaml:2" in result and "the user did not approve sending it" in result
     assert "alice" not in provider.seen[-1].body.decode()

@@ -55,11 +55,11 @@ def test_a_secret_inside_a_thinking_block_blocks(client: anthropic.Anthropic,
     assert provider.seen == []
 
 
-def test_high_tier_findings_say_that_nobody_could_be_asked(
+def test_high_tier_findings_say_that_the_user_did_not_approve(
         client: anthropic.Anthropic, provider: FakeProvider) -> None:
     client.messages.create(**conversation("/p", tool_turn(
         "toolu_1", "Bash", {"command": "env"}, f"GITHUB_TOKEN={_token()}\n")))
-    assert "; needs the user's approval, gate cannot ask yet]" in provider.seen[-1].body.decode()
+    assert "; not approved by the user]" in provider.seen[-1].body.decode()
 
 
 @pytest.mark.parametrize(("setting", "outcome"), [

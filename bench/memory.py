@@ -1,0 +1,77 @@
+"""Decision memory cost per ask finding, next to the HMAC gate already pays per finding.
+
+For 0, 1,000 and 10,000 remembered answers on disk it prints the p50 and p95 of:
+  fingerprint  HMAC-SHA256 of kind+value (the baseline: computed for every ask finding)
+  lookup hit   a remembered answer found (stat of memory.json + dict lookup)
+  lookup miss  nothing remembered for this content
+  remember     one answer stored (read-modify-write, fsync, rename, under the file lock)
+Nothing passes or fails. Targets: lookup <= 20 us at 10,000 entries (it runs per ask
+finding, on the request path); remember <= 100 ms at 10,000 (once per answer).
+Run: .venv/bin/python bench/memory.py [--n 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gate.ask.memory import DecisionMemory
+from gate.ask.memory_file import MemoryFile, Remembered, memory_path
+
+
+def timings(fn: Callable[[int], object], n: int) -> tuple[float, float]:
+    """(p50, p95) in microseconds of n calls fn(i)."""
+    out = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - t0) * 1e6)
+    q = statistics.quantiles(out, n=20)
+    return statistics.median(out), q[18]
+
+
+def run(size: int, n: int) -> list[tuple[str, tuple[float, float]]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = DecisionMemory(Path(tmp), os.urandom(32))
+        fps = [mem.fingerprint(os.urandom(20).hex(), "github-token") for _ in range(size)]
+        now = time.time()
+        entries = [Remembered(os.urandom(5).hex(), fp, "github-token", "approve", "always",
+                              None, None, now, now + 86400) for fp in fps]
+        MemoryFile(memory_path(Path(tmp))).update(lambda _: entries)  # one write, not 10k
+        here = {"session": "s", "project": "/p"}
+        values = [os.urandom(20).hex() for _ in range(n)]
+        hit = fps[0] if fps else mem.fingerprint("x", "k")
+        return [
+            ("fingerprint", timings(lambda i: mem.fingerprint(values[i], "github-token"), n)),
+            ("lookup hit", timings(lambda i: mem.lookup(hit, "github-token", **here), n)),
+            ("lookup miss", timings(lambda i: mem.lookup(values[i], "github-token", **here), n)),
+            ("remember", timings(lambda i: mem.remember(values[i], "github-token", "block",
+                                                        "always", question_id="q", **here),
+                                 max(20, n // 50))),
+        ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=2000)
+    n = parser.parse_args().n
+    print(f"python {platform.python_version()}, {os.cpu_count()} cores, n={n}")
+    print(f"{'entries':>8}  {'operation':<12}  {'p50 us':>9}  {'p95 us':>9}  {'vs HMAC':>8}")
+    for size in (0, 1000, 10000):
+        rows = run(size, n)
+        base = rows[0][1][0]
+        for name, (p50, p95) in rows:
+            print(f"{size:>8}  {name:<12}  {p50:>9.1f}  {p95:>9.1f}  {p50 / base:>7.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""The approval page: pending questions, masked previews, one button per answer.
+
+Server-rendered, no script (the CSP allows none); it reloads itself every few seconds.
+Everything shown is escaped; nothing on it is a value gate withheld.
+"""
+
+from __future__ import annotations
+
+import time
+from html import escape
+
+from gate.ask.questions import Question
+
+REFRESH_SECONDS = 5
+_CHOICES = (("approve:once", "Approve once"), ("approve:session", "Approve for this session"),
+            ("approve:project", "Approve for this project"), ("approve:always", "Always approve"),
+            ("redact", "Send redacted"), ("block", "Block"))
+_STYLE = """
+body{font:15px/1.4 system-ui,sans-serif;margin:2em auto;max-width:60em;color:#222}
+.q{border:1px solid #bbb;border-radius:6px;padding:1em;margin:1em 0}
+pre{background:#f4f4f4;padding:.5em;overflow-x:auto;white-space:pre-wrap}
+table{border-collapse:collapse}td,th{padding:.2em .6em;text-align:left;vertical-align:top}
+button{margin:.2em;padding:.4em .8em}.note{background:#eef6ee;padding:.5em}
+"""
+
+
+def render(questions: list[Question], csrf: str, note: str = "") -> str:
+    body = [f'<p class="note">{escape(note)}</p>' if note else ""]
+    if not questions:
+        body.append("<p>No pending questions.</p>")
+    body += [_question(q, csrf) for q in questions]
+    return _doc("gate: pending questions", "".join(body), refresh=True)
+
+
+def unauthorised() -> str:
+    return _doc("gate", "<p>Not signed in. Open the page with the URL <code>gate serve</code>"
+                " printed (or run <code>gate pending</code>, which prints it).</p>")
+
+
+def message(text: str) -> str:
+    return _doc("gate", f"<p>{escape(text)}</p>")
+
+
+def _question(q: Question, csrf: str) -> str:
+    r = q.request
+    left = max(0, int(q.expires - time.time()))
+    rows = "".join(
+        f"<tr><td>{escape(str(f['kind']))}</td><td>{escape(str(f['rule']))}</td>"
+        f"<td>{escape(str(f.get('file') or f.get('tool') or ''))}</td>"
+        f"<td><code>{escape(str(f['preview']))}</code></td></tr>"
+        f"<tr><td colspan=4><pre>{escape(str(f['context']))}</pre></td></tr>"
+        for f in q.findings)
+    buttons = "".join(f'<button type="submit" name="choice" value="{v}">{label}</button>'
+                      for v, label in _CHOICES)
+    proposed = (f"<p>Decision helper proposes: <b>{escape(q.proposed)}</b></p>"
+                if q.proposed else "")
+    return (
+        f'<div class="q" id="{escape(q.id)}"><h2>{escape(q.id)}: {escape(q.kind)}</h2>'
+        f"<p>{escape(str(r.get('agent') or 'an agent'))} → {escape(str(r.get('upstream')))}"
+        f" {escape(str(r.get('path')))} (model {escape(str(r.get('model') or '?'))}),"
+        f" project {escape(str(r.get('project_root') or '?'))}</p>"
+        f"<table><tr><th>kind</th><th>rule</th><th>file or tool</th><th>preview</th></tr>"
+        f"{rows}</table>{proposed}"
+        f"<p>Nobody answering in {left} s applies the default: <b>{escape(q.default)}</b>.</p>"
+        f'<form method="post" action="/_gate/ui/answer">'
+        f'<input type="hidden" name="id" value="{escape(q.id)}">'
+        f'<input type="hidden" name="csrf" value="{escape(csrf)}">{buttons}</form></div>')
+
+
+def _doc(title: str, body: str, refresh: bool = False) -> str:
+    meta = f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">' if refresh else ""
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{meta}'
+            f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
+            f"<body><h1>{escape(title)}</h1>{body}</body></html>")

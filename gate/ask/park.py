@@ -1,0 +1,205 @@
+"""Settle a request's ask findings: remembered answers first, then park it and ask a person.
+
+Only the asking request waits (it awaits a future on the proxy's loop); every other
+request keeps flowing. Whatever happens, an unanswered finding stays redacted, and an
+answer that cannot be applied blocks (fail closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from gate.ask import events, notify
+from gate.ask.dataset import Dataset
+from gate.ask.helper import check_helper_url, propose
+from gate.ask.memory import DecisionMemory
+from gate.ask.questions import (
+    ANSWERS,
+    Answer,
+    By,
+    Pending,
+    Question,
+    finding,
+    finding_kind,
+    question_kind,
+)
+from gate.config import Config
+from gate.screen.verdict import Blocked, Verdict, Withheld
+
+# Approving a withheld tool result exposes its content to the secret screen, which may
+# then ask again; past this many rounds what is still unanswered stays redacted.
+ROUNDS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """How one ask finding was settled: the audit's `decision`."""
+
+    id: str        # the question id, or the remembered entry's id
+    question: str  # the question kind
+    answer: str
+    by: By
+
+    def record(self) -> dict[str, str]:
+        return {"id": self.id, "question": self.question, "answer": self.answer,
+                "by": str(self.by)}
+
+
+class Asker:
+    """One per gate: its pending questions, decision memory, dataset and helper."""
+
+    def __init__(self, config: Config, data_dir: Path, key: bytes, pending: Pending):
+        self.config = config.ask
+        self.memory = DecisionMemory(data_dir, key)
+        self.dataset = Dataset(data_dir, config.decisions.record_dataset)
+        url, remote = config.decisions.helper_url, config.decisions.allow_remote
+        self.helper = check_helper_url(url, remote) if url else None
+        self.pending = pending
+        self._told_memory: set[tuple[str, ...]] = set()  # memory answers recorded once
+
+    async def settle(self, verdict: Verdict, request: dict[str, Any],
+                     rescreen: Callable[[frozenset[str]], Verdict]) -> Verdict:
+        """The verdict to send once every ask finding is answered; Blocked if one says so.
+        `rescreen` screens the request again with the approved findings let through."""
+        decided: dict[str, Decided] = {}
+        approved: frozenset[str] = frozenset()
+        for _ in range(ROUNDS):
+            asks = [w for w in verdict.asks if w.asked and w.asked.key not in decided]
+            if not asks:
+                break
+            decided |= await self._decide(asks, request)
+            more = frozenset(k for k, d in decided.items() if d.answer == "approve")
+            if more != approved:
+                approved = more
+                verdict = rescreen(approved)
+        return replace(verdict, withheld=tuple(_with_decision(w, decided)
+                                               for w in verdict.withheld))
+
+    def settle_now(self, verdict: Verdict, request: dict[str, Any]) -> Verdict:
+        """Where a request cannot wait (a WebSocket frame): the default applies at once."""
+        asks = list(verdict.asks)
+        if not asks:
+            return verdict
+        question = self._question(asks, request)
+        answer = Answer(self.config.default, By.POLICY)
+        self._record(question, answer)
+        decided = {w.asked.key: Decided(question.id, question.kind, answer.answer, By.POLICY)
+                   for w in asks if w.asked}
+        _raise_if_blocked(decided)
+        return replace(verdict, withheld=tuple(_with_decision(w, decided)
+                                               for w in verdict.withheld))
+
+    async def _decide(self, asks: list[Withheld], request: dict[str, Any]) -> dict[str, Decided]:
+        out: dict[str, Decided] = {}
+        rest: list[Withheld] = []
+        for w in asks:
+            assert w.asked is not None
+            hit = self.memory.lookup(self._fingerprint(w), finding_kind(w),
+                                     session=request.get("run_id"),
+                                     project=request.get("project_root"))
+            if hit is None:
+                rest.append(w)
+            else:
+                out[w.asked.key] = Decided(hit.id, w.asked.question, hit.answer, By.MEMORY)
+        if out and not rest:
+            self._record_memory(asks, request, out)
+        _raise_if_blocked(out)
+        if rest:
+            question = self._question(rest, request)
+            answer = await self._ask(question)
+            self._record(question, answer)
+            if answer.by is By.PERSON:
+                self._remember(question, rest, answer, request)
+            out |= {w.asked.key: Decided(question.id, question.kind, answer.answer, answer.by)
+                    for w in rest if w.asked}
+            _raise_if_blocked(out)
+        return out
+
+    def _question(self, asks: list[Withheld], request: dict[str, Any]) -> Question:
+        return Question(self.pending.new_id(), question_kind(asks), self.config.default,
+                        request, [finding(w) for w in asks],
+                        tuple(w.asked.key for w in asks if w.asked), self.config.timeout_seconds)
+
+    async def _ask(self, q: Question) -> Answer:
+        if self.config.mode == "never":
+            return Answer(self.config.default, By.POLICY)  # nobody was asked
+        if self.helper:
+            proposed = await asyncio.to_thread(propose, self.helper, q.to_json())
+            q.proposed = proposed if proposed in ANSWERS else None
+        answer = Answer(q.proposed, By.HELPER) if q.proposed else Answer(q.default, By.TIMEOUT)
+        future = self.pending.add(q)
+        _tell(q)
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(future), q.timeout)
+        except TimeoutError:
+            logger.warning("question {}: no answer in {:.0f} s, {} applies", q.id, q.timeout,
+                           answer.answer)
+        finally:
+            # Also when the agent went away while waiting: the question is closed.
+            self.pending.close(q.id, answer)
+        events.emit("answered", id=q.id, kind=q.kind, answer=answer.answer,
+                    remember=answer.remember, by=str(answer.by))
+        return answer
+
+    def _record(self, q: Question, answer: Answer) -> None:
+        try:
+            self.dataset.append(q.kind, q.record(answer))
+        except (OSError, ValueError) as exc:  # the dataset is a record, not a safeguard
+            logger.error("question {}: dataset line not written ({})", q.id, type(exc).__name__)
+
+    def _record_memory(self, asks: list[Withheld], request: dict[str, Any],
+                       decided: dict[str, Decided]) -> None:
+        """Every turn resends the history: a remembered answer is recorded once per gate."""
+        seen = tuple(sorted(decided))
+        if seen in self._told_memory:
+            return
+        self._told_memory.add(seen)
+        answers = {d.answer for d in decided.values()}
+        answer = answers.pop() if len(answers) == 1 else "redact"
+        self._record(self._question(asks, request), Answer(answer, By.MEMORY))
+
+    def _remember(self, q: Question, asks: list[Withheld], answer: Answer,
+                  request: dict[str, Any]) -> None:
+        for w in asks:
+            assert w.asked is not None
+            self.memory.remember(self._fingerprint(w), finding_kind(w), answer.answer,
+                                 answer.remember, session=request.get("run_id"),
+                                 project=request.get("project_root"), question_id=q.id)
+
+    def _fingerprint(self, w: Withheld) -> str:
+        # The memory gets the finding's keyed hash, never the value.
+        assert w.asked is not None
+        return self.memory.fingerprint(w.asked.key, finding_kind(w))
+
+
+def _tell(q: Question) -> None:
+    """Where a person is: gate's log (stderr for `gate serve`), the event stream, the desktop."""
+    what = ", ".join(sorted({f"{f['kind']} ({f['rule']})" for f in q.findings}))
+    agent = q.request.get("agent") or "an agent"
+    logger.warning("question {}: {} wants to send {}; answer with `gate approve {}`, `gate redact"
+                   " {}` or `gate block {}` (or the page); {} in {:.0f} s", q.id, agent, what,
+                   q.id, q.id, q.id, q.default, q.timeout)
+    events.emit("question", **q.to_json())
+    notify.desktop(f"gate: {agent} wants to send {q.kind.removeprefix('send-')}",
+                   f"{what}. gate approve {q.id} | gate redact {q.id} | gate block {q.id}")
+
+
+def _raise_if_blocked(decided: dict[str, Decided]) -> None:
+    if d := next((d for d in decided.values() if d.answer == "block"), None):
+        why = {By.PERSON: "the user blocked it", By.MEMORY: "a remembered answer blocks it",
+               By.TIMEOUT: "nobody answered in time and the default is block",
+               By.POLICY: "gate may not ask (ask: never) and the default is block",
+               By.HELPER: "the decision helper proposed block and nobody answered"}[d.by]
+        raise Blocked(f"{why} (question {d.id}, {d.question})")
+
+
+def _with_decision(w: Withheld, decided: dict[str, Decided]) -> Withheld:
+    if w.asked is None or w.asked.key not in decided:
+        return w
+    return replace(w, decision=decided[w.asked.key].record())

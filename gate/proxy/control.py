@@ -1,0 +1,173 @@
+"""The control API and the approval page, served by the gate listener under /_gate/.
+
+Loopback only, and every call carries the data dir's token: as a Bearer header (API) or
+as the HttpOnly, SameSite=Strict cookie the page's start URL sets. A request whose Host is
+not the gate's own loopback address is refused (DNS rebinding), so is a cross-origin
+POST, and the page's forms carry a CSRF token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from http.cookies import SimpleCookie
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from mitmproxy import http
+
+from gate.ask import page
+from gate.ask.questions import ANSWERS, SCOPES, Answer, By, Pending
+
+PREFIX = "/_gate/"
+API = "/_gate/api/pending"
+UI = "/_gate/ui"
+COOKIE = "gate_control"
+_LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
+# (no-referrer would make the browser send `Origin: null` with the page's own forms)
+_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff",
+            "x-frame-options": "DENY", "referrer-policy": "same-origin"}
+
+
+class Control:
+    def __init__(self, pending: Pending, token: str):
+        self.pending = pending
+        self.token = token
+        self.csrf = hmac.new(token.encode(), b"gate csrf", hashlib.sha256).hexdigest()
+        self.port = 0  # set once listening: the Host a request must name
+
+    def handle(self, flow: http.HTTPFlow) -> None:
+        """Answer a /_gate/ request (never forwarded anywhere)."""
+        req = flow.request
+        if refusal := self._refusal(flow):
+            flow.response = _json(403, {"error": refusal})
+            return
+        path = req.path.split("?", 1)[0]
+        if path == UI and req.method == "GET":
+            self._page(flow)
+        elif path == f"{UI}/answer" and req.method == "POST":
+            self._form(flow)
+        elif not self._bearer(req):
+            flow.response = _json(401, {"error": "missing or wrong control token (send"
+                                        f" Authorization: Bearer <token from {_token_hint()}>)"})
+        elif path == API and req.method == "GET":
+            flow.response = _json(200, {"pending": [q.to_json()
+                                                    for q in self.pending.questions()]})
+        elif path.startswith(API + "/") and req.method == "POST":
+            self._api_answer(flow, path[len(API) + 1:])
+        else:
+            flow.response = _json(404, {"error": f"no control endpoint {req.method} {path}"})
+
+    # -- checks ----------------------------------------------------------------------------
+
+    def _refusal(self, flow: http.HTTPFlow) -> str | None:
+        peer = flow.client_conn.peername[0] if flow.client_conn.peername else ""
+        if peer not in _LOOPBACK:
+            return "the control API answers loopback clients only"
+        hosts = {f"{h}:{self.port}" for h in ("127.0.0.1", "localhost", "[::1]")}
+        if flow.request.headers.get("host", "") not in hosts:
+            return "refused: the Host header does not name this gate (DNS rebinding?)"
+        origin = flow.request.headers.get("origin")
+        if origin is not None and origin.removeprefix("http://") not in hosts:
+            return "refused: cross-origin request"
+        site = flow.request.headers.get("sec-fetch-site")
+        if flow.request.method != "GET" and site not in (None, "same-origin", "none"):
+            return "refused: cross-site request"
+        return None
+
+    def _bearer(self, req: http.Request) -> bool:
+        given = req.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    def _cookie(self, req: http.Request) -> bool:
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(req.headers.get("cookie", ""))
+        except Exception:  # a malformed cookie header is just no cookie
+            return False
+        given = jar[COOKIE].value if COOKIE in jar else ""
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    # -- the API ---------------------------------------------------------------------------
+
+    def _api_answer(self, flow: http.HTTPFlow, qid: str) -> None:
+        try:
+            body = json.loads(flow.request.get_content(strict=True) or b"{}")
+        except ValueError:
+            flow.response = _json(400, {"error": "the body must be a JSON object"})
+            return
+        if not isinstance(body, dict):
+            flow.response = _json(400, {"error": "the body must be a JSON object"})
+            return
+        status, reply = self._answer(qid, body.get("answer"), body.get("remember", "once"))
+        flow.response = _json(status, reply)
+
+    def _answer(self, qid: str, answer: Any, remember: Any) -> tuple[int, dict[str, Any]]:
+        if answer not in ANSWERS:
+            return 400, {"error": f"answer must be one of {', '.join(ANSWERS)}"}
+        if remember not in SCOPES:
+            return 400, {"error": f"remember must be one of {', '.join(SCOPES)}"}
+        try:
+            self.pending.answer(qid, Answer(answer, By.PERSON, remember))
+        except KeyError:
+            return 404, {"error": f"no pending question {qid!r}"}
+        except ValueError as exc:
+            return 409, {"error": str(exc)}
+        return 200, {"ok": True, "id": qid, "answer": answer}
+
+    # -- the page --------------------------------------------------------------------------
+
+    def _page(self, flow: http.HTTPFlow) -> None:
+        query = parse_qs(urlsplit(flow.request.path).query)
+        given = (query.get("token") or [""])[0]
+        if given and hmac.compare_digest(given.encode(), self.token.encode()):
+            # Trade the token in the URL for a cookie, and drop it from the address bar.
+            flow.response = http.Response.make(303, b"", {
+                **_HEADERS, "location": UI,
+                "set-cookie": f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/_gate/"})
+            return
+        if not self._cookie(flow.request):
+            flow.response = _html(401, page.unauthorised())
+            return
+        note = (query.get("note") or [""])[0]
+        flow.response = _html(200, page.render(self.pending.questions(), self.csrf, note))
+
+    def _form(self, flow: http.HTTPFlow) -> None:
+        if not self._cookie(flow.request):
+            flow.response = _html(401, page.unauthorised())
+            return
+        form = parse_qs(flow.request.get_text(strict=False) or "")
+        csrf = (form.get("csrf") or [""])[0]
+        if not hmac.compare_digest(csrf.encode(), self.csrf.encode()):
+            flow.response = _html(403, page.message("Refused: the form's CSRF token is wrong."
+                                                    " Reload the page and try again."))
+            return
+        answer, _, remember = (form.get("choice") or [""])[0].partition(":")
+        qid = (form.get("id") or [""])[0]
+        status, reply = self._answer(qid, answer, remember or "once")
+        note = f"{qid}: {answer}" if status == 200 else reply["error"]
+        flow.response = http.Response.make(303, b"", {
+            **_HEADERS, "location": f"{UI}?note={_quote(note)}"})
+
+
+def _json(status: int, body: dict[str, Any]) -> http.Response:
+    return http.Response.make(status, json.dumps(body).encode(),
+                              {**_HEADERS, "content-type": "application/json"})
+
+
+def _html(status: int, text: str) -> http.Response:
+    return http.Response.make(status, text.encode(), {
+        **_HEADERS, "content-type": "text/html; charset=utf-8",
+        "content-security-policy": "default-src 'none'; style-src 'unsafe-inline';"
+                                   " form-action 'self'; frame-ancestors 'none'"})
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+def _token_hint() -> str:
+    return "control.token in gate's data dir"
