@@ -46,8 +46,10 @@ class AuditStore:
     up to audit.lock_timeout_ms for the lock and then fails (the request is blocked)."""
 
     def __init__(self, path: Path, settings: AuditSettings | None = None, *,
-                 background: bool = False):
+                 background: bool = False, reader: bool = False):
         self.path = path
+        # A reader (`gate log`, `gate watch`) never moves a running gate's database aside.
+        self._reader = reader
         self.settings = settings or AuditSettings()
         self._local = threading.local()
         self._write = threading.Lock()
@@ -77,6 +79,10 @@ class AuditStore:
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorname", "") not in _CORRUPT:
                 raise
+            if self._reader:
+                raise AuditError(f"cannot read the audit: {exc}", where=str(self.path),
+                                 hint="a gate moves an unreadable audit aside and starts a"
+                                 " fresh one when it starts") from exc
             self.close_thread()
             moved = files.move_aside(self.path)
             logger.warning("audit: {} could not be opened ({}); moved it to {} and started a"

@@ -16,7 +16,7 @@ from gate.cli.common import echo_json, json_option, load_config, since_option
 
 def open_store() -> AuditStore:
     """The audit as the CLI reads it (config.yaml's lock timeout; no background work)."""
-    return AuditStore(dirs.data_dir() / "audit.db", load_config().audit)
+    return AuditStore(dirs.data_dir() / "audit.db", load_config().audit, reader=True)
 
 
 def when(ts: float) -> str:

@@ -39,7 +39,7 @@ class Audit:
     def recent(self, limit: int) -> list[dict[str, Any]]:
         try:
             if self.store is None and self.path.exists():
-                self.store = AuditStore(self.path)
+                self.store = AuditStore(self.path, reader=True)
             return [_meta(r) for r in self.store.rows(limit)] if self.store else []
         except sqlite3.Error as exc:
             raise GateError(f"cannot read the audit: {exc}", where=str(self.path),

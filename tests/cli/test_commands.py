@@ -86,3 +86,18 @@ def test_upstream_entries_may_opt_out_of_json_screening(gate_dirs: dict[str, Pat
     path.write_text("upstreams:\n  files:\n    url: https://upload.example\n    unsafe: 1\n")
     code, _, err = invoke("env")
     assert code == 1 and "upstreams.files" in err and "unknown key 'unsafe'" in err
+
+
+def test_reading_an_unreadable_audit_is_a_clear_error_and_moves_nothing(
+        gate_dirs: dict[str, Path]) -> None:
+    """Only a starting gate moves a corrupt audit aside; `gate log` and `gate show` say
+    what is wrong and leave the file where it is."""
+    gate_dirs["data"].mkdir()
+    path = gate_dirs["data"] / "audit.db"
+    path.write_bytes(b"not a database, " * 100)
+    for args in (("log",), ("show", "1"), ("search", "x")):
+        code, _, err = invoke(*args)
+        assert code == 1, args
+        assert f"{path}: cannot read the audit" in err
+    assert path.read_bytes() == b"not a database, " * 100
+    assert not list(gate_dirs["data"].glob("audit.db.corrupt-*"))
