@@ -76,6 +76,9 @@ def test_withheld_blocked_and_questions(audit: Audit) -> None:
         {"question": "send-denied-content", "answer": "block", "by": "person", "questions": 1,
          "items": 2},
         {"question": "send-secret", "answer": "approve", "by": "memory", "questions": 1,
+         "items": 1},
+        # the gate's own: a high-tier secret is an ask, and its gate runs with `ask: never`
+        {"question": "send-secret", "answer": "redact", "by": "policy", "questions": 1,
          "items": 1}]
 
 
