@@ -24,6 +24,7 @@ BILLING_PREFIX = "x-anthropic-billing-header"
 # Blocks whose content is signed or encrypted: passed back byte-identical or the API rejects them.
 _IMMUTABLE_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 _OPAQUE_KEYS = frozenset({"signature", "encrypted_content", "encrypted_index", "encrypted_stdout"})
+_ROLES = {"assistant": Role.ASSISTANT_TEXT, "system": Role.SYSTEM}
 
 
 # Bedrock (`/model/{id}/invoke`, `/invoke-with-response-stream`) and Vertex
@@ -70,8 +71,7 @@ def _walk_system(system: Any, segs: list[Segment]) -> None:
 
 def _walk_message(msg: dict[str, Any], at: JsonPath, segs: list[Segment],
                   uses: list[tuple[str, str, Any]], results: dict[str, JsonPath]) -> None:
-    role = {"assistant": Role.ASSISTANT_TEXT, "system": Role.SYSTEM}.get(
-        str(msg.get("role")), Role.USER_TEXT)
+    role = _ROLES.get(str(msg.get("role")), Role.USER_TEXT)
     content = msg.get("content")
     if isinstance(content, str):
         segs.append(Segment((*at, "content"), content, role))

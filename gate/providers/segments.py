@@ -111,16 +111,26 @@ def replace_text(node: Any, text: str, text_keys: tuple[str, ...] = ("text",)) -
 _TEXT_TYPE = {"input_image": "input_text", "input_file": "input_text", "image_url": "text"}
 
 
-def strings(node: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
-    """Every string in a JSON value, with its path (keys included only as containers)."""
+def strings(node: Any, path: JsonPath) -> list[tuple[JsonPath, str]]:
+    """Every string in a JSON value, with its path (keys included only as containers), in
+    document order. A list filled by plain recursion: nested generators cost a frame per
+    level for every string, and this runs over every request's whole history."""
+    out: list[tuple[JsonPath, str]] = []
     if isinstance(node, str):
-        yield path, node
-    elif isinstance(node, dict):
-        for key, value in node.items():
-            yield from strings(value, (*path, key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            yield from strings(value, (*path, i))
+        out.append((path, node))
+    elif isinstance(node, dict | list):
+        _strings(node, path, out)
+    return out
+
+
+def _strings(node: dict[str, Any] | list[Any], path: JsonPath,
+             out: list[tuple[JsonPath, str]]) -> None:
+    items: Any = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, value in items:
+        if isinstance(value, str):
+            out.append(((*path, key), value))
+        elif isinstance(value, dict | list):
+            _strings(value, (*path, key), out)
 
 
 def long_strings(body: Any, min_len: int) -> tuple[list[tuple[JsonPath, str]], list[str]]:
@@ -132,6 +142,7 @@ def long_strings(body: Any, min_len: int) -> tuple[list[tuple[JsonPath, str]], l
     while stack:
         path, node = stack.pop()
         if isinstance(node, dict):
+            names += [k for k in node if isinstance(k, str) and len(k) >= min_len]
             items: Any = node.items()
         elif isinstance(node, list):
             items = enumerate(node)
@@ -140,8 +151,6 @@ def long_strings(body: Any, min_len: int) -> tuple[list[tuple[JsonPath, str]], l
                 found.append((path, node))
             continue
         for key, value in items:
-            if isinstance(key, str) and len(key) >= min_len:
-                names.append(key)
             if isinstance(value, str):
                 if len(value) >= min_len:
                     found.append(((*path, key), value))
