@@ -235,7 +235,7 @@ def _profiled(base: type, out: str) -> type:
     """BackgroundGate whose proxy thread runs under cProfile (bench only; gate untouched)."""
     import cProfile
 
-    class Profiled(base):  # type: ignore[misc]
+    class Profiled(base):
         def _main(self) -> None:
             prof = cProfile.Profile()
             prof.enable()
@@ -312,11 +312,12 @@ def _system(project: Path) -> list[dict[str, Any]]:
 
 
 def _sources() -> list[tuple[str, str]]:
-    """Real Python source to stand in for files the agent read (gate's and mitmproxy's)."""
+    """Real Python source to stand in for files the agent read: the installed mitmproxy's,
+    so that the bodies stay the same while gate's own code changes (runs compare)."""
     import mitmproxy
 
-    roots = [REPO / "gate", Path(mitmproxy.__file__).parent]
-    files = sorted(p for root in roots for p in root.rglob("*.py") if p.stat().st_size > 1500)
+    root = Path(mitmproxy.__file__).parent
+    files = sorted(p for p in root.rglob("*.py") if p.stat().st_size > 1500)
     out = []
     for p in files[:400]:
         with contextlib.suppress(OSError, UnicodeDecodeError):
@@ -498,6 +499,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="cProfile gate's proxy thread into FILE and print its top functions")
     ap.add_argument("--sizes", default=",".join(label.replace(" ", "") for label, _ in SIZES),
                     help="which sizes to run, comma-separated (default: 50KB,500KB,2MB)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also time gate's screening and audit row in-process, per size")
     ap.add_argument("--serve", help=argparse.SUPPRESS)  # child roles
     ap.add_argument("--to", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -549,6 +552,53 @@ def report(results: list[Result]) -> None:
           " trust when the machine is shared")
 
 
+def breakdown(bodies: list[tuple[str, bytes]], root: Path, n: int) -> None:
+    """In this process, where gate's time goes: screening vs the audit row (CPU ms, best of
+    n, so that other processes on the machine barely matter)."""
+    from loguru import logger
+
+    from gate.audit.store import AuditStore, Usage
+    from gate.rules.layers import PolicyStore
+    from gate.screen.content import SecretScreen
+    from gate.screen.fingerprints import IndexStore
+    from gate.screen.request import Outbound, Screens, screen
+
+    logger.remove()
+    data = root / "breakdown"
+    data.mkdir(mode=0o700)
+    policies = PolicyStore()
+    screens = Screens(IndexStore(), SecretScreen.load(data))
+    audit = AuditStore(data / "audit.db")
+
+    def best(fn: Any) -> float:
+        fn()
+        runs = []
+        for _ in range(n):
+            t0 = time.thread_time()
+            fn()
+            runs.append(time.thread_time() - t0)
+        return min(runs) * 1000
+
+    def record(sent: bytes) -> None:
+        row = audit.record_request(upstream="anthropic", host="127.0.0.1", method="POST",
+                                   path="/v1/messages", request_bytes=len(sent),
+                                   verdict="modified", withheld=[], body=sent)
+        audit.record_response(row, status=200, latency_ms=1.0, usage=Usage(1, 1))
+
+    print(f"\nin-process CPU per request (best of {n}), ms:")
+    print(f"{'size':>6} | {'screen':>8} | {'audit row':>9}")
+    try:
+        for label, body in bodies:
+            req = Outbound("/v1/messages", body, "claude-code", None)
+            verdict = screen(req, policies, screens)
+            sent = verdict.body or body
+            screening = best(lambda req=req: screen(req, policies, screens))
+            recording = best(lambda sent=sent: record(sent))
+            print(f"{label:>6} | {screening:8.2f} | {recording:9.2f}")
+    finally:
+        audit.close()
+
+
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}×" if b > 0 else "n/a"
 
@@ -592,6 +642,8 @@ def run(args: argparse.Namespace, root: Path) -> None:
     print()
     report(results)
     print(gate_check(Path(os.environ["GATE_DATA_DIR"])))
+    if args.breakdown:
+        breakdown(bodies, root, args.n)
     if args.profile:
         import pstats
 
