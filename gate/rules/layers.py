@@ -243,4 +243,3 @@ def _strictest(loaded: list[_Loaded]) -> tuple[tuple[str, str], ...]:
             if key not in best or SECRET_ACTIONS.index(action) < SECRET_ACTIONS.index(best[key]):
                 best[key] = action
     return tuple(sorted(best.items()))
-

@@ -114,3 +114,36 @@ def test_facts_name_type_and_version(tmp_path: Path) -> None:
     f.write_text("x")
     assert not probe.unchanged(facts)
     assert probe.version(f) is not None and probe.version(tmp_path / "nope") is None
+
+
+def _gate_rules(path: Path, rule: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"deny:\n  - {rule}\n")
+
+
+# Every place a layer can come from, created after the first request was screened.
+_PLACES = {
+    "managed": lambda d: _gate_rules(d["tmp"] / "managed-rules.yaml", "Read(./m)"),
+    "user": lambda d: _gate_rules(d["config"] / "rules.yaml", "Read(./m)"),
+    "project": lambda d: _gate_rules(d["project"] / ".gate" / "rules.yaml", "Read(./m)"),
+    "project-local": lambda d: _gate_rules(d["project"] / ".gate" / "rules.local.yaml",
+                                           "Read(./m)"),
+    "claude-managed": lambda d: _settings(
+        d["tmp"] / "claude-managed" / "managed-settings.json", "Read(./m)"),
+    "claude-project": lambda d: _settings(d["project"] / ".claude" / "settings.json",
+                                          "Read(./m)"),
+    "claude-local": lambda d: _settings(d["project"] / ".claude" / "settings.local.json",
+                                        "Read(./m)"),
+    "claude-user": lambda d: _settings(d["home"] / ".claude" / "settings.json", "Read(./m)"),
+}
+
+
+@pytest.mark.parametrize("place", sorted(_PLACES))
+def test_a_layer_created_anywhere_applies_to_the_next_request(
+        place: str, gate_dirs: dict[str, Path], tmp_path: Path) -> None:
+    store = PolicyStore()
+    root = gate_dirs["project"]
+    assert "Read(./m)" not in _texts(store, root)
+    assert "Read(./m)" not in _texts(store, root)  # the cached answer, checked by stats
+    _PLACES[place]({**gate_dirs, "tmp": tmp_path})
+    assert "Read(./m)" in _texts(store, root)
