@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from conftest import fake_secret
-from gate.providers import anthropic
+from gate.providers import anthropic, openai_chat, openai_responses
 from gate.providers.history import HISTORY, Memo
 from gate.providers.segments import Walk, long_strings
 from messages import conversation, tool_turn
@@ -114,3 +114,62 @@ def test_the_memo_is_bounded_and_skips_what_is_not_plain_json() -> None:
         orjson.dumps(odd)
     assert memo.remembered("c", odd, compute) == 4
     assert memo.remembered("c", odd, compute) == 5
+
+
+_WALKERS = {"anthropic": anthropic, "openai-chat": openai_chat,
+            "openai-responses": openai_responses}
+
+
+def _corpus() -> list[Any]:
+    return [pytest.param(_WALKERS[d["format"]], d["body"], id=f"{p.parent.name}/{p.stem}")
+            for p in sorted(CORPUS.parent.glob("*/*.json"))
+            if (d := json.loads(p.read_text()))["format"] in _WALKERS]
+
+
+@pytest.mark.parametrize(("walker", "body"), _corpus())
+def test_every_remembered_format_walks_like_a_fresh_walk(walker: Any, body: Any) -> None:
+    HISTORY.clear()
+    fresh = walker.walk(copy.deepcopy(body))
+    walked = copy.deepcopy(body)
+    walker.walk(walked)
+    _scribble(walked)  # screening edits the body it walked, in place
+    remembered = walker.walk(copy.deepcopy(body))  # the next turn resends the original
+    assert remembered == fresh  # nothing remembered was a part of the edited body
+
+
+def _scribble(node: Any) -> None:
+    items = node.items() if isinstance(node, dict) else enumerate(node) \
+        if isinstance(node, list) else ()
+    for key, value in list(items):
+        if isinstance(value, str):
+            node[key] = "edited"
+        else:
+            _scribble(value)
+
+
+def _chat(command: str) -> dict[str, Any]:
+    return {"model": "gpt-test", "messages": [
+        {"role": "user", "content": "list the env"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "TOKEN=" + "x" * 20}]}
+
+
+def _responses(command: str) -> dict[str, Any]:
+    return {"model": "gpt-test", "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {"type": "function_call", "call_id": "call_1", "name": "shell_command",
+         "arguments": json.dumps({"command": command})},
+        {"type": "function_call_output", "call_id": "call_1", "output": "TOKEN=" + "x" * 20}]}
+
+
+@pytest.mark.parametrize(("walker", "build"), [(openai_chat, _chat),
+                                               (openai_responses, _responses)])
+def test_a_changed_call_is_decided_on_what_it_says_now(walker: Any, build: Any) -> None:
+    walker.walk(build("cat README.md"))
+    (call,) = walker.walk(build("cat .env")).calls
+    assert call.input == {"command": "cat .env"} and call.result is not None
+    segs = walker.walk(build("cat .env")).segments
+    assert any("cat .env" in s.text for s in segs)
+    assert not any("README" in s.text for s in segs)
