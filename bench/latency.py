@@ -49,9 +49,25 @@ REPLY = json.dumps({
 
 # -- child processes: the upstream, plain mitmproxy, gate ---------------------------------
 
+@dataclasses.dataclass
+class Child:
+    """A server role running in a child process of this script."""
+
+    port: int
+    proc: subprocess.Popen[str]
+
+    def cpu(self) -> float:
+        """CPU seconds its event-loop thread has used: the work on a request's path, which,
+        unlike wall-clock time, other processes on a shared machine barely disturb."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("cpu\n")
+        self.proc.stdin.flush()
+        return float(self.proc.stdout.readline())
+
+
 @contextlib.contextmanager
-def child(*argv: str) -> Iterator[int]:
-    """This script in a child process serving one role; yields the port it listens on.
+def child(*argv: str) -> Iterator[Child]:
+    """This script in a child process serving one role, listening on the port it reports.
 
     Closing its stdin stops it cleanly (a proxy finishes its audit writes and profile first).
     """
@@ -62,7 +78,7 @@ def child(*argv: str) -> Iterator[int]:
         line = proc.stdout.readline()
         if not line.strip().isdigit():
             raise RuntimeError(f"{argv}: child did not start (exit {proc.wait()})")
-        yield int(line)
+        yield Child(int(line), proc)
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
@@ -73,9 +89,14 @@ def child(*argv: str) -> Iterator[int]:
             proc.wait()
 
 
-def _announce_and_wait(port: int) -> None:
+def _announce_and_wait(port: int, loop_thread: threading.Thread | None = None) -> None:
+    """Serve until the parent closes our stdin; answer `cpu` with the loop thread's CPU."""
     print(port, flush=True)
-    sys.stdin.read()  # serve until the parent closes our stdin
+    clock = time.pthread_getcpuclockid(loop_thread.ident) if loop_thread and loop_thread.ident \
+        else None
+    for line in sys.stdin:
+        if line.strip() == "cpu":
+            print(time.clock_gettime(clock) if clock is not None else "nan", flush=True)
 
 
 async def _fast_upstream() -> None:
@@ -185,7 +206,7 @@ def _serve_mitmproxy(upstream: str, confdir: Path) -> None:
     mitm = BackgroundMitmproxy(upstream, confdir)
     port = mitm.start()
     try:
-        _announce_and_wait(port)
+        _announce_and_wait(port, mitm._thread)
     finally:
         mitm.stop()
 
@@ -205,7 +226,7 @@ def _serve_gate(upstream: str, profile: str | None) -> None:
     gate = cls(config, data)
     listening = gate.start()
     try:
-        _announce_and_wait(listening.port)
+        _announce_and_wait(listening.port, gate._thread)
     finally:
         gate.stop()
 
@@ -214,7 +235,7 @@ def _profiled(base: type, out: str) -> type:
     """BackgroundGate whose proxy thread runs under cProfile (bench only; gate untouched)."""
     import cProfile
 
-    class Profiled(base):  # type: ignore[misc]
+    class Profiled(base):
         def _main(self) -> None:
             prof = cProfile.Profile()
             prof.enable()
@@ -291,11 +312,12 @@ def _system(project: Path) -> list[dict[str, Any]]:
 
 
 def _sources() -> list[tuple[str, str]]:
-    """Real Python source to stand in for files the agent read (gate's and mitmproxy's)."""
+    """Real Python source to stand in for files the agent read: the installed mitmproxy's,
+    so that the bodies stay the same while gate's own code changes (runs compare)."""
     import mitmproxy
 
-    roots = [REPO / "gate", Path(mitmproxy.__file__).parent]
-    files = sorted(p for root in roots for p in root.rglob("*.py") if p.stat().st_size > 1500)
+    root = Path(mitmproxy.__file__).parent
+    files = sorted(p for p in root.rglob("*.py") if p.stat().st_size > 1500)
     out = []
     for p in files[:400]:
         with contextlib.suppress(OSError, UnicodeDecodeError):
@@ -424,18 +446,28 @@ def pct(xs: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (i - lo)
 
 
-def measure(clients: dict[str, Client], body: bytes, n: int, warmup: int
-            ) -> dict[str, list[float]]:
+@dataclasses.dataclass
+class Result:
+    label: str
+    size: int
+    times: dict[str, list[float]]  # path → wall-clock ms per request
+    cpu: dict[str, float]          # proxy → its loop thread's CPU ms per request
+
+
+def measure(clients: dict[str, Client], servers: dict[str, Child], label: str, body: bytes,
+            n: int, warmup: int) -> Result:
     for _ in range(warmup):
         for c in clients.values():
             c.post(body)
     times: dict[str, list[float]] = {p: [] for p in clients}
     names = list(clients)
+    cpu0 = {p: srv.cpu() for p, srv in servers.items()}
     for i in range(n):
         order = names[i % len(names):] + names[:i % len(names)]  # rotate: no position bias
         for p in order:
             times[p].append(clients[p].post(body))
-    return times
+    cpu = {p: (srv.cpu() - cpu0[p]) * 1000 / n for p, srv in servers.items()}
+    return Result(label, len(body), times, cpu)
 
 
 def gate_check(data_dir: Path) -> str:
@@ -456,14 +488,19 @@ def gate_check(data_dir: Path) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
-    ap.add_argument("--n", type=int, default=40, help="timed requests per size per path")
-    ap.add_argument("--warmup", type=int, default=3, help="untimed requests per size per path")
-    ap.add_argument("--quick", action="store_true", help="n=10, warmup=1 (CI smoke)")
+    ap.add_argument("--n", type=int, default=100, help="timed requests per size per path")
+    ap.add_argument("--warmup", type=int, default=10,
+                    help="untimed requests per size per path")
+    ap.add_argument("--quick", action="store_true", help="n=10, warmup=2 (CI smoke)")
     ap.add_argument("--upstream", choices=("fast", "fake"), default="fast",
                     help="fast: a minimal asyncio server (default); "
                     "fake: tests/fake_provider.FakeProvider (http.server)")
     ap.add_argument("--profile", metavar="FILE",
                     help="cProfile gate's proxy thread into FILE and print its top functions")
+    ap.add_argument("--sizes", default=",".join(label.replace(" ", "") for label, _ in SIZES),
+                    help="which sizes to run, comma-separated (default: 50KB,500KB,2MB)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also time gate's screening and audit row in-process, per size")
     ap.add_argument("--serve", help=argparse.SUPPRESS)  # child roles
     ap.add_argument("--to", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -477,7 +514,7 @@ def main(argv: list[str] | None = None) -> None:
         _serve_gate(args.to, args.profile)
     else:
         if args.quick:
-            args.n, args.warmup = 10, 1
+            args.n, args.warmup = 10, 2
         with tempfile.TemporaryDirectory(prefix="gate-bench-") as tmp:
             root = Path(tmp)
             # Before gate starts (the child inherits them): it must write nowhere else.
@@ -487,6 +524,85 @@ def main(argv: list[str] | None = None) -> None:
             run(args, root)
 
 
+def report(results: list[Result]) -> None:
+    w = 15
+    head = (f"{'size':>6} {'bytes':>9} | {'direct':>{w}} | {'mitmproxy':>{w}} | {'gate':>{w}} |"
+            f" {'added p50':>{w}} | {'gate/mitm':>9} | {'loop CPU/req':>{w}} | {'gate/mitm':>9}")
+    sub = (f"{'':>6} {'':>9} | {'p50     p95':>{w}} | {'p50     p95':>{w}} |"
+           f" {'p50     p95':>{w}} | {'mitm     gate':>{w}} | {'added p50':>9} |"
+           f" {'mitm     gate':>{w}} | {'CPU':>9}")
+    print(head)
+    print(sub)
+    print("-" * len(head))
+    for r in results:
+        p50 = {p: pct(r.times[p], 0.5) for p in PATHS}
+        p95 = {p: pct(r.times[p], 0.95) for p in PATHS}
+        mitm_added = p50["mitmproxy"] - p50["direct"]
+        gate_added = p50["gate"] - p50["direct"]
+        cols = " | ".join(f"{p50[p]:7.2f} {p95[p]:7.2f}" for p in PATHS)
+        cpu = r.cpu
+        print(f"{r.label:>6} {r.size:>9} | {cols} | {mitm_added:7.2f} {gate_added:7.2f} |"
+              f" {_ratio(gate_added, mitm_added):>9} | {cpu['mitmproxy']:7.2f}"
+              f" {cpu['gate']:7.2f} | {_ratio(cpu['gate'], cpu['mitmproxy']):>9}")
+    print()
+    print("added p50 = path p50 − direct p50; gate/mitm = gate's added p50 / mitmproxy's"
+          " (target ≤ 1.5×; informational, no pass/fail)")
+    print("loop CPU/req = CPU time of the proxy's event-loop thread per request (hooks and"
+          " I/O on the request's path; gate's background threads excluded): the figure to"
+          " trust when the machine is shared")
+
+
+def breakdown(bodies: list[tuple[str, bytes]], root: Path, n: int) -> None:
+    """In this process, where gate's time goes: screening vs the audit row (CPU ms, best of
+    n, so that other processes on the machine barely matter)."""
+    from loguru import logger
+
+    from gate.audit.store import AuditStore, Usage
+    from gate.rules.layers import PolicyStore
+    from gate.screen.content import SecretScreen
+    from gate.screen.fingerprints import IndexStore
+    from gate.screen.request import Outbound, Screens, screen
+
+    logger.remove()
+    data = root / "breakdown"
+    data.mkdir(mode=0o700)
+    policies = PolicyStore()
+    screens = Screens(IndexStore(), SecretScreen.load(data))
+    audit = AuditStore(data / "audit.db")
+
+    def best(fn: Any) -> float:
+        fn()
+        runs = []
+        for _ in range(n):
+            t0 = time.thread_time()
+            fn()
+            runs.append(time.thread_time() - t0)
+        return min(runs) * 1000
+
+    def record(sent: bytes) -> None:
+        row = audit.record_request(upstream="anthropic", host="127.0.0.1", method="POST",
+                                   path="/v1/messages", request_bytes=len(sent),
+                                   verdict="modified", withheld=[], body=sent)
+        audit.record_response(row, status=200, latency_ms=1.0, usage=Usage(1, 1))
+
+    print(f"\nin-process CPU per request (best of {n}), ms:")
+    print(f"{'size':>6} | {'screen':>8} | {'audit row':>9}")
+    try:
+        for label, body in bodies:
+            req = Outbound("/v1/messages", body, "claude-code", None)
+            verdict = screen(req, policies, screens)
+            sent = verdict.body or body
+            screening = best(lambda req=req: screen(req, policies, screens))
+            recording = best(lambda sent=sent: record(sent))
+            print(f"{label:>6} | {screening:8.2f} | {recording:9.2f}")
+    finally:
+        audit.close()
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}×" if b > 0 else "n/a"
+
+
 def run(args: argparse.Namespace, root: Path) -> None:
     from mitmproxy import version as mitm_version
 
@@ -494,53 +610,40 @@ def run(args: argparse.Namespace, root: Path) -> None:
     (project / "src").mkdir(parents=True)
     (project / ".env").write_text("DATABASE_URL=postgres://app:s3cr3t-pw@db.internal/app\n")
     conv = Conversation(project)
-    bodies = [(label, conv.body(target)) for label, target in SIZES]
+    wanted = {w.strip().upper() for w in args.sizes.split(",")}
+    bodies = [(label, conv.body(target)) for label, target in SIZES
+              if label.replace(" ", "").upper() in wanted]
 
     profile = ["--profile", str(Path(args.profile).resolve())] if args.profile else []
     role = "upstream" if args.upstream == "fast" else "fake"
     clients: dict[str, Client] = {}
     with contextlib.ExitStack() as stack:
-        up_port = stack.enter_context(child("--serve", role))
-        upstream = f"http://127.0.0.1:{up_port}"
-        mitm_port = stack.enter_context(child("--serve", "mitmproxy", "--to", upstream))
-        gate_port = stack.enter_context(child("--serve", "gate", "--to", upstream, *profile))
-        clients = {"direct": Client(up_port, "/v1/messages"),
-                   "mitmproxy": Client(mitm_port, "/v1/messages"),
-                   "gate": Client(gate_port, "/anthropic/v1/messages")}
+        up = stack.enter_context(child("--serve", role))
+        upstream = f"http://127.0.0.1:{up.port}"
+        servers = {"mitmproxy": stack.enter_context(child("--serve", "mitmproxy", "--to",
+                                                          upstream)),
+                   "gate": stack.enter_context(child("--serve", "gate", "--to", upstream,
+                                                     *profile))}
+        clients = {"direct": Client(up.port, "/v1/messages"),
+                   "mitmproxy": Client(servers["mitmproxy"].port, "/v1/messages"),
+                   "gate": Client(servers["gate"].port, "/anthropic/v1/messages")}
         for c in clients.values():
             stack.callback(c.close)
         t0 = time.monotonic()
-        results = [(label, len(body), measure(clients, body, args.n, args.warmup))
+        results = [measure(clients, servers, label, body, args.n, args.warmup)
                    for label, body in bodies]
         elapsed = time.monotonic() - t0
 
     print(f"gate latency bench: {os.cpu_count()} cores, Python {platform.python_version()}"
           f" ({platform.python_implementation()}), mitmproxy {mitm_version.VERSION},"
-          f" {platform.system()} {platform.machine()}")
+          f" {platform.system()} {platform.machine()}, load {os.getloadavg()[0]:.1f}")
     print(f"upstream={args.upstream}, n={args.n} timed + {args.warmup} warm-up requests per"
           f" size per path, paths interleaved, keep-alive; {elapsed:.0f} s; times in ms")
     print()
-    w = 15
-    head = (f"{'size':>6} {'bytes':>9} | {'direct':>{w}} | {'mitmproxy':>{w}} | {'gate':>{w}} |"
-            f" {'added p50':>{w}} | {'gate/mitm added':>15}")
-    sub = (f"{'':>6} {'':>9} | {'p50     p95':>{w}} | {'p50     p95':>{w}} |"
-           f" {'p50     p95':>{w}} | {'mitm     gate':>{w}} | {'target ≤ 1.5×':>15}")
-    print(head)
-    print(sub)
-    print("-" * len(head))
-    for label, size, t in results:
-        p50 = {p: pct(t[p], 0.5) for p in PATHS}
-        p95 = {p: pct(t[p], 0.95) for p in PATHS}
-        mitm_added = p50["mitmproxy"] - p50["direct"]
-        gate_added = p50["gate"] - p50["direct"]
-        ratio = f"{gate_added / mitm_added:.2f}×" if mitm_added > 0 else "n/a"
-        cols = " | ".join(f"{p50[p]:7.2f} {p95[p]:7.2f}" for p in PATHS)
-        print(f"{label:>6} {size:>9} | {cols} | {mitm_added:7.2f} {gate_added:7.2f} |"
-              f" {ratio:>15}")
-    print()
-    print("added p50 = path p50 − direct p50; ratio = gate added / mitmproxy added"
-          " (target ≤ 1.5×; informational, no pass/fail)")
+    report(results)
     print(gate_check(Path(os.environ["GATE_DATA_DIR"])))
+    if args.breakdown:
+        breakdown(bodies, root, args.n)
     if args.profile:
         import pstats
 

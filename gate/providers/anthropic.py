@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
+from gate.providers.history import HISTORY
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
@@ -24,6 +26,7 @@ BILLING_PREFIX = "x-anthropic-billing-header"
 # Blocks whose content is signed or encrypted: passed back byte-identical or the API rejects them.
 _IMMUTABLE_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 _OPAQUE_KEYS = frozenset({"signature", "encrypted_content", "encrypted_index", "encrypted_stdout"})
+_ROLES = {"assistant": Role.ASSISTANT_TEXT, "system": Role.SYSTEM}
 
 
 # Bedrock (`/model/{id}/invoke`, `/invoke-with-response-stream`) and Vertex
@@ -40,54 +43,70 @@ def matches(path: str) -> bool:
 
 
 def walk(body: dict[str, Any]) -> Walk:
-    """Segments and paired tool calls of a Messages request body."""
-    segs: list[Segment] = []
-    _walk_system(body.get("system"), segs)
-    for path, text in strings(body.get("tools"), ("tools",)):
-        segs.append(Segment(path, text, Role.SYSTEM))
+    """Segments and paired tool calls of a Messages request body.
+
+    Each message's walk is remembered (providers.history): a message resent unchanged costs
+    its serialisation, not a walk. Tool inputs are always taken from this body.
+    """
+    system, tools = body.get("system"), body.get("tools")
+    segs = [*HISTORY.remembered((FORMAT, "system"), system, lambda: _system(system)),
+            *HISTORY.remembered((FORMAT, "tools"), tools, lambda: tuple(
+                Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))))]
     results: dict[str, JsonPath] = {}
     uses: list[tuple[str, str, Any]] = []
     for i, msg in enumerate(body.get("messages") or ()):
         if not isinstance(msg, dict):
             raise ValueError(f"messages[{i}] is not an object")
-        _walk_message(msg, ("messages", i), segs, uses, results)
+        m_segs, m_uses, m_results = HISTORY.remembered(
+            (FORMAT, "message", i), msg, partial(_message, msg, ("messages", i)))
+        segs += m_segs
+        uses += [(id_, name, msg["content"][j].get("input")) for id_, name, j in m_uses]
+        for call_id, at in m_results:
+            add_result(results, call_id, at)
     calls = pair(uses, results)
     model = body.get("model")
     return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs), calls)
 
 
-def _walk_system(system: Any, segs: list[Segment]) -> None:
+def _system(system: Any) -> tuple[Segment, ...]:
     if isinstance(system, str):
-        segs.append(Segment(("system",), system, Role.SYSTEM))
-        return
+        return (Segment(("system",), system, Role.SYSTEM),)
+    segs = []
     for i, block in enumerate(system or ()):
         text = block.get("text") if isinstance(block, dict) else None
         if isinstance(text, str):
             immutable = i == 0 and text.startswith(BILLING_PREFIX)
             segs.append(Segment(("system", i, "text"), text,
                                 Role.IMMUTABLE if immutable else Role.SYSTEM))
+    return tuple(segs)
 
 
-def _walk_message(msg: dict[str, Any], at: JsonPath, segs: list[Segment],
-                  uses: list[tuple[str, str, Any]], results: dict[str, JsonPath]) -> None:
-    role = {"assistant": Role.ASSISTANT_TEXT, "system": Role.SYSTEM}.get(
-        str(msg.get("role")), Role.USER_TEXT)
+# One message's segments, its tool calls (id, name, index of the block) and the results it
+# holds (call id, where): immutable, so a resent message can reuse them.
+_Message = tuple[tuple[Segment, ...], tuple[tuple[str, str, int], ...],
+                 tuple[tuple[str, JsonPath], ...]]
+
+
+def _message(msg: dict[str, Any], at: JsonPath) -> _Message:
+    role = _ROLES.get(str(msg.get("role")), Role.USER_TEXT)
     content = msg.get("content")
     if isinstance(content, str):
-        segs.append(Segment((*at, "content"), content, role))
-        return
+        return (Segment((*at, "content"), content, role),), (), ()
+    segs: list[Segment] = []
+    uses: list[tuple[str, str, int]] = []
+    results: list[tuple[str, JsonPath]] = []
     for j, block in enumerate(content or ()):
         bat: JsonPath = (*at, "content", j)
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
             segs.append(Segment((*bat, "text"), str(block.get("text", "")), role))
         elif kind == "tool_use":
-            uses.append((str(block.get("id")), str(block.get("name")), block.get("input")))
+            uses.append((str(block.get("id")), str(block.get("name")), j))
             segs.extend(Segment(p, t, Role.TOOL_CALL, str(block.get("id")))
                         for p, t in strings(block.get("input"), (*bat, "input")))
         elif kind == "tool_result":
             call_id = str(block.get("tool_use_id"))
-            add_result(results, call_id, bat)
+            results.append((call_id, bat))
             segs.extend(Segment(p, t, Role.TOOL_RESULT, call_id)
                         for p, t in _content_strings(block.get("content"), (*bat, "content")))
         elif kind in _IMMUTABLE_BLOCKS:
@@ -98,6 +117,7 @@ def _walk_message(msg: dict[str, Any], at: JsonPath, segs: list[Segment],
             for p, t in strings(block, bat):
                 opaque = p[-1] in _OPAQUE_KEYS
                 segs.append(Segment(p, t, Role.IMMUTABLE if opaque else Role.ATTACHMENT))
+    return tuple(segs), tuple(uses), tuple(results)
 
 
 def _content_strings(content: Any, at: JsonPath) -> list[tuple[JsonPath, str]]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from gate.providers.history import HISTORY
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
@@ -28,43 +30,58 @@ def matches(path: str) -> bool:
 
 
 def walk(body: dict[str, Any]) -> Walk:
-    segs: list[Segment] = []
-    segs.extend(Segment(p, t, Role.SYSTEM) for p, t in strings(body.get("tools"), ("tools",)))
+    tools = body.get("tools")
+    segs = list(HISTORY.remembered((FORMAT, "tools"), tools, lambda: tuple(
+        Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",)))))
     uses: list[tuple[str, str, Any]] = []
     results: dict[str, JsonPath] = {}
     for i, msg in enumerate(body.get("messages") or ()):
         if not isinstance(msg, dict):
             raise ValueError(f"messages[{i}] is not an object")
         at: JsonPath = ("messages", i)
-        role = _ROLES.get(str(msg.get("role")), Role.USER_TEXT)
-        call_id = None
-        if role is Role.TOOL_RESULT:
-            # Legacy `function` messages answer by name; modern `tool` ones by id.
-            call_id = str(msg.get("tool_call_id") or f"function:{msg.get('name')}")
-            add_result(results, call_id, at)
-        segs.extend(Segment(p, t, role, call_id)
-                    for p, t in strings(msg.get("content"), (*at, "content")))
-        for j, call in enumerate(msg.get("tool_calls") or ()):
-            _call(call, (*at, "tool_calls", j), segs, uses)
-        if isinstance(fc := msg.get("function_call"), dict):  # legacy single call
-            uses.append((f"function:{fc.get('name')}", str(fc.get("name")),
-                         arguments(fc.get("arguments"))))
-            segs.extend(Segment(p, t, Role.TOOL_CALL)
-                        for p, t in strings(fc, (*at, "function_call")))
+        # Remembered (providers.history): a message resent unchanged is not walked again.
+        m_segs, m_result = HISTORY.remembered((FORMAT, "message", i), msg,
+                                              partial(_message, msg, at))
+        segs += m_segs
+        if m_result is not None:
+            add_result(results, m_result, at)
+        uses += _uses(msg)  # inputs always from this body
     model = body.get("model")
     return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs),
                 pair(uses, results))
 
 
-def _call(call: Any, at: JsonPath, segs: list[Segment], uses: list[tuple[str, str, Any]]) -> None:
-    if not isinstance(call, dict):
-        return
-    call_id = str(call.get("id"))
-    if isinstance(fn := call.get("function"), dict):
-        uses.append((call_id, str(fn.get("name")), arguments(fn.get("arguments"))))
-    elif isinstance(custom := call.get("custom"), dict):  # free-form input, e.g. apply_patch
-        uses.append((call_id, str(custom.get("name")), {"input": custom.get("input")}))
-    segs.extend(Segment(p, t, Role.TOOL_CALL, call_id) for p, t in strings(call, at))
+def _message(msg: dict[str, Any], at: JsonPath) -> tuple[tuple[Segment, ...], str | None]:
+    """One message's segments and the call it answers, if it is a result."""
+    role = _ROLES.get(str(msg.get("role")), Role.USER_TEXT)
+    call_id = None
+    if role is Role.TOOL_RESULT:
+        # Legacy `function` messages answer by name; modern `tool` ones by id.
+        call_id = str(msg.get("tool_call_id") or f"function:{msg.get('name')}")
+    segs = [Segment(p, t, role, call_id) for p, t in strings(msg.get("content"), (*at, "content"))]
+    for j, call in enumerate(msg.get("tool_calls") or ()):
+        if isinstance(call, dict):
+            segs += (Segment(p, t, Role.TOOL_CALL, str(call.get("id")))
+                     for p, t in strings(call, (*at, "tool_calls", j)))
+    if isinstance(fc := msg.get("function_call"), dict):  # legacy single call
+        segs += (Segment(p, t, Role.TOOL_CALL) for p, t in strings(fc, (*at, "function_call")))
+    return tuple(segs), call_id
+
+
+def _uses(msg: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    uses = []
+    for call in msg.get("tool_calls") or ():
+        if not isinstance(call, dict):
+            continue
+        call_id = str(call.get("id"))
+        if isinstance(fn := call.get("function"), dict):
+            uses.append((call_id, str(fn.get("name")), arguments(fn.get("arguments"))))
+        elif isinstance(custom := call.get("custom"), dict):  # free-form input: apply_patch
+            uses.append((call_id, str(custom.get("name")), {"input": custom.get("input")}))
+    if isinstance(fc := msg.get("function_call"), dict):  # legacy single call
+        uses.append((f"function:{fc.get('name')}", str(fc.get("name")),
+                     arguments(fc.get("arguments"))))
+    return uses
 
 
 def withhold_result(body: dict[str, Any], result: JsonPath, placeholder: str) -> None:

@@ -7,9 +7,11 @@ an output may answer a call this body does not hold.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from gate.providers import openai_chat
+from gate.providers.history import HISTORY
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
@@ -53,35 +55,40 @@ def walk(body: dict[str, Any]) -> Walk:
     for i, item in enumerate(items or ()):
         if not isinstance(item, dict):
             raise ValueError(f"input[{i}] is not an object")
-        _item(item, ("input", i), segs, uses, results)
+        # Remembered (providers.history): an item resent unchanged is not walked again.
+        i_segs, i_results = HISTORY.remembered((FORMAT, "item", i), item,
+                                               partial(_item, item, ("input", i)))
+        segs += i_segs
+        for call_id, at in i_results:
+            add_result(results, call_id, at)
+        if (call := call_of(item)) is not None:  # inputs always from this body
+            uses.append(call)
     stateful = bool(body.get("previous_response_id") or body.get("conversation"))
     model = body.get("model")
     return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs),
                 pair(uses, results, orphans_allowed=stateful), orphans(uses, results))
 
 
-def _item(item: dict[str, Any], at: JsonPath, segs: list[Segment],
-          uses: list[tuple[str, str, Any]], results: dict[str, JsonPath]) -> None:
+def _item(item: dict[str, Any], at: JsonPath
+          ) -> tuple[tuple[Segment, ...], tuple[tuple[str, JsonPath], ...]]:
+    """One input item's segments and the result it holds, if any (immutable values only)."""
     kind = item.get("type", "message")
     call_id = str(item.get("call_id") or item.get("id"))
     if kind == "additional_tools":  # Codex code mode: tool definitions sent as an item
-        segs.extend(Segment(p, t, Role.SYSTEM) for p, t in strings(item, at))
-        return
+        return tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(item, at)), ()
     if kind == "message":
         role = _ROLES.get(str(item.get("role")), Role.USER_TEXT)
-        segs.extend(Segment(p, t, role) for p, t in strings(item.get("content"), (*at, "content")))
-        return
+        return tuple(Segment(p, t, role)
+                     for p, t in strings(item.get("content"), (*at, "content"))), ()
     if kind in _OUTPUTS:
-        add_result(results, call_id, at)
-        segs.extend(Segment(p, t, Role.TOOL_RESULT, call_id)
-                    for p, t in strings(item.get("output"), (*at, "output")))
-        return
-    if (call := call_of(item)) is not None:
-        uses.append(call)
+        return tuple(Segment(p, t, Role.TOOL_RESULT, call_id)
+                     for p, t in strings(item.get("output"), (*at, "output"))), ((call_id, at),)
     role = Role.IMMUTABLE if kind in _OPAQUE_ITEMS else Role.TOOL_CALL
+    segs = []
     for p, t in strings(item, at):
         opaque = role is Role.IMMUTABLE or p[-1] in _OPAQUE_KEYS
         segs.append(Segment(p, t, Role.IMMUTABLE if opaque else role, call_id))
+    return tuple(segs), ()
 
 
 def call_of(item: Any) -> tuple[str, str, dict[str, Any]] | None:

@@ -6,7 +6,10 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from typing import Any
+
+from gate.providers.history import HISTORY
 
 JsonPath = tuple[str | int, ...]
 
@@ -111,27 +114,60 @@ def replace_text(node: Any, text: str, text_keys: tuple[str, ...] = ("text",)) -
 _TEXT_TYPE = {"input_image": "input_text", "input_file": "input_text", "image_url": "text"}
 
 
-def strings(node: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
-    """Every string in a JSON value, with its path (keys included only as containers)."""
+def strings(node: Any, path: JsonPath) -> list[tuple[JsonPath, str]]:
+    """Every string in a JSON value, with its path (keys included only as containers), in
+    document order. A list filled by plain recursion: nested generators cost a frame per
+    level for every string, and this runs over every request's whole history."""
+    out: list[tuple[JsonPath, str]] = []
     if isinstance(node, str):
-        yield path, node
-    elif isinstance(node, dict):
-        for key, value in node.items():
-            yield from strings(value, (*path, key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            yield from strings(value, (*path, i))
+        out.append((path, node))
+    elif isinstance(node, dict | list):
+        _strings(node, path, out)
+    return out
+
+
+def _strings(node: dict[str, Any] | list[Any], path: JsonPath,
+             out: list[tuple[JsonPath, str]]) -> None:
+    items: Any = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, value in items:
+        if isinstance(value, str):
+            out.append(((*path, key), value))
+        elif isinstance(value, dict | list):
+            _strings(value, (*path, key), out)
 
 
 def long_strings(body: Any, min_len: int) -> tuple[list[tuple[JsonPath, str]], list[str]]:
     """Every string value and object key of at least `min_len` characters, in one pass
-    (what cannot hold a fingerprint or a secret is not even given a path)."""
+    (what cannot hold a fingerprint or a secret is not even given a path).
+
+    The items of a top-level list (the conversation) are walked once per distinct
+    serialisation (providers.history): the history an agent resends costs a lookup.
+    """
+    if not isinstance(body, dict):
+        found, names = _long_strings(body, (), min_len)
+        return list(found), list(names)
+    found_all: list[tuple[JsonPath, str]] = []
+    names_all = [k for k in body if isinstance(k, str) and len(k) >= min_len]
+    for key, value in body.items():
+        parts = [HISTORY.remembered(("long_strings", min_len, key, i), item,
+                                    partial(_long_strings, item, (key, i), min_len))
+                 for i, item in enumerate(value)] if isinstance(value, list) \
+            else [_long_strings(value, (key,), min_len)]
+        for found, names in parts:
+            found_all += found
+            names_all += names
+    return found_all, names_all
+
+
+def _long_strings(node: Any, at: JsonPath, min_len: int
+                  ) -> tuple[tuple[tuple[JsonPath, str], ...], tuple[str, ...]]:
     found: list[tuple[JsonPath, str]] = []
     names: list[str] = []
-    stack: list[tuple[JsonPath, Any]] = [((), body)]
+    stack: list[tuple[JsonPath, Any]] = [(at, node)]
     while stack:
         path, node = stack.pop()
         if isinstance(node, dict):
+            names += [k for k in node if isinstance(k, str) and len(k) >= min_len]
             items: Any = node.items()
         elif isinstance(node, list):
             items = enumerate(node)
@@ -140,14 +176,12 @@ def long_strings(body: Any, min_len: int) -> tuple[list[tuple[JsonPath, str]], l
                 found.append((path, node))
             continue
         for key, value in items:
-            if isinstance(key, str) and len(key) >= min_len:
-                names.append(key)
             if isinstance(value, str):
                 if len(value) >= min_len:
                     found.append(((*path, key), value))
             elif isinstance(value, dict | list):
                 stack.append(((*path, key), value))
-    return found, names
+    return tuple(found), tuple(names)
 
 
 def get_at(body: Any, path: JsonPath) -> Any:

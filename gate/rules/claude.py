@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import RuleError
+from gate.rules import probe
 from gate.rules.model import Effect, Rule, parse
 
 _EFFECTS = (Effect.DENY, Effect.ASK)
@@ -40,9 +41,8 @@ def managed_files() -> list[Path]:
     base = managed_dir()
     files = [base / "managed-settings.json"]
     drop_in = base / "managed-settings.d"
-    if drop_in.is_dir():
-        files += sorted(p for p in drop_in.glob("*.json") if not p.name.startswith("."))
-    return [f for f in files if f.is_file()]
+    files += sorted(p for p in probe.listing(drop_in, "*.json") if not p.name.startswith("."))
+    return [f for f in files if probe.is_file(f)]
 
 
 def project_files(root: str) -> list[Path]:
@@ -52,10 +52,10 @@ def project_files(root: str) -> list[Path]:
     home = Path.home()
     for d in (Path(root), *Path(root).parents):
         found = [d / ".claude" / n for n in ("settings.local.json", "settings.json")]
-        found = [f for f in found if f.is_file()]
+        found = [f for f in found if probe.is_file(f)]
         if d != home and found:
             return found
-        if (d / ".git").exists():
+        if probe.exists(d / ".git"):
             break
     return []
 

@@ -147,8 +147,10 @@ def _targets(action: Action) -> tuple[str, ...]:
 
 def _identity(path: str, cwd: str | None) -> object:
     """Which file a path names right now (one stat, following symlinks); None if none."""
+    if path[:1] == "~":
+        path = os.path.expanduser(path)
     try:
-        st = os.stat(os.path.join(cwd or "/", os.path.expanduser(path)))
+        st = os.stat(path if path[:1] == "/" else os.path.join(cwd or "/", path))
     except (OSError, ValueError):
         return None
     return (st.st_dev, st.st_ino)

@@ -13,7 +13,7 @@ from loguru import logger
 
 from gate import dirs
 from gate.errors import RuleError
-from gate.rules import claude
+from gate.rules import claude, probe
 from gate.rules.engine import Policy
 from gate.rules.loader import SECRET_ACTIONS, read_file
 from gate.rules.model import Effect, Rule
@@ -25,11 +25,16 @@ PROJECT_FILES = (".gate/rules.yaml", ".gate/rules.local.yaml")
 
 def packs_dir() -> Path:
     """Shipped rule packs: `rules/` in a checkout, `gate/_packs` in an installed wheel."""
-    here = Path(__file__).resolve().parent.parent
+    here = _package_dir()
     for candidate in (here.parent / "rules", here / "_packs"):
-        if (candidate / "default.yaml").is_file():
+        if probe.is_file(candidate / "default.yaml"):
             return candidate
     raise FileNotFoundError("gate's shipped rule packs are missing: reinstall gate")
+
+
+@lru_cache(maxsize=1)
+def _package_dir() -> Path:
+    return Path(__file__).resolve().parent.parent  # where this gate is installed: fixed
 
 
 def managed_path() -> Path:
@@ -54,10 +59,10 @@ def _shown(path: Path) -> str:
 def base_layers(packs: tuple[str, ...] = DEFAULT_PACKS) -> list[Layer]:
     """Layers that do not depend on the project: managed, user, shipped packs."""
     layers = []
-    if (m := managed_path()).exists():
+    if probe.exists(m := managed_path()):
         layers.append(Layer(m, str(m), None, "managed"))
     layers += [Layer(f, str(f), None, "claude-managed", True) for f in claude.managed_files()]
-    if (u := dirs.config_dir() / "rules.yaml").exists():
+    if probe.exists(u := dirs.config_dir() / "rules.yaml"):
         layers.append(Layer(u, _shown(u), None, "user"))
     pdir = packs_dir()
     layers += [Layer(pdir / f"{p}.yaml", f"rules/{p}.yaml", None) for p in packs]
@@ -76,7 +81,7 @@ def layers_for(project_root: str | None, packs: tuple[str, ...] = DEFAULT_PACKS)
             local = f.name == "settings.local.json"
             layers.append(Layer(f, prefix + f".claude/{f.name}", str(top),
                                 "claude-local" if local else "claude-project", True))
-    if (u := claude.user_file()).is_file():
+    if probe.is_file(u := claude.user_file()):
         layers.append(Layer(u, _shown(u), str(u.parent), "claude-user", True))
     return layers
 
@@ -98,12 +103,12 @@ def project_layers(root: str) -> list[Layer]:
     above the repository's top (`.git`)."""
     here = Path(root)
     for d in (here, *here.parents):
-        if (d / ".gate").is_dir():
+        if probe.is_dir(d / ".gate"):
             prefix = "" if d == here else _shown(d) + "/"
             return [Layer(d / f, prefix + f, str(d), name) for f, name in
                     zip(PROJECT_FILES, ("project", "project-local"), strict=True)
-                    if (d / f).exists()]
-        if (d / ".git").exists():
+                    if probe.exists(d / f)]
+        if probe.exists(d / ".git"):
             break
     return []
 
@@ -114,6 +119,14 @@ class _Loaded:
     warnings: tuple[str, ...] = ()
     lockdown: bool = False
     secrets: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Cached:
+    stamp: tuple[tuple[str, probe.Fact], ...]  # each layer file and its version
+    env: tuple[str | None, ...]            # the variables that say where layers are
+    facts: probe.Facts                     # every path looked at to find the layers
+    policy: Policy
 
 
 class PolicyStore:
@@ -129,32 +142,40 @@ class PolicyStore:
         self._packs = packs
         self._warn = warn
         self._lock = threading.Lock()
-        self._cache: dict[str | None, tuple[tuple[tuple[str, float], ...], Policy]] = {}
-        self._good: dict[tuple[str, str, str | None], tuple[float, _Loaded]] = {}
+        self._cache: dict[str | None, _Cached] = {}
+        self._good: dict[tuple[str, str, str | None], tuple[probe.Fact, _Loaded]] = {}
         self._warned: set[str] = set()
         self.policy_for(None)
 
     def policy_for(self, project_root: str | None) -> Policy:
-        layers = layers_for(project_root, self._packs)
-        stamp = tuple((str(layer.path), _mtime(layer.path)) for layer in layers)
+        env = probe.environment()
         with self._lock:
             hit = self._cache.get(project_root)
-            if hit and hit[0] == stamp:
-                return hit[1]
-        loaded = [self._load(layer, mtime) for layer, (_, mtime) in zip(layers, stamp,
-                                                                           strict=True)]
+        # Every request asks; while the files the layers were found from are unchanged,
+        # the answer is a few stats (no time bound: a changed file is seen at once).
+        if hit and hit.env == env and probe.unchanged(hit.facts):
+            return hit.policy
+        with probe.recording() as facts:
+            layers = layers_for(project_root, self._packs)
+            stamp = tuple((str(layer.path), probe.version(layer.path)) for layer in layers)
+        if hit and hit.stamp == stamp:
+            with self._lock:
+                self._cache[project_root] = _Cached(stamp, env, facts, hit.policy)
+            return hit.policy
+        loaded = [self._load(layer, version)
+                  for layer, (_, version) in zip(layers, stamp, strict=True)]
         policy = _merge(layers, loaded)
         with self._lock:
-            self._cache[project_root] = (stamp, policy)
+            self._cache[project_root] = _Cached(stamp, env, facts, policy)
         self._report(policy)
         logger.debug("policy loaded: {} rules from {} files", len(policy.rules), len(layers))
         return policy
 
-    def _load(self, layer: Layer, mtime: float) -> _Loaded:
+    def _load(self, layer: Layer, version: probe.Fact) -> _Loaded:
         key = (str(layer.path), layer.shown_as, layer.root)
         with self._lock:
             prev = self._good.get(key)
-        if prev and prev[0] == mtime:
+        if prev and prev[0] == version:
             return prev[1]
         try:
             loaded = _read(layer)
@@ -170,7 +191,7 @@ class PolicyStore:
                                     " settings file's rules until it is fixed)",))
             raise
         with self._lock:
-            self._good[key] = (mtime, loaded)
+            self._good[key] = (version, loaded)
         return loaded
 
     def _report(self, policy: Policy) -> None:
@@ -222,8 +243,3 @@ def _strictest(loaded: list[_Loaded]) -> tuple[tuple[str, str], ...]:
             if key not in best or SECRET_ACTIONS.index(action) < SECRET_ACTIONS.index(best[key]):
                 best[key] = action
     return tuple(sorted(best.items()))
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime_ns / 1e9
-    except OSError:
-        return -1.0

@@ -17,7 +17,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -27,12 +27,14 @@ from loguru import logger
 from gate.agents.actions import Action, Verb
 from gate.rules.engine import Policy
 from gate.rules.model import Effect, Rule
+from gate.screen.secrets import content_key
 
 MAX_FILES_WALKED = 20_000     # default: directory entries looked at per walk
 MAX_FILE_BYTES = 256 << 10    # default: a larger denied file contributes its first part
 MAX_UNITS = 50_000            # units remembered per project (values rotated away included)
 MIN_UNIT = 8
 REFRESH_SECONDS = 5.0
+CLEAN_ENTRIES = 16384         # strings remembered as holding no denied value, per index
 _SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox",
                         ".mypy_cache", ".ruff_cache", ".pytest_cache", "dist", "build",
                         "target", ".next", ".cache", ".gradle", ".idea"})
@@ -76,7 +78,10 @@ class DeniedIndex:
                 forms.setdefault(form, source)
         self._forms = list(forms)
         self._sources = [forms[f] for f in self._forms]
-        self._blocks: dict[tuple[int, int], bool] = {}
+        # Strings seen to hold nothing of this index (keyed by content, never the text):
+        # agents resend the same history every turn. The units never change for an index,
+        # so an entry cannot go stale; a new unit means a new index, with an empty memory.
+        self._clean: dict[Hashable, None] = {}
         self._ac = ahocorasick_rs.AhoCorasick(
             self._forms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest) if forms else None
 
@@ -89,10 +94,18 @@ class DeniedIndex:
         return [Hit(s, e, self._sources[i]) for i, s, e in self._ac.find_matches_as_indexes(text)]
 
     def redact(self, text: str) -> tuple[str, list[Hit]]:
+        if self._ac is None or len(text) < MIN_UNIT:
+            return text, []
+        key = content_key(text)
+        if key in self._clean:
+            return text, []
         hits = self.find(text)
-        if not hits and self._ac is not None and len(text) > 120 and self._may_wrap(text):
+        if not hits and len(text) > 120 and _WRAPPED_LINE.search(text) is not None:
             hits = self._wrapped(text)
         if not hits:
+            if len(self._clean) >= CLEAN_ENTRIES:
+                self._clean.clear()
+            self._clean[key] = None
             return text, hits
         out, last = [], 0
         for hit in hits:
@@ -100,18 +113,6 @@ class DeniedIndex:
             last = hit.end
         out.append(text[last:])
         return "".join(out), hits
-
-
-    def _may_wrap(self, text: str) -> bool:
-        """Whether the text holds a wrapped base64/hex block, remembered per text: agents
-        resend the same history every turn."""
-        key = (len(text), hash(text))
-        seen = self._blocks.get(key)
-        if seen is None:
-            seen = self._blocks[key] = _WRAPPED_LINE.search(text) is not None
-            if len(self._blocks) > 8192:
-                self._blocks.clear()
-        return seen
 
     def _wrapped(self, text: str) -> list[Hit]:
         """`base64 .env` wraps at 76 columns and `xxd -p` at 60, which splits a value's

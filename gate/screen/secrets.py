@@ -27,7 +27,8 @@ from loguru import logger
 from gate import dirs
 from gate.screen.detectors import Detector, Finding, Tier, load_detectors
 
-__all__ = ["Finding", "Scanner", "Tier", "keyed_hash", "load_or_create_key", "placeholder"]
+__all__ = ["Finding", "Scanner", "Tier", "content_key", "keyed_hash", "load_or_create_key",
+           "placeholder"]
 
 CACHE_ENTRIES = 8192  # distinct strings remembered (findings only, never the text)
 KEY_FILE = "secret.key"
@@ -66,7 +67,7 @@ class Scanner:
         """Findings in `text`, sorted by start, never overlapping."""
         if len(text) < MIN_TEXT:
             return []
-        key = _content_key(text)
+        key = content_key(text)
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
@@ -120,7 +121,8 @@ def unescaped_view(text: str) -> str:
     return _ESCAPE.sub(lambda m: _PLAIN[m.group()], text)
 
 
-def _content_key(text: str) -> Hashable:
+def content_key(text: str) -> Hashable:
+    """What a per-content cache keys a string by (it never holds the text)."""
     # With hash randomization, str's hash is SipHash under a per-process random key, so no
     # text can be crafted to collide with a cached clean one; without it, use SHA-256.
     if sys.flags.hash_randomization:

@@ -162,3 +162,36 @@ def test_wrapped_base64_and_hex_blocks_are_withheld(wrap: int) -> None:
         new, hits = index.redact(f"$ base64 .env\n{block}\n$ echo done")
         assert hits and "withheld a value from .env" in new
         assert new.startswith("$ base64 .env\n") and new.endswith("\n$ echo done")
+
+
+def test_a_string_remembered_clean_is_screened_again_once_a_new_value_is_denied(
+        gate_dirs: dict[str, Path]) -> None:
+    """Clean strings are remembered per index: a value denied later makes a new index, which
+    remembers nothing, so the same string resent on the next turn is caught."""
+    project = gate_dirs["project"]
+    policy = PolicyStore().policy_for(str(project))
+    store = IndexStore()
+    (project / ".env").write_text(f"A={fake_secret()}\n")
+    later = fake_secret("later-")
+    text = f"tool output mentioning {later} among other things " * 4
+    first = store.index_for(policy, str(project))
+    assert first.redact(text) == (text, []) and first.redact(text) == (text, [])
+    (project / ".env").write_text(f"A={fake_secret()}\nB={later}\n")
+    second = store.index_for(policy, str(project))
+    assert second is not first
+    new, hits = second.redact(text)
+    assert hits and later not in new
+
+
+@pytest.mark.parametrize("wrap", [0, 76])
+def test_a_string_with_a_value_is_redacted_every_time(wrap: int) -> None:
+    """Only clean strings are remembered: a hit (plain or wrapped) is found on every turn."""
+    secret = "Tk-" + fake_secret() + fake_secret()
+    index = DeniedIndex({secret: _source()})  # type: ignore[dict-item]
+    encoded = base64.b64encode(f"KEY={secret}\n".encode()).decode()
+    body = "\n".join(encoded[i:i + wrap] for i in range(0, len(encoded), wrap)) if wrap \
+        else secret
+    text = f"$ cat\n{body}\n$ echo done " + "x" * 120
+    results = [index.redact(text) for _ in range(3)]
+    assert all(hits and secret not in new for new, hits in results)
+    assert len({new for new, _ in results}) == 1  # deterministic placeholders

@@ -1,0 +1,58 @@
+"""What walking each item of a conversation gave, remembered across requests.
+
+Agents resend the whole conversation every turn, so most of a large request is items gate
+walked on the previous turn. An item is looked up by where it is (which walk, top-level
+key, index) and recognised by its exact JSON serialisation: a remembered result is reused
+only for a byte-identical item, so it is the result a fresh walk would give. Results must
+hold immutable values only (paths, strings, roles); anything the screens may edit in place
+(a tool call's input) is fetched from the current body by the caller.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+import orjson
+
+T = TypeVar("T")
+
+MAX_BYTES = 64 << 20  # serialisations remembered, in total; all are forgotten past it
+
+
+class Memo:
+    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
+        self._entries: dict[Hashable, tuple[bytes, Any]] = {}
+        self._bytes = 0
+        self._max = max_bytes
+        self._lock = threading.Lock()
+
+    def remembered(self, key: Hashable, item: Any, compute: Callable[[], T]) -> T:
+        """`compute()`, or what it gave for a byte-identical item at the same `key`."""
+        try:
+            snap = orjson.dumps(item)
+        except (TypeError, orjson.JSONEncodeError):  # not plain JSON: never remembered
+            return compute()
+        hit = self._entries.get(key)
+        if hit is not None and hit[0] == snap:
+            found: T = hit[1]
+            return found
+        value = compute()
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self._bytes -= len(old[0]) if old else 0
+            if self._bytes + len(snap) > self._max:
+                self._entries.clear()
+                self._bytes = 0
+            self._entries[key] = (snap, value)
+            self._bytes += len(snap)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+HISTORY = Memo()
