@@ -8,7 +8,6 @@ test_claude_code_cli.py). The secret is a fake GitHub token made at run time.
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
@@ -71,7 +70,7 @@ def test_claude_code_waits_while_a_person_answers_from_another_terminal(
             assert "export GH_TOKEN=ghp_" in str(finding["context"])  # lines around, masked
             done = _gate(env, answer, str(question["id"]))
             assert done.returncode == 0, done.stderr
-            out, err = agent.communicate(timeout=150)
+            _, err = agent.communicate(timeout=150)
         finally:
             if agent.poll() is None:
                 agent.kill()
