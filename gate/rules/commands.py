@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -166,16 +168,9 @@ def _nested(words: list[str], depth: int) -> list[list[str]]:
         out += _simple_commands(" ".join(args), depth)
     elif name == "find":
         out += _find_exec(args)
-    rest = words  # each command in the wrapper chain, since peeling drops `env -S CMD`
-    while rest:
-        if script := _option_script(os.path.basename(rest[0]), rest[1:]):
+    for rest in _chain(words):  # every step, since peeling drops `env -S CMD`
+        if rest and (script := _option_script(os.path.basename(rest[0]), rest[1:])):
             out += _simple_commands(script, depth)
-        if _ASSIGN.match(rest[0]):
-            rest = rest[1:]
-        elif os.path.basename(rest[0]) in DENY_WRAPPERS - {"eval"}:
-            rest = peel(rest)
-        else:
-            break
     return out
 
 
@@ -289,14 +284,21 @@ def _claude_stripped(words: list[str]) -> list[str]:
 def _peel_all(words: list[str]) -> list[str]:
     """The command behind every assignment and wrapper (`eval` is kept: its arguments are
     a script of their own)."""
+    return deque(_chain(words), maxlen=1)[0]
+
+
+def _chain(words: list[str]) -> Iterator[list[str]]:
+    """A command as written, then behind each assignment and wrapper in turn (the last
+    step may be empty: `sudo` alone)."""
+    yield words
     while words:
         if _ASSIGN.match(words[0]):
             words = words[1:]
         elif os.path.basename(words[0]) in DENY_WRAPPERS - {"eval"}:
             words = peel(words)
         else:
-            break
-    return words
+            return
+        yield words
 
 
 def peel(words: list[str]) -> list[str]:
