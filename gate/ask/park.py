@@ -107,15 +107,17 @@ class Asker:
                 rest.append(w)
             else:
                 out[w.asked.key] = Decided(hit.id, w.asked.question, hit.answer, By.MEMORY)
-        if out and not rest:
-            self._record_memory(asks, request, out)
+        # File writes (dataset, memory: fsync'd) run off the event loop, which carries every
+        # other flow meanwhile.
+        if out and not rest and (told := self._memory_answer(out)) is not None:
+            await asyncio.to_thread(self._record, self._question(asks, request), told)
         _raise_if_blocked(out)
         if rest:
             question = self._question(rest, request)
             answer = await self._ask(question)
-            self._record(question, answer)
+            await asyncio.to_thread(self._record, question, answer)
             if answer.by is By.PERSON:
-                self._remember(question, rest, answer, request)
+                await asyncio.to_thread(self._remember, question, rest, answer, request)
             out |= {w.asked.key: Decided(question.id, question.kind, answer.answer, answer.by)
                     for w in rest if w.asked}
             _raise_if_blocked(out)
@@ -153,16 +155,15 @@ class Asker:
         except (OSError, ValueError) as exc:  # the dataset is a record, not a safeguard
             logger.error("question {}: dataset line not written ({})", q.id, type(exc).__name__)
 
-    def _record_memory(self, asks: list[Withheld], request: dict[str, Any],
-                       decided: dict[str, Decided]) -> None:
-        """Every turn resends the history: a remembered answer is recorded once per gate."""
+    def _memory_answer(self, decided: dict[str, Decided]) -> Answer | None:
+        """Every turn resends the history: a remembered answer is recorded once per gate
+        (None: already recorded)."""
         seen = tuple(sorted(decided))
         if seen in self._told_memory:
-            return
+            return None
         self._told_memory.add(seen)
         answers = {d.answer for d in decided.values()}
-        answer = answers.pop() if len(answers) == 1 else "redact"
-        self._record(self._question(asks, request), Answer(answer, By.MEMORY))
+        return Answer(answers.pop() if len(answers) == 1 else "redact", By.MEMORY)
 
     def _remember(self, q: Question, asks: list[Withheld], answer: Answer,
                   request: dict[str, Any]) -> None:
