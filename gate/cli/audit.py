@@ -40,7 +40,10 @@ def log_cmd(since: float | None, agent: str | None, limit: int, as_json: bool) -
         return
     for r in reversed(rows):
         tokens = f"{r['input_tokens'] or '-'}/{r['output_tokens'] or '-'}"
-        withheld = f" withheld={len(r['withheld'])}" if r["withheld"] else ""
+        kept = [w for w in r["withheld"] if (w.get("decision") or {}).get("answer") != "approve"]
+        sent = len(r["withheld"]) - len(kept)  # findings a person or memory approved
+        withheld = (f" withheld={len(kept)}" if kept else "") + (
+            f" approved={sent}" if sent else "")
         click.echo(f"{r['id']:>6}  {when(r['ts'])}  {r['agent'] or '-':<12} {r['verdict']:<9}"
                    f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
                    f"  {r['model'] or '-'}  {r['request_bytes']}B  tok={tokens}{withheld}")

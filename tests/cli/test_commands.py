@@ -101,3 +101,23 @@ def test_reading_an_unreadable_audit_is_a_clear_error_and_moves_nothing(
         assert f"{path}: cannot read the audit" in err
     assert path.read_bytes() == b"not a database, " * 100
     assert not list(gate_dirs["data"].glob("audit.db.corrupt-*"))
+
+
+def test_log_counts_approved_findings_apart_from_withheld_ones(
+        gate_dirs: dict[str, Path]) -> None:
+    from gate.audit.store import AuditStore
+
+    def finding(answer: str | None) -> dict[str, object]:
+        entry: dict[str, object] = {"kind": "secret", "rule": "github.token", "count": 1}
+        if answer:
+            entry["decision"] = {"id": "q1", "question": "send-secret", "answer": answer,
+                                 "by": "person"}
+        return entry
+
+    store = AuditStore(gate_dirs["data"] / "audit.db")
+    store.record_request(upstream="anthropic", host="h", method="POST", path="/v1/messages",
+                         request_bytes=2, verdict="modified", body=b"{}",
+                         withheld=[finding("approve"), finding("redact"), finding(None)])
+    store.close()
+    code, out, _ = invoke("log")
+    assert code == 0 and "withheld=2 approved=1" in out
