@@ -7,8 +7,11 @@ import os
 import click
 
 from gate import dirs
+from gate.ask import client, memory_file
+from gate.ask.dataset import dataset_dir
 from gate.cli.common import echo_json, json_option
 from gate.rules import layers
+from gate.screen.secrets import KEY_FILE
 
 
 @click.command("paths")
@@ -26,6 +29,10 @@ def paths_cmd(as_json: bool) -> None:
         "project_rules": [os.path.join(cwd, f) for f in layers.PROJECT_FILES],
         "rule_packs": str(layers.packs_dir()),
         "audit_db": str(data / "audit.db"),
+        "decision_memory": str(data / "decisions" / memory_file.FILE),
+        "decision_dataset": str(dataset_dir(data)),
+        "control_token": str(data / client.TOKEN_FILE),
+        "placeholder_key": str(data / KEY_FILE),
         "log_file": str(data / "gate.log"),
     }
     if as_json:

@@ -38,6 +38,10 @@ def test_paths_json_is_one_object(gate_dirs: dict[str, Path]) -> None:
     assert info["config_dir"] == str(gate_dirs["config"])
     assert info["data_dir"] == str(gate_dirs["data"])
     assert info["audit_db"].endswith("audit.db")
+    data = gate_dirs["data"]
+    assert (info["decision_memory"], info["decision_dataset"], info["control_token"]) == (
+        str(data / "decisions" / "memory.json"), str(data / "decisions" / "dataset"),
+        str(data / "control.token"))
 
 
 def test_log_and_show(client: anthropic.Anthropic) -> None:
