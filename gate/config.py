@@ -32,6 +32,11 @@ _SCREEN_KEYS = {"max_files": 20_000, "max_file_bytes": 256 << 10}
 _AUDIT_KEYS = frozenset({"retention_days", "max_size_mb", "lock_timeout_ms"})
 
 
+
+def base_url(host: str, port: int) -> str:
+    """`http://host:port`, with an IPv6 address in brackets."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
 @dataclass(frozen=True)
 class AuditSettings:
     """config.yaml `audit:`. Requests older than retention_days are pruned, then the oldest

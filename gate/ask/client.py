@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gate import dirs
+from gate.config import base_url
 from gate.errors import GateError
 
 TOKEN_FILE = "control.token"  # noqa: S105 (a file name, not a password)
@@ -57,7 +58,7 @@ def _gates(data_dir: Path) -> list[str]:
         except (OSError, ValueError, KeyError, TypeError):
             continue
         host = "127.0.0.1" if info["host"] in ("0.0.0.0", "::", "") else str(info["host"])  # noqa: S104
-        out.append(f"http://{host}:{int(info['port'])}")
+        out.append(base_url(host, int(info["port"])))
     return out
 
 

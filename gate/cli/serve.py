@@ -18,7 +18,7 @@ import click
 from gate import dirs, log, runs
 from gate.agents import registry
 from gate.cli.common import load_config
-from gate.config import Config
+from gate.config import Config, base_url
 from gate.errors import GateError
 from gate.rules.layers import PolicyStore, repository_root
 
@@ -143,7 +143,7 @@ def env_cmd(agent: str) -> None:
         raise click.UsageError(str(exc)) from exc
     config = load_config()
     running = read_server_file(dirs.data_dir())
-    base = running.base_url if running else f"http://{config.host}:{config.port}"
+    base = running.base_url if running else base_url(config.host, config.port)
     if missing := sorted(registry.routes(spec) - set(config.upstreams)):
         click.echo(f"gate: {spec.name} is wired to /{missing[0]}, but gate has no upstream"
                    f" {missing[0]!r}; add it under upstreams: in config.yaml", err=True)

@@ -19,7 +19,7 @@ from mitmproxy.tools.dump import DumpMaster
 
 from gate import dirs
 from gate.audit.store import AuditStore
-from gate.config import Config
+from gate.config import Config, base_url
 from gate.proxy.addon import GateAddon
 from gate.rules.layers import PolicyStore
 
@@ -36,7 +36,7 @@ class Listening:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return base_url(self.host, self.port)
 
 
 def check_port(host: str, port: int) -> None:

@@ -66,3 +66,10 @@ def test_serve_on_a_busy_port_says_so(gate_dirs: dict[str, Path]) -> None:
         _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in err and "--port" in err
+
+
+def test_a_base_url_brackets_an_ipv6_host() -> None:
+    from gate.proxy.server import Listening
+
+    assert Listening("::1", 8787).base_url == "http://[::1]:8787"
+    assert Listening("127.0.0.1", 8787).base_url == "http://127.0.0.1:8787"
