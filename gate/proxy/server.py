@@ -64,7 +64,7 @@ def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster
         # upstream's Host itself when it forwards.
         keep_host_header=True,
     )
-    master.addons.add(addon)
+    master.addons.add(addon, addon.recorder)
     return master
 
 

@@ -1,0 +1,86 @@
+"""The response side of the gate addon: relay each response untouched as it streams, and
+complete the request's audit row (status, latency, token usage) and the Responses chain."""
+
+from __future__ import annotations
+
+import time
+
+from loguru import logger
+from mitmproxy import http
+from mitmproxy.net import encoding
+
+from gate.audit.store import AuditStore, Usage
+from gate.audit.usage import UsageTap
+from gate.providers import openai_responses
+from gate.proxy import chains, routing
+
+
+class ResponseRecorder:
+    """Works on the flows the request side recorded (`gate_row` in the flow's metadata)."""
+
+    def __init__(self, audit: AuditStore, calls: chains.ResponseCalls):
+        self.audit = audit
+        self.chains = calls
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if "gate_row" not in flow.metadata or flow.response is None:
+            return
+        kind = flow.response.headers.get("content-type", "")
+        tap = UsageTap(kind)
+        flow.metadata["gate_tap"] = tap
+        route: routing.Route | None = flow.metadata.get("gate_route")
+        sse = kind.startswith("text/event-stream")
+        responses = route is not None and openai_responses.matches(route.path)
+        calls = chains.CallsTap() if responses else None
+        stream_calls = calls if sse else None
+        flow.metadata["gate_calls"] = calls
+
+        def relay(chunk: bytes) -> bytes:
+            tap.feed(chunk)
+            if stream_calls is not None:
+                stream_calls.feed(chunk)
+            return chunk
+
+        # Streaming untouched: every chunk is relayed as it arrives, tee'd to the usage tap.
+        flow.response.stream = relay
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        row = flow.metadata.get("gate_row")
+        if row is None or flow.response is None:
+            return
+        tap: UsageTap | None = flow.metadata.get("gate_tap")
+        enc = flow.response.headers.get("content-encoding")
+        usage = Usage()
+        if tap is not None:
+            try:
+                usage = tap.finish(lambda raw: encoding.decode(raw, enc) if enc else raw)
+            except Exception as exc:  # usage is best effort; the row still gets its status
+                logger.warning("flow {}: usage not read ({})", flow.id, type(exc).__name__)
+        calls: chains.CallsTap | None = flow.metadata.get("gate_calls")
+        if calls is not None:
+            try:
+                if tap is not None and (raw := tap.body) is not None:
+                    calls.read_json(encoding.decode(raw, enc) if enc else raw)
+                if calls.response_id and calls.calls:
+                    self.chains.record(calls.response_id, calls.calls)
+            except Exception as exc:  # the next output is then screened by content only
+                logger.warning("flow {}: response calls not read ({})", flow.id,
+                               type(exc).__name__)
+        self._finish(row, flow, flow.response.status_code, usage, None)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        row = flow.metadata.get("gate_row")
+        if row is not None:
+            msg = flow.error.msg if flow.error else "unknown error"
+            status = flow.response.status_code if flow.response else None
+            self._finish(row, flow, status, Usage(), msg)
+
+    def _finish(self, row: int, flow: http.HTTPFlow, status: int | None, usage: Usage,
+                error: str | None) -> None:
+        t0 = flow.metadata.get("gate_t0", time.monotonic())
+        try:
+            self.audit.record_response(row, status=status,
+                                       latency_ms=(time.monotonic() - t0) * 1000,
+                                       usage=usage, error=error)
+        except Exception as exc:
+            logger.error("audit update failed for request {}: {}", row, type(exc).__name__)
