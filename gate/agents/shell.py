@@ -14,7 +14,8 @@ from collections.abc import Generator, Iterator
 from functools import lru_cache
 from typing import Any
 
-from gate.rules.commands import DENY_WRAPPERS, peel, unquote_ansi_c
+from gate.rules.cmdline import unquote_ansi_c
+from gate.rules.commands import DENY_WRAPPERS, peel
 
 # Commands whose operands are files they print or transform.
 READERS = frozenset({

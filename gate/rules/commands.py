@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gate.rules import cmdline
 from gate.rules.names import star_regex
 
 # Claude Code strips these before matching (protocols.md §5); `xargs` only when bare.
@@ -44,9 +45,6 @@ _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^]]*\])?\+?=", re.S)
 _WRAPPER_ARG = re.compile(r"^(?:[0-9.]+[smhd]?|0x[0-9a-fA-F]+|[0-9,-]+)$")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 _DASH_C = re.compile(r"^-[a-zA-Z]*c[a-zA-Z]*$")
-_OPS = ("&&", "||", ";;", "|&", "<<<", "<<", ">>", "&>", ">&", ">|", "<>", ";", "|", "&", "(",
-        ")", "<", ">", "\n", "`")
-_PUNCT = "();<>|&\n`"
 _REDIRECTS = frozenset({"<", ">", ">>", "&>", ">&", ">|", "<>", "<<", "<<<"})
 _KEYWORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "fi", "done", "!",
                        "{", "}", "$", "esac"})
@@ -58,11 +56,6 @@ _RUNS_OPTION = {"su": ("-c", "--command"), "runuser": ("-c", "--command"),
                 "env": ("-S", "--split-string")}
 # find's actions that run a command, up to `;` or `+`.
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.S)
-_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)",
-                     re.S)
-_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
-                   "r": "\r", "t": "\t", "v": "\v"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +109,7 @@ def parts(command: str) -> tuple[Part, ...]:
     subshells, brace groups, `$(...)`, backticks, `<(...)`, `sh -c` and `eval` scripts,
     `find -exec`, `env -S`, `su -c` and the like; `$'...'` strings read as bash reads them."""
     out: dict[Part, None] = {}
-    for words in _simple_commands(unquote_ansi_c(command), 0):
+    for words in _simple_commands(cmdline.unquote_ansi_c(command), 0):
         if words:
             out.setdefault(_part(words), None)
     return tuple(out)
@@ -125,7 +118,7 @@ def parts(command: str) -> tuple[Part, ...]:
 def _simple_commands(command: str, depth: int) -> list[list[str]]:
     found: list[list[str]] = []
     current: list[str] = []
-    tokens = _tokens(command)
+    tokens = cmdline.tokens(command)
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -140,7 +133,7 @@ def _simple_commands(command: str, depth: int) -> list[list[str]]:
             continue
         if tok == "$" and tokens[i + 1:i + 2] == ["("]:
             pass  # `$(`: the substitution is a command of its own
-        elif tok in _OPS or (not current and tok in _KEYWORDS):
+        elif tok in cmdline.OPS or (not current and tok in _KEYWORDS):
             found.append(current)
             current = []
         else:
@@ -206,52 +199,10 @@ def _find_exec(args: list[str]) -> list[list[str]]:
     return out
 
 
-def unquote_ansi_c(command: str) -> str:
-    """Bash's `$'...'` strings decoded and quoted plainly, so `$'\\x63url'` reads as `curl`."""
-    if "$'" not in command:
-        return command
-    return _ANSI_C.sub(lambda m: shlex.quote(_ESCAPE.sub(_unescape, m[1])), command)
-
-
-def _unescape(m: re.Match[str]) -> str:
-    code = m[1]
-    if code[0] in "xuU" and len(code) > 1:
-        return chr(min(int(code[1:], 16), 0x10FFFF))
-    if code[0].isdigit():
-        return chr(int(code, 8) & 0xFF)
-    if code[0] == "c" and len(code) == 2:
-        return chr(ord(code[1]) & 0x1F)
-    return _SIMPLE_ESCAPES.get(code, code)
-
-
 def _substitutions(word: str, depth: int) -> list[list[str]]:
     out: list[list[str]] = []
     for m in _SUBST.finditer(word):
         out += _simple_commands(next(g for g in m.groups() if g is not None), depth)
-    return out
-
-
-def _tokens(command: str) -> list[str]:
-    lex = shlex.shlex(command, posix=True, punctuation_chars=_PUNCT)
-    lex.whitespace = " \t\r"
-    lex.whitespace_split = True
-    try:
-        raw = list(lex)
-    except ValueError:  # unbalanced quotes: fall back to words, never to "no command"
-        raw = [t.strip("'\"") for t in re.split(r"([;&|()<>\n`]+)|[ \t\r]+", command) if t]
-    out: list[str] = []
-    for tok in raw:
-        out += _split_ops(tok) if tok and all(c in _PUNCT for c in tok) else [tok]
-    return out
-
-
-def _split_ops(run: str) -> list[str]:
-    """A run of operator characters (`)|`, `;&`) as the operators it holds."""
-    out: list[str] = []
-    while run:
-        op = next((o for o in _OPS if run.startswith(o)), run[0])
-        out.append(op)
-        run = run[len(op):]
     return out
 
 
