@@ -6,12 +6,18 @@ key, index) and recognised by its exact JSON serialisation: a remembered result 
 only for a byte-identical item, so it is the result a fresh walk would give. Results must
 hold immutable values only (paths, strings, roles); anything the screens may edit in place
 (a tool call's input) is fetched from the current body by the caller.
+
+Within one request (`one_request()`) an item is serialised once, however many memos look
+it up (the walk, then the unknown-field sweep): the serialisation is kept with the item
+itself and dropped by `edited()` when the request's screens change the item in place.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import orjson
@@ -19,6 +25,40 @@ import orjson
 T = TypeVar("T")
 
 MAX_BYTES = 64 << 20  # serialisations remembered, in total; all are forgotten past it
+
+# The current request's serialisations, by id() of the item; each entry holds the item too,
+# so its id cannot be reused by another object while the request runs.
+_SNAPS: ContextVar[dict[int, tuple[Any, bytes]] | None] = ContextVar("gate_snaps", default=None)
+
+
+@contextmanager
+def one_request() -> Iterator[None]:
+    """Serialise each item at most once until the block ends (then forget them all)."""
+    token = _SNAPS.set({})
+    try:
+        yield
+    finally:
+        _SNAPS.reset(token)
+
+
+def edited(items: Iterable[Any]) -> None:
+    """Items just changed in place: their serialisations are no longer theirs."""
+    snaps = _SNAPS.get()
+    if snaps is not None:
+        for item in items:
+            snaps.pop(id(item), None)
+
+
+def _snapshot(item: Any) -> bytes:
+    snaps = _SNAPS.get()
+    if snaps is None:
+        return orjson.dumps(item)
+    hit = snaps.get(id(item))
+    if hit is not None and hit[0] is item:
+        return hit[1]
+    snap = orjson.dumps(item)
+    snaps[id(item)] = (item, snap)
+    return snap
 
 
 class Memo:
@@ -31,7 +71,7 @@ class Memo:
     def remembered(self, key: Hashable, item: Any, compute: Callable[[], T]) -> T:
         """`compute()`, or what it gave for a byte-identical item at the same `key`."""
         try:
-            snap = orjson.dumps(item)
+            snap = _snapshot(item)
         except (TypeError, orjson.JSONEncodeError):  # not plain JSON: never remembered
             return compute()
         hit = self._entries.get(key)
