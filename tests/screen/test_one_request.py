@@ -4,12 +4,13 @@ screens still catch, turn after turn, what a fresh screening catches."""
 from __future__ import annotations
 
 import json
+import marshal
 import random
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-import orjson
 import pytest
 
 from gate.providers import history
@@ -87,13 +88,12 @@ def test_every_turn_is_screened_as_a_fresh_screening_would(gate_dirs: dict[str, 
 
 def test_an_item_is_serialised_once_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []
-    real = orjson.dumps
 
     def counting(item: Any) -> bytes:
         seen.append(id(item))
-        return real(item)
+        return marshal.dumps(item)
 
-    monkeypatch.setattr(history.orjson, "dumps", counting)
+    monkeypatch.setattr(history, "marshal", SimpleNamespace(dumps=counting))
     memo, item = Memo(), {"k": ["v"]}
     with history.one_request():
         assert memo.remembered("a", item, lambda: 1) == 1
