@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import dataclasses
 import http.client
+import itertools
 import json
 import os
 import platform
@@ -387,6 +388,12 @@ class Conversation:
         return {"command": cmd, "description": "Inspect the project"}, out
 
     def body(self, target: int) -> bytes:
+        return next(self.turns(target))
+
+    def turns(self, target: int) -> Iterator[bytes]:
+        """The conversation grown to `target` bytes, then the same session one turn later,
+        and so on: each body resends the previous one's messages and adds one short call
+        and its result, as an agent's next request does (`--turns`)."""
         req: dict[str, Any] = {
             "model": "claude-sonnet-4-5-20250929", "max_tokens": 32000,
             "system": _system(self.project), "tools": _tools(),
@@ -401,11 +408,28 @@ class Conversation:
             pair = self.pair(k)
             req["messages"] += pair
             size += len(json.dumps(pair)) + 2
-        req["messages"].append({"role": "assistant", "content": [
-            {"type": "text", "text": "I have what I need. Summarising."}]})
-        req["messages"].append({"role": "user", "content": [
-            {"type": "text", "text": "Go ahead.", "cache_control": {"type": "ephemeral"}}]})
-        return json.dumps(req).encode()
+        closing = [{"role": "assistant", "content": [
+                       {"type": "text", "text": "I have what I need. Summarising."}]},
+                   {"role": "user", "content": [
+                       {"type": "text", "text": "Go ahead.",
+                        "cache_control": {"type": "ephemeral"}}]}]
+        while True:
+            yield json.dumps({**req, "messages": req["messages"] + closing}).encode()
+            k += 1
+            req["messages"] += self.short_pair(k)
+
+    def short_pair(self, k: int) -> list[dict[str, Any]]:
+        """A small next step (a quick shell command), so that sizes stay near their label."""
+        id_ = self._id()
+        out = "".join(f" M src/pkg{i}/mod{k % 11}.py\n" for i in range(k % 5 + 3))
+        return [
+            {"role": "assistant", "content": [
+                {"type": "text", "text": f"Checking the tree again (turn {k})."},
+                {"type": "tool_use", "id": id_, "name": "Bash",
+                 "input": {"command": "git status --short", "description": "Status"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id_, "content": out}]},
+        ]
 
 
 # -- the client ---------------------------------------------------------------------------
@@ -452,22 +476,29 @@ class Result:
     size: int
     times: dict[str, list[float]]  # path → wall-clock ms per request
     cpu: dict[str, float]          # proxy → its loop thread's CPU ms per request
+    last: int = 0                  # the last timed body's size (it grows with --turns)
 
 
-def measure(clients: dict[str, Client], servers: dict[str, Child], label: str, body: bytes,
-            n: int, warmup: int) -> Result:
+def measure(clients: dict[str, Client], servers: dict[str, Child], label: str,
+            bodies: Iterator[bytes], n: int, warmup: int) -> Result:
+    """Each round sends the next body from `bodies` over every path (the same body in every
+    mode but --turns)."""
     for _ in range(warmup):
+        body = next(bodies)
         for c in clients.values():
             c.post(body)
     times: dict[str, list[float]] = {p: [] for p in clients}
     names = list(clients)
     cpu0 = {p: srv.cpu() for p, srv in servers.items()}
+    sizes = []
     for i in range(n):
+        body = next(bodies)
+        sizes.append(len(body))
         order = names[i % len(names):] + names[:i % len(names)]  # rotate: no position bias
         for p in order:
             times[p].append(clients[p].post(body))
     cpu = {p: (srv.cpu() - cpu0[p]) * 1000 / n for p, srv in servers.items()}
-    return Result(label, len(body), times, cpu)
+    return Result(label, sizes[0], times, cpu, sizes[-1])
 
 
 def gate_check(data_dir: Path) -> str:
@@ -501,6 +532,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="which sizes to run, comma-separated (default: 50KB,500KB,2MB)")
     ap.add_argument("--breakdown", action="store_true",
                     help="also time gate's screening and audit row in-process, per size")
+    ap.add_argument("--turns", action="store_true",
+                    help="also run each size as a session: every request is a new turn that"
+                    " resends the previous one's messages and adds a short call")
     ap.add_argument("--serve", help=argparse.SUPPRESS)  # child roles
     ap.add_argument("--to", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -611,8 +645,9 @@ def run(args: argparse.Namespace, root: Path) -> None:
     (project / ".env").write_text("DATABASE_URL=postgres://app:s3cr3t-pw@db.internal/app\n")
     conv = Conversation(project)
     wanted = {w.strip().upper() for w in args.sizes.split(",")}
-    bodies = [(label, conv.body(target)) for label, target in SIZES
-              if label.replace(" ", "").upper() in wanted]
+    targets = [(label, target) for label, target in SIZES
+               if label.replace(" ", "").upper() in wanted]
+    bodies = [(label, conv.body(target)) for label, target in targets]
 
     profile = ["--profile", str(Path(args.profile).resolve())] if args.profile else []
     role = "upstream" if args.upstream == "fast" else "fake"
@@ -630,8 +665,10 @@ def run(args: argparse.Namespace, root: Path) -> None:
         for c in clients.values():
             stack.callback(c.close)
         t0 = time.monotonic()
-        results = [measure(clients, servers, label, body, args.n, args.warmup)
-                   for label, body in bodies]
+        results = [measure(clients, servers, label, itertools.repeat(body), args.n,
+                           args.warmup) for label, body in bodies]
+        turns = [measure(clients, servers, label, Conversation(project).turns(target), args.n,
+                         args.warmup) for label, target in targets] if args.turns else []
         elapsed = time.monotonic() - t0
 
     print(f"gate latency bench: {os.cpu_count()} cores, Python {platform.python_version()}"
@@ -641,6 +678,11 @@ def run(args: argparse.Namespace, root: Path) -> None:
           f" size per path, paths interleaved, keep-alive; {elapsed:.0f} s; times in ms")
     print()
     report(results)
+    if turns:
+        print("\n--turns: each request a new turn (the previous body's messages + one short"
+              " call); bytes = first timed body, growing to:",
+              ", ".join(f"{r.label} {r.last}" for r in turns))
+        report(turns)
     print(gate_check(Path(os.environ["GATE_DATA_DIR"])))
     if args.breakdown:
         breakdown(bodies, root, args.n)

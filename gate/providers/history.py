@@ -2,23 +2,67 @@
 
 Agents resend the whole conversation every turn, so most of a large request is items gate
 walked on the previous turn. An item is looked up by where it is (which walk, top-level
-key, index) and recognised by its exact JSON serialisation: a remembered result is reused
-only for a byte-identical item, so it is the result a fresh walk would give. Results must
+key, index) and recognised by its exact serialisation: a remembered result is reused only
+for an identical item (same types, values and key order), so it is the result a fresh walk
+would give. Results must
 hold immutable values only (paths, strings, roles); anything the screens may edit in place
 (a tool call's input) is fetched from the current body by the caller.
+
+Within one request (`one_request()`) an item is serialised once, however many memos look
+it up (the walk, then the unknown-field sweep): the serialisation is kept with the item
+itself and dropped by `edited()` when the request's screens change the item in place.
 """
 
 from __future__ import annotations
 
+import marshal
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
-
-import orjson
 
 T = TypeVar("T")
 
 MAX_BYTES = 64 << 20  # serialisations remembered, in total; all are forgotten past it
+
+# The current request's serialisations, by id() of the item; each entry holds the item too,
+# so its id cannot be reused by another object while the request runs.
+_SNAPS: ContextVar[dict[int, tuple[Any, bytes]] | None] = ContextVar("gate_snaps", default=None)
+
+
+@contextmanager
+def one_request() -> Iterator[None]:
+    """Serialise each item at most once until the block ends (then forget them all)."""
+    token = _SNAPS.set({})
+    try:
+        yield
+    finally:
+        _SNAPS.reset(token)
+
+
+def edited(items: Iterable[Any]) -> None:
+    """Items just changed in place: their serialisations are no longer theirs."""
+    snaps = _SNAPS.get()
+    if snaps is not None:
+        for item in items:
+            snaps.pop(id(item), None)
+
+
+def _snapshot(item: Any) -> bytes:
+    """The item's marshal serialisation: exact (True, 1 and 1.0 differ; key order counts),
+    loads back to an identical value, and costs about two thirds of orjson.dumps because it
+    copies strings instead of escaping them. Two identical items may still serialise apart
+    (marshal notes shared objects): that only costs a walk."""
+    snaps = _SNAPS.get()
+    if snaps is None:
+        return marshal.dumps(item)
+    hit = snaps.get(id(item))
+    if hit is not None and hit[0] is item:
+        return hit[1]
+    snap = marshal.dumps(item)
+    snaps[id(item)] = (item, snap)
+    return snap
 
 
 class Memo:
@@ -31,8 +75,8 @@ class Memo:
     def remembered(self, key: Hashable, item: Any, compute: Callable[[], T]) -> T:
         """`compute()`, or what it gave for a byte-identical item at the same `key`."""
         try:
-            snap = orjson.dumps(item)
-        except (TypeError, orjson.JSONEncodeError):  # not plain JSON: never remembered
+            snap = _snapshot(item)
+        except ValueError:  # not plain data (marshal refuses it): never remembered
             return compute()
         hit = self._entries.get(key)
         if hit is not None and hit[0] == snap:

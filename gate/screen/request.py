@@ -15,6 +15,7 @@ from loguru import logger
 from gate import providers
 from gate.agents import tools
 from gate.agents.actions import Action
+from gate.providers import history
 from gate.providers.segments import JsonPath, Role, ToolCall, Walk, get_at, long_strings
 from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
@@ -71,7 +72,8 @@ def screen_strings(req: Outbound, body: Any, policies: PolicyStore,
                    screens: Screens | None = None) -> Verdict:
     """A body in no format gate knows: every string is still screened for denied content and
     secrets; nothing is paired, so no tool rule applies."""
-    return _decide(Walk("unknown", None, (), ()), None, req, body, policies, screens)
+    with history.one_request():
+        return _decide(Walk("unknown", None, (), ()), None, req, body, policies, screens)
 
 
 def screen_object(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: PolicyStore,
@@ -82,15 +84,16 @@ def screen_object(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies
     `known` holds calls seen earlier on the same connection (id → name, input): a result
     that answers one of them is decided like a result paired in the body itself.
     """
-    try:
-        walk = fmt.walk(body)
-    except ValueError as exc:
-        raise Blocked(f"gate cannot screen this request: {exc}") from exc
-    if known and walk.orphans:
-        extra = tuple(ToolCall(i, known[i][0], known[i][1], path)
-                      for i, path in walk.orphans if i in known)
-        walk = replace(walk, calls=walk.calls + extra)
-    return _decide(walk, fmt, req, body, policies, screens)
+    with history.one_request():
+        try:
+            walk = fmt.walk(body)
+        except ValueError as exc:
+            raise Blocked(f"gate cannot screen this request: {exc}") from exc
+        if known and walk.orphans:
+            extra = tuple(ToolCall(i, known[i][0], known[i][1], path)
+                          for i, path in walk.orphans if i in known)
+            walk = replace(walk, calls=walk.calls + extra)
+        return _decide(walk, fmt, req, body, policies, screens)
 
 
 def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
@@ -115,8 +118,10 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
             if item.asked and item.asked.approved:
                 withheld.append(item)  # sent as is, and still screened for content below
                 continue
+        holders = [get_at(body, call.result[:k]) for k in range(len(call.result))]
         fmt.withhold_result(body, call.result, placeholder.withheld(action, decision.rule,
                                                                     decision.path))
+        history.edited(holders)  # each object holding the result now serialises otherwise
         withheld.append(item)
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
     changed: set[JsonPath] = set()

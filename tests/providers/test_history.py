@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from conftest import fake_secret
@@ -109,11 +108,24 @@ def test_the_memo_is_bounded_and_skips_what_is_not_plain_json() -> None:
     assert memo.remembered("a", {"k": "v"}, compute) == 1  # remembered
     assert memo.remembered("b", {"k": "x" * 100}, compute) == 2  # over the bound: all forgotten
     assert memo.remembered("a", {"k": "v"}, compute) == 3
-    odd = {"k": "\ud800"}  # orjson refuses a lone surrogate: worked out every time
-    with pytest.raises(orjson.JSONEncodeError):
-        orjson.dumps(odd)
+    odd = {"k": object()}  # not plain data: worked out every time
     assert memo.remembered("c", odd, compute) == 4
     assert memo.remembered("c", odd, compute) == 5
+    lone = {"k": "\ud800"}  # a lone surrogate (the standard parser allows it) is plain data
+    assert memo.remembered("d", lone, compute) == 6
+    assert memo.remembered("d", {"k": "\ud800"}, compute) == 6
+
+
+@pytest.mark.parametrize(("first", "then"), [
+    ({"id": 1}, {"id": True}), ({"id": 1}, {"id": 1.0}), ({"n": 0}, {"n": False}),
+    ({"n": 0.0}, {"n": -0.0}), ({"a": "x", "b": "y"}, {"b": "y", "a": "x"}),
+    ({"k": None}, {"k": "None"}), ({"k": [1, 2]}, {"k": (1, 2)}),
+], ids=["int-bool", "int-float", "zero-false", "zero-signs", "key-order", "null", "list-tuple"])
+def test_items_equal_in_python_but_not_identical_are_walked_again(first: Any,
+                                                                   then: Any) -> None:
+    memo = Memo()
+    assert memo.remembered("a", first, lambda: "first") == "first"
+    assert memo.remembered("a", then, lambda: "then") == "then"
 
 
 _WALKERS = {"anthropic": anthropic, "openai-chat": openai_chat,
