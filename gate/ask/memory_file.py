@@ -93,8 +93,10 @@ class MemoryFile:
     def update(self, change: Callable[[list[Remembered]], list[Remembered]]) -> None:
         """Read the current file, apply `change`, write the result atomically."""
         with _file_lock(self.path):
-            # Re-read only if another process replaced the file: each write is a new
-            # inode, so the (inode, mtime, size) signature changes.
+            # Always re-read under the lock: the (inode, mtime, size) signature can repeat
+            # (a freed inode reused within one clock tick, the same number of entries), and
+            # trusting it here lost another process's answer.
+            self._index(_read(self.path))
             kept = [e for e in change(self.entries()) if e.expires > time.time()]
             payload = {"schemaVersion": SCHEMA_VERSION,
                        "entries": [{f: getattr(e, f) for f in _FIELDS} for e in kept]}
