@@ -76,6 +76,7 @@ class MemoryFile:
     def __init__(self, path: Path):
         self.path = path
         self._seen: tuple[int, int, int] | None = None
+        self._racy = False
         self._by_content: dict[tuple[str, str], list[Remembered]] = {}
 
     def entries(self) -> list[Remembered]:
@@ -96,23 +97,28 @@ class MemoryFile:
             # Always re-read under the lock: the (inode, mtime, size) signature can repeat
             # (a freed inode reused within one clock tick, the same number of entries), and
             # trusting it here lost another process's answer.
-            self._index(_read(self.path))
+            sig = _signature(self.path)
+            self._index(_read(self.path), sig)
             kept = [e for e in change(self.entries()) if e.expires > time.time()]
             payload = {"schemaVersion": SCHEMA_VERSION,
                        "entries": [{f: getattr(e, f) for f in _FIELDS} for e in kept]}
             # One entry per line: readable, and still one write.
             dirs.write_private(self.path, orjson.dumps(payload).replace(b'},{"id"', b'},\n{"id"'))
-            self._index(kept)
+            self._index(kept, _signature(self.path))
 
     def _refresh(self) -> None:
-        if _signature(self.path) != self._seen or self._seen is None:  # None: no file yet
-            self._index(_read(self.path))
+        sig = _signature(self.path)  # before the read: a change after it is seen next time
+        if sig is None or sig != self._seen or self._racy:  # None: no file yet
+            self._index(_read(self.path), sig)
 
-    def _index(self, entries: list[Remembered]) -> None:
+    def _index(self, entries: list[Remembered], sig: tuple[int, int, int] | None) -> None:
         self._by_content = {}
         for e in entries:
             self._by_content.setdefault((e.fingerprint, e.kind), []).append(e)
-        self._seen = _signature(self.path)
+        self._seen = sig
+        # Racy like git's index: a file replaced within one clock tick can repeat (inode,
+        # mtime, size), so a signature is trusted only once read a second after its mtime.
+        self._racy = sig is not None and time.time_ns() - sig[1] < 1_000_000_000
 
 
 def forget_persisted(file: MemoryFile, entry_id: str) -> bool:

@@ -238,3 +238,24 @@ def test_two_processes_remembering_at_once_lose_nothing(data: Path) -> None:
     procs = [subprocess.Popen([sys.executable, "-c", script, str(data), n]) for n in "ab"]
     assert [p.wait(timeout=60) for p in procs] == [0, 0]
     assert len(DecisionMemory(data, KEY).entries()) == 80
+
+
+def test_a_change_that_repeats_the_files_signature_is_still_seen(data: Path) -> None:
+    """Another process may replace memory.json within one clock tick with a file of the same
+    size whose inode was just freed: (inode, mtime, size) then repeat. A signature is only
+    trusted once it was read a second after its mtime, so such a change is read."""
+    mem = DecisionMemory(data, KEY)
+    mem.remember("f" * 64, "k", "approve", "project", question_id="q1", **HERE)
+    assert mem.lookup("f" * 64, "k", **HERE) is not None  # read and indexed
+    path = memory_path(data)
+    before = path.stat()
+    # The same inode, size and mtime, other content: another project's answer.
+    with path.open("r+b") as f:
+        text = f.read()
+        f.seek(0)
+        f.write(text.replace(b"/src/app", b"/src/zzz"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns, after.st_size) == (
+        before.st_ino, before.st_mtime_ns, before.st_size)
+    assert mem.lookup("f" * 64, "k", **HERE) is None
