@@ -97,9 +97,9 @@ class MemoryFile:
             # Always re-read under the lock: the (inode, mtime, size) signature can repeat
             # (a freed inode reused within one clock tick, the same number of entries), and
             # trusting it here lost another process's answer.
-            sig = _signature(self.path)
-            self._index(_read(self.path), sig)
-            kept = [e for e in change(self.entries()) if e.expires > time.time()]
+            now = time.time()
+            current = [e for e in _read(self.path) if e.expires > now]
+            kept = [e for e in change(current) if e.expires > now]
             payload = {"schemaVersion": SCHEMA_VERSION,
                        "entries": [{f: getattr(e, f) for f in _FIELDS} for e in kept]}
             # One entry per line: readable, and still one write.
