@@ -56,8 +56,11 @@ class Worker(threading.Thread):
         while True:
             self._wake.wait(timeout=IDLE_WAKE)
             self._wake.clear()
+            # Read before the pass: a stop asked for during a pass gets one more pass, so
+            # what was committed meanwhile is packed too.
+            stopping = self._stopping.is_set()
             self._pass()
-            if self._stopping.is_set():
+            if stopping:
                 break
         self.store.close_thread()
 
