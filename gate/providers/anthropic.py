@@ -58,7 +58,7 @@ def walk(body: dict[str, Any]) -> Walk:
         if not isinstance(msg, dict):
             raise ValueError(f"messages[{i}] is not an object")
         m_segs, m_uses, m_results = HISTORY.remembered(
-            (FORMAT, "message", i), msg, partial(_message, msg, ("messages", i)))
+            (FORMAT, "message", i), msg, partial(walk_message, msg, ("messages", i)))
         segs += m_segs
         uses += [(id_, name, msg["content"][j].get("input")) for id_, name, j in m_uses]
         for call_id, at in m_results:
@@ -83,11 +83,12 @@ def _system(system: Any) -> tuple[Segment, ...]:
 
 # One message's segments, its tool calls (id, name, index of the block) and the results it
 # holds (call id, where): immutable, so a resent message can reuse them.
-_Message = tuple[tuple[Segment, ...], tuple[tuple[str, str, int], ...],
+Message = tuple[tuple[Segment, ...], tuple[tuple[str, str, int], ...],
                  tuple[tuple[str, JsonPath], ...]]
 
 
-def _message(msg: dict[str, Any], at: JsonPath) -> _Message:
+def walk_message(msg: dict[str, Any], at: JsonPath) -> Message:
+    """One message's segments, the tool calls it makes and the results it holds."""
     role = _ROLES.get(str(msg.get("role")), Role.USER_TEXT)
     content = msg.get("content")
     if isinstance(content, str):

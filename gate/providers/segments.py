@@ -136,31 +136,50 @@ def _strings(node: dict[str, Any] | list[Any], path: JsonPath,
             _strings(value, (*path, key), out)
 
 
-def long_strings(body: Any, min_len: int) -> tuple[list[tuple[JsonPath, str]], list[str]]:
-    """Every string value and object key of at least `min_len` characters, in one pass
-    (what cannot hold a fingerprint or a secret is not even given a path).
+# Where a top-level item of a body sits: () for the body's own keys, (key,) for a value,
+# (key, index) for an item of a top-level list (a message, a tool, a system block).
+Unit = tuple[str | int, ...]
+Strings = tuple[tuple[tuple[JsonPath, str], ...], tuple[str, ...]]
+
+
+def unit_strings(body: Any, min_len: int) -> list[tuple[Unit, Strings]]:
+    """Every string value and object key of at least `min_len` characters, one pass, per
+    top-level item (what cannot hold a fingerprint or a secret is not even given a path).
 
     The items of a top-level list (the conversation) are walked once per distinct
     serialisation (providers.history): the history an agent resends costs a lookup.
     """
     if not isinstance(body, dict):
-        found, names = _long_strings(body, (), min_len)
-        return list(found), list(names)
-    found_all: list[tuple[JsonPath, str]] = []
-    names_all = [k for k in body if isinstance(k, str) and len(k) >= min_len]
+        return [((), _long_strings(body, (), min_len))]
+    out: list[tuple[Unit, Strings]] = [
+        ((), ((), tuple(k for k in body if isinstance(k, str) and len(k) >= min_len)))]
     for key, value in body.items():
-        parts = [HISTORY.remembered(("long_strings", min_len, key, i), item,
-                                    partial(_long_strings, item, (key, i), min_len))
-                 for i, item in enumerate(value)] if isinstance(value, list) \
-            else [_long_strings(value, (key,), min_len)]
-        for found, names in parts:
-            found_all += found
-            names_all += names
+        if isinstance(value, list):
+            out += [((key, i), HISTORY.remembered(("long_strings", min_len, key, i), item,
+                                                  partial(_long_strings, item, (key, i),
+                                                          min_len)))
+                    for i, item in enumerate(value)]
+        else:
+            out.append(((key,), _long_strings(value, (key,), min_len)))
+    return out
+
+
+def long_strings(body: Any, min_len: int) -> tuple[list[tuple[JsonPath, str]], list[str]]:
+    """unit_strings, all units together."""
+    found_all: list[tuple[JsonPath, str]] = []
+    names_all: list[str] = []
+    for _, (found, names) in unit_strings(body, min_len):
+        found_all += found
+        names_all += names
     return found_all, names_all
 
 
-def _long_strings(node: Any, at: JsonPath, min_len: int
-                  ) -> tuple[tuple[tuple[JsonPath, str], ...], tuple[str, ...]]:
+def item_strings(node: Any, at: JsonPath, min_len: int) -> Strings:
+    """unit_strings of one item found at `at`, not remembered."""
+    return _long_strings(node, at, min_len)
+
+
+def _long_strings(node: Any, at: JsonPath, min_len: int) -> Strings:
     found: list[tuple[JsonPath, str]] = []
     names: list[str] = []
     stack: list[tuple[JsonPath, Any]] = [(at, node)]

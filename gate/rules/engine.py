@@ -56,7 +56,7 @@ class Policy:
 
     def decide(self, action: Action, project_root: str | None) -> Decision:
         key = (action, project_root)
-        stamp = tuple(_identity(t, project_root) for t in _targets(action))
+        stamp = stamp_of(action, project_root)
         hit = self._cache.get(key)
         if hit is not None and hit[0] == stamp:
             return hit[1]
@@ -137,6 +137,20 @@ def _match(rule: Rule, call: _Call) -> str | None:
             tool_ok = names.name_matches(rule.tool, action.tool)
         return "" if tool_ok and names.param_matches(rule.specifier, action.params) else None
     return None  # Kind.UNENFORCED
+
+
+def stamp_of(action: Action, project_root: str | None,
+             seen: dict[tuple[str, str | None], object] | None = None) -> tuple[object, ...]:
+    """Which files an action's paths name right now: while it is the same, a decision made
+    on the action holds. `seen` shares the stats of one moment between actions."""
+    if seen is None:
+        return tuple(_identity(t, project_root) for t in _targets(action))
+    out = []
+    for t in _targets(action):
+        if (hit := seen.get((t, project_root), seen)) is seen:
+            hit = seen[(t, project_root)] = _identity(t, project_root)
+        out.append(hit)
+    return tuple(out)
 
 
 def _targets(action: Action) -> tuple[str, ...]:

@@ -6,14 +6,14 @@ gate cannot edit, blocks the request instead (fail closed).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from gate.providers.segments import JsonPath, Role, Segment, Walk, get_at, set_at
+from gate.providers.segments import JsonPath, Role, Segment
 from gate.rules.engine import Policy
 from gate.screen import masking
-from gate.screen.fingerprints import DeniedIndex
+from gate.screen.fingerprints import DeniedIndex, Source
 from gate.screen.secrets import Scanner, keyed_hash, load_or_create_key, placeholder
 from gate.screen.verdict import Asked, Blocked, Withheld
 
@@ -30,91 +30,133 @@ class SecretScreen:
         return cls(Scanner(), load_or_create_key(data_dir))
 
 
-def denied_values(walk: Walk, body: Any, index: DeniedIndex, done: set[str | None],
-                  changed: set[JsonPath]) -> list[Withheld]:
-    """Replace every denied file's value wherever it appears, whatever carried it."""
-    if not len(index):
-        return []
-    found: dict[tuple[str, str], Withheld] = {}
-    for seg in _live(walk, done):
-        new, hits = index.redact(seg.text)
-        if not hits:
-            continue
-        first = hits[0].source
-        if seg.role is Role.IMMUTABLE:
-            # Fail closed: a signed or opaque field cannot be edited, so it cannot leave.
-            raise Blocked(f"a value from {first.path} (denied by {first.rule.text},"
-                          f" {first.rule.where}) is inside a signed or opaque field that gate"
-                          " cannot edit; start a new conversation without it")
-        set_at(body, seg.path, new)
-        changed.add(seg.path)
-        for hit in hits:
-            key = (hit.source.path, hit.source.rule.text)
-            prev = found.get(key)
-            found[key] = Withheld(None, None, hit.source.path, hit.source.rule.text,
-                                  hit.source.rule.where, "content",
-                                  prev.count + 1 if prev else 1)
-    return list(found.values())
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One likely secret the policy acts on, in one string (never its value)."""
+
+    kind: str
+    rule_id: str
+    tier: str
+    action: str
+    digest: str           # keyed hash of the value
+    asked: Asked | None   # what a person is shown, for an `ask` finding
 
 
-def secrets(walk: Walk, body: Any, screen: SecretScreen, policy: Policy,
-            done: set[str | None], changed: set[JsonPath],
-            approved: frozenset[str] = frozenset()) -> list[Withheld]:
-    """Replace likely secrets with keyed, kind-tagged placeholders, as the policy says
-    (`secrets:` in rule files): redact, ask (redacted unless its key is in `approved`; the
-    verdict's asks say what to put to a person), block the request, or allow. A secret
-    inside a signed field cannot be replaced: a high-tier one blocks; generic findings are
-    too uncertain to stop a conversation for.
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the content screens make of one string: the text that leaves in its place, the
+    denied values and secrets found in it, and why it must block the request, if it must.
+    A function of the string, its role and the screens alone, so a resent string's outcome
+    can be reused (gate/screen/turns.py)."""
+
+    seg: Segment
+    text: str
+    denied: tuple[Source, ...] = ()
+    secrets: tuple[Found, ...] = ()
+    denied_block: str | None = None  # a denied value in a field gate cannot edit
+    secret_block: str | None = None  # a secret the policy blocks, or one gate cannot edit
+
+
+def outcome(seg: Segment, index: DeniedIndex | None, screen: SecretScreen | None,
+            policy: Policy, approved: frozenset[str] = frozenset()) -> Outcome | None:
+    """Every denied file's value in the string replaced, then its likely secrets replaced
+    with keyed, kind-tagged placeholders as the policy says (`secrets:` in rule files):
+    redact, ask (redacted unless its key is in `approved`), block, or allow. A hit inside a
+    signed or opaque field cannot be replaced: a denied value or a high-tier secret blocks;
+    generic findings there are too uncertain to stop a conversation for. None: nothing found.
     """
+    text, denied_block = seg.text, None
+    denied: tuple[Source, ...] = ()
+    found: tuple[Found, ...] = ()
+    if index is not None and len(index):
+        new, hits = index.redact(text)
+        if hits and seg.role is Role.IMMUTABLE:
+            first = hits[0].source
+            denied_block = (f"a value from {first.path} (denied by {first.rule.text},"
+                            f" {first.rule.where}) is inside a signed or opaque field that gate"
+                            " cannot edit; start a new conversation without it")
+        elif hits:
+            text, denied = new, tuple(hit.source for hit in hits)
+    secret_block = None
+    if screen is not None:
+        text, found, secret_block = _secrets(seg, text, screen, policy, approved)
+    if not (denied or found or denied_block or secret_block):
+        return None
+    return Outcome(seg, text, denied, found, denied_block, secret_block)
+
+
+def _secrets(seg: Segment, text: str, screen: SecretScreen, policy: Policy,
+             approved: frozenset[str]) -> tuple[str, tuple[Found, ...], str | None]:
+    acted = [(f, policy.secret_action(f.kind, f.rule_id, f.tier))
+             for f in screen.scanner.scan(text)]
+    acted = [(f, a) for f, a in acted if a != "allow"]
+    if not acted:
+        return text, (), None
+    if blocked := next((f for f, a in acted if a == "block"), None):
+        return text, (), (f"a likely secret ({blocked.kind}, detector {blocked.rule_id}) is"
+                          " in this request and the secrets policy blocks it")
+    if seg.role is Role.IMMUTABLE:
+        if high := next((f for f, _ in acted if f.tier == "high"), None):
+            return text, (), (f"a likely secret ({high.kind}) is inside a signed or opaque"
+                              " field that gate cannot edit; start a new conversation without"
+                              " it")
+        return text, (), None
+    view, spans = (masking.masked(text, [(f.start, f.end) for f, _ in acted])
+                   if any(a == "ask" for _, a in acted) else (text, []))
+    out, last, found = [], 0, []
+    for i, (f, action) in enumerate(acted):  # sorted, never overlapping
+        value = text[f.start:f.end]
+        digest = keyed_hash(value, screen.key)
+        sent = action == "ask" and digest in approved
+        tag = value if sent else placeholder(f, value, screen.key)
+        if action == "ask" and not sent:
+            tag = tag[:-1] + "; not approved by the user]"
+        out += [text[last:f.start], tag]
+        last = f.end
+        asked = None
+        if action == "ask":  # what a person is shown: the lines around it, all masked
+            start, end = spans[i]
+            asked = Asked(digest, "send-secret", view[start:end],
+                          masking.context(view, start, end), sent)
+        found.append(Found(f.kind, f.rule_id, f.tier, action, digest, asked))
+    out.append(text[last:])
+    return "".join(out), tuple(found), None
+
+
+def tally(outcomes: Iterable[Outcome], tools: Mapping[str, str]) -> list[Withheld]:
+    """What the outcomes withheld, counted per denied file and rule, then per secret (its
+    detector and keyed hash), in order of first appearance; raises Blocked for the first
+    denied value, else the first secret, that must block the request. `tools` names the
+    tool whose output held a secret (call id → tool name)."""
+    outcomes = list(outcomes)
+    for o in outcomes:
+        if o.denied_block:
+            raise Blocked(o.denied_block)
+    for o in outcomes:
+        if o.secret_block:
+            raise Blocked(o.secret_block)
+    denied: dict[tuple[str, str], Withheld] = {}
     found: dict[tuple[str, str], Withheld] = {}
-    tools = {c.id: c.name for c in walk.calls}  # which tool's output held it, if any
-    for seg in _live(walk, done):
-        text = get_at(body, seg.path) if seg.path in changed else seg.text
-        acted = [(f, policy.secret_action(f.kind, f.rule_id, f.tier))
-                 for f in screen.scanner.scan(text)]
-        acted = [(f, a) for f, a in acted if a != "allow"]
-        if not acted:
-            continue
-        if blocked := next((f for f, a in acted if a == "block"), None):
-            raise Blocked(f"a likely secret ({blocked.kind}, detector {blocked.rule_id}) is in"
-                          " this request and the secrets policy blocks it")
-        if seg.role is Role.IMMUTABLE:
-            if high := next((f for f, _ in acted if f.tier == "high"), None):
-                raise Blocked(f"a likely secret ({high.kind}) is inside a signed or opaque"
-                              " field that gate cannot edit; start a new conversation without it")
-            continue
-        out, last = [], 0
-        asks: list[tuple[tuple[str, str], int, str, bool]] = []  # key, which, digest, sent
-        for i, (f, action) in enumerate(acted):  # sorted, never overlapping
-            value = text[f.start:f.end]
-            digest = keyed_hash(value, screen.key)
-            sent = action == "ask" and digest in approved
-            tag = value if sent else placeholder(f, value, screen.key)
-            if action == "ask" and not sent:
-                tag = tag[:-1] + "; not approved by the user]"
-            out += [text[last:f.start], tag]
-            last = f.end
-            key = (f.rule_id, digest[:16])
+    for o in outcomes:
+        for src in o.denied:
+            key = (src.path, src.rule.text)
+            prev = denied.get(key)
+            denied[key] = Withheld(None, None, src.path, src.rule.text, src.rule.where,
+                                   "content", prev.count + 1 if prev else 1)
+        asks: list[tuple[tuple[str, str], Asked | None]] = []
+        for f in o.secrets:
+            key = (f.rule_id, f.digest[:16])
             prev = found.get(key)
-            found[key] = Withheld(prev.call_id if prev else seg.call_id,
-                                  prev.tool if prev else tools.get(seg.call_id or ""),
-                                  f.kind, f.rule_id, f"tier {f.tier}: {action}", "secret",
+            found[key] = Withheld(prev.call_id if prev else o.seg.call_id,
+                                  prev.tool if prev else tools.get(o.seg.call_id or ""),
+                                  f.kind, f.rule_id, f"tier {f.tier}: {f.action}", "secret",
                                   prev.count + 1 if prev else 1, key[1],
                                   prev.asked if prev else None)
-            if action == "ask" and not found[key].asked:
-                asks.append((key, i, digest, sent))
-        out.append(text[last:])
-        if asks:  # what a person is shown: the lines around it, every finding masked
-            view, spans = masking.masked(text, [(f.start, f.end) for f, _ in acted])
-            for key, i, digest, sent in asks:
-                start, end = spans[i]
-                found[key] = replace(found[key], asked=Asked(
-                    digest, "send-secret", view[start:end], masking.context(view, start, end),
-                    sent))
-        if (new := "".join(out)) != text:  # all approved: the string is left as it was
-            set_at(body, seg.path, new)
-            changed.add(seg.path)
-    return list(found.values())
+            if f.action == "ask" and not found[key].asked:
+                asks.append((key, f.asked))
+        for key, asked in asks:  # the last ask of a key in its first string, as shown
+            found[key] = replace(found[key], asked=asked)
+    return [*denied.values(), *found.values()]
 
 
 def suspects(strings: list[tuple[JsonPath, str]], index: DeniedIndex | None,
@@ -142,8 +184,3 @@ def keys(names: list[str], index: DeniedIndex | None, screen: SecretScreen | Non
     if screen is not None and any(f.tier == "high" for f in screen.scanner.scan(text)):
         raise Blocked("a likely secret is used as a JSON key in this request; gate cannot"
                       " replace it in place")
-
-
-def _live(walk: Walk, done: set[str | None]) -> list[Segment]:
-    """Segments still in the body as walked (results withheld whole are gone)."""
-    return [s for s in walk.segments if not (s.role is Role.TOOL_RESULT and s.call_id in done)]

@@ -1,0 +1,66 @@
+"""A tool call's result withheld by its rule, and what agents say their working directory is:
+shared by screening a whole body (request.py) and a turn's new messages (turns.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import ModuleType
+from typing import Any
+
+from gate.agents import tools
+from gate.agents.actions import Action
+from gate.providers import history
+from gate.providers.segments import Role, ToolCall, Walk, get_at, long_strings
+from gate.rules.engine import Decision
+from gate.rules.model import Effect
+from gate.screen import masking, placeholder
+from gate.screen.codec import dump
+from gate.screen.content import SecretScreen
+from gate.screen.fingerprints import MIN_UNIT
+from gate.screen.secrets import keyed_hash
+from gate.screen.verdict import Asked, Withheld
+
+# Shorter strings hold neither a denied file's unit nor a secret any detector reports.
+SHORTEST = min(MIN_UNIT, 8)
+# Where each format's tool result keeps its output (Anthropic, Chat, Responses, Gemini).
+_OUTPUTS = ("content", "output", "response")
+
+
+def withhold(fmt: ModuleType | None, body: Any, call: ToolCall, action: Action,
+             decision: Decision, approved: frozenset[str],
+             secrets: SecretScreen | None) -> Withheld | None:
+    """Replace a denied (or not approved `ask`) call's result in `body` with a placeholder
+    naming the rule; what was withheld, or None when no deny or ask rule matched."""
+    if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
+        return None
+    assert fmt is not None and call.result is not None
+    item = Withheld(call.id, call.name, decision.path or action.target, decision.rule.text,
+                    decision.rule.where)
+    if decision.effect is Effect.ASK:
+        item = replace(item, asked=_asked(get_at(body, call.result), action, decision.path,
+                                          approved, secrets))
+        if item.asked and item.asked.approved:
+            return item  # sent as is, and still screened for content
+    holders = [get_at(body, call.result[:k]) for k in range(len(call.result))]
+    fmt.withhold_result(body, call.result, placeholder.withheld(action, decision.rule,
+                                                                decision.path))
+    history.edited(holders)  # each object holding the result now serialises otherwise
+    return item
+
+
+def _asked(result: Any, action: Action, path: str | None, approved: frozenset[str],
+           secrets: SecretScreen | None) -> Asked:
+    """An ask rule's tool result, as a person is shown it; keyed by its content (not its
+    call id), so the same output read again later is recognised."""
+    if isinstance(result, dict):
+        result = next((result[k] for k in _OUTPUTS if k in result), result)
+    text = "\n".join(t for _, t in sorted(long_strings(result, 1)[0])) or dump(result).decode()
+    key = keyed_hash(text, secrets.key if secrets else b"")
+    return Asked(key, "send-denied-content", masking.preview(text), action.describe(path),
+                 key in approved)
+
+
+def working_directory(walk: Walk) -> str | None:
+    """Where agents state their working directory: system text and the first user texts."""
+    users = [t for _, t in zip(range(3), walk.texts(Role.USER_TEXT), strict=False)]
+    return tools.working_directory([*walk.texts(Role.SYSTEM), *users])

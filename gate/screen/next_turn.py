@@ -1,0 +1,174 @@
+"""A next turn of a conversation screened from what it added to a kept Turn.
+
+Only the bytes between the shared messages and the shared end are parsed, walked and
+screened; the frame's and shared messages' outcomes are reused, each reused tool decision
+holds only while the files it looked at are the same files (one stat each), and the
+verdict is put together in the order screening the whole body gives. Anything the whole-body
+path would treat differently is a Miss, and that path screens the body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from loguru import logger
+
+from gate.agents import tools
+from gate.providers import anthropic
+from gate.providers.segments import Role, Segment, ToolCall, item_strings, set_at
+from gate.rules.engine import stamp_of
+from gate.rules.layers import PolicyStore, repository_root
+from gate.screen import calls as tool_calls
+from gate.screen import content, layout
+from gate.screen.calls import SHORTEST
+from gate.screen.content import Outcome
+from gate.screen.turn import Call, Message, Turn, said
+from gate.screen.verdict import Outbound, Verdict, Withheld
+
+if TYPE_CHECKING:
+    from gate.screen.request import Screens
+
+
+class Miss(Exception):
+    """This body is not a next turn the fast path can screen exactly."""
+
+
+def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
+         screens: Screens | None) -> tuple[Verdict, Turn]:
+    """Screen the messages after the first k of `turn` that `req.body` shares with it."""
+    body = req.body
+    close = len(body) - (len(turn.raw) - turn.close)
+    rest = body[turn.ends[k]:close].lstrip(b" \t\r\n")
+    if k and rest:
+        if rest[:1] != b",":
+            raise Miss("the messages do not continue after the shared ones")
+        rest = rest[1:]
+    try:
+        new = orjson.loads(b"[" + rest + b"]") if rest.strip() else []
+    except orjson.JSONDecodeError as exc:
+        raise Miss(f"the new messages do not parse ({exc})") from exc
+    ends = layout.items(rest.decode("latin-1"), 0, close - len(rest))
+    if len(ends) != len(new) or not all(isinstance(m, dict) for m in new):
+        raise Miss("the new messages are not objects")
+    walked = [anthropic.walk_message(m, (layout.KEY, k + j)) for j, m in enumerate(new)]
+    msgs = (*turn.msgs[:k], *(Message(tuple(s.text for s in segs if s.role is Role.SYSTEM),
+                                      tuple(s.text for s in segs
+                                            if s.role is Role.USER_TEXT)[:3])
+                              for segs, _, _ in walked))
+    prompt = turn.prompt_of(k)
+    if new:
+        prompt = ((*prompt[0], *(t for m in msgs[k:] for t in m.system)),
+                  (*prompt[1], *(t for m in msgs[k:] for t in m.users))[:3])
+    cwd = turn.cwd if prompt == turn.prompt else (
+        req.project_root or tools.working_directory([*prompt[0], *prompt[1]]))
+    if cwd != turn.cwd:
+        raise Miss("the working directory changed")
+    root = repository_root(cwd) if cwd else None
+    policy = policies.policy_for(root)
+    index = screens.indexes.index_for(policy, root) if screens and screens.indexes else None
+    secrets = screens.secrets if screens else None
+    if policy is not turn.policy or index is not turn.index or secrets is not turn.secrets:
+        raise Miss("the rules, denied files or secret screen changed")
+    fake: dict[str, list[Any]] = {layout.KEY: [None] * k + new}  # paths resolve as in a body
+    made = _calls(turn, k, new, walked, cwd)
+    seen: dict[tuple[str, str | None], object] = {}
+    withheld: list[Withheld] = []
+    for i, c in enumerate(made):
+        if c.at is None:
+            continue
+        if c.at < k:  # decided on a shared message: holds while its files are the same
+            if stamp_of(c.action, root, seen) != c.stamp:
+                raise Miss(f"a file call {c.id} looked at is another file now")
+        else:
+            result = next(p for cid, p in walked[c.at - k][2] if cid == c.id)
+            decision = policy.decide(c.action, root)
+            made[i] = c = replace(c, decision=decision, stamp=stamp_of(c.action, root, seen),
+                                  item=tool_calls.withhold(
+                                      anthropic, fake, ToolCall(c.id, c.name, {}, result),
+                                      c.action, decision, req.approved, secrets))
+        if c.item is not None:
+            withheld.append(c.item)
+    done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
+    outcomes: list[Outcome] = []
+    extras: list[Outcome] = []
+    outcome_ends, extra_ends = list(turn.outcome_ends[:k]), list(turn.extra_ends[:k])
+    for j, (segs, _, _) in enumerate(walked):
+        live = [s for s in segs if not (s.role is Role.TOOL_RESULT and s.call_id in done)]
+        extra: tuple[Segment, ...] = ()
+        if index or secrets:
+            found, names = item_strings(new[j], (layout.KEY, k + j), SHORTEST)
+            covered = {s.path for s in segs}
+            extra = content.suspects([(p, t) for p, t in found if p not in covered], index,
+                                     secrets)
+            content.keys(list(names), index, secrets)
+        outcomes += [o for s in live
+                     if (o := content.outcome(s, index, secrets, policy, req.approved))]
+        extras += [o for s in extra
+                   if (o := content.outcome(s, index, secrets, policy, req.approved))]
+        outcome_ends.append(len(outcomes) + (outcome_ends[k - 1] if k else 0))
+        extra_ends.append(len(extras) + (extra_ends[k - 1] if k else 0))
+    shared_outcomes = turn.outcomes[:turn.outcome_ends[k - 1] if k else 0]
+    shared_extras = turn.extras[:turn.extra_ends[k - 1] if k else 0]
+    withheld += content.tally([*turn.head, *shared_outcomes, *outcomes, *turn.before,
+                              *shared_extras, *extras, *turn.after],
+                              {c.id: c.name for c in made})
+    for o in (*outcomes, *extras):
+        if o.text != o.seg.text:
+            set_at(fake, o.seg.path, o.text)
+    out, outs = None, turn.outs[:k]
+    if any(not (w.asked and w.asked.approved) for w in withheld):
+        out, outs = _rewritten(turn, k, new)
+        logger.info("withheld {} item(s): {}", len(withheld),
+                    ", ".join(sorted({w.rule for w in withheld})))
+    nxt = replace(turn, raw=body, ends=(*turn.ends[:k + 1], *ends), close=close, msgs=msgs,
+                  calls=tuple(made), outs=outs if len(outs) == len(msgs) else (),
+                  prompt=prompt, said=said(msgs, k, tuple(i for i in turn.said if i < k)),
+                  outcomes=(*shared_outcomes, *outcomes), outcome_ends=tuple(outcome_ends),
+                  extras=(*shared_extras, *extras), extra_ends=tuple(extra_ends))
+    return Verdict(out, anthropic.FORMAT, turn.model, root, tuple(withheld)), nxt
+
+
+def _rewritten(turn: Turn, k: int, new: list[dict[str, Any]]
+               ) -> tuple[bytes, tuple[bytes, ...]]:
+    """The edited body put together as the whole-body path writes it: the frame around
+    each message's orjson.dumps (the shared ones' kept from their turn)."""
+    if turn.frame is None or len(turn.outs) < k:
+        raise Miss("no rewritten form of the shared messages yet")
+    try:
+        outs = (*turn.outs[:k], *(orjson.dumps(m) for m in new))
+    except (orjson.JSONEncodeError, TypeError) as exc:
+        raise Miss("a new message needs the standard library's writer") from exc
+    head, tail = turn.frame
+    if not outs:
+        return head + tail, outs
+    parts = list(outs)
+    parts[0] = head + parts[0]
+    parts[-1] += tail
+    return b",".join(parts), outs
+
+
+def _calls(turn: Turn, k: int, new: list[dict[str, Any]],
+           walked: list[anthropic.Message], cwd: str | None) -> list[Call]:
+    """The calls of the shared messages (answered later: not yet), then the new ones, each
+    paired with the new message answering it; a body the whole-body walk refuses is a miss."""
+    made = [c if c.at is None or c.at < k else replace(c, at=None, decision=None, item=None,
+                                                        stamp=())
+            for c in turn.calls if c.msg < k]
+    ids = {c.id: i for i, c in enumerate(made)}
+    for j, (_, uses, _) in enumerate(walked):
+        for call_id, name, b in uses:
+            if call_id in ids:
+                raise Miss("two tool calls share an id")
+            inp = new[j]["content"][b].get("input")
+            ids[call_id] = len(made)
+            made.append(Call(call_id, name, tools.action(name, inp if isinstance(inp, dict)
+                                                         else {}, cwd), k + j))
+    for j, (_, _, results) in enumerate(walked):
+        for call_id, _ in results:
+            i = ids.get(call_id)
+            if i is None or made[i].at is not None:
+                raise Miss(f"tool result {call_id} answers no open call")
+            made[i] = replace(made[i], at=k + j)
+    return made

@@ -1,0 +1,92 @@
+"""The next turn of a conversation: only the messages it added are screened.
+
+Agents resend the whole conversation every turn. After screening an Anthropic body, gate
+keeps what it worked out, message by message, with where each message ends in the raw
+bytes (gate/screen/turn.py). A later body on the same path, under the same rules, denied
+files, secret screen, working directory and answers, that starts with the same bytes up to
+the end of some message and ends with the same bytes from the messages' closing bracket is
+that conversation again: its frame (model, system, tools...) and those messages are what
+they were, so their outcomes are reused and only the rest is screened
+(gate/screen/next_turn.py).
+
+The verdict is the one screening the whole body gives, byte for byte: findings are
+counted in the same order, and a rewritten body is put together from each message's
+`orjson.dumps`, which is how a whole body is written too (tests/screen/test_turns.py
+checks both paths against each other over random conversations). Anything unusual (a body
+that does not parse as orjson parses it, a call answered twice, a finding that blocks, a
+file a decision looked at replaced) goes down the whole-body path, which says why.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from loguru import logger
+
+from gate.rules.layers import PolicyStore
+from gate.screen import next_turn, turn
+from gate.screen.turn import Turn
+from gate.screen.verdict import Blocked, Outbound, Verdict
+
+if TYPE_CHECKING:
+    from gate.screen.request import Screens, Worked
+
+MAX_TURNS = 16           # conversations remembered (subagents run beside the main one)
+MAX_BYTES = 256 << 20    # raw bodies and rewritten messages kept, in total
+
+
+class Turns:
+    def __init__(self) -> None:
+        self._turns: list[Turn] = []
+        self._lock = threading.Lock()
+
+    def screen(self, req: Outbound, policies: PolicyStore,
+               screens: Screens | None) -> Verdict | None:
+        """The verdict for a next turn of a conversation kept here; None: screen it whole."""
+        key = turn.key_of(req)
+        with self._lock:
+            candidates = [t for t in reversed(self._turns) if t.key == key]
+        for kept in candidates:
+            k = kept.shared(req.body)
+            if k is None:
+                continue
+            try:
+                verdict, nxt = next_turn.step(kept, k, req, policies, screens)
+            except next_turn.Miss as exc:
+                logger.debug("screening the whole body: {}", exc)
+                return None
+            except Blocked:
+                return None  # the whole-body path raises it again, in its own order
+            self._put(nxt, kept)
+            return verdict
+        return None
+
+    def keep(self, req: Outbound, worked: Worked, screens: Screens | None) -> Verdict | None:
+        """Remember a body screened whole; its verdict, the rewritten body put together as
+        the next turn's will be (None: this body cannot be a turn, use worked.verdict())."""
+        first = turn.first(req, worked, screens.secrets if screens else None)
+        if first is None:
+            return None
+        out = None
+        if worked.rewrite and first.frame is not None:
+            head, tail = first.frame
+            out = b"".join((head, b",".join(first.outs), tail))
+        self._put(first, None)
+        return worked.verdict(out)
+
+    def _put(self, new: Turn, old: Turn | None) -> None:
+        with self._lock:
+            kept = [t for t in self._turns if t is not old]
+            kept.append(new)
+            total = sum(t.size for t in kept)
+            while len(kept) > MAX_TURNS or (total > MAX_BYTES and len(kept) > 1):
+                total -= kept.pop(0).size
+            self._turns = kept
+
+    def clear(self) -> None:
+        with self._lock:
+            self._turns = []
+
+
+TURNS = Turns()

@@ -1,0 +1,297 @@
+"""The next turn of a conversation is screened from what it added (gate/screen/turns.py):
+its verdict is the whole-body screening's, byte for byte, turn after turn, whatever the
+agent did in between (new calls, edits of old messages, moved cache marks, retries, rule
+and file changes, bodies that must be blocked)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from gate.providers.history import HISTORY
+from gate.rules.layers import PolicyStore
+from gate.screen import layout, turns
+from gate.screen.content import SecretScreen
+from gate.screen.fingerprints import IndexStore
+from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
+from messages import system
+from screen.secrets_corpus import Gen
+
+PATH = "/v1/messages?beta=true"
+
+
+class Session:
+    """A Claude Code style conversation that an agent grows, edits and resends."""
+
+    def __init__(self, project: Path, rand: random.Random):
+        self.project, self.rand, self.n = project, rand, 0
+        self.gen = Gen(rand.randrange(1 << 30))
+        self.messages: list[dict[str, Any]] = [
+            {"role": "user", "content": [{"type": "text", "text": "help me with this"}]}]
+        self.system = system(str(project))
+        if rand.random() < 0.5:  # the working directory stated by a user message instead
+            self.system[1] = {**self.system[1], "text": "You are Claude Code."}
+        self.compact = True
+        self.messages_last = rand.random() < 0.5  # as the Python SDK orders keyword args
+        self.user_id = "user_session_abc"
+        self.approved: frozenset[str] = frozenset()
+
+    def call(self, name: str, inp: dict[str, Any], result: Any | None,
+             call_id: str | None = None) -> None:
+        self.n += 1
+        call_id = call_id or f"toolu_{self.n:04d}_{self.rand.getrandbits(32):08x}"
+        self.messages.append({"role": "assistant", "content": [
+            {"type": "text", "text": f"step {self.n}"},
+            {"type": "tool_use", "id": call_id, "name": name, "input": inp}]})
+        if result is not None:
+            self.messages.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": call_id, "content": result}]})
+
+    def answer_open(self) -> bool:
+        """A user message answering the last call, if it is still open."""
+        last = self.messages[-1]
+        if last["role"] != "assistant" or last["content"][-1]["type"] != "tool_use":
+            return False
+        self.messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": last["content"][-1]["id"],
+             "content": f"done {self.gen.password()}"}]})
+        return True
+
+    def body(self) -> bytes:
+        msgs = copy.deepcopy(self.messages)
+        for m in reversed(msgs):  # Claude Code marks the last user block for caching
+            if m["role"] == "user" and isinstance(m["content"], list):
+                m["content"][-1]["cache_control"] = {"type": "ephemeral"}
+                break
+        req = {"model": "claude-test", "messages": msgs, "system": self.system,
+               "tools": [{"name": "Read", "input_schema": {"type": "object"}}],
+               "metadata": {"user_id": self.user_id}, "max_tokens": 64, "stream": True}
+        if self.messages_last:
+            req = {**{k: v for k, v in req.items() if k != "messages"}, "messages": msgs}
+        if self.compact:
+            return orjson.dumps(req)
+        return json.dumps(req).encode()  # Python SDK style: spaces, \u escapes
+
+
+def _steps(s: Session, env_value: str) -> Iterator[str]:
+    """One change per turn, chosen at random; yields its name."""
+    p = s.project
+    kinds = ["read", "read", "bash", "bash", "env", "cat_env", "secret", "notes", "open",
+             "compact", "retry", "drop", "text_secret", "system", "format", "symlink",
+             "approve", "dup_id", "orphan", "thinking", "rules", "cwd", "unknown", "metadata"]
+    for _ in range(60):
+        kind = s.rand.choice(kinds)
+        if s.answer_open() and kind == "open":
+            kind = "read"
+        if kind == "read":
+            s.call("Read", {"file_path": f"{p}/src/mod{s.n}.py"}, f"1\tdef f{s.n}(): pass")
+        elif kind == "bash":
+            s.call("Bash", {"command": "git status"}, [{"type": "text", "text": " M a.py"}])
+        elif kind == "env":
+            s.call("Read", {"file_path": f"{p}/.env"}, f"1\t{env_value}")
+        elif kind == "cat_env":
+            s.call("Bash", {"command": "python -c 'print(open(\".env\").read())'"}, env_value)
+        elif kind == "secret":
+            s.call("Bash", {"command": "gh auth token"}, s.gen.crc_token("ghp_"))
+        elif kind == "notes":
+            s.call("Read", {"file_path": f"{p}/notes.txt"}, "1\tmeeting notes")
+        elif kind == "open":
+            s.call("Bash", {"command": "make"}, None)
+        elif kind == "compact" and len(s.messages) > 4:  # an old tool output cleared
+            i = s.rand.randrange(1, len(s.messages) - 1)
+            for block in s.messages[i]["content"]:
+                if block.get("type") == "tool_result":
+                    block["content"] = "[Old tool result content cleared]"
+        elif kind == "drop" and len(s.messages) > 3:
+            del s.messages[-2:]
+            s.answer_open()
+        elif kind == "text_secret":
+            s.messages.append({"role": "user", "content": [
+                {"type": "text", "text": f"use token {s.gen.crc_token('ghp_')}"}]})
+            s.messages.append({"role": "assistant", "content": [
+                {"type": "text", "text": "ok"}]})
+        elif kind == "system":  # a secret in the system prompt: found before the messages'
+            s.system = [*s.system[:1], {**s.system[1], "text": s.system[1]["text"]
+                                        + f" token {s.gen.crc_token('ghp_')}"}]
+        elif kind == "unknown":  # a field no walker knows, in a known block
+            s.call("Bash", {"command": "env"}, "ok")
+            s.messages[-1]["content"][0]["x_note"] = {"seen": [s.gen.crc_token("ghp_")]}
+        elif kind == "metadata":  # a secret in a field outside the messages
+            s.user_id = s.gen.crc_token('ghp_')
+        elif kind == "cwd":
+            s.messages.append({"role": "user", "content": [
+                {"type": "text", "text": f"Working directory: {p}"}]})
+            s.messages.append({"role": "assistant", "content": [
+                {"type": "text", "text": "ok"}]})
+        elif kind == "format":
+            s.compact = not s.compact
+        elif kind == "symlink":  # an allowed file read earlier now names the .env
+            target = p / "src" / f"mod{s.rand.randint(0, s.n)}.py"
+            if not target.exists():
+                target.parent.mkdir(exist_ok=True)
+                os.symlink(p / ".env", target)
+        elif kind == "rules":
+            rules = p / ".gate" / "rules.yaml"
+            rules.write_text(rules.read_text() + f"  - Read(./gen{s.n}.txt)\n")
+        yield kind
+
+
+def _verdict(req: Outbound, screens: Screens, store: Store, policies: PolicyStore,
+             monkeypatch: pytest.MonkeyPatch) -> Verdict | str:
+    monkeypatch.setattr(turns, "TURNS", store)
+    try:
+        return screen(req, policies, screens)
+    except Blocked as exc:
+        return f"blocked: {exc}"
+
+
+class Store(turns.Turns):
+    """Counts the verdicts the fast path gave."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hits = 0
+
+    def screen(self, req: Outbound, policies: PolicyStore,
+               screens: Screens | None) -> Verdict | None:
+        verdict = super().screen(req, policies, screens)
+        self.hits += verdict is not None
+        return verdict
+
+
+BLOCKING = ("dup_id", "orphan", "thinking")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    project, data = gate_dirs["project"], gate_dirs["data"]
+    data.mkdir(mode=0o700)
+    (project / ".gate").mkdir()
+    (project / ".gate" / "rules.yaml").write_text("ask:\n  - Read(./notes.txt)\n")
+    rand = random.Random(seed)
+    env_value = "DATABASE_PASSWORD=" + Gen(rand.randrange(1 << 30)).password(20)
+    (project / ".env").write_text(env_value + "\n")
+    screens = Screens(IndexStore(), SecretScreen.load(data))
+    session, fast, policies = Session(project, rand), Store(), PolicyStore()
+    kinds: list[str] = []
+    last: Verdict | None = None
+    for kind in _steps(session, env_value):
+        if kind == "approve" and last is not None:  # a person approved what was asked
+            session.approved = frozenset(w.asked.key for w in last.withheld if w.asked)
+        added = _blocking(session, kind, env_value) if kind in BLOCKING else 0
+        req = Outbound(PATH, session.body(), "claude-code", None, approved=session.approved)
+        got = _verdict(req, screens, fast, policies, monkeypatch)
+        HISTORY.clear()
+        want = _verdict(req, screens, Store(), PolicyStore(), monkeypatch)
+        assert got == want, f"turn {len(kinds)} ({kind})"
+        if added:  # (a denied value is known once gate knows the project's directory)
+            assert kind == "thinking" or (isinstance(got, str) and got.startswith("blocked"))
+            del session.messages[-added:]
+        kinds.append(kind)
+        last = got if isinstance(got, Verdict) else last
+    # Most turns took the fast path; the rest (format, rules, symlink...) the whole body.
+    assert fast.hits >= len(kinds) // 3, (fast.hits, kinds)
+
+
+def _blocking(s: Session, kind: str, env_value: str) -> int:
+    """Messages the whole-body screening refuses; how many were added."""
+    if kind == "dup_id":
+        old = next(b["id"] for m in s.messages for b in m["content"]
+                   if isinstance(b, dict) and b.get("type") == "tool_use") \
+            if any(m["role"] == "assistant" and any(b.get("type") == "tool_use"
+                                                    for b in m["content"])
+                   for m in s.messages) else None
+        if old is None:
+            s.call("Read", {"file_path": "a"}, "x", call_id="toolu_dup")
+            s.call("Read", {"file_path": "b"}, "y", call_id="toolu_dup")
+            return 4
+        s.call("Read", {"file_path": "a"}, "x", call_id=old)
+        return 2
+    if kind == "orphan":
+        s.messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_nobody", "content": "?"}]})
+        return 1
+    s.messages.append({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": f"the password is {env_value}", "signature": "c2ln"},
+        {"type": "text", "text": "hm"}]})
+    return 1
+
+
+def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]) -> None:
+    project, data = gate_dirs["project"], gate_dirs["data"]
+    data.mkdir(mode=0o700)
+    env_value = "API_TOKEN=" + Gen(5).password(24)
+    (project / ".env").write_text(env_value + "\n")
+    s = Session(project, random.Random(1))
+    s.call("Read", {"file_path": f"{project}/.env"}, env_value)
+    s.call("Read", {"file_path": f"{project}/a.py"}, "print(1)")
+    screens, policies = Screens(IndexStore(), SecretScreen.load(data)), PolicyStore()
+    store = Store()
+    turns.TURNS, saved = store, turns.TURNS
+    try:
+        first = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+        s.call("Bash", {"command": "ls"}, "a.py")
+        second = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    finally:
+        turns.TURNS = saved
+    assert store.hits == 1
+    assert first.body is not None and second.body is not None
+    assert env_value.encode() not in second.body
+    assert orjson.loads(second.body)["messages"][:-3] == orjson.loads(first.body)["messages"][:-1]
+    assert [w.call_id for w in second.withheld] == [w.call_id for w in first.withheld]
+
+
+def _random_value(rand: random.Random, depth: int = 0) -> Any:
+    alphabet = "ab\"\\/\n\t\x00\x1f\u2028\u00e9\U0001f600 {}[],:"
+    kind = rand.randrange(6 if depth < 3 else 3)
+    if kind == 0:
+        return "".join(rand.choice(alphabet) for _ in range(rand.randrange(8)))
+    if kind == 1:
+        return rand.choice([0, -1, 2**63 - 1, 1.5, -2.25e-7, True, False, None])
+    if kind == 2:
+        return rand.randrange(100)
+    if kind == 3:
+        return [_random_value(rand, depth + 1) for _ in range(rand.randrange(4))]
+    return {str(_random_value(rand, 3)) if rand.random() < 0.5 else f"k{i}":
+            _random_value(rand, depth + 1) for i in range(rand.randrange(4))}
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_layout_and_frame_match_the_bytes(seed: int) -> None:
+    rand = random.Random(seed)
+    body = {str(_random_value(rand, 3)): _random_value(rand) for _ in range(rand.randrange(4))}
+    messages = [{"role": "user", "content": _random_value(rand)}
+                for _ in range(rand.randrange(5))]
+    items = list(body.items())
+    items.insert(rand.randrange(len(items) + 1), ("messages", messages))
+    body = dict(items)
+    # Put together from its parts, a rewritten body is orjson's own, byte for byte.
+    head, tail = layout.frame(body)
+    assert head + b",".join(orjson.dumps(m) for m in messages) + tail == orjson.dumps(body)
+    # Wherever the messages sit and however the body is spaced, each one is found.
+    for raw in (orjson.dumps(body), json.dumps(body).encode(),
+                json.dumps(body, indent=rand.choice([1, 2]), ensure_ascii=False).encode()):
+        where = layout.layout(raw)
+        assert where is not None
+        assert raw[where.close:where.close + 1] == b"]"
+        starts = [where.start, *where.ends][:len(where.ends)]
+        spans = [raw[a:b].lstrip(b" \n,") for a, b in zip(starts, where.ends, strict=True)]
+        assert [orjson.loads(x) for x in spans] == messages
+
+
+@pytest.mark.parametrize("raw", [b'[]', b'{"messages": {}}', b'{"messages": [], "messages": []}',
+                                 b'"x"', b'{"a": 1'])
+def test_layout_declines_other_shapes(raw: bytes) -> None:
+    where = layout.layout(raw)
+    assert where is None or where.ends == ()
+    if raw.startswith(b'{"messages": []'):
+        assert where is None  # a repeated key: which copy counts is the parser's call
