@@ -20,8 +20,12 @@ import threading
 from array import array
 from collections.abc import Sequence
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
 import zstandard
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 MIN_CHUNK = 512
 # An object ending an array element: another follows (with or without the space Python's
@@ -32,6 +36,7 @@ HASH_BYTES = 32  # sha256: chunk ids on disk are content hashes, also the chain'
 
 # A cut after position p is decided by the bytes before p and these many after it.
 _LOOKAHEAD = 4
+_MARK = 64  # chunk hashes between two saved states of a body digest (resumed_digest)
 _STRIDE = 64 << 10  # bytes per compare while looking for where two bodies part
 
 Spans = list[tuple[int, int]]
@@ -72,6 +77,23 @@ def resplit(body: bytes, prev: tuple[bytes, Spans, list[bytes]] | None
         return *_split_new(body, 0), 0
     rest, fresh = _split_new(body, old_spans[keep - 1][1])
     return old_spans[:keep] + rest, old_hashes[:keep] + fresh, keep
+
+
+def resumed_digest(hashes: list[bytes], prev: Sequence[HASH], keep: int
+                   ) -> tuple[bytes, list[HASH]]:
+    """body_digest(hashes), resumed from a previous body's saved sha256 states (`prev`,
+    from this function) when its first `keep` hashes are these. Returns the states to save
+    for this body: one every _MARK hashes, so a resent body hashes what is new plus fewer
+    than _MARK hashes of what it shares, not every chunk's hash again."""
+    j = keep // _MARK if prev else 0
+    marks = list(prev[:j + 1]) if prev else [hashlib.sha256()]
+    state, at = marks[-1].copy(), j * _MARK
+    for nxt in range(at + _MARK, len(hashes) + 1, _MARK):
+        state.update(b"".join(hashes[at:nxt]))
+        marks.append(state.copy())
+        at = nxt
+    state.update(b"".join(hashes[at:]))
+    return state.digest(), marks
 
 
 def _split_new(body: bytes, start: int) -> tuple[Spans, list[bytes]]:

@@ -1,15 +1,19 @@
 """Each recent session's last body, with what the next turn, which resends it, can reuse:
-its spans and chunk hashes (pure functions of its bytes) and, once its row is committed,
-its chunk ids and their delta coding (facts about the database, so they carry the chunk
-generation they are valid in)."""
+its spans, chunk hashes and the sha256 states of its body digest (pure functions of its
+bytes) and, once its row is committed, its chunk ids and their delta coding (facts about
+the database, so they carry the chunk generation they are valid in)."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gate.audit import blocks, chunks
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 SESSIONS, BYTES = 64, 64 << 20  # bodies kept: at most this many, this many bytes in all
 
@@ -19,6 +23,8 @@ class Turn:
     body: bytes
     spans: chunks.Spans
     hashes: list[bytes]
+    digest: bytes  # chunks.body_digest(hashes)
+    marks: list[HASH] = field(default_factory=list)  # see chunks.resumed_digest
     # Set only after the row's COMMIT: ids from a rolled-back transaction may be handed
     # out again to other chunks, so they are never reused.
     ids: list[int] | None = None
@@ -52,7 +58,8 @@ class Recent:
             self._bytes -= len(prev.body)
         spans, hashes, keep = chunks.resplit(
             body, (prev.body, prev.spans, prev.hashes) if prev is not None else None)
-        turn = Turn(body, spans, hashes)
+        digest, marks = chunks.resumed_digest(hashes, prev.marks if prev else [], keep)
+        turn = Turn(body, spans, hashes, digest, marks)
         if session:
             self._turns[session] = turn
             self._bytes += len(body)

@@ -131,7 +131,7 @@ class AuditStore:
                 ids, deltas, fresh = recent.chunk_ids(db, turn, prev, keep, self._known,
                                                       self._gen)
                 fields["chunk_refs"] = chunks.pack(deltas)
-                fields["body_digest"] = chunks.body_digest(turn.hashes)
+                fields["body_digest"] = turn.digest
             fields["id"], fields["prev_hash"] = chain.next_link(db)
             fields["record_hash"] = chain.record_hash(fields)
             fields["response_hash"] = chain.response_hash(fields)

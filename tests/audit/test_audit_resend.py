@@ -84,13 +84,15 @@ def reused(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
-@pytest.mark.parametrize("cache_max", [200_000, 3])
+@pytest.mark.parametrize(("cache_max", "mark"), [(200_000, 64), (3, 2)])
 def test_many_random_turns_store_exactly_what_a_store_without_memory_stores(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_max: int) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_max: int, mark: int) -> None:
     """Two sessions and session-less writes interleaved, the background pass (packing,
-    indexing) now and then; the hash → id cache tiny or not. Each body is also written by a
-    store opened for that one write (no previous turn, no cache): the tables must match."""
+    indexing) now and then; the hash → id cache tiny or not, the body digest's saved states
+    sparse or dense. Each body is also written by a store opened for that one write (no
+    previous turn, no cache): the tables must match."""
     monkeypatch.setattr("gate.audit.store._CACHE_MAX", cache_max)
+    monkeypatch.setattr(chunks, "_MARK", mark)
     seen = reused(monkeypatch)
     rand = random.Random(7)
     a, b = turns(random.Random(1), 60), turns(random.Random(2), 60)
@@ -113,6 +115,20 @@ def test_many_random_turns_store_exactly_what_a_store_without_memory_stores(
     for n, (_, body) in enumerate(writes):
         assert fast.body_of(n + 1) == body
     assert chain.verify(fast.conn()).ok
+
+
+@pytest.mark.parametrize("mark", [1, 3, 64])
+def test_a_resumed_body_digest_is_the_body_digest(monkeypatch: pytest.MonkeyPatch,
+                                                   mark: int) -> None:
+    monkeypatch.setattr(chunks, "_MARK", mark)
+    rand = random.Random(9)
+    hashes: list[bytes] = []
+    marks: list[Any] = []
+    for _ in range(300):
+        keep = rand.randint(0, len(hashes))
+        hashes = hashes[:keep] + [rand.randbytes(32) for _ in range(rand.randint(0, 150))]
+        got, marks = chunks.resumed_digest(hashes, marks, keep)
+        assert got == chunks.body_digest(hashes)
 
 
 def test_shared_is_the_longest_common_prefix() -> None:
