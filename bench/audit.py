@@ -129,12 +129,17 @@ def _plain_db(path: Path) -> sqlite3.Connection:
     return db
 
 
-def timing_report(final: int, label: str, samples: int, turns: int, baseline: Path | None
-                  ) -> None:
+def timing_report(final: int, label: str, samples: int, turns: int, baseline: Path | None,
+                  rounds: int) -> None:
     """Turn `turns` recorded `samples` times, each with a different new tail (as a real
-    turn), by this tree's gate and by the baseline's, each in a child process."""
-    before = _child(final, samples, turns, baseline) if baseline is not None else None
-    now = _child(final, samples, turns, ROOT)
+    turn), by this tree's gate and by the baseline's, each in a child process; `rounds`
+    alternated runs of each, pooled (a shared machine's load drifts between runs)."""
+    runs: dict[Path, list[dict[str, Any]]] = {}
+    for _ in range(rounds):
+        for tree in ([baseline] if baseline is not None else []) + [ROOT]:
+            runs.setdefault(tree, []).append(_child(final, samples, turns, tree))
+    now = _pooled(runs[ROOT])
+    before = _pooled(runs[baseline]) if baseline is not None else None
     cpu = f"cpu {_ms(now['cpu'], 50)}"
     if before is not None:
         cpu = (f"cpu before {_ms(before['cpu'], 50)}, after {_ms(now['cpu'], 50)}"
@@ -145,6 +150,14 @@ def timing_report(final: int, label: str, samples: int, turns: int, baseline: Pa
           + f"\n{'':>31}zstd insert p50 {_ms(now['plain'], 50)} | raw insert p50"
           f" {_ms(now['raw'], 50)} | background p50 {_ms(now['background'], 50)} | every"
           f" chunk new p50 {_ms(now['cold'], 50)} (cpu {_ms(now['cold_cpu'], 50)})")
+
+
+def _pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, list):
+            out[key] = [x for run in runs for x in run[key]]
+    return out
 
 
 def _child(final: int, samples: int, turns: int, tree: Path) -> dict[str, Any]:
@@ -257,20 +270,20 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         print(json.dumps(turn_times(args.child, args.samples, args.turns)))
         return
-    samples = 5 if args.quick else 20
+    samples, rounds = (5, 1) if args.quick else (20, 3)
     print("== audit size ==")
     for final in (500_000, 2_000_000):
         size_report(100, final)
     with tempfile.TemporaryDirectory() as tmp:
         print(f"\n== record_request on the request's path (before = {args.baseline}'s gate/,"
-              " after = this tree) ==")
+              f" after = this tree; CPU p50 of {rounds}x{samples} writes, runs alternated) ==")
         baseline = baseline_tree(args.baseline, Path(tmp))
         print(" turn 100 of a session (a ~20 KB tool result per turn at 2 MB):")
         for label, final in (("50 KB", 50_000), ("500 KB", 500_000), ("2 MB", 2_000_000)):
-            timing_report(final, label, samples, 100, baseline)
+            timing_report(final, label, samples, 100, baseline, rounds)
         print(" turn 600 of a session of small messages (~3 KB a turn at 2 MB):")
         for label, final in (("500 KB", 500_000), ("2 MB", 2_000_000)):
-            timing_report(final, label, samples, 600, baseline)
+            timing_report(final, label, samples, 600, baseline, rounds)
 
 
 if __name__ == "__main__":
