@@ -63,7 +63,7 @@ def next_link(db: sqlite3.Connection) -> tuple[int, bytes]:
                       ).fetchone()
     anchor_id, anchor_hash = anchor(db)
     if last is not None and last[0] > anchor_id:
-        return int(last[0]) + 1, bytes(last[1])
+        return int(last[0]) + 1, last[1]
     return anchor_id + 1, anchor_hash
 
 

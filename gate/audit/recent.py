@@ -44,7 +44,8 @@ class Turn:
 
 
 class Recent:
-    """The last turn of each of the most recent sessions, newest last."""
+    """The last turn of each of the most recent sessions, newest last. Not thread-safe:
+    the store uses it under its write lock."""
 
     def __init__(self, sessions: int = SESSIONS, budget: int = BYTES):
         self._turns: dict[str, Turn] = {}

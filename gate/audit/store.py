@@ -1,9 +1,9 @@
 """SQLite audit store: every request committed, chunked and chained, before it is sent.
 
-The insert is on the request's hot path, so it does only C-speed work per byte (a memcmp
-against the session's previous body, a regex for the cut points, sha256 of what is new)
-and writes only the chunks it has not stored before, as one block (see blocks.py); a
-background pass indexes them for full-text search after the request has left.
+The insert is on the request's hot path: C-speed work per byte (a memcmp against the
+session's previous body, whose chunk ids it reuses for the shared prefix (recent.py); a
+regex for the cut points and sha256 of what is new), and only the chunks not stored before
+written, as one block (blocks.py); a background pass indexes them after the request left.
 """
 
 from __future__ import annotations
