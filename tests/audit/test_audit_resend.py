@@ -11,11 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import pytest
 from audit.session_kit import _WORDS
 
+from fake_provider import FakeProvider
 from gate.audit import blocks, chain, chunks, index, retention
 from gate.audit.store import AuditError, AuditStore
+from gate.proxy.server import Listening
 
 
 def record(store: AuditStore, body: bytes, session: str | None, ts: float,
@@ -229,3 +232,31 @@ def test_an_edit_in_the_bytes_that_decide_a_cut_is_seen(sep: str) -> None:
                 full = chunks.split(new)
                 assert chunks.split_like(new, prev) == (
                     full, [chunks.digest(new[a:b]) for a, b in full])
+
+
+def test_a_real_gate_records_each_resent_turn_as_the_provider_got_it(
+        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    """An SDK client resends a growing conversation through a real gate, `cache_control`
+    moving to the newest message as Claude Code does, and a second session interleaved:
+    every row reads back as the bytes the provider received, and the chain verifies."""
+    rand = random.Random(11)
+    chats: dict[str, list[Any]] = {"one": [], "two": []}
+    clients = {sid: anthropic.Anthropic(
+        base_url=f"{gate.base_url}/anthropic", api_key="sk-ant-test", max_retries=0,
+        default_headers={"x-claude-code-session-id": sid}) for sid in chats}
+    for _ in range(30):
+        sid = rand.choice(["one", "one", "two"])
+        messages = chats[sid]
+        for m in messages:
+            m["content"][-1].pop("cache_control", None)
+        messages.append({"role": "user", "content": [
+            {"type": "text", "text": text(rand), "cache_control": {"type": "ephemeral"}}]})
+        reply = clients[sid].messages.create(model="claude-cli", max_tokens=8,
+                                             messages=messages)
+        messages.append({"role": "assistant", "content": [
+            {"type": "text", "text": reply.content[0].text}]})
+    store = AuditStore(gate_dirs["data"] / "audit.db")
+    rows = sorted(r["id"] for r in store.rows(100, body=False) if r["model"] == "claude-cli")
+    sent = [seen.body for seen in provider.seen if seen.path == "/v1/messages"]
+    assert len(sent) == 30 and [store.body_of(r) for r in rows] == sent
+    assert chain.verify(store.conn()).ok
