@@ -35,14 +35,17 @@ def text(rand: random.Random) -> str:
 
 def turns(rand: random.Random, n: int) -> Iterator[bytes]:
     """A conversation edited the ways agents (and odd clients) edit it between turns: new
-    messages, `cache_control` moved, a block near the end or in the middle rewritten,
-    messages dropped from the end, the same body again, and a byte flipped anywhere."""
+    messages (some large), `cache_control` moved, a block near the end or in the middle
+    rewritten, messages dropped from the end, the same body again, a byte flipped."""
     msgs: list[dict[str, Any]] = [{"role": "user", "content": [
         {"type": "text", "text": text(rand)}]}]
     for _ in range(n):
         op = rand.choice(["turn", "turn", "turn", "cache", "end", "middle", "shrink",
-                          "same", "byte"])
-        if op == "turn":
+                          "same", "byte", "big"])
+        if op == "big":  # a block over blocks.INLINE: written raw, packed by the worker
+            msgs.append({"role": "user", "content": [
+                {"type": "text", "text": " ".join(text(rand) for _ in range(80))}]})
+        elif op == "turn":
             msgs += [{"role": r, "content": [{"type": "text", "text": text(rand)}
                                              for _ in range(rand.randint(1, 3))]}
                      for r in ("assistant", "user")]
@@ -70,7 +73,9 @@ def stored(db: sqlite3.Connection) -> tuple[list[Any], list[Any], list[Any]]:
                 " FROM requests ORDER BY id")],
             [tuple(r) for r in db.execute(
                 "SELECT id, hash, block, start, size FROM chunks ORDER BY id")],
-            [tuple(r) for r in db.execute("SELECT id, data FROM blocks ORDER BY id")])
+            # Packed or not yet (the background pass runs when it runs): the same bytes.
+            [(r[0], chunks.stored(r[1], r[2]))
+             for r in db.execute("SELECT id, codec, data FROM blocks ORDER BY id")])
 
 
 def reused(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -98,12 +103,11 @@ def test_many_random_turns_store_exactly_what_a_store_without_memory_stores(
     monkeypatch.setattr(chunks, "_MARK", mark)
     seen = reused(monkeypatch)
     rand = random.Random(7)
-    a, b = turns(random.Random(1), 60), turns(random.Random(2), 60)
-    writes = [(s, body) for s, it in (("s:a", a), ("s:b", b)) for body in it]
-    rand.shuffle(writes)  # a random interleaving, each session's turns kept in order
-    order = {"s:a": [w for w in writes if w[0] == "s:a"],
-             "s:b": [w for w in writes if w[0] == "s:b"]}
-    writes = [order[s].pop(0) for s, _ in writes]
+    sessions = {"s:a": list(turns(random.Random(1), 60)),
+                "s:b": list(turns(random.Random(2), 60))}
+    slots = [s for s in sessions for _ in range(60)]
+    rand.shuffle(slots)  # a random interleaving, each session's turns in order
+    writes: list[tuple[str | None, bytes]] = [(s, sessions[s].pop(0)) for s in slots]
     writes[10:10] = [(None, writes[9][1]), (None, writes[3][1])]
     fast = AuditStore(tmp_path / "fast.db")
     for n, (session, body) in enumerate(writes):
@@ -114,6 +118,8 @@ def test_many_random_turns_store_exactly_what_a_store_without_memory_stores(
         record(plain, body, session, ts=1000.0 + n)
         plain.close()
     assert sum(1 for k in seen[::2] if k > 0) > 60  # the fast path was taken, mostly
+    assert any(len(chunks.unpack(data)) > blocks.INLINE for (data,) in fast.conn().execute(
+        "SELECT data FROM blocks WHERE codec='zstd'"))  # written raw, packed between turns
     assert stored(fast.conn()) == stored(AuditStore(tmp_path / "plain.db").conn())
     for n, (_, body) in enumerate(writes):
         assert fast.body_of(n + 1) == body
