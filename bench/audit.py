@@ -6,9 +6,12 @@
    final request's size (target: at most 2x the final request), and next to the previous
    design (one zstd'd body per row).
 2. Time: record_request for turn 100 of sessions whose final body is 50 KB, 500 KB and
-   2 MB, next to a plain zstd insert of the same body (the baseline asked for) and a raw
-   insert (what the previous design did on the path for bodies over 64 KB). Background
-   work (packing, full-text indexing) is timed apart: it runs after the request has left.
+   2 MB, and turn 600 of sessions of small messages (many more chunks for the same size),
+   by this tree's gate and, beside it, by the baseline revision's gate/ (`--baseline REV`,
+   extracted with git archive; each runs in a child process), next to a plain zstd insert
+   of the same body and a raw insert (what the previous design did on the path for bodies
+   over 64 KB). Background work (packing, full-text indexing) is timed apart: it runs after
+   the request has left.
 
 Times are wall clock (what a request waits) with the thread's CPU time beside them: on a
 loaded machine the wall clock includes waiting for a core. Prints numbers; nothing passes
@@ -18,10 +21,14 @@ or fails. Run: .venv/bin/python bench/audit.py [--quick]
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import sqlite3
 import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
@@ -35,9 +42,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "audit
 from latency import _sources, _system, _tools
 from session_kit import conversation  # the audit tests' session builder
 
-from gate.audit import index, worker
+from gate.audit import chunks, index, worker
 from gate.audit.store import AuditStore
 
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE = "39f0799"  # main before the resent-prefix fast path (bench/README.md, audit)
 PROJECT = Path("/home/dev/project")
 META: dict[str, Any] = {"upstream": "anthropic", "host": "api.anthropic.com", "method": "POST",
                         "path": "/v1/messages", "verdict": "forwarded", "session": "s:bench"}
@@ -120,44 +129,108 @@ def _plain_db(path: Path) -> sqlite3.Connection:
     return db
 
 
-def timing_report(final: int, label: str, samples: int) -> None:
-    """Turn 100 recorded `samples` times, each with a different new tail (as a real turn)."""
-    bodies = list(session(100, final))
-    turn100 = [list(session(100, final, tail=f"Go ahead, round {k}."))[-1]
-               for k in range(samples)]
+def timing_report(final: int, label: str, samples: int, turns: int, baseline: Path | None,
+                  rounds: int) -> None:
+    """Turn `turns` recorded `samples` times, each with a different new tail (as a real
+    turn), by this tree's gate and by the baseline's, each in a child process; `rounds`
+    alternated runs of each, pooled (a shared machine's load drifts between runs)."""
+    runs: dict[Path, list[dict[str, Any]]] = {}
+    for _ in range(rounds):
+        for tree in ([baseline] if baseline is not None else []) + [ROOT]:
+            runs.setdefault(tree, []).append(_child(final, samples, turns, tree))
+    now = _pooled(runs[ROOT])
+    before = _pooled(runs[baseline]) if baseline is not None else None
+    cpu = f"cpu {_ms(now['cpu'], 50)}"
+    if before is not None:
+        cpu = (f"cpu before {_ms(before['cpu'], 50)}, after {_ms(now['cpu'], 50)}"
+               f" ({statistics.median(now['cpu']) / statistics.median(before['cpu']):.2f}x)")
+    print(f"  {label:>6} ({now['size'] / 1e3:5.0f} KB, {now['chunks']:4d} chunks)  gate {cpu}"
+          f"  wall p50 {_ms(now['wall'], 50)} p90 {_ms(now['wall'], 90)}"
+          + (f" (before {_ms(before['wall'], 50)})" if before is not None else "")
+          + f"\n{'':>31}zstd insert p50 {_ms(now['plain'], 50)} | raw insert p50"
+          f" {_ms(now['raw'], 50)} | background p50 {_ms(now['background'], 50)} | every"
+          f" chunk new p50 {_ms(now['cold'], 50)} (cpu {_ms(now['cold_cpu'], 50)})")
+
+
+def _pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, list):
+            out[key] = [x for run in runs for x in run[key]]
+    return out
+
+
+def _child(final: int, samples: int, turns: int, tree: Path) -> dict[str, Any]:
+    """Run turn_times in a child whose `gate` package is the one in `tree`."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(final), "--samples", str(samples),
+         "--turns", str(turns)], check=True, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tempfile.gettempdir())
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def baseline_tree(rev: str, into: Path) -> Path | None:
+    """`rev`'s gate package, extracted with git archive (None, with a note, if it cannot)."""
+    try:
+        data = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "gate"],
+                              check=True, capture_output=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(into, filter="data")
+    except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
+        print(f"  (no baseline: cannot extract {rev}'s gate/: {exc})")
+        return None
+    return into
+
+
+def turn_times(final: int, samples: int, turns: int) -> dict[str, Any]:
+    """Record turns 1..turns-1 of a session, then turn `turns` `samples` times, each with a
+    different new text block in its newest message; time each of those writes."""
+    it = session(turns, final)
+    last = next(it)
     with tempfile.TemporaryDirectory() as tmp:
         store = AuditStore(Path(tmp) / "audit.db")
         db = store.conn()
         db.execute("PRAGMA wal_autocheckpoint=0")  # as in gate serve: the background pass does it
-        for body in bodies[:-1]:
-            store.record_request(**META, request_bytes=len(body), body=body)
+        for body in it:
+            store.record_request(**META, request_bytes=len(last), body=last)
+            last = body
         _background(db)
-        ours, cpu, background = [], [], []
-        for body in turn100:
+        out: dict[str, Any] = {"size": len(last), "chunks": len(chunks.split(last))}
+        bodies = [with_tail(last, f"Go ahead, round {k}.") for k in range(samples)]
+        out["wall"], out["cpu"], out["background"] = [], [], []
+        for body in bodies:
             t0, c0 = time.perf_counter(), time.thread_time()
             store.record_request(**META, request_bytes=len(body), body=body)
-            ours.append(time.perf_counter() - t0)
-            cpu.append(time.thread_time() - c0)
+            out["wall"].append(time.perf_counter() - t0)
+            out["cpu"].append(time.thread_time() - c0)
             t0 = time.perf_counter()
             _background(db)
-            background.append(time.perf_counter() - t0)
-        cold, cold_cpu = [], []  # every chunk new (a conversation resumed after a restart)
+            out["background"].append(time.perf_counter() - t0)
+        out["cold"], out["cold_cpu"] = [], []  # every chunk new (resumed after a restart)
         for k in range(max(3, samples // 4)):
-            body = turn100[0].replace(b"e", b"EFGHIJKLMN"[k:k + 1])
+            body = bodies[0].replace(b"e", b"EFGHIJKLMN"[k:k + 1])
             t0, c0 = time.perf_counter(), time.thread_time()
             store.record_request(**{**META, "session": f"s:cold{k}"}, request_bytes=len(body),
                                  body=body)
-            cold.append(time.perf_counter() - t0)
-            cold_cpu.append(time.thread_time() - c0)
+            out["cold"].append(time.perf_counter() - t0)
+            out["cold_cpu"].append(time.thread_time() - c0)
             _background(db)
         store.close()
-        plain = _plain_times(Path(tmp) / "plain.db", turn100, compress=True)
-        raw = _plain_times(Path(tmp) / "raw.db", turn100, compress=False)
-    size = len(turn100[0])
-    print(f"  {label:>6} ({size / 1e3:6.0f} KB)  gate p50 {_ms(ours, 50)} (cpu {_ms(cpu, 50)})"
-          f"  p90 {_ms(ours, 90)}  | zstd insert p50 {_ms(plain, 50)}  | raw insert p50"
-          f" {_ms(raw, 50)}  | background p50 {_ms(background, 50)}\n{'':>20}gate, every"
-          f" chunk new: p50 {_ms(cold, 50)} (cpu {_ms(cold_cpu, 50)})")
+        out["plain"] = _plain_times(Path(tmp) / "plain.db", bodies, compress=True)
+        out["raw"] = _plain_times(Path(tmp) / "raw.db", bodies, compress=False)
+    return out
+
+
+def with_tail(body: bytes, tail: str) -> bytes:
+    """`body` with a text block put first in its newest message: what session_kit's
+    `conversation(tail=...)` makes of the last turn, without building every turn again."""
+    at = body.rindex(_NEWEST) + len(_NEWEST)
+    block = json.dumps({"type": "text", "text": tail}, separators=(",", ":")).encode()
+    return body[:at] + block + b"," + body[at:]
+
+
+_NEWEST = b'{"role":"user","content":['
 
 
 def _background(db: sqlite3.Connection) -> None:
@@ -188,14 +261,29 @@ def _ms(xs: list[float], q: int) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--quick", action="store_true", help="fewer samples (CI smoke run)")
+    ap.add_argument("--baseline", default=BASELINE, metavar="REV",
+                    help=f"git revision whose gate/ is timed beside this one (default {BASELINE})")
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--samples", type=int, default=20, help=argparse.SUPPRESS)
+    ap.add_argument("--turns", type=int, default=100, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    samples = 5 if args.quick else 20
+    if args.child:
+        print(json.dumps(turn_times(args.child, args.samples, args.turns)))
+        return
+    samples, rounds = (5, 1) if args.quick else (20, 3)
     print("== audit size ==")
     for final in (500_000, 2_000_000):
         size_report(100, final)
-    print("\n== record_request on the request's path, turn 100 of a session ==")
-    for label, final in (("50 KB", 50_000), ("500 KB", 500_000), ("2 MB", 2_000_000)):
-        timing_report(final, label, samples)
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"\n== record_request on the request's path (before = {args.baseline}'s gate/,"
+              f" after = this tree; CPU p50 of {rounds}x{samples} writes, runs alternated) ==")
+        baseline = baseline_tree(args.baseline, Path(tmp))
+        print(" turn 100 of a session (a ~20 KB tool result per turn at 2 MB):")
+        for label, final in (("50 KB", 50_000), ("500 KB", 500_000), ("2 MB", 2_000_000)):
+            timing_report(final, label, samples, 100, baseline, rounds)
+        print(" turn 600 of a session of small messages (~3 KB a turn at 2 MB):")
+        for label, final in (("500 KB", 500_000), ("2 MB", 2_000_000)):
+            timing_report(final, label, samples, 600, baseline, rounds)
 
 
 if __name__ == "__main__":

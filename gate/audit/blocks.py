@@ -18,13 +18,18 @@ INLINE = 64 << 10
 
 
 def store(db: sqlite3.Connection, body: memoryview, spans: chunks.Spans, hashes: list[bytes],
-          known: Mapping[bytes, int]) -> tuple[list[int], dict[bytes, int]]:
+          known: Mapping[bytes, int], have: list[int] | None = None
+          ) -> tuple[list[int], dict[bytes, int]]:
     """The chunk ids of `body`'s spans, storing the chunks neither `known` (a cache of
-    committed ones) nor in the table as one new block. Also returns hash → id for every
-    chunk looked up or stored, for the caller to cache once its transaction commits."""
+    committed ones) nor in the table as one new block. `have` holds the ids of the leading
+    spans when they are known (a resent body's, from the previous turn): only the spans
+    after them are looked at. Also returns hash → id for every chunk looked up or stored,
+    for the caller to cache once its transaction commits."""
+    have = have or []
+    new_hashes = hashes[len(have):]
     found: dict[bytes, int] = {}
     missing: dict[bytes, memoryview] = {}
-    for digest, (a, b) in zip(hashes, spans, strict=True):
+    for digest, (a, b) in zip(new_hashes, spans[len(have):], strict=True):
         if digest in known or digest in found or digest in missing:
             continue
         row = db.execute("SELECT id FROM chunks WHERE hash=?", (digest,)).fetchone()
@@ -38,7 +43,7 @@ def store(db: sqlite3.Connection, body: memoryview, spans: chunks.Spans, hashes:
             cur = db.execute("INSERT INTO chunks (hash, block, start, size) VALUES (?,?,?,?)",
                              (digest, block, start, len(piece)))
             found[digest] = int(cur.lastrowid or 0)
-    return [known.get(d) or found[d] for d in hashes], found
+    return have + [known.get(d) or found[d] for d in new_hashes], found
 
 
 def write(db: sqlite3.Connection, pieces: Sequence[memoryview]) -> tuple[int, list[int]]:

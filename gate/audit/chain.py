@@ -57,6 +57,16 @@ def anchor(db: sqlite3.Connection) -> tuple[int, bytes]:
     return int(data["id"]), bytes.fromhex(data["hash"])
 
 
+def next_link(db: sqlite3.Connection) -> tuple[int, bytes]:
+    """The id and `prev_hash` of the row about to be written (inside its transaction)."""
+    last = db.execute("SELECT id, record_hash FROM requests ORDER BY id DESC LIMIT 1"
+                      ).fetchone()
+    anchor_id, anchor_hash = anchor(db)
+    if last is not None and last[0] > anchor_id:
+        return int(last[0]) + 1, last[1]
+    return anchor_id + 1, anchor_hash
+
+
 def set_anchor(db: sqlite3.Connection, row_id: int, digest: bytes) -> None:
     db.execute("INSERT OR REPLACE INTO audit_state (key, value) VALUES ('anchor', ?)",
                (json.dumps({"id": row_id, "hash": digest.hex()}),))

@@ -13,12 +13,19 @@ merge re-synchronises after any element of MIN_CHUNK or more, so an edit early i
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 import threading
 from array import array
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import TYPE_CHECKING
 
 import zstandard
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 MIN_CHUNK = 512
 # An object ending an array element: another follows (with or without the space Python's
@@ -29,6 +36,8 @@ HASH_BYTES = 32  # sha256: chunk ids on disk are content hashes, also the chain'
 
 # A cut after position p is decided by the bytes before p and these many after it.
 _LOOKAHEAD = 4
+_MARK = 64  # chunk hashes between two saved states of a body digest (resumed_digest)
+_STRIDE = 64 << 10  # bytes per compare while looking for where two bodies part
 
 Spans = list[tuple[int, int]]
 
@@ -51,21 +60,67 @@ def split_like(body: bytes, prev: tuple[bytes, Spans, list[bytes]] | None
     bytes, spans, hashes) for the leading spans whose bytes, and the few after them that
     decide the cut, are equal: the result is exactly split()'s, but turn N+1 of a
     conversation costs a memcmp of what it shares with turn N plus hashing what is new."""
-    keep = 0
-    if prev is not None:
-        old, old_spans, _ = prev
-        view = memoryview(old)
-        for a, b in old_spans:
-            if b + _LOOKAHEAD > len(old) or not body.startswith(view[a:b + _LOOKAHEAD], a):
-                break
-            keep += 1
-    start = prev[1][keep - 1][1] if prev is not None and keep else 0
+    spans, hashes, _ = resplit(body, prev)
+    return spans, hashes
+
+
+def resplit(body: bytes, prev: tuple[bytes, Spans, list[bytes]] | None
+            ) -> tuple[Spans, list[bytes], int]:
+    """split_like, plus how many leading spans came from `prev` (their chunk ids are the
+    previous body's too)."""
+    if prev is None:
+        return *_split_new(body, 0), 0
+    old, old_spans, old_hashes = prev
+    # A span is kept when its bytes and the lookahead after it are shared.
+    keep = bisect.bisect_right(old_spans, shared(body, old) - _LOOKAHEAD, key=itemgetter(1))
+    if not keep:
+        return *_split_new(body, 0), 0
+    rest, fresh = _split_new(body, old_spans[keep - 1][1])
+    return old_spans[:keep] + rest, old_hashes[:keep] + fresh, keep
+
+
+def resumed_digest(hashes: list[bytes], prev: Sequence[HASH], keep: int
+                   ) -> tuple[bytes, list[HASH]]:
+    """body_digest(hashes), resumed from a previous body's saved sha256 states (`prev`,
+    from this function) when its first `keep` hashes are these. Returns the states to save
+    for this body: one every _MARK hashes, so a resent body hashes what is new plus fewer
+    than _MARK hashes of what it shares, not every chunk's hash again."""
+    j = keep // _MARK if prev else 0
+    marks = list(prev[:j + 1]) if prev else [hashlib.sha256()]
+    state, at = marks[-1].copy(), j * _MARK
+    for nxt in range(at + _MARK, len(hashes) + 1, _MARK):
+        state.update(b"".join(hashes[at:nxt]))
+        marks.append(state.copy())
+        at = nxt
+    state.update(b"".join(hashes[at:]))
+    return state.digest(), marks
+
+
+def _split_new(body: bytes, start: int) -> tuple[Spans, list[bytes]]:
     rest = split(body, start)
     view = memoryview(body)
-    fresh = [digest(view[a:b]) for a, b in rest]
-    if prev is None or not keep:
-        return rest, fresh
-    return prev[1][:keep] + rest, prev[2][:keep] + fresh
+    return rest, [digest(view[a:b]) for a, b in rest]
+
+
+def shared(body: bytes, old: bytes) -> int:
+    """The length of the prefix `body` and `old` share, in a few C-speed compares: one per
+    _STRIDE bytes while they are equal, then a binary search of the stride that differs
+    (bytes compared: about the shared length plus two strides, however many chunks)."""
+    view, end, lo = memoryview(old), min(len(body), len(old)), 0
+    while lo < end:
+        hi = min(lo + _STRIDE, end)
+        if not body.startswith(view[lo:hi], lo):
+            break
+        lo = hi
+    else:
+        return end
+    while hi - lo > 1:  # equal before lo; a difference before hi
+        mid = (lo + hi) // 2
+        if body.startswith(view[lo:mid], lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def digest(data: bytes | memoryview) -> bytes:
@@ -102,11 +157,17 @@ def stored(codec: str, data: bytes) -> bytes:
     return bytes(data) if codec == "raw" else unpack(data)
 
 
-def pack_refs(ids: list[int]) -> bytes:
+def pack_refs(ids: Sequence[int]) -> bytes:
     """A request's chunk ids, delta-coded then zstd'd: a resent conversation's ids run in
     insertion order, so the deltas are mostly 1 and pack to a few bytes per hundred."""
-    deltas = array("q", (b - a for a, b in zip([0, *ids], ids, strict=False)))
-    return pack(deltas.tobytes())
+    return pack(deltas(ids))
+
+
+def deltas(ids: Sequence[int], last: int = 0) -> bytes:
+    """`ids` delta-coded (each minus the one before it, the first minus `last`) as int64s:
+    what pack_refs compresses. The deltas of a list's prefix are a prefix of its deltas,
+    so a resent body's are the previous body's, cut, plus those of its new ids."""
+    return array("q", (b - a for a, b in zip([last, *ids], ids, strict=False))).tobytes()
 
 
 def unpack_refs(blob: bytes) -> list[int]:

@@ -1,9 +1,9 @@
 """SQLite audit store: every request committed, chunked and chained, before it is sent.
 
-The insert is on the request's hot path, so it does only C-speed work per byte (a memcmp
-against the session's previous body, a regex for the cut points, sha256 of what is new)
-and writes only the chunks it has not stored before, as one block (see blocks.py); a
-background pass indexes them for full-text search after the request has left.
+The insert is on the request's hot path: C-speed work per byte (a memcmp against the
+session's previous body, whose chunk ids it reuses for the shared prefix (recent.py); a
+regex for the cut points and sha256 of what is new), and only the chunks not stored before
+written, as one block (blocks.py); a background pass indexes them after the request left.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from typing import Any
 from loguru import logger
 
 from gate import dirs
-from gate.audit import blocks, chain, chunks, files, schema
+from gate.audit import blocks, chain, chunks, files, recent, schema
 from gate.config import AuditSettings
 from gate.errors import GateError
 
 _CACHE_MAX = 200_000  # chunk hash → id entries kept in memory
-_RECENT_SESSIONS, _RECENT_BYTES = 64, 64 << 20  # last bodies kept, per session
 _CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
 
 
@@ -54,8 +53,7 @@ class AuditStore:
         self._local = threading.local()
         self._write = threading.Lock()
         self._known: dict[bytes, int] = {}   # chunk hash → id, for chunks known committed
-        # Each session's last body with its spans and hashes (see chunks.split_like).
-        self._recent: dict[str, tuple[bytes, chunks.Spans, list[bytes]]] = {}
+        self._recent = recent.Recent()           # each session's last body, to reuse
         self._gen = ""                        # chunk generation the cache belongs to
         # With a background pass, it checkpoints the WAL: not the request's commit.
         self._background = background
@@ -122,23 +120,19 @@ class AuditStore:
                 hint=files.hint(exc, self.settings)) from exc
 
     def _insert(self, fields: dict[str, Any], body: bytes | None) -> int:
-        spans, hashes = self._split(body, fields.get("session"))
-        view = memoryview(body or b"")
+        turn, prev, keep = (self._recent.split(body, fields.get("session"))
+                            if body is not None else (None, None, 0))
         db = self.conn()
         db.execute("BEGIN IMMEDIATE")
         try:
             self._check_generation(db)
-            ids, fresh = blocks.store(db, view, spans, hashes, self._known)
-            if body is not None:
-                fields["chunk_refs"] = chunks.pack_refs(ids)
-                fields["body_digest"] = chunks.body_digest(hashes)
-            last = db.execute("SELECT id, record_hash FROM requests ORDER BY id DESC LIMIT 1"
-                              ).fetchone()
-            anchor_id, anchor_hash = chain.anchor(db)
-            if last is not None and last[0] > anchor_id:
-                fields["id"], fields["prev_hash"] = last[0] + 1, last[1]
-            else:
-                fields["id"], fields["prev_hash"] = anchor_id + 1, anchor_hash
+            fresh: dict[bytes, int] = {}
+            if turn is not None:
+                ids, deltas, fresh = recent.chunk_ids(db, turn, prev, keep, self._known,
+                                                      self._gen)
+                fields["chunk_refs"] = chunks.pack(deltas)
+                fields["body_digest"] = turn.digest
+            fields["id"], fields["prev_hash"] = chain.next_link(db)
             fields["record_hash"] = chain.record_hash(fields)
             fields["response_hash"] = chain.response_hash(fields)
             cols = ", ".join(fields)
@@ -154,23 +148,11 @@ class AuditStore:
         if len(self._known) + len(fresh) > _CACHE_MAX:
             self._known.clear()
         self._known.update(fresh)
+        if turn is not None:
+            turn.committed(ids, deltas, self._gen)
         if self.worker is not None:
             self.worker.wake()
         return int(fields["id"])
-
-    def _split(self, body: bytes | None, session: str | None) -> tuple[chunks.Spans,
-                                                                        list[bytes]]:
-        """Spans and hashes, reusing the session's previous body's for the shared prefix."""
-        if body is None:
-            return [], []
-        prev = self._recent.pop(session, None) if session else None
-        spans, hashes = chunks.split_like(body, prev)
-        if session:
-            self._recent[session] = (body, spans, hashes)  # newest last
-            while len(self._recent) > _RECENT_SESSIONS or sum(
-                    len(b) for b, _, _ in self._recent.values()) > _RECENT_BYTES:
-                self._recent.pop(next(iter(self._recent)))
-        return spans, hashes
 
     def _check_generation(self, db: sqlite3.Connection) -> None:
         """Pruning deletes chunks (in any process) and bumps the generation: a cache from an
