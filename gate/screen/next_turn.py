@@ -120,7 +120,7 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     out, outs = None, turn.outs[:k]
     if any(not (w.asked and w.asked.approved) for w in withheld):
         out, outs = _rewritten(turn, k, new)
-        logger.info("withheld {} item(s): {}", len(withheld),
+        logger.debug("withheld {} item(s): {}", len(withheld),
                     ", ".join(sorted({w.rule for w in withheld})))
     nxt = replace(turn, raw=body, ends=(*turn.ends[:k + 1], *ends), close=close, msgs=msgs,
                   calls=tuple(made), outs=outs if len(outs) == len(msgs) else (),

@@ -138,7 +138,7 @@ class Worked:
 
     def verdict(self, out: bytes | None = None) -> Verdict:
         if self.rewrite:
-            logger.info("withheld {} item(s): {}", len(self.withheld),
+            logger.debug("withheld {} item(s): {}", len(self.withheld),
                         ", ".join(sorted({w.rule for w in self.withheld})))
             out = out if out is not None else dump(self.body)
         return Verdict(out if self.rewrite else None, self.walk.format, self.model, self.root,
