@@ -144,11 +144,11 @@ def stamp_of(action: Action, project_root: str | None,
     """Which files an action's paths name right now: while it is the same, a decision made
     on the action holds. `seen` shares the stats of one moment between actions."""
     if seen is None:
-        return tuple(_identity(t, project_root) for t in _targets(action))
+        return tuple(identity(t, project_root) for t in _targets(action))
     out = []
     for t in _targets(action):
         if (hit := seen.get((t, project_root), seen)) is seen:
-            hit = seen[(t, project_root)] = _identity(t, project_root)
+            hit = seen[(t, project_root)] = identity(t, project_root)
         out.append(hit)
     return tuple(out)
 
@@ -159,7 +159,7 @@ def _targets(action: Action) -> tuple[str, ...]:
     return (action.target,) if action.target else ()
 
 
-def _identity(path: str, cwd: str | None) -> object:
+def identity(path: str, cwd: str | None) -> object:
     """Which file a path names right now (one stat, following symlinks); None if none."""
     if path[:1] == "~":
         path = os.path.expanduser(path)

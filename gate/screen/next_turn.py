@@ -9,6 +9,8 @@ path would treat differently is a Miss, and that path screens the body.
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +20,7 @@ from loguru import logger
 from gate.agents import tools
 from gate.providers import anthropic
 from gate.providers.segments import Role, Segment, ToolCall, item_strings, set_at
-from gate.rules.engine import stamp_of
+from gate.rules.engine import identity, stamp_of
 from gate.rules.layers import PolicyStore, repository_root
 from gate.screen import calls as tool_calls
 from gate.screen import content, layout
@@ -71,25 +73,24 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     secrets = screens.secrets if screens else None
     if policy is not turn.policy or index is not turn.index or secrets is not turn.secrets:
         raise Miss("the rules, denied files or secret screen changed")
+    for (path, at_root), was in turn.files.items():  # the files reused decisions looked at
+        if identity(path, at_root) != was:
+            raise Miss(f"{path} names another file now")
     fake: dict[str, list[Any]] = {layout.KEY: [None] * k + new}  # paths resolve as in a body
-    made = _calls(turn, k, new, walked, cwd)
-    seen: dict[tuple[str, str | None], object] = {}
-    withheld: list[Withheld] = []
-    for i, c in enumerate(made):
-        if c.at is None:
-            continue
-        if c.at < k:  # decided on a shared message: holds while its files are the same
-            if stamp_of(c.action, root, seen) != c.stamp:
-                raise Miss(f"a file call {c.id} looked at is another file now")
-        else:
-            result = next(p for cid, p in walked[c.at - k][2] if cid == c.id)
-            decision = policy.decide(c.action, root)
-            made[i] = c = replace(c, decision=decision, stamp=stamp_of(c.action, root, seen),
-                                  item=tool_calls.withhold(
-                                      anthropic, fake, ToolCall(c.id, c.name, {}, result),
-                                      c.action, decision, req.approved, secrets))
-        if c.item is not None:
-            withheld.append(c.item)
+    made, where, answers, fresh = _calls(turn, k, new, walked, cwd)
+    files = dict(turn.files)
+    for i in fresh:  # answered in a new message: decided now
+        c = made[i]
+        assert c.at is not None
+        result = next(p for cid, p in walked[c.at - k][2] if cid == c.id)
+        decision = policy.decide(c.action, root)
+        stamp_of(c.action, root, files)
+        made[i] = replace(c, item=tool_calls.withhold(
+            anthropic, fake, ToolCall(c.id, c.name, {}, result), c.action, decision,
+            req.approved, secrets))
+    cut = len(made) - sum(len(u) for _, u, _ in walked)  # made[:cut]: the shared messages'
+    items = sorted({*(i for i in turn.items if i < cut), *fresh})
+    withheld: list[Withheld] = [w for i in items if (w := made[i].item) is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
     outcomes: list[Outcome] = []
     extras: list[Outcome] = []
@@ -113,7 +114,7 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     shared_extras = turn.extras[:turn.extra_ends[k - 1] if k else 0]
     withheld += content.tally([*turn.head, *shared_outcomes, *outcomes, *turn.before,
                               *shared_extras, *extras, *turn.after],
-                              {c.id: c.name for c in made})
+                              _Names(made))
     for o in (*outcomes, *extras):
         if o.text != o.seg.text:
             set_at(fake, o.seg.path, o.text)
@@ -123,7 +124,8 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
         logger.debug("withheld {} item(s): {}", len(withheld),
                     ", ".join(sorted({w.rule for w in withheld})))
     nxt = replace(turn, raw=body, ends=(*turn.ends[:k + 1], *ends), close=close, msgs=msgs,
-                  calls=tuple(made), outs=outs if len(outs) == len(msgs) else (),
+                  calls=tuple(made), where=where, answers=answers, items=tuple(items),
+                  files=files, outs=outs if len(outs) == len(msgs) else (),
                   prompt=prompt, said=said(msgs, k, tuple(i for i in turn.said if i < k)),
                   outcomes=(*shared_outcomes, *outcomes), outcome_ends=tuple(outcome_ends),
                   extras=(*shared_extras, *extras), extra_ends=tuple(extra_ends))
@@ -149,26 +151,61 @@ def _rewritten(turn: Turn, k: int, new: list[dict[str, Any]]
     return b",".join(parts), outs
 
 
-def _calls(turn: Turn, k: int, new: list[dict[str, Any]],
-           walked: list[anthropic.Message], cwd: str | None) -> list[Call]:
-    """The calls of the shared messages (answered later: not yet), then the new ones, each
-    paired with the new message answering it; a body the whole-body walk refuses is a miss."""
-    made = [c if c.at is None or c.at < k else replace(c, at=None, decision=None, item=None,
-                                                        stamp=())
-            for c in turn.calls if c.msg < k]
-    ids = {c.id: i for i, c in enumerate(made)}
+def _calls(turn: Turn, k: int, new: list[dict[str, Any]], walked: list[anthropic.Message],
+           cwd: str | None) -> tuple[list[Call], dict[str, int], tuple[tuple[int, ...], ...],
+                                     list[int]]:
+    """The calls of the shared messages (answered in a later one: open again), then the new
+    ones; which call each message answers; the calls the new messages answer. A body the
+    whole-body walk refuses (a call id twice, a result answering nothing open) is a miss."""
+    cut = bisect.bisect_left(turn.calls, k, key=lambda c: c.msg)
+    made = list(turn.calls[:cut])
+    where = dict(turn.where)
+    for c in turn.calls[cut:]:
+        del where[c.id]
+    for m in range(k, len(turn.msgs)):
+        for i in turn.answers[m]:
+            if i < cut:
+                made[i] = replace(made[i], at=None, item=None)
+    answers: list[tuple[int, ...]] = list(turn.answers[:k])
     for j, (_, uses, _) in enumerate(walked):
         for call_id, name, b in uses:
-            if call_id in ids:
+            if call_id in where:
                 raise Miss("two tool calls share an id")
             inp = new[j]["content"][b].get("input")
-            ids[call_id] = len(made)
+            where[call_id] = len(made)
             made.append(Call(call_id, name, tools.action(name, inp if isinstance(inp, dict)
                                                          else {}, cwd), k + j))
+    fresh: list[int] = []
     for j, (_, _, results) in enumerate(walked):
+        here = []
         for call_id, _ in results:
-            i = ids.get(call_id)
-            if i is None or made[i].at is not None:
+            i = where.get(call_id, -1)
+            if i < 0 or made[i].at is not None:
                 raise Miss(f"tool result {call_id} answers no open call")
             made[i] = replace(made[i], at=k + j)
-    return made
+            here.append(i)
+        answers.append(tuple(here))
+        fresh += here
+    return made, where, tuple(answers), fresh
+
+
+class _Names(Mapping[str, str]):
+    """Call id → tool name, worked out only if a secret in a tool result asks for it."""
+
+    def __init__(self, calls: list[Call]):
+        self._calls = calls
+        self._names: dict[str, str] | None = None
+
+    def _all(self) -> dict[str, str]:
+        if self._names is None:
+            self._names = {c.id: c.name for c in self._calls}
+        return self._names
+
+    def __getitem__(self, key: str) -> str:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())

@@ -3,6 +3,7 @@ how much of a later body is that conversation again, byte for byte."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ import orjson
 
 from gate.agents.actions import Action
 from gate.providers.segments import Role, Segment
-from gate.rules.engine import Decision, Policy, stamp_of
+from gate.rules.engine import Policy, stamp_of
 from gate.screen import layout
 from gate.screen.content import Outcome, SecretScreen
 from gate.screen.fingerprints import DeniedIndex
@@ -39,9 +40,10 @@ class Call:
     action: Action
     msg: int                       # the message that makes it
     at: int | None = None          # the message that answers it
-    decision: Decision | None = None
     item: Withheld | None = None   # what its rule withheld
-    stamp: tuple[object, ...] = ()  # the files its decision looked at, as they were
+
+
+Files = dict[tuple[str, str | None], object]  # (path, root) → which file it named
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,10 @@ class Turn:
     close: int                     # the messages' "]"
     msgs: tuple[Message, ...]
     calls: tuple[Call, ...]        # in the order they are made
+    where: dict[str, int]          # call id → its index in calls
+    answers: tuple[tuple[int, ...], ...]  # per message: the calls it answers
+    items: tuple[int, ...]         # the calls whose rule withheld their result
+    files: Files                   # what the decisions looked at, as it was
     # Outcomes of the messages' walked strings and unknown strings, in order; the first
     # ends[k - 1] of them are the first k messages'.
     outcomes: tuple[Outcome, ...]
@@ -172,14 +178,20 @@ def first(req: Outbound, worked: Worked, secrets: SecretScreen | None) -> Turn |
         elif seg.role is Role.USER_TEXT and i is not None:
             per[i][3].append(seg.text)
     made = _makers(messages)
-    found = []
-    seen: dict[tuple[str, str | None], object] = {}
+    found: list[Call] = []
+    answers: list[list[int]] = [[] for _ in messages]
+    files: Files = {}
     for call, action, decision, item in worked.calls:
         at = call.result[1] if call.result else None
         if call.id not in made or not (at is None or isinstance(at, int)):
             return None
-        stamp = stamp_of(action, worked.root, seen) if decision else ()
-        found.append(Call(call.id, call.name, action, made[call.id], at, decision, item, stamp))
+        if decision is not None:
+            stamp_of(action, worked.root, files)
+        if at is not None:
+            answers[at].append(len(found))
+        found.append(Call(call.id, call.name, action, made[call.id], at, item))
+    if any(a.msg > b.msg for a, b in itertools.pairwise(found)):
+        return None  # calls out of message order: not a conversation a next turn extends
     frame = None
     outs: list[bytes] = []
     if worked.rewrite:
@@ -189,11 +201,15 @@ def first(req: Outbound, worked: Worked, secrets: SecretScreen | None) -> Turn |
         except (orjson.JSONEncodeError, TypeError):
             return None  # written by the standard library instead: not put together
     msgs = tuple(Message(tuple(s), tuple(u[:3])) for _, _, s, u in per)
+    outcomes, extras = _flat([p[0] for p in per]), _flat([p[1] for p in per])
     return Turn(req.body, key_of(req), worked.policy, worked.index, secrets, worked.cwd,
                 worked.root, worked.model, (where.start, *where.ends), where.close, msgs,
-                tuple(found), *_flat([p[0] for p in per]), *_flat([p[1] for p in per]),
-                tuple(head), tuple(frame_extras[0]), tuple(frame_extras[1]), tuple(system),
-                frame, tuple(outs), prompt(tuple(system), msgs), said(msgs))
+                tuple(found), {c.id: i for i, c in enumerate(found)},
+                tuple(tuple(a) for a in answers),
+                tuple(i for i, c in enumerate(found) if c.item is not None), files,
+                *outcomes, *extras, tuple(head), tuple(frame_extras[0]),
+                tuple(frame_extras[1]), tuple(system), frame, tuple(outs),
+                prompt(tuple(system), msgs), said(msgs))
 
 
 def _flat(lists: list[list[Outcome]]) -> tuple[tuple[Outcome, ...], tuple[int, ...]]:

@@ -86,7 +86,8 @@ def _steps(s: Session, env_value: str) -> Iterator[str]:
     p = s.project
     kinds = ["read", "read", "bash", "bash", "env", "cat_env", "secret", "notes", "open",
              "compact", "retry", "drop", "text_secret", "system", "format", "symlink",
-             "approve", "dup_id", "orphan", "thinking", "rules", "cwd", "unknown", "metadata"]
+             "approve", "dup_id", "orphan", "thinking", "rules", "cwd", "unknown", "metadata",
+             "dup_result"]
     for _ in range(60):
         kind = s.rand.choice(kinds)
         if s.answer_open() and kind == "open":
@@ -167,7 +168,7 @@ class Store(turns.Turns):
         return verdict
 
 
-BLOCKING = ("dup_id", "orphan", "thinking")
+BLOCKING = ("dup_id", "orphan", "thinking", "dup_result")
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -216,7 +217,13 @@ def _blocking(s: Session, kind: str, env_value: str) -> int:
             return 4
         s.call("Read", {"file_path": "a"}, "x", call_id=old)
         return 2
-    if kind == "orphan":
+    if kind == "dup_result" and (answered := [b["tool_use_id"] for m in s.messages
+                                              for b in m["content"] if isinstance(b, dict)
+                                              and b.get("type") == "tool_result"]):
+        s.messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": answered[-1], "content": "again"}]})
+        return 1
+    if kind in ("orphan", "dup_result"):
         s.messages.append({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "toolu_nobody", "content": "?"}]})
         return 1
