@@ -78,9 +78,13 @@ class ResponseRecorder:
     def _finish(self, row: int, flow: http.HTTPFlow, status: int | None, usage: Usage,
                 error: str | None) -> None:
         t0 = flow.metadata.get("gate_t0", time.monotonic())
+        fields = {"status": status, "latency_ms": (time.monotonic() - t0) * 1000,
+                  "usage": usage, "error": error}
+        worker = self.audit.worker
+        if worker is not None and worker.is_alive():
+            worker.record_response(row, **fields)  # written off the event loop
+            return
         try:
-            self.audit.record_response(row, status=status,
-                                       latency_ms=(time.monotonic() - t0) * 1000,
-                                       usage=usage, error=error)
+            self.audit.record_response(row, **fields)
         except Exception as exc:
             logger.error("audit update failed for request {}: {}", row, type(exc).__name__)

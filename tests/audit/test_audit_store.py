@@ -8,6 +8,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +220,27 @@ def test_every_chunk_is_indexed_once(tmp_path: Path) -> None:
     hits = db.execute("SELECT COUNT(*) FROM chunk_text WHERE chunk_text MATCH 'foxtrot'"
                       ).fetchone()[0]
     assert 0 < hits < n
+
+
+def test_the_worker_checkpoints_the_wal_by_pages_written_and_completes_responses(
+        tmp_path: Path) -> None:
+    """Requests' commits never checkpoint; the worker's own commits do, once ~8 MB of new
+    pages wait in the WAL (counted by SQLite, not read off the reused WAL file's size)."""
+    path = tmp_path / "audit.db"
+    store = AuditStore(path, background=True)
+    assert store.worker is not None
+    rows = []
+    for _ in range(12):  # ~12 MB of incompressible new chunks
+        rid = record(store, os.urandom(1 << 20))
+        store.worker.record_response(rid, status=200, latency_ms=1.5, usage=Usage(3, 4))
+        rows.append(rid)
+    deadline = time.monotonic() + 20
+    while path.stat().st_size < 6 << 20 and time.monotonic() < deadline:
+        store.worker.wake()  # each pass commits responses: the WAL's pages are copied back
+        time.sleep(0.05)
+    assert path.stat().st_size >= 6 << 20  # the pages left the WAL for the database file
+    store.close()  # queued response updates are written before the worker ends
+    again = AuditStore(path)
+    assert [again.get(r, body=False)["status"] for r in rows] == [200] * 12  # type: ignore[index]
+    assert again.get(rows[-1], body=False)["output_tokens"] == 4  # type: ignore[index]
+    assert chain.verify(again.conn()).ok
