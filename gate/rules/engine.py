@@ -87,7 +87,7 @@ class _Call:
     @cached_property
     def paths(self) -> list[tuple[str, tuple[str, ...]]]:
         # Each path the action touches, as named and as resolved (symlinks).
-        return [(t, globs.candidates(t, self.root)) for t in _targets(self.action)]
+        return [(t, globs.candidates(t, self.root)) for t in targets(self.action)]
 
     @cached_property
     def parts(self) -> tuple[commands.Part, ...]:
@@ -144,16 +144,16 @@ def stamp_of(action: Action, project_root: str | None,
     """Which files an action's paths name right now: while it is the same, a decision made
     on the action holds. `seen` shares the stats of one moment between actions."""
     if seen is None:
-        return tuple(identity(t, project_root) for t in _targets(action))
+        return tuple(identity(t, project_root) for t in targets(action))
     out = []
-    for t in _targets(action):
+    for t in targets(action):
         if (hit := seen.get((t, project_root), seen)) is seen:
             hit = seen[(t, project_root)] = identity(t, project_root)
         out.append(hit)
     return tuple(out)
 
 
-def _targets(action: Action) -> tuple[str, ...]:
+def targets(action: Action) -> tuple[str, ...]:
     if action.verb is Verb.EXEC or action.reads:
         return action.reads
     return (action.target,) if action.target else ()

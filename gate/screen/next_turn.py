@@ -1,10 +1,11 @@
 """A next turn of a conversation screened from what it added to a kept Turn.
 
 Only the bytes between the shared messages and the shared end are parsed, walked and
-screened; the frame's and shared messages' outcomes are reused, each reused tool decision
-holds only while the files it looked at are the same files (one stat each), and the
-verdict is put together in the order screening the whole body gives. Anything the whole-body
-path would treat differently is a Miss, and that path screens the body.
+screened; the frame's and shared messages' outcomes are reused; each file the reused tool
+decisions looked at is stat'ed once, and the calls on a file that is another file now
+(an edit that renamed over it, a swapped symlink) are decided again; the verdict is put
+together in the order screening the whole body gives. Anything the whole-body path would
+treat differently (a decision that changed, say) is a Miss, and that path screens it.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from loguru import logger
 from gate.agents import tools
 from gate.providers import anthropic
 from gate.providers.segments import Role, Segment, ToolCall, item_strings, set_at
-from gate.rules.engine import identity, stamp_of
+from gate.rules.engine import Policy, identity, stamp_of, targets
 from gate.rules.layers import PolicyStore, repository_root
 from gate.screen import calls as tool_calls
 from gate.screen import content, layout
 from gate.screen.calls import SHORTEST
 from gate.screen.content import Outcome
-from gate.screen.turn import Call, Message, Turn, said
+from gate.screen.turn import Call, Files, Message, Turn, said
 from gate.screen.verdict import Outbound, Verdict, Withheld
 
 if TYPE_CHECKING:
@@ -73,19 +74,16 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     secrets = screens.secrets if screens else None
     if policy is not turn.policy or index is not turn.index or secrets is not turn.secrets:
         raise Miss("the rules, denied files or secret screen changed")
-    for (path, at_root), was in turn.files.items():  # the files reused decisions looked at
-        if identity(path, at_root) != was:
-            raise Miss(f"{path} names another file now")
     fake: dict[str, list[Any]] = {layout.KEY: [None] * k + new}  # paths resolve as in a body
     made, where, answers, fresh = _calls(turn, k, new, walked, cwd)
-    files = dict(turn.files)
+    files = _revalidated(turn, made, k, policy, root)
     for i in fresh:  # answered in a new message: decided now
         c = made[i]
         assert c.at is not None
         result = next(p for cid, p in walked[c.at - k][2] if cid == c.id)
         decision = policy.decide(c.action, root)
         stamp_of(c.action, root, files)
-        made[i] = replace(c, item=tool_calls.withhold(
+        made[i] = replace(c, decision=decision, item=tool_calls.withhold(
             anthropic, fake, ToolCall(c.id, c.name, {}, result), c.action, decision,
             req.approved, secrets))
     cut = len(made) - sum(len(u) for _, u, _ in walked)  # made[:cut]: the shared messages'
@@ -132,6 +130,26 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     return Verdict(out, anthropic.FORMAT, turn.model, root, tuple(withheld)), nxt
 
 
+def _revalidated(turn: Turn, made: list[Call], k: int, policy: Policy, root: str | None
+                 ) -> Files:
+    """The files the reused decisions looked at, as they are now. A file that is another
+    file now (edited by renaming over it, a symlink swapped) has its calls decided again,
+    as the whole-body path's rule cache does; a decision that differs is a miss."""
+    files = dict(turn.files)
+    changed = set()
+    for key, was in turn.files.items():
+        if (now := identity(*key)) != was:
+            changed.add(key)
+            files[key] = now
+    if changed:
+        for c in made:
+            if (c.at is not None and c.at < k and changed.intersection(
+                    (t, root) for t in targets(c.action))
+                    and policy.decide(c.action, root) != c.decision):
+                raise Miss(f"the decision on call {c.id} changed with the files it names")
+    return files
+
+
 def _rewritten(turn: Turn, k: int, new: list[dict[str, Any]]
                ) -> tuple[bytes, tuple[bytes, ...]]:
     """The edited body put together as the whole-body path writes it: the frame around
@@ -165,7 +183,7 @@ def _calls(turn: Turn, k: int, new: list[dict[str, Any]], walked: list[anthropic
     for m in range(k, len(turn.msgs)):
         for i in turn.answers[m]:
             if i < cut:
-                made[i] = replace(made[i], at=None, item=None)
+                made[i] = replace(made[i], at=None, decision=None, item=None)
     answers: list[tuple[int, ...]] = list(turn.answers[:k])
     for j, (_, uses, _) in enumerate(walked):
         for call_id, name, b in uses:

@@ -13,7 +13,7 @@ import orjson
 
 from gate.agents.actions import Action
 from gate.providers.segments import Role, Segment
-from gate.rules.engine import Policy, stamp_of
+from gate.rules.engine import Decision, Policy, stamp_of
 from gate.screen import layout
 from gate.screen.content import Outcome, SecretScreen
 from gate.screen.fingerprints import DeniedIndex
@@ -40,6 +40,7 @@ class Call:
     action: Action
     msg: int                       # the message that makes it
     at: int | None = None          # the message that answers it
+    decision: Decision | None = None  # on its result, when answered
     item: Withheld | None = None   # what its rule withheld
 
 
@@ -189,7 +190,7 @@ def first(req: Outbound, worked: Worked, secrets: SecretScreen | None) -> Turn |
             stamp_of(action, worked.root, files)
         if at is not None:
             answers[at].append(len(found))
-        found.append(Call(call.id, call.name, action, made[call.id], at, item))
+        found.append(Call(call.id, call.name, action, made[call.id], at, decision, item))
     if any(a.msg > b.msg for a, b in itertools.pairwise(found)):
         return None  # calls out of message order: not a conversation a next turn extends
     frame = None

@@ -14,7 +14,8 @@ counted in the same order, and a rewritten body is put together from each messag
 `orjson.dumps`, which is how a whole body is written too (tests/screen/test_turns.py
 checks both paths against each other over random conversations). Anything unusual (a body
 that does not parse as orjson parses it, a call answered twice, a finding that blocks, a
-file a decision looked at replaced) goes down the whole-body path, which says why.
+decision that changed because a file it named did) goes down the whole-body path, which
+says why.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def _steps(s: Session, env_value: str) -> Iterator[str]:
     kinds = ["read", "read", "bash", "bash", "env", "cat_env", "secret", "notes", "open",
              "compact", "retry", "drop", "text_secret", "system", "format", "symlink",
              "approve", "dup_id", "orphan", "thinking", "rules", "cwd", "unknown", "metadata",
-             "dup_result"]
+             "dup_result", "edit", "edit"]
     for _ in range(60):
         kind = s.rand.choice(kinds)
         if s.answer_open() and kind == "open":
@@ -139,6 +139,12 @@ def _steps(s: Session, env_value: str) -> Iterator[str]:
             if not target.exists():
                 target.parent.mkdir(exist_ok=True)
                 os.symlink(p / ".env", target)
+        elif kind == "edit":  # a file read earlier rewritten by renaming over it
+            target = p / "src" / f"mod{s.rand.randint(0, s.n)}.py"
+            if not target.is_symlink():
+                target.parent.mkdir(exist_ok=True)
+                (p / "src" / "tmp").write_text(f"# edit {s.n}\n")
+                os.replace(p / "src" / "tmp", target)
         elif kind == "rules":
             rules = p / ".gate" / "rules.yaml"
             rules.write_text(rules.read_text() + f"  - Read(./gen{s.n}.txt)\n")
@@ -231,6 +237,36 @@ def _blocking(s: Session, kind: str, env_value: str) -> int:
         {"type": "thinking", "thinking": f"the password is {env_value}", "signature": "c2ln"},
         {"type": "text", "text": "hm"}]})
     return 1
+
+
+def test_a_file_edited_between_turns_keeps_the_fast_path(gate_dirs: dict[str, Path],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agents edit files they read: the reused decision on the read is asked again of the
+    rules (the file is another inode now) and holds, so the turn stays on the fast path;
+    a file that now names the .env does not (the whole-body path withholds its read)."""
+    project, data = gate_dirs["project"], gate_dirs["data"]
+    data.mkdir(mode=0o700)
+    env_value = "API_TOKEN=" + Gen(9).password(24)
+    (project / ".env").write_text(env_value + "\n")
+    (project / "a.py").write_text("print(1)\n")
+    s = Session(project, random.Random(2))
+    s.call("Read", {"file_path": f"{project}/a.py"}, "1\tprint(1)")
+    screens, policies, store = Screens(IndexStore(), SecretScreen.load(data)), PolicyStore(), \
+        Store()
+    monkeypatch.setattr(turns, "TURNS", store)
+    screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    for i in range(3):
+        (project / "tmp").write_text(f"print({i})\n")
+        os.replace(project / "tmp", project / "a.py")  # a new inode, as editors write
+        s.call("Bash", {"command": "python a.py"}, str(i))
+        verdict = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+        assert store.hits == i + 1 and verdict.withheld == ()
+    (project / "a.py").unlink()
+    os.symlink(project / ".env", project / "a.py")
+    s.call("Bash", {"command": "ls"}, "a.py")
+    verdict = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    assert store.hits == 3  # decided again on the whole body: the old read is withheld now
+    assert [w.call_id for w in verdict.withheld] == [s.messages[1]["content"][1]["id"]]
 
 
 def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]) -> None:
