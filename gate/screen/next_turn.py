@@ -116,14 +116,14 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     for o in (*outcomes, *extras):
         if o.text != o.seg.text:
             set_at(fake, o.seg.path, o.text)
-    out, outs = None, turn.outs[:k]
+    out, outs, frame = None, turn.outs[:k], turn.frame
     if any(not (w.asked and w.asked.approved) for w in withheld):
-        out, outs = _rewritten(turn, k, new)
+        out, outs, frame = _rewritten(turn, k, new, body)
         logger.debug("withheld {} item(s): {}", len(withheld),
                     ", ".join(sorted({w.rule for w in withheld})))
     nxt = replace(turn, raw=body, ends=(*turn.ends[:k + 1], *ends), close=close, msgs=msgs,
                   calls=tuple(made), where=where, answers=answers, items=tuple(items),
-                  files=files, outs=outs if len(outs) == len(msgs) else (),
+                  files=files, outs=outs if len(outs) == len(msgs) else (), frame=frame,
                   prompt=prompt, said=said(msgs, k, tuple(i for i in turn.said if i < k)),
                   outcomes=(*shared_outcomes, *outcomes), outcome_ends=tuple(outcome_ends),
                   extras=(*shared_extras, *extras), extra_ends=tuple(extra_ends))
@@ -150,23 +150,30 @@ def _revalidated(turn: Turn, made: list[Call], k: int, policy: Policy, root: str
     return files
 
 
-def _rewritten(turn: Turn, k: int, new: list[dict[str, Any]]
-               ) -> tuple[bytes, tuple[bytes, ...]]:
+def _rewritten(turn: Turn, k: int, new: list[dict[str, Any]], body: bytes
+               ) -> tuple[bytes, tuple[bytes, ...], tuple[bytes, bytes]]:
     """The edited body put together as the whole-body path writes it: the frame around
     each message's orjson.dumps (the shared ones' kept from their turn)."""
-    if turn.frame is None or len(turn.outs) < k:
-        raise Miss("no rewritten form of the shared messages yet")
+    frame, shared = turn.frame, turn.outs[:k]
     try:
-        outs = (*turn.outs[:k], *(orjson.dumps(m) for m in new))
-    except (orjson.JSONEncodeError, TypeError) as exc:
-        raise Miss("a new message needs the standard library's writer") from exc
-    head, tail = turn.frame
+        if frame is None or len(shared) < k:
+            # The kept turn was not rewritten, so nothing in it was edited: the frame and
+            # the shared messages are written as parsed from their bytes (once a
+            # conversation first withholds something; later turns reuse them).
+            start, close = turn.ends[0], len(body) - (len(turn.raw) - turn.close)
+            frame = frame or layout.frame(orjson.loads(body[:start] + body[close:]))
+            shared = tuple(orjson.dumps(m) for m in orjson.loads(
+                b"[" + body[start:turn.ends[k]] + b"]")) if k else ()
+        outs = (*shared, *(orjson.dumps(m) for m in new))
+    except (orjson.JSONEncodeError, orjson.JSONDecodeError, TypeError) as exc:
+        raise Miss("a message needs the standard library's writer") from exc
+    head, tail = frame
     if not outs:
-        return head + tail, outs
+        return head + tail, outs, frame
     parts = list(outs)
     parts[0] = head + parts[0]
     parts[-1] += tail
-    return b",".join(parts), outs
+    return b",".join(parts), outs, frame
 
 
 def _calls(turn: Turn, k: int, new: list[dict[str, Any]], walked: list[anthropic.Message],
