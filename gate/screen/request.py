@@ -18,7 +18,7 @@ from gate.providers import anthropic, history
 from gate.providers.segments import Role, Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
-from gate.screen import calls, content, turns
+from gate.screen import calls, content, layout, turns
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import dump, parse
 from gate.screen.content import Outcome, SecretScreen
@@ -68,9 +68,13 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
     known = None
     if known_for is not None and isinstance(prev := body.get("previous_response_id"), str):
         known = known_for(prev)  # calls a stored response made: its outputs pair with them
+    where = None
+    if fmt is anthropic and exact:  # where each message ends, before screening edits them
+        messages = body.get(layout.KEY)
+        where = layout.layout(req.body, messages if isinstance(messages, list) else None)
     worked = _screen(fmt, req, body, policies, known, screens)
-    if fmt is anthropic and exact:
-        verdict = turns.TURNS.keep(req, worked, screens)  # for the conversation's next turn
+    if where is not None:
+        verdict = turns.TURNS.keep(req, worked, screens, where)  # for the next turn
         if verdict is not None:
             return verdict
     return worked.verdict()

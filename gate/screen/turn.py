@@ -147,10 +147,10 @@ def said(msgs: Sequence[Message], start: int = 0, before: tuple[int, ...] = ()
     return tuple(out)
 
 
-def first(req: Outbound, worked: Worked, secrets: SecretScreen | None) -> Turn | None:
+def first(req: Outbound, worked: Worked, secrets: SecretScreen | None,
+          where: layout.Layout | None) -> Turn | None:
     """A Turn from a body screened whole, or None when its shape does not allow one."""
     body = worked.body
-    where = layout.layout(req.body)
     messages = body.get(layout.KEY) if isinstance(body, dict) else None
     if where is None or not isinstance(messages, list) or len(messages) != len(where.ends):
         return None

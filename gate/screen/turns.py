@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from loguru import logger
 
 from gate.rules.layers import PolicyStore
-from gate.screen import next_turn, turn
+from gate.screen import layout, next_turn, turn
 from gate.screen.turn import Turn
 from gate.screen.verdict import Blocked, Outbound, Verdict
 
@@ -63,10 +63,12 @@ class Turns:
             return verdict
         return None
 
-    def keep(self, req: Outbound, worked: Worked, screens: Screens | None) -> Verdict | None:
-        """Remember a body screened whole; its verdict, the rewritten body put together as
-        the next turn's will be (None: this body cannot be a turn, use worked.verdict())."""
-        first = turn.first(req, worked, screens.secrets if screens else None)
+    def keep(self, req: Outbound, worked: Worked, screens: Screens | None,
+             where: layout.Layout | None) -> Verdict | None:
+        """Remember a body screened whole (`where`: its messages in its bytes); its verdict,
+        the rewritten body put together as the next turn's will be (None: this body cannot
+        be a turn, use worked.verdict())."""
+        first = turn.first(req, worked, screens.secrets if screens else None, where)
         if first is None:
             return None
         out = None

@@ -325,6 +325,9 @@ def test_layout_and_frame_match_the_bytes(seed: int) -> None:
                 json.dumps(body, indent=rand.choice([1, 2]), ensure_ascii=False).encode()):
         where = layout.layout(raw)
         assert where is not None
+        # Found by comparing each message's orjson bytes where they match, scanned elsewhere.
+        assert layout.layout(raw, messages) == where
+        assert layout.layout(raw, [*messages[1:], {"other": 1}]) == where
         assert raw[where.close:where.close + 1] == b"]"
         starts = [where.start, *where.ends][:len(where.ends)]
         spans = [raw[a:b].lstrip(b" \n,") for a, b in zip(starts, where.ends, strict=True)]
