@@ -234,9 +234,15 @@ _NEWEST = b'{"role":"user","content":['
 
 
 def _background(db: sqlite3.Connection) -> None:
-    """What gate serve's background thread does after a request (gate.audit.worker)."""
+    """What gate serve's background thread does after a request (gate.audit.worker): index
+    the new chunks, and checkpoint once ~WAL_PAGES new pages wait in the WAL (the worker's
+    connection does it by SQLite's own page count; here, by the WAL's size, truncated
+    after each checkpoint so that the size counts new pages)."""
     index.index_pending(db)
-    worker.checkpoint(db, Path(db.execute("PRAGMA database_list").fetchone()[2]))
+    wal = Path(db.execute("PRAGMA database_list").fetchone()[2] + "-wal")
+    pages = getattr(worker, "WAL_PAGES", 2048)  # (a baseline tree's gate may predate it)
+    if wal.exists() and wal.stat().st_size > pages * 4096:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def _plain_times(path: Path, bodies: list[bytes], compress: bool) -> list[float]:
