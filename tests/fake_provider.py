@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -10,6 +11,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from loopback import LoopbackServer
+
+_IDS = itertools.count(1)
 
 
 @dataclass
@@ -129,7 +132,9 @@ class FakeProvider(LoopbackServer):
         content = self.content(req, path)
         tool = any(b.get("type") == "tool_use" for b in content)
         return {
-            "id": "msg_fake", "type": "message", "role": "assistant",
+            # A new id per reply, as the API gives: Claude Code merges assistant messages
+            # that share one (so every turn would rewrite one growing message).
+            "id": f"msg_fake_{next(_IDS)}", "type": "message", "role": "assistant",
             "model": req.get("model", "claude-fake"),
             "content": content,
             "stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None,
