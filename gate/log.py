@@ -12,7 +12,9 @@ FORMAT = "{time:HH:mm:ss} gate {level: <7} {message}"
 
 
 def configure(*, level: str = "INFO", file: Path | None = None, stderr: bool = True) -> None:
-    """Send gate's log to stderr and/or a file. Messages never carry bodies or secrets."""
+    """Send gate's log to stderr and/or a file. Messages never carry bodies or secrets.
+    `GATE_LOG_LEVEL` (DEBUG, INFO, WARNING...) overrides the level."""
+    level = os.environ.get("GATE_LOG_LEVEL", "").upper() or level
     logger.remove()
     if stderr:
         logger.add(sys.stderr, level=level, format=FORMAT, diagnose=False, backtrace=False)

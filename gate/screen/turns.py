@@ -60,6 +60,8 @@ class Turns:
             except Blocked:
                 return None  # the whole-body path raises it again, in its own order
             self._put(nxt, kept)
+            logger.debug("next turn: {} of {} messages reused, {} new", k, len(kept.msgs),
+                         len(nxt.msgs) - k)
             return verdict
         return None
 

@@ -138,3 +138,47 @@ def test_claude_code_read_of_env_is_withheld(provider: FakeProvider,
     for f in gate_dirs["data"].rglob("*"):
         if f.is_file():
             assert secret.encode() not in f.read_bytes(), f"{f} holds the .env value"
+
+
+def test_claude_code_later_turns_reuse_all_but_the_last_message(
+        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    """Six reads in a row: from the third request on, gate screens only what each turn
+    added (Claude Code moves its cache mark to the newest message, so the previous last
+    message is the one that changed), and the .env value still never leaves."""
+    claude = claude_bin()
+    project = gate_dirs["project"].resolve()
+    secret = "fake-" + os.urandom(16).hex()
+    (project / ".env").write_text(f"API_TOKEN={secret}\n")
+    for i in range(6):
+        (project / f"f{i}.py").write_text(f"print({i})\n" * 100)
+    reads = [project / f"f{i}.py" for i in range(5)]
+    reads.insert(2, project / ".env")
+
+    def script(path: str, req: dict[str, Any]) -> list[dict[str, Any]]:
+        tools = {t.get("name") for t in req.get("tools") or () if isinstance(t, dict)}
+        if "Read" not in tools or req.get("max_tokens") == 1:
+            return [{"type": "text", "text": "ok"}]
+        done = sum(1 for m in req.get("messages") or () if _has_tool_result(m))
+        if done >= len(reads):
+            return [{"type": "text", "text": "done"}]
+        return [{"type": "tool_use", "id": "toolu_gate_test_" + os.urandom(4).hex(),
+                 "name": "Read", "input": {"file_path": str(reads[done])}}]
+
+    provider.script = script
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    env.update(_QUIET, GATE_LOG_LEVEL="DEBUG")
+    env["ANTHROPIC_API_KEY"] = "sk-ant-fake-" + os.urandom(8).hex()
+    env["CLAUDE_CONFIG_DIR"] = str(gate_dirs["home"] / ".claude")
+    cmd = [sys.executable, "-m", "gate", "run", "--upstream", f"anthropic={provider.url}",
+           "--", claude, "-p", "read the files", "--allowedTools", "Read",
+           "--no-session-persistence"]
+    done = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and "done" in done.stdout, done.stderr[-2000:]
+    assert all(secret.encode() not in s.body for s in provider.seen)
+    log = (gate_dirs["data"] / "gate.log").read_text()
+    reused = [line.split("next turn: ", 1)[1] for line in log.splitlines()
+              if "next turn: " in line]
+    counts = [(int(r.split()[0]), int(r.split()[2])) for r in reused]  # (reused, of)
+    assert len(counts) >= len(reads) - 1, log[-3000:]
+    assert all(k >= n - 1 for k, n in counts[1:]), counts
