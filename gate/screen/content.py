@@ -6,11 +6,11 @@ gate cannot edit, blocks the request instead (fail closed).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gate.providers.segments import JsonPath, Role, Segment
+from gate.providers.segments import JsonPath, Role, Segment, Strings
 from gate.rules.engine import Policy
 from gate.screen import masking
 from gate.screen.fingerprints import DeniedIndex, Source
@@ -157,6 +157,25 @@ def tally(outcomes: Iterable[Outcome], tools: Mapping[str, str]) -> list[Withhel
         for key, asked in asks:  # the last ask of a key in its first string, as shown
             found[key] = replace(found[key], asked=asked)
     return [*denied.values(), *found.values()]
+
+
+def screened(segs: Iterable[Segment], done: Container[str | None], index: DeniedIndex | None,
+             screen: SecretScreen | None, policy: Policy,
+             approved: frozenset[str] = frozenset()) -> list[Outcome]:
+    """The outcomes of the strings still in the body (a result withheld whole, its call in
+    `done`, is gone), in order; strings with nothing found have none."""
+    return [o for s in segs if not (s.role is Role.TOOL_RESULT and s.call_id in done)
+            and (o := outcome(s, index, screen, policy, approved))]
+
+
+def unknown(strings: Strings, covered: Container[JsonPath], index: DeniedIndex | None,
+            screen: SecretScreen | None) -> tuple[Segment, ...]:
+    """Fail closed on what the format walker does not know in one top-level item (new
+    fields, unknown blocks): its object keys are checked (Blocked), and its uncovered
+    strings that hold anything are screened as attachments."""
+    found, names = strings
+    keys(list(names), index, screen)
+    return suspects([(p, t) for p, t in found if p not in covered], index, screen)
 
 
 def suspects(strings: list[tuple[JsonPath, str]], index: DeniedIndex | None,

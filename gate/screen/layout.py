@@ -113,3 +113,14 @@ def frame(body: dict[str, Any]) -> tuple[bytes, bytes]:
             parts[after].append(orjson.dumps(key) + b":" + orjson.dumps(value))
     head = b"{" + b"".join(p + b"," for p in parts[False]) + b'"' + KEY.encode() + b'":['
     return head, b"]" + b"".join(b"," + p for p in parts[True]) + b"}"
+
+
+def assemble(frame: tuple[bytes, bytes], outs: tuple[bytes, ...]) -> bytes:
+    """A rewritten body: the frame around its messages' bytes, one copy of them."""
+    head, tail = frame
+    if not outs:
+        return head + tail
+    parts = list(outs)
+    parts[0] = head + parts[0]
+    parts[-1] += tail
+    return b",".join(parts)

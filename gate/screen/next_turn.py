@@ -94,18 +94,12 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     extras: list[Outcome] = []
     outcome_ends, extra_ends = list(turn.outcome_ends[:k]), list(turn.extra_ends[:k])
     for j, (segs, _, _) in enumerate(walked):
-        live = [s for s in segs if not (s.role is Role.TOOL_RESULT and s.call_id in done)]
         extra: tuple[Segment, ...] = ()
         if index or secrets:
-            found, names = item_strings(new[j], (layout.KEY, k + j), SHORTEST)
-            covered = {s.path for s in segs}
-            extra = content.suspects([(p, t) for p, t in found if p not in covered], index,
-                                     secrets)
-            content.keys(list(names), index, secrets)
-        outcomes += [o for s in live
-                     if (o := content.outcome(s, index, secrets, policy, req.approved))]
-        extras += [o for s in extra
-                   if (o := content.outcome(s, index, secrets, policy, req.approved))]
+            extra = content.unknown(item_strings(new[j], (layout.KEY, k + j), SHORTEST),
+                                    {s.path for s in segs}, index, secrets)
+        outcomes += content.screened(segs, done, index, secrets, policy, req.approved)
+        extras += content.screened(extra, done, index, secrets, policy, req.approved)
         outcome_ends.append(len(outcomes) + (outcome_ends[k - 1] if k else 0))
         extra_ends.append(len(extras) + (extra_ends[k - 1] if k else 0))
     shared_outcomes = turn.outcomes[:turn.outcome_ends[k - 1] if k else 0]
@@ -167,13 +161,7 @@ def _rewritten(turn: Turn, k: int, new: list[dict[str, Any]], body: bytes
         outs = (*shared, *(orjson.dumps(m) for m in new))
     except (orjson.JSONEncodeError, orjson.JSONDecodeError, TypeError) as exc:
         raise Miss("a message needs the standard library's writer") from exc
-    head, tail = frame
-    if not outs:
-        return head + tail, outs, frame
-    parts = list(outs)
-    parts[0] = head + parts[0]
-    parts[-1] += tail
-    return b",".join(parts), outs, frame
+    return layout.assemble(frame, outs), outs, frame
 
 
 def _calls(turn: Turn, k: int, new: list[dict[str, Any]], walked: list[anthropic.Message],

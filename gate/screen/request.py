@@ -15,7 +15,7 @@ from gate import providers
 from gate.agents import tools
 from gate.agents.actions import Action
 from gate.providers import anthropic, history
-from gate.providers.segments import Role, Segment, ToolCall, Walk, set_at, unit_strings
+from gate.providers.segments import Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
 from gate.screen import calls, content, layout, turns
@@ -167,20 +167,13 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
                                                                 req.approved, secrets)))
     withheld = [item for *_, item in decided if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
-    live = [s for s in walk.segments if not (s.role is Role.TOOL_RESULT and s.call_id in done)]
     extra: list[Segment] = []
     if index or secrets:
-        # Fail closed: strings the format walker does not know (new fields, unknown blocks)
-        # are screened as attachments, and object keys are checked too.
         covered = {s.path for s in walk.segments}
-        for _, (found, names) in unit_strings(body, SHORTEST):
-            extra += content.suspects([(p, t) for p, t in found if p not in covered], index,
-                                      secrets)
-            content.keys(list(names), index, secrets)
-    outcomes = [o for s in live if (o := content.outcome(s, index, secrets, policy,
-                                                         req.approved))]
-    extras = [o for s in extra if (o := content.outcome(s, index, secrets, policy,
-                                                        req.approved))]
+        for _, strings in unit_strings(body, SHORTEST):
+            extra += content.unknown(strings, covered, index, secrets)
+    outcomes = content.screened(walk.segments, done, index, secrets, policy, req.approved)
+    extras = content.screened(extra, done, index, secrets, policy, req.approved)
     withheld += content.tally([*outcomes, *extras], {c.id: c.name for c in walk.calls})
     for o in (*outcomes, *extras):
         if o.text != o.seg.text:

@@ -75,8 +75,7 @@ class Turns:
             return None
         out = None
         if worked.rewrite and first.frame is not None:
-            head, tail = first.frame
-            out = b"".join((head, b",".join(first.outs), tail))
+            out = layout.assemble(first.frame, first.outs)
         self._put(first, None)
         return worked.verdict(out)
 
