@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ from gate.screen.fingerprints import IndexStore, Limits
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 
 HEALTH = "/_gate/health"
+_CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';\s]*)""", re.I)
 
 
 class GateAddon:
@@ -197,6 +199,7 @@ class GateAddon:
             # What leaves is the decoded bytes gate screened (no coding to read otherwise),
             # and they are what the audit records.
             req.headers.pop("content-encoding", None)
+            req.headers.pop("transfer-encoding", None)  # sent whole, with its length
             req.content = sent
         flow.metadata["gate_row"] = self._record(flow, route, run, agent, verdict, sent)
         flow.metadata["gate_t0"] = time.monotonic()
@@ -266,6 +269,11 @@ def _decoded(req: http.Request) -> bytes:
         body = codings.decode(raw, names)
     except codings.Undecodable as exc:
         raise Blocked(f"gate cannot read this request body: {exc}; it was not sent") from exc
+    charset = _CHARSET.search(req.headers.get("content-type", ""))
+    if charset and charset.group(1).lower() not in ("utf-8", "utf8"):
+        # JSON is UTF-8 (RFC 8259); a server that honours another charset reads other text.
+        raise Blocked(f"gate reads request bodies as UTF-8, and this one declares charset"
+                      f" {charset.group(1)[:20]!r}; send it as UTF-8")
     if raw and not body.strip():
         raise Blocked("gate cannot screen this request: its body is not empty but decodes to"
                       " nothing (or only whitespace); it was not sent")

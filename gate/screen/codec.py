@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]", re.ASCII)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}\Z")
 
 
@@ -46,10 +47,28 @@ def unique(raw: bytes, body: Any) -> None:
 def _standard(raw: bytes) -> Any:
     text = raw.decode("utf-8")  # strict; a BOM stays and is refused by the parser
     try:
-        return json.loads(text, object_pairs_hook=_unique, parse_constant=_constant,
-                          parse_int=_int, parse_float=_float)
+        body = json.loads(
+            text,
+            object_pairs_hook=_unique,
+            parse_constant=_constant,
+            parse_int=_int,
+            parse_float=_float,
+        )
+        if _SURROGATE.search(text):
+            orjson.dumps(body)  # fails on a string that is not Unicode text
+        return body
+    except orjson.JSONEncodeError:
+        # Providers' parsers refuse it, replace it or keep it, and gate's matchers cannot
+        # read it: an emoji cut in two by a truncated tool output, or a value split by one.
+        raise Ambiguous(
+            "a string holds a lone UTF-16 surrogate (a \\udXXX escape without"
+            " its pair), which providers read differently; remove the broken"
+            " character"
+        ) from None
     except _Repeated:
         raise Ambiguous(_where_repeated(text)) from None
+    except RecursionError:  # orjson stops at 1024 levels too; no agent nests that deep
+        raise Ambiguous("the body nests deeper than gate reads") from None
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -72,8 +91,9 @@ def _constant(name: str) -> Any:
 def _int(text: str) -> int:
     value = int(text)
     if not -(2**63) <= value < 2**64:
-        raise Ambiguous(f"an integer of {len(text)} digits is beyond what every provider's"
-                        " parser keeps exactly")
+        raise Ambiguous(
+            f"an integer of {len(text)} digits is beyond what every provider's parser keeps exactly"
+        )
     return value
 
 
@@ -88,8 +108,10 @@ def _where_repeated(text: str) -> str:
     tree = json.loads(text, object_pairs_hook=_Pairs)
     found = _find(tree, "")
     where = found if found else "an object"
-    return (f"the key {where} appears more than once in one object; the provider may"
-            " read the copy gate did not screen")
+    return (
+        f"the key {where} appears more than once in one object; the provider may"
+        " read the copy gate did not screen"
+    )
 
 
 class _Pairs(list[tuple[str, Any]]):

@@ -33,8 +33,9 @@ def declared(values: Iterable[str]) -> list[str]:
             if not name:
                 raise Undecodable("an empty name in Content-Encoding")
             if name not in KNOWN:
-                raise Undecodable(f"unknown content-coding {name[:20]!r} (gate reads only"
-                                  f" {', '.join(KNOWN)})")
+                raise Undecodable(
+                    f"unknown content-coding {name[:20]!r} (gate reads only {', '.join(KNOWN)})"
+                )
             if name != "identity":
                 names.append(name)
     return names
@@ -85,8 +86,7 @@ def _br(data: bytes) -> bytes:
         out = d.process(data)
     except brotli.error as exc:
         # The decoder also fails here on bytes after the end of the stream.
-        raise Undecodable(f"br: the stream is corrupt or has bytes after its end ({exc})"
-                          ) from exc
+        raise Undecodable(f"br: the stream is corrupt or has bytes after its end ({exc})") from exc
     if not d.is_finished():
         raise Undecodable("br: the stream is cut short")
     return bytes(out)

@@ -32,7 +32,7 @@ class Scrub:
         if self.secrets is not None:
             found = self.secrets.scanner.scan(text)
             for f in reversed(found):  # sorted, never overlapping
-                text = f"{text[:f.start]}[{f.kind}]{text[f.end:]}"
+                text = f"{text[: f.start]}[{f.kind}]{text[f.end :]}"
         return text
 
     def holds(self, text: str) -> bool:

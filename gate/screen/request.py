@@ -64,7 +64,9 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
                 return Verdict(None, "unscreened", None, req.project_root)
             # Fail closed: a body gate cannot parse is a body gate cannot screen.
             raise Blocked("gate cannot screen this request: the body is not JSON"
-                          f" ({_syntax(exc)})") from exc
+                          f" ({_syntax(exc)}). A file upload is not screened: send it"
+                          " without gate, or give its upstream `unsafe_pass_non_json: true`"
+                          " (docs/usage.md), which forwards it unscreened") from exc
     except Ambiguous as exc:  # JSON with two meanings is refused even where non-JSON passes
         raise Blocked(f"gate cannot screen this request: {exc}") from exc
     if fmt is None:

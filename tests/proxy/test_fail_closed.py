@@ -87,7 +87,7 @@ CODECS = {
 @pytest.mark.parametrize("name", sorted(CODECS))
 def test_encoded_bodies_are_decoded_screened_and_sent_decoded(
         gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], name: str) -> None:
-    encode, decode = CODECS[name]
+    encode, _ = CODECS[name]
     project = str(gate_dirs["project"])
     secret = fake_secret()
     body = conversation(project, tool_turn("toolu_9", "Read", {"file_path": f"{project}/.env"},
