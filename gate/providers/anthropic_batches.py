@@ -11,7 +11,7 @@ from typing import Any
 
 from gate.providers import anthropic
 from gate.providers.paths import normalise
-from gate.providers.segments import Segment, Walk
+from gate.providers.segments import Segment, ToolCall, Walk
 
 FORMAT = "anthropic-batch"
 
@@ -27,7 +27,7 @@ def walk(body: dict[str, Any]) -> Walk:
     if not isinstance(requests, list):
         raise ValueError("a batch's requests is not a list")
     segs: list[Segment] = []
-    calls = []
+    calls: list[ToolCall] = []
     model = None
     for i, request in enumerate(requests):
         params = request.get("params") if isinstance(request, dict) else None
