@@ -11,7 +11,8 @@ Undecodable naming the problem.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import brotli
 import zstandard
@@ -50,20 +51,35 @@ def decode(raw: bytes, codings: list[str]) -> bytes:
 
 
 def _gzip(data: bytes) -> bytes:
+    # Every member, as a standard gzip reader reads them all.
+    return _streams(
+        data,
+        "gzip",
+        "member",
+        lambda: zlib.decompressobj(wbits=31),
+        lambda rest: rest[:2] == b"\x1f\x8b",
+    )
+
+
+def _streams(
+    data: bytes, name: str, unit: str, start: Callable[[], Any], follows: Callable[[bytes], bool]
+) -> bytes:
+    """A body that is one or more complete streams (gzip members, zstd frames), each read to
+    its end; what follows the last must be none, and what follows one must start another."""
     out: list[bytes] = []
-    while True:  # every member, as a standard gzip reader reads them all
-        d = zlib.decompressobj(wbits=31)
+    while True:
+        d = start()
         try:
             out.append(d.decompress(data))
-        except zlib.error as exc:
-            raise Undecodable(f"gzip: {exc}") from exc
+        except (zlib.error, zstandard.ZstdError) as exc:
+            raise Undecodable(f"{name}: {exc}") from exc
         if not d.eof:
-            raise Undecodable("gzip: the stream ends before its last member does")
+            raise Undecodable(f"{name}: the stream ends before its last {unit} does")
         data = d.unused_data
         if not data:
             return b"".join(out)
-        if data[:2] != b"\x1f\x8b":
-            raise Undecodable(f"gzip: {len(data)} bytes after the end of the last member")
+        if not follows(data):
+            raise Undecodable(f"{name}: {len(data)} bytes after the end of the last {unit}")
 
 
 def _deflate(data: bytes) -> bytes:
@@ -93,20 +109,14 @@ def _br(data: bytes) -> bytes:
 
 
 def _zstd(data: bytes) -> bytes:
-    out: list[bytes] = []
-    while True:  # every frame, as the zstd tool and libraries read them all
-        d = zstandard.ZstdDecompressor().decompressobj()
-        try:
-            out.append(d.decompress(data))
-        except zstandard.ZstdError as exc:
-            raise Undecodable(f"zstd: {exc}") from exc
-        if not d.eof:
-            raise Undecodable("zstd: the stream ends before its last frame does")
-        data = d.unused_data
-        if not data:
-            return b"".join(out)
-        if data[:4] != _ZSTD_MAGIC and not _skippable(data[:4]):
-            raise Undecodable(f"zstd: {len(data)} bytes after the end of the last frame")
+    # Every frame, as the zstd tool and libraries read them all.
+    return _streams(
+        data,
+        "zstd",
+        "frame",
+        lambda: zstandard.ZstdDecompressor().decompressobj(),
+        lambda rest: rest[:4] == _ZSTD_MAGIC or _skippable(rest[:4]),
+    )
 
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
