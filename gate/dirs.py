@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from gate.errors import GateError
+
 APP = "gate"
 
 
@@ -36,9 +38,18 @@ def data_dir() -> Path:
 
 
 def private_dir(path: Path) -> Path:
-    """Create `path` (and parents) owner-only (0700) and return it."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
+    """Create `path` (and parents) owner-only (0700) and return it. Raises GateError naming
+    it when it cannot be (a read-only or full file system, a file in the way)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if path.stat().st_mode & 0o777 != 0o700:
+            os.chmod(path, 0o700)
+    except OSError as exc:
+        raise GateError(f"gate cannot create or protect this directory ({exc.strerror})",
+                        where=str(path),
+                        hint="make it writable by this user (gate blocks every request while"
+                        " it cannot write its audit), or set GATE_DATA_DIR / GATE_CONFIG_DIR"
+                        " to another directory") from exc
     return path
 
 

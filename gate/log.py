@@ -8,6 +8,8 @@ from pathlib import Path
 
 from loguru import logger
 
+from gate.errors import GateError
+
 FORMAT = "{time:HH:mm:ss} gate {level: <7} {message}"
 
 
@@ -19,8 +21,13 @@ def configure(*, level: str = "INFO", file: Path | None = None, stderr: bool = T
     if stderr:
         logger.add(sys.stderr, level=level, format=FORMAT, diagnose=False, backtrace=False)
     if file is not None:
-        file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        file.touch(mode=0o600, exist_ok=True)
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            file.touch(mode=0o600, exist_ok=True)
+        except OSError as exc:  # a read-only or full data dir: say so before anything else
+            raise GateError(f"gate cannot write its log ({exc.strerror})", where=str(file),
+                            hint="make the data dir writable by this user, or set"
+                            " GATE_DATA_DIR to another directory") from exc
         logger.add(file, level=level, format="{time} {level} {message}", diagnose=False,
                    backtrace=False, rotation="10 MB", retention=3, opener=_private_opener)
 

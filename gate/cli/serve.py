@@ -219,8 +219,10 @@ def _health(base_url: str) -> dict[str, object] | None:
 
 
 def _healthy(base_url: str, data: Path) -> bool:
-    info = _health(base_url)
-    return info is not None and info.get("data_dir") == str(data)
+    from gate.proxy.server import server_instance
+
+    info, instance = _health(base_url), server_instance(data)
+    return info is not None and instance is not None and info.get("instance") == instance
 
 
 def _run_child(argv: list[str], env: dict[str, str]) -> int:

@@ -9,10 +9,20 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gate.providers import anthropic, gemini, openai_chat, openai_responses
+from gate.providers import (
+    anthropic,
+    anthropic_batches,
+    gemini,
+    openai_assistants,
+    openai_chat,
+    openai_responses,
+)
 
 # Order matters only where paths could overlap; each format matches its own endpoints.
-FORMATS: tuple[ModuleType, ...] = (anthropic, openai_responses, openai_chat, gemini)
+# Endpoints that carry conversation content under other URLs are walked as their format;
+# anything else on a provider upstream still has every string screened.
+FORMATS: tuple[ModuleType, ...] = (anthropic, anthropic_batches, openai_responses,
+                                   openai_chat, openai_assistants, gemini)
 
 
 def detect(path: str) -> ModuleType | None:

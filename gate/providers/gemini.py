@@ -41,9 +41,16 @@ _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DEN
            404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
 
 
+# A context cache (`cachedContents`, created or updated) holds the same contents,
+# systemInstruction and tools as a request, sent once and then named by later ones.
+_CACHED = re.compile(r"/v1[a-z0-9]*/(projects/[^:]+/)?cachedcontents(/[^/:]+)?$")
+
+
 def matches(path: str) -> bool:
-    """Whether a request path is a generateContent, streamGenerateContent or countTokens call."""
-    return bool(_PATHS.search(normalise(path).replace("%3a", ":")))
+    """Whether a request path is a generateContent, streamGenerateContent or countTokens call,
+    or a context cache's contents."""
+    norm = normalise(path).replace("%3a", ":")
+    return bool(_PATHS.search(norm) or _CACHED.search(norm))
 
 
 def walk(body: dict[str, Any]) -> Walk:

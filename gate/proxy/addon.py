@@ -4,6 +4,8 @@ response side is gate/proxy/recorder.py)."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -25,11 +27,14 @@ from gate.errors import GateError
 from gate.proxy import chains, control, replies, routing, websocket
 from gate.proxy.recorder import ResponseRecorder
 from gate.rules.layers import PolicyStore
+from gate.screen import codings
 from gate.screen.content import SecretScreen
+from gate.screen.disclose import Scrub
 from gate.screen.fingerprints import IndexStore, Limits
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 
 HEALTH = "/_gate/health"
+_CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';\s]*)""", re.I)
 
 
 class GateAddon:
@@ -49,6 +54,9 @@ class GateAddon:
         self.asker = Asker(config, data_dir, secrets.key, self.pending)
         self.control = control.Control(self.pending, client.load_or_create_token(data_dir))
         self._registered: Path | None = None
+        # Named by /_gate/health instead of the data dir: `gate run` checks it against
+        # server.json, which only this data dir's gate writes.
+        self.instance = os.urandom(8).hex()
 
     # -- mitmproxy hooks -------------------------------------------------------------------
 
@@ -126,6 +134,10 @@ class GateAddon:
     def _request(self, flow: http.HTTPFlow) -> _Screened | None:
         """Screen the request; None when gate answered it itself (health, control, 404)."""
         req = flow.request
+        try:
+            req.path = routing.normalise(req.path)  # what is routed, screened and sent
+        except ValueError as exc:
+            raise Blocked(f"gate cannot route this request: {exc}; it was not sent") from exc
         if req.path.split("?", 1)[0] == HEALTH:
             self._health(flow)
             return None
@@ -153,32 +165,42 @@ class GateAddon:
                               " upgrade is refused)")
             flow.metadata["gate_ws"] = websocket.Connection(
                 route, run, agent=run.agent if run else None)
-        try:
-            body = req.get_content(strict=True) or b""
-        except ValueError as exc:
-            enc = req.headers.get("content-encoding", "")[:40]
-            raise Blocked(f"gate cannot decode this request body (content-encoding {enc!r}:"
-                          f" {type(exc).__name__}); it was not sent") from exc
+        body = _decoded(req)
+        flow.metadata["gate_coding"] = ", ".join(req.headers.get_all("content-encoding")) or None
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
         outbound = Outbound(route.path, body, agent, run.cwd if run else None,
                             route.upstream.unsafe_pass_non_json)
-        return _Screened(self, route, run, outbound,
-                         screen(outbound, self.policies, self.screens, self.chains.known))
+        verdict = screen(outbound, self.policies, self.screens, self.chains.known)
+        if self._scrub().query_holds(route.path):
+            raise Blocked("the query string holds a denied file's value or a likely secret;"
+                          " gate cannot withhold it in place, so the request was not sent")
+        return _Screened(self, route, run, outbound, verdict)
+
+    def _scrub(self) -> Scrub:
+        indexes = self.screens.indexes.known() if self.screens.indexes else []
+        return Scrub(self.screens.secrets, indexes)
 
     def _send(self, flow: http.HTTPFlow, screened: _Screened, verdict: Verdict) -> None:
         """Put the decided body on the flow, audit it, and route it upstream."""
         req, route, run, body = flow.request, screened.route, screened.run, screened.req.body
         agent = screened.req.agent
         sent = body if verdict.body is None else verdict.body
-        if verdict.body is not None and req.headers.get("authorization", "").startswith("AWS4-"):
+        if verdict.body is not None and _signed(req):
             # The signature covers the body: an edited body would be refused upstream, and
             # the original must not leave. Say what to do instead.
             raise Blocked("gate must withhold content from this request, but its body is"
                           " signed (AWS SigV4) and cannot be edited. Use a Bedrock API key"
                           " (AWS_BEARER_TOKEN_BEDROCK) so gate can edit the body, or keep the"
                           " denied content out of the conversation")
-        if verdict.body is not None:
-            req.content = verdict.body  # re-encoded with the request's content-encoding
+        if "content-encoding" in req.headers or verdict.body is not None:
+            if "content-encoding" in req.headers and _signed(req):
+                raise Blocked("gate forwards a request body decoded, and this one is signed"
+                              " (AWS SigV4) over its compressed bytes; send it uncompressed")
+            # What leaves is the decoded bytes gate screened (no coding to read otherwise),
+            # and they are what the audit records.
+            req.headers.pop("content-encoding", None)
+            req.headers.pop("transfer-encoding", None)  # sent whole, with its length
+            req.content = sent
         flow.metadata["gate_row"] = self._record(flow, route, run, agent, verdict, sent)
         flow.metadata["gate_t0"] = time.monotonic()
         up = route.upstream
@@ -189,23 +211,31 @@ class GateAddon:
     def _record(self, flow: http.HTTPFlow, route: routing.Route, run: runs.Run | None,
                 agent: str | None, verdict: Verdict, sent: bytes) -> int:
         # Written before the request leaves; if this raises, the request is blocked.
+        scrub = self._scrub()
         return self.audit.record_request(
             run_id=run.id if run else None, agent=agent, upstream=route.upstream.name,
             session=session_key(flow.request.headers, run.id if run else None, agent,
                                 route.upstream.name),
             host=route.upstream.host, method=flow.request.method,
-            path=routing.safe_path(route.path),
-            model=verdict.model, project_root=verdict.project_root, request_bytes=len(sent),
+            path=scrub.path(routing.safe_path(route.path)),
+            model=scrub.value(verdict.model), project_root=verdict.project_root,
+            request_bytes=len(sent),
             verdict=("modified" if verdict.body is not None else
                      "unscreened" if verdict.format == "unscreened" else "forwarded"),
-            withheld=[w.record() for w in verdict.withheld],
-            body=sent, content_encoding=flow.request.headers.get("content-encoding"),
+            withheld=[_scrubbed(w.record(), scrub) for w in verdict.withheld],
+            body=sent, content_encoding=flow.metadata.get("gate_coding"),
         )
 
     def _block(self, flow: http.HTTPFlow, status: int, message: str) -> None:
         route: routing.Route | None = flow.metadata.get("gate_route")
         name = route.upstream.name if route else ""
         path = route.path if route else flow.request.path
+        try:  # nothing the client sent is written down in clear when it held a finding
+            scrub = self._scrub()
+            message, stored = scrub.text(message), scrub.path(routing.safe_path(path))
+        except Exception as exc:
+            logger.error("flow {}: block reason not checked ({})", flow.id, type(exc).__name__)
+            message, stored = "gate could not check the reason for this block", "?"
         flow.response = http.Response.make(
             status, replies.error(name, path, status, f"gate blocked this request: {message}"),
             {"content-type": "application/json", "x-gate-blocked": "1"})
@@ -213,17 +243,53 @@ class GateAddon:
         try:
             self.audit.record_request(
                 upstream=name or "?", host=route.upstream.host if route else "?",
-                method=flow.request.method, path=routing.safe_path(path),
+                method=flow.request.method, path=stored,
                 request_bytes=len(flow.request.raw_content or b""), verdict="blocked",
                 reason=message, status=status)
         except Exception as exc:  # the request is blocked either way
             logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
 
     def _health(self, flow: http.HTTPFlow) -> None:
-        body: dict[str, Any] = {"ok": True, "version": __version__,
-                                "data_dir": str(self.data_dir)}
+        # Answered only to a request that names this gate (not a page a browser was sent
+        # to under another name), and it names no path of this machine.
+        if refusal := self.control.refusal(flow):
+            flow.response = http.Response.make(403, json.dumps({"error": refusal}).encode(),
+                                               {"content-type": "application/json"})
+            return
+        body: dict[str, Any] = {"ok": True, "version": __version__, "instance": self.instance}
         flow.response = http.Response.make(200, json.dumps(body).encode(),
                                            {"content-type": "application/json"})
+
+
+def _decoded(req: http.Request) -> bytes:
+    """The body as the provider will read it (gate/screen/codings.py); raises Blocked."""
+    raw = req.raw_content or b""
+    try:
+        names = codings.declared(req.headers.get_all("content-encoding"))
+        body = codings.decode(raw, names)
+    except codings.Undecodable as exc:
+        raise Blocked(f"gate cannot read this request body: {exc}; it was not sent") from exc
+    charset = _CHARSET.search(req.headers.get("content-type", ""))
+    if charset and charset.group(1).lower() not in ("utf-8", "utf8"):
+        # JSON is UTF-8 (RFC 8259); a server that honours another charset reads other text.
+        raise Blocked(f"gate reads request bodies as UTF-8, and this one declares charset"
+                      f" {charset.group(1)[:20]!r}; send it as UTF-8")
+    if raw and not body.strip():
+        raise Blocked("gate cannot screen this request: its body is not empty but decodes to"
+                      " nothing (or only whitespace); it was not sent")
+    return body
+
+
+def _signed(req: http.Request) -> bool:
+    return str(req.headers.get("authorization", "")).startswith("AWS4-")
+
+
+def _scrubbed(record: dict[str, object], scrub: Scrub) -> dict[str, object]:
+    """A withheld item as recorded: a call id or tool name that held a finding is withheld."""
+    for key in ("call_id", "tool"):
+        if isinstance(value := record.get(key), str):
+            record[key] = scrub.value(value)
+    return record
 
 
 @dataclass(frozen=True, slots=True)

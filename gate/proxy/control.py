@@ -40,7 +40,7 @@ class Control:
     def handle(self, flow: http.HTTPFlow) -> None:
         """Answer a /_gate/ request (never forwarded anywhere)."""
         req = flow.request
-        if refusal := self._refusal(flow):
+        if refusal := self.refusal(flow):
             flow.response = _json(403, {"error": refusal})
             return
         path = req.path.split("?", 1)[0]
@@ -61,7 +61,8 @@ class Control:
 
     # -- checks ----------------------------------------------------------------------------
 
-    def _refusal(self, flow: http.HTTPFlow) -> str | None:
+    def refusal(self, flow: http.HTTPFlow) -> str | None:
+        """Why a request to gate itself is refused (None: it is not)."""
         peer = flow.client_conn.peername[0] if flow.client_conn.peername else ""
         if peer not in _LOOPBACK:
             return "the control API answers loopback clients only"

@@ -27,3 +27,16 @@ def not_found(path: str, names: list[str]) -> bytes:
                    " Point the agent's base URL at one of them, or add one with"
                    " --upstream NAME=URL.",
     }}).encode()
+
+
+def upstream_failed(status: int, message: str) -> bytes:
+    """What an agent gets when gate could not reach the upstream, or it broke off before
+    answering. mitmproxy cannot tell gate which format the failed request spoke, so the
+    body has each format's fields at once: Anthropic's `type` and `error.type`, OpenAI's
+    `error.message` and `error.code`, Google's `error.code` and `error.status`."""
+    text = (f"gate could not get an answer from the upstream ({message}); the request was"
+            " recorded in gate's audit with this error")
+    status_name = {502: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}.get(status, "UNKNOWN")
+    return json.dumps({"type": "error", "error": {
+        "type": "api_error", "message": text, "code": status, "status": status_name,
+        "param": None}}).encode()

@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loguru import logger
-from mitmproxy import options
+from mitmproxy import http, options
+from mitmproxy.net.http import http1
+from mitmproxy.proxy.layers.http import _http1
 from mitmproxy.tools.dump import DumpMaster
 
 from gate import dirs
 from gate.audit.store import AuditStore
 from gate.config import Config, base_url
+from gate.proxy import replies
 from gate.proxy.addon import GateAddon
 from gate.rules.layers import PolicyStore
 
@@ -48,7 +51,25 @@ def check_port(host: str, port: int) -> None:
         s.bind((host, port))
 
 
+def _json_error_pages() -> None:
+    """mitmproxy answers a request whose upstream failed with an HTML page, which agents
+    show as gibberish or retry on forever; gate answers in the providers' JSON instead.
+    (mitmproxy offers no hook for this page, so its builder is replaced, once.)"""
+    if getattr(_http1.make_error_response, "gate", False):
+        return
+
+    def make(status_code: int, message: str = "") -> bytes:
+        return bytes(http1.assemble_response(http.Response.make(
+            status_code, replies.upstream_failed(status_code, message),
+            {"content-type": "application/json", "connection": "close",
+             "x-gate-error": "upstream"})))
+
+    make.gate = True  # type: ignore[attr-defined]
+    _http1.make_error_response = make
+
+
 def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster:
+    _json_error_pages()
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
     opts.update(
@@ -81,11 +102,12 @@ async def serve(config: Config, data_dir: Path, *,
         _lock_down(data_dir / "mitmproxy")
         ready.append(Listening(host, port))
         if advertise:  # only a long-lived `gate serve` is offered to other runs for reuse
-            write_server_file(data_dir, ready[0])
+            write_server_file(data_dir, ready[0], addon.instance)
         if on_ready:
             on_ready(ready[0])
 
-    master = build_master(config, data_dir, GateAddon(config, data_dir, policies, audit, _ready))
+    addon = GateAddon(config, data_dir, policies, audit, _ready)
+    master = build_master(config, data_dir, addon)
     async def stop_when_asked() -> None:
         assert stop is not None
         await stop.wait()
@@ -178,9 +200,11 @@ def _lock_down(path: Path) -> None:
             item.chmod(0o600)
 
 
-def write_server_file(data_dir: Path, listening: Listening) -> None:
+def write_server_file(data_dir: Path, listening: Listening, instance: str = "") -> None:
+    # `instance` is what the gate's /_gate/health names: the gate found at host:port is
+    # this data dir's gate only if the two agree.
     info = {"schemaVersion": 1, "pid": os.getpid(), "host": listening.host,
-            "port": listening.port, "started": time.time()}
+            "port": listening.port, "started": time.time(), "instance": instance}
     dirs.write_private(data_dir / SERVER_FILE, json.dumps(info).encode())
 
 
@@ -191,6 +215,15 @@ def clear_server_file(data_dir: Path) -> None:
             path.unlink()
     except (OSError, ValueError, KeyError):
         pass
+
+
+def server_instance(data_dir: Path) -> str | None:
+    """The instance id server.json names (None: no file, or one without it)."""
+    try:
+        value = json.loads((data_dir / SERVER_FILE).read_text()).get("instance")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value else None
 
 
 def read_server_file(data_dir: Path) -> Listening | None:

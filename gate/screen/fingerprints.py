@@ -228,6 +228,11 @@ class IndexStore:
                 return hit[2]
         return self.refresh(policy, root)
 
+    def known(self) -> list[DeniedIndex]:
+        """Every index built so far (what gate writes down is checked against them all)."""
+        with self._lock:
+            return [hit[2] for hit in self._by_root.values()]
+
     def _background(self, policy: Policy, root: str | None) -> None:
         try:
             self.refresh(policy, root)

@@ -26,6 +26,7 @@ from gate.rules.layers import PolicyStore, repository_root
 from gate.screen import calls as tool_calls
 from gate.screen import content, layout
 from gate.screen.calls import SHORTEST
+from gate.screen.codec import unique
 from gate.screen.content import Outcome
 from gate.screen.turn import Call, Files, Message, Turn, said
 from gate.screen.verdict import Outbound, Verdict, Withheld
@@ -49,9 +50,12 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
             raise Miss("the messages do not continue after the shared ones")
         rest = rest[1:]
     try:
-        new = orjson.loads(b"[" + rest + b"]") if rest.strip() else []
-    except orjson.JSONDecodeError as exc:
-        raise Miss(f"the new messages do not parse ({exc})") from exc
+        added = b"[" + rest + b"]"
+        new = orjson.loads(added) if rest.strip() else []
+        if new:
+            unique(added, new)  # one meaning only: the whole-body path says where not
+    except ValueError as exc:
+        raise Miss("the new messages do not parse as strict JSON") from exc
     ends = layout.items(rest.decode("latin-1"), 0, close - len(rest))
     if len(ends) != len(new) or not all(isinstance(m, dict) for m in new):
         raise Miss("the new messages are not objects")

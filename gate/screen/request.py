@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -20,7 +21,7 @@ from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
 from gate.screen import calls, content, layout, turns
 from gate.screen.calls import SHORTEST
-from gate.screen.codec import dump, parse
+from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
 from gate.screen.fingerprints import DeniedIndex, IndexStore
 from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
@@ -51,16 +52,23 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
     try:
         body = orjson.loads(req.body)
         exact = True
+        unique(req.body, body)
     except orjson.JSONDecodeError:
         try:
             body, exact = parse(req.body), False
+        except Ambiguous as exc:
+            raise Blocked(f"gate cannot screen this request: {exc}") from exc
         except (UnicodeDecodeError, ValueError) as exc:
             if req.unsafe_pass_non_json:
                 logger.warning("forwarding a non-JSON body unscreened (upstream opted out)")
                 return Verdict(None, "unscreened", None, req.project_root)
             # Fail closed: a body gate cannot parse is a body gate cannot screen.
             raise Blocked("gate cannot screen this request: the body is not JSON"
-                          f" ({exc})") from exc
+                          f" ({_syntax(exc)}). A file upload is not screened: send it"
+                          " without gate, or give its upstream `unsafe_pass_non_json: true`"
+                          " (docs/usage.md), which forwards it unscreened") from exc
+    except Ambiguous as exc:  # JSON with two meanings is refused even where non-JSON passes
+        raise Blocked(f"gate cannot screen this request: {exc}") from exc
     if fmt is None:
         return screen_strings(req, body, policies, screens)
     if not isinstance(body, dict):
@@ -180,6 +188,15 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
             set_at(body, o.seg.path, o.text)
     return Worked(req, walk, body, cwd, root, policy, index, tuple(decided), tuple(outcomes),
                   tuple(extras), tuple(withheld), walk.model or _model_in_path(req.path))
+
+
+def _syntax(exc: ValueError) -> str:
+    """A parse error without the bytes it quotes (they are the client's, and may be secret)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 at byte {exc.start}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    return type(exc).__name__
 
 
 def _model_in_path(path: str) -> str | None:
