@@ -154,7 +154,7 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     cwd = req.project_root or calls.working_directory(walk)
     root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)
-    index = screens.indexes.index_for(policy, root) if screens and screens.indexes else None
+    index = calls.denied_index(screens.indexes if screens else None, policies, policy, root)
     secrets = screens.secrets if screens else None
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
     for call in walk.calls:

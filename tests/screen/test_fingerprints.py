@@ -15,15 +15,40 @@ from gate.rules.layers import PolicyStore
 from gate.screen.fingerprints import DeniedIndex, IndexStore, collect, units_of
 
 
-def test_units_are_values_credentials_and_key_lines_not_words() -> None:
-    api, password, client, key = (fake_secret("sk-"), fake_secret("p4ss-"),
-                                  fake_secret("Zq8-"), "b3Blb" + fake_secret())
+def test_units_are_values_credentials_and_key_lines_not_stop_words() -> None:
+    api, password, client, key, old = (fake_secret("sk-"), fake_secret("p4ss-"),
+                                       fake_secret("Zq8-"), "b3Blb" + fake_secret(),
+                                       fake_secret())
     text = (f'export API_KEY="{api}"\nDEBUG=true\nNODE_ENV=production\n'
-            f"DB_URL=postgres://app:{password}@db/app\nPORT=5432\n# SECRET={fake_secret()}\n"
-            f'  "client_secret": "{client}",\n'
+            f"DB_URL=postgres://app:{password}@db/app\nPORT=5432\n# SECRET={old}\n"
+            f'  "client_secret": "{client}",\n[default]\n'
             f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key}\n-----END OPENSSH PRIVATE KEY-----\n")
-    assert list(units_of(text)) == [api, f"postgres://app:{password}@db/app", password, client,
-                                    key]
+    # A commented-out value is still a value of the file; a section header is not.
+    assert list(units_of(text)) == [api, f"postgres://app:{password}@db/app", password, old,
+                                    client, key]
+
+
+@pytest.mark.parametrize(("line", "units"), [
+    ("PASSPHRASE=sunflower", ["sunflower"]),          # all lower case: a word, still a value
+    ("PIN=48151623", ["48151623"]),                   # a long number
+    ("PORT=808080", []),                              # a short number: a port or a count
+    ("ENABLED=disabled", []), ("MODE=Production", []),  # stop words, any case
+    ("NAME=abc12", []),                               # under 6 characters
+    ("correct horse battery staple", ["correct horse battery staple"]),  # prose: the line
+    ("# remember: the vault opens on tuesdays", ["the vault opens on tuesdays",
+                                                 "remember: the vault opens on tuesdays"]),
+    ("------", []),                                   # punctuation only
+])
+def test_word_like_values_and_prose_lines(line: str, units: list[str]) -> None:
+    assert list(units_of(line + "\n")) == units
+
+
+def test_a_word_like_value_is_found_only_as_a_whole_word() -> None:
+    index = DeniedIndex({"sunflower": _source()})
+    assert index.find("the passphrase is sunflower.")
+    assert index.find("SUNFLOWER") == []  # case matters: the value as written
+    assert index.find("sunflowers and sunflowerseed") == []
+    assert index.find(base64.b64encode(b"x=sunflower!").decode())  # encoded: anywhere
 
 
 @pytest.mark.parametrize("encode", [
