@@ -9,7 +9,7 @@ from typing import Any
 
 from gate.agents import tools
 from gate.agents.actions import Action
-from gate.providers import history
+from gate.providers import gemini, history
 from gate.providers.segments import Role, ToolCall, Walk, get_at, long_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore
@@ -99,3 +99,29 @@ def project_relative(policy: Policy) -> Rule | None:
                 and not (spec and spec.startswith(("~/", "//")))):
             return rule
     return None
+
+
+_STRICTNESS = {Effect.DENY: 3, Effect.ASK: 2, Effect.ALLOW: 1, None: 0}
+
+
+def same_name_candidates(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
+    """Gemini pairs a response without an id with a call of its name by order alone: for
+    each such call, the other calls its result could as well answer."""
+    if walk.format != gemini.FORMAT:
+        return {}
+    by_name: dict[str, list[ToolCall]] = {}
+    for call in walk.calls:
+        if "#" in call.id:  # no id of its own (gemini.py names it `name#N`)
+            by_name.setdefault(call.name, []).append(call)
+    return {c.id: tuple(o for o in group if o is not c)
+            for group in by_name.values() if len(group) > 1 for c in group}
+
+
+def stricter(current: tuple[Decision, Action], policy: Policy, root: str | None,
+             cwd: str | None, other: ToolCall) -> tuple[Decision, Action]:
+    """The stricter of a decision and the one another candidate call gets."""
+    action = tools.action(other.name, other.input, cwd)
+    decision = policy.decide(action, root)
+    if _STRICTNESS[decision.effect] > _STRICTNESS[current[0].effect]:
+        return decision, action
+    return current
