@@ -220,3 +220,44 @@ def test_a_string_with_a_value_is_redacted_every_time(wrap: int) -> None:
     results = [index.redact(text) for _ in range(3)]
     assert all(hits and secret not in new for new, hits in results)
     assert len({new for new, _ in results}) == 1  # deterministic placeholders
+
+
+def test_a_denied_file_created_deep_in_the_project_is_indexed_before_the_next_request(
+        gate_dirs: dict[str, Path]) -> None:
+    project = gate_dirs["project"]
+    deep = project / "services" / "api" / "config"
+    deep.mkdir(parents=True)
+    (deep / "app.py").write_text("print(1)\n")
+    policy = PolicyStore().policy_for(str(project))
+    store = IndexStore()
+    assert not store.index_for(policy, str(project)).units
+    secret = fake_secret()
+    (deep / ".env").write_text(f"TOKEN={secret}\n")
+    assert store.index_for(policy, str(project)).find(f"x {secret} y")
+
+
+def test_a_walk_out_of_budget_says_so_and_goes_on_in_the_background(
+        gate_dirs: dict[str, Path]) -> None:
+    from loguru import logger
+
+    from gate.screen.fingerprints import Limits
+
+    log_lines: list[str] = []
+    sink = logger.add(lambda m: log_lines.append(str(m)), level="WARNING", format="{message}")
+
+    project = gate_dirs["project"]
+    for i in range(40):
+        (project / f"f{i:02}.txt").write_text("x")
+    (project / "zz").mkdir()
+    secret = fake_secret()
+    (project / "zz" / ".env").write_text(f"TOKEN={secret}\n")
+    policy = PolicyStore().policy_for(str(project))
+    store = IndexStore(Limits(10, 1 << 16))
+    store.index_for(policy, str(project))
+    assert any("stopped at its limit" in line for line in log_lines)
+    deadline = time.monotonic() + 10
+    while not store.index_for(policy, str(project)).find(secret):  # the wider walk's result
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert store.incomplete() == ()  # the wider walk saw everything
+    logger.remove(sink)
