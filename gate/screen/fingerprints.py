@@ -25,6 +25,7 @@ from loguru import logger
 from gate.rules.engine import Policy
 from gate.rules.layers import PolicyStore
 from gate.screen.denied_walk import DEFAULT_LIMITS, Limits, Source, Walked, collect
+from gate.screen.git_history import history_units
 from gate.screen.secrets import content_key
 from gate.screen.units import MIN_UNIT, is_word, units_of
 
@@ -161,6 +162,7 @@ class IndexStore:
         self._projects: dict[str, None] = dict.fromkeys(os.path.abspath(p) for p in projects)
         self._deeper: dict[str | None, float] = {}  # when a walk with more budget last began
         self._whole: set[str | None] = set()        # roots such a walk saw whole
+        self._git: dict[str, tuple[tuple[object, int], dict[str, Source]]] = {}
         self._merged: tuple[tuple[int, ...], DeniedIndex] | None = None
 
     @property
@@ -232,6 +234,18 @@ class IndexStore:
             with self._lock:
                 self._refreshing.discard(root)
 
+    def _history(self, policy: Policy, root: str) -> dict[str, Source]:
+        """The denied files' values in git history, read again only when a ref moved."""
+        refs = _refs_stamp(root)
+        with self._lock:
+            hit = self._git.get(root)
+        if hit and hit[0] == (refs, id(policy)):
+            return hit[1]
+        units = history_units(policy, root)
+        with self._lock:
+            self._git[root] = ((refs, id(policy)), units)
+        return units
+
     def refresh(self, policy: Policy, root: str | None, limits: Limits | None = None
                 ) -> DeniedIndex:
         now = time.monotonic()
@@ -240,6 +254,9 @@ class IndexStore:
         units = dict(hit.index.units) if hit else {}
         walked = Walked([])
         fresh = collect(policy, root, limits or self.limits, walked)
+        if root is not None:
+            for unit, source in self._history(policy, root).items():
+                fresh.setdefault(unit, source)
         changed = any(u not in units for u in fresh)
         for unit, source in fresh.items():  # a unit keeps its first source: stable placeholders
             units.setdefault(unit, source)
@@ -270,6 +287,18 @@ class IndexStore:
             logger.info("denied-file index: {} units from {} files", len(units),
                         len({s.path for s in units.values()}))
         return index
+
+
+def _refs_stamp(root: str) -> object:
+    """Whether any ref may have moved: HEAD, packed refs and the refs directories."""
+    out: list[int | None] = []
+    git = os.path.join(root, ".git")
+    for name in ("HEAD", "packed-refs", "refs/heads", "refs/remotes", "refs/stash"):
+        try:
+            out.append(os.stat(os.path.join(git, name)).st_mtime_ns)
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 def _stamp(index: DeniedIndex, root: str | None, dirs: tuple[str, ...] = ()

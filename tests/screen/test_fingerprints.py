@@ -261,3 +261,37 @@ def test_a_walk_out_of_budget_says_so_and_goes_on_in_the_background(
         time.sleep(0.02)
     assert store.incomplete() == ()  # the wider walk saw everything
     logger.remove(sink)
+
+
+def test_values_a_denied_file_held_in_git_history_are_indexed(
+        gate_dirs: dict[str, Path]) -> None:
+    import subprocess
+
+    project = gate_dirs["project"]
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c",
+                        "user.email=t@example.invalid", *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    first, second, shared = fake_secret("first_"), fake_secret("second_"), fake_secret("ok_")
+    (project / ".env").write_text(f"TOKEN={first}\n")
+    (project / "README.md").write_text(f"see {shared}\n")  # not denied: never indexed
+    git("add", "-A")
+    git("commit", "-qm", "one")
+    (project / ".env").write_text(f"TOKEN={second}\n")
+    git("commit", "-qam", "rotate")
+    git("rm", "-q", ".env")  # gone from the tree: only history has it
+    git("commit", "-qm", "remove")
+    store, policy = IndexStore(), PolicyStore().policy_for(str(project))
+    index = store.index_for(policy, str(project))
+    assert index.find(f"x {first} y") and index.find(f"x {second} y")
+    assert not index.find(f"x {shared} y")
+    third = fake_secret("third_")
+    (project / ".env").write_text(f"TOKEN={third}\n")
+    git("add", "-f", ".env")
+    git("commit", "-qm", "again")
+    (project / ".env").unlink()
+    git("commit", "-qam", "gone")  # a ref moved: history is read again
+    index = store.index_for(policy, str(project))
+    assert index.find(f"x {third} y")
