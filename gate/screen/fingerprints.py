@@ -31,7 +31,9 @@ from gate.screen.units import MIN_UNIT, is_word, units_of
 
 __all__ = ["MIN_UNIT", "DeniedIndex", "IndexStore", "Limits", "Source", "collect", "units_of"]
 
-MAX_PROJECTS = 64            # projects remembered from requests, the oldest forgotten first
+# Projects remembered from requests, the least recent forgotten first: each is screened for
+# in every request that states no directory, at a few stats per project.
+MAX_PROJECTS = 16
 MAX_UNITS = 50_000            # units remembered per project (values rotated away included)
 REFRESH_SECONDS = 5.0
 # A walk that ran out of budget goes on in the background with this many times as much.
@@ -159,7 +161,8 @@ class IndexStore:
         self._lock = threading.Lock()
         self._by_root: dict[str | None, _Entry] = {}
         self._refreshing: set[str | None] = set()
-        self._projects: dict[str, None] = dict.fromkeys(os.path.abspath(p) for p in projects)
+        self._told = tuple(dict.fromkeys(os.path.abspath(p) for p in projects))
+        self._seen: dict[str, None] = {}  # the most recent last
         self._deeper: dict[str | None, float] = {}  # when a walk with more budget last began
         self._whole: set[str | None] = set()        # roots such a walk saw whole
         self._git: dict[str, tuple[tuple[object, int], dict[str, Source]]] = {}
@@ -168,16 +171,16 @@ class IndexStore:
     @property
     def projects(self) -> tuple[str, ...]:
         with self._lock:
-            return tuple(self._projects)
+            return tuple(dict.fromkeys((*self._told, *self._seen)))
 
     def seen(self, root: str) -> None:
         """A project a request came from: later requests without a working directory are
         screened against its denied files too."""
         with self._lock:
-            if root not in self._projects:
-                if len(self._projects) >= MAX_PROJECTS:
-                    self._projects.pop(next(iter(self._projects)))
-                self._projects[root] = None
+            self._seen.pop(root, None)
+            self._seen[root] = None
+            if len(self._seen) > MAX_PROJECTS:
+                self._seen.pop(next(iter(self._seen)))
 
     def incomplete(self) -> tuple[str | None, ...]:
         """Roots whose last walk ran out of budget (their unwalked part is still being
@@ -192,7 +195,8 @@ class IndexStore:
         if not projects:
             return None
         parts = [self.index_for(policies.policy_for(None), None)]
-        parts += [self.index_for(policies.policy_for(p), p) for p in projects]
+        # In a fixed order: the merged index is rebuilt only when one of its parts is new.
+        parts += [self.index_for(policies.policy_for(p), p) for p in sorted(projects)]
         key = tuple(id(p) for p in parts)
         with self._lock:
             if self._merged and self._merged[0] == key:
