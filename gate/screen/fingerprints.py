@@ -124,7 +124,10 @@ def encoded_forms(unit: str) -> Iterator[str]:
     """The unit as written and as the usual encodings would carry it."""
     yield unit
     raw = unit.encode()
-    for form in (json.dumps(unit)[1:-1], quote(unit, safe=""), raw.hex(), raw.hex().upper()):
+    # Reversed too (`rev .env`, `[::-1]`): long enough not to be a word read backwards.
+    backwards = (unit[::-1],) if len(unit) >= 10 else ()
+    for form in (json.dumps(unit)[1:-1], quote(unit, safe=""), raw.hex(), raw.hex().upper(),
+                 *backwards):
         if form != unit:
             yield form
     # base64 of text holding the unit at any offset: three alignments, without the edge

@@ -59,7 +59,8 @@ def test_a_word_like_value_is_found_only_as_a_whole_word() -> None:
     lambda t: t.encode().hex(),
     lambda t: quote(t, safe=""),
     lambda t: json.dumps({"v": t}),
-], ids=["raw", "base64-0", "base64-1", "base64-2", "hex", "url", "json"])
+    lambda t: t[::-1],
+], ids=["raw", "base64-0", "base64-1", "base64-2", "hex", "url", "json", "reversed"])
 def test_a_value_is_found_in_its_encoded_forms(encode: object) -> None:
     secret = "Tk-" + fake_secret() + '"/+&'
     index = DeniedIndex({secret: _source()})
