@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,7 +28,7 @@ DEFAULT_UPSTREAMS = MappingProxyType({
 RESERVED_NAMES = frozenset({"_gate", "_run"})
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 _KEYS = frozenset({"schemaVersion", "host", "port", "upstreams", "screen", "audit", "ask",
-                   "decisions"})
+                   "decisions", "projects"})
 _SCREEN_KEYS = {"max_files": 20_000, "max_file_bytes": 256 << 10}
 _AUDIT_KEYS = frozenset({"retention_days", "max_size_mb", "lock_timeout_ms"})
 
@@ -97,6 +98,9 @@ class Config:
     # The denied-file walk's bounds: entries looked at per walk, bytes read per file.
     max_files: int = _SCREEN_KEYS["max_files"]
     max_file_bytes: int = _SCREEN_KEYS["max_file_bytes"]
+    # Project directories whose denied files are looked for in requests that state no
+    # working directory (`projects:`, `gate serve --project DIR`).
+    projects: tuple[str, ...] = ()
     audit: AuditSettings = AuditSettings()
     ask: AskConfig = AskConfig()
     decisions: DecisionsConfig = DecisionsConfig()
@@ -204,10 +208,30 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
             raise ConfigError("must be a positive integer", where=f"{path}: screen.{key}")
         limits[key] = value
     return replace(config, host=host, port=port, max_files=limits["max_files"],
+                   projects=_projects(data.get("projects"), path),
                    max_file_bytes=limits["max_file_bytes"],
                    audit=_audit(data.get("audit"), path),
                    ask=_ask(data.get("ask"), path),
                    decisions=_decisions(data.get("decisions"), path)).with_upstreams(extra)
+
+
+def _projects(section: Any, path: Path) -> tuple[str, ...]:
+    """`projects:` a list of existing directories (`~` expands)."""
+    if section is None:
+        return ()
+    if not isinstance(section, list):
+        raise ConfigError("projects must be a list of directories", where=f"{path}: projects")
+    out = []
+    for i, entry in enumerate(section):
+        where = f"{path}: projects[{i}]"
+        if not isinstance(entry, str) or not entry:
+            raise ConfigError("must be a directory path", where=where)
+        full = os.path.abspath(os.path.expanduser(entry))
+        if not os.path.isdir(full):
+            raise ConfigError(f"{full} is not a directory", where=where,
+                              hint="create it, or remove the entry")
+        out.append(full)
+    return tuple(out)
 
 
 def _audit(section: Any, path: Path) -> AuditSettings:

@@ -69,8 +69,10 @@ def provider() -> Iterator[FakeProvider]:
 def gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
     """A real gate listener on 127.0.0.1 whose anthropic upstream is the fake provider.
     Nobody is there to answer questions, so ask findings get the default at once
-    (`ask: never`); tests/ask starts gates that ask."""
-    config = replace(Config(), port=0, ask=AskConfig(mode="never")).with_upstreams(
+    (`ask: never`); tests/ask starts gates that ask. It knows the test's project, as
+    `gate serve --project` would: requests that state no directory are screened for it."""
+    config = replace(Config(), port=0, ask=AskConfig(mode="never"),
+                     projects=(str(gate_dirs["project"]),)).with_upstreams(
         {name: parse_upstream(name, provider.url) for name in ("anthropic", "openai")})
     server = BackgroundGate(config, gate_dirs["data"], advertise=True)  # like `gate serve`
     listening = server.start()

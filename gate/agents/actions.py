@@ -23,6 +23,9 @@ class Action:
     reads: tuple[str, ...] = ()  # for commands: absolute paths the command may read
     # The call's short scalar inputs (name, text), for Tool(param:value) rules.
     params: tuple[tuple[str, str], ...] = ()
+    # Its target cannot be known (arguments that do not parse, a command built at run time,
+    # a result whose call gate never saw): every deny or ask rule for its verb applies.
+    unknown: bool = False
 
     def describe(self, path: str | None = None) -> str:
         if self.verb is Verb.EXEC and path:

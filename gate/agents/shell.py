@@ -7,6 +7,7 @@ deny rule change anything.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shlex
@@ -53,9 +54,67 @@ def reads(command: str, cwd: str | None) -> tuple[str, ...]:
 @lru_cache(maxsize=8192)  # every turn resends every earlier command
 def _cached(command: str, cwd: str | None, _home: str) -> tuple[str, ...]:
     out: dict[str, None] = {}
-    for path in _reads(unquote_ansi_c(command), cwd or "/"):
+    command = unquote_ansi_c(command)
+    for path in _reads(command, cwd or "/"):
+        out.setdefault(path, None)
+    for path in _named(command, cwd or "/"):
         out.setdefault(path, None)
     return tuple(out)
+
+
+# A path-like piece of a command's text: inside quotes, scripts, `REV:path`, `--opt=path`.
+_PIECE = re.compile(r"[\w.~/*?\[\]@%+,-]+")
+_GLOB = re.compile(r"[*?\[]")
+MAX_NAMED = 256   # pieces of one command looked at as paths
+MAX_GLOBBED = 64  # files one glob may name
+
+
+def _named(command: str, cwd: str) -> Iterator[str]:
+    """Every path-like piece of the command's text, wherever it is: an inline script
+    (`python -c "open('.env')"`, a heredoc), `git show HEAD:.env`, `ln -s .env x`, a glob
+    (`cat .e*`, expanded against the disk). A command that names a denied file anywhere is
+    taken to read it; the pieces that name nothing denied change nothing."""
+    dirs = [cwd, *(_abs(d, cwd) for d in _cd_targets(command))]
+    words = _tokens(command)
+    pieces: dict[str, None] = {}
+    for text in (command, *words):
+        for piece in _PIECE.findall(text):
+            if len(pieces) >= MAX_NAMED:
+                break
+            if piece[:1] in "./~" or "/" in piece or "." in piece or piece.startswith("id_"):
+                pieces.setdefault(piece.rstrip(".,"), None)
+    for piece in pieces:
+        if not piece or piece in (".", ".."):
+            continue
+        for d in dirs:
+            path = _abs(piece, d)
+            if _GLOB.search(piece):
+                yield from _expand_glob(path)
+            else:
+                yield path
+    if _compose_config(words):
+        # `docker compose config` prints the project's .env values substituted.
+        for d in dirs:
+            yield os.path.join(d, ".env")
+
+
+def _expand_glob(pattern: str) -> Iterator[str]:
+    for i, path in enumerate(glob.iglob(pattern, include_hidden=True)):
+        if i >= MAX_GLOBBED:
+            return
+        yield path
+
+
+def _cd_targets(command: str) -> list[str]:
+    words = _tokens(command)
+    return [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("cd", "pushd")][:8]
+
+
+def _compose_config(words: list[str]) -> bool:
+    for i, w in enumerate(words):
+        if w == "docker-compose" or (w == "docker" and "compose" in words[i + 1:i + 3]):
+            return "config" in words[i + 1:]
+    return False
 
 
 def _tokens(command: str) -> list[str]:

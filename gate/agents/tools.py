@@ -20,6 +20,7 @@ import orjson
 
 from gate.agents import shell
 from gate.agents.actions import Action, Verb
+from gate.providers.segments import UNPARSED, UNSEEN
 
 # Tool name → (verb, input keys that may hold its target, first present wins).
 TOOLS: Mapping[str, tuple[Verb, tuple[str, ...]]] = {
@@ -68,7 +69,33 @@ TOOLS: Mapping[str, tuple[Verb, tuple[str, ...]]] = {
     "str_replace": (Verb.EDIT, ("path",)),
     "str_replace_editor": (Verb.READ, ("path",)),  # view/create/edit: its result may show content
     "rg": (Verb.SEARCH, ("paths", "path")),
+    # Codex: input sent to a running exec_command session is a command line too.
+    "write_stdin": (Verb.EXEC, ("chars",)),
 }
+# The reference MCP filesystem server's tools, whatever the server is named
+# (`mcp__fs__read_text_file` in Claude Code, `fs__read_text_file`, `fs_read_text_file`).
+_MCP_FILES: Mapping[str, tuple[Verb, tuple[str, ...]]] = {
+    "read_file": (Verb.READ, ("path",)),
+    "read_text_file": (Verb.READ, ("path",)),
+    "read_media_file": (Verb.READ, ("path",)),
+    "read_multiple_files": (Verb.READ, ("paths",)),
+    "write_file": (Verb.EDIT, ("path",)),
+    "edit_file": (Verb.EDIT, ("path",)),
+    "list_directory": (Verb.SEARCH, ("path",)),
+    "list_directory_with_sizes": (Verb.SEARCH, ("path",)),
+    "directory_tree": (Verb.SEARCH, ("path",)),
+    "search_files": (Verb.SEARCH, ("path",)),
+    "get_file_info": (Verb.SEARCH, ("path",)),
+    "move_file": (Verb.EDIT, ("source", "destination")),
+}
+_MCP_SUFFIX = re.compile(r"(?:__|_|\.)(" + "|".join(sorted(_MCP_FILES, key=len, reverse=True))
+                         + r")$")
+
+
+def _mcp_tool(name: str) -> str:
+    """The tool name an MCP server gave, behind the agent's `mcp__server__` prefix."""
+    m = _MCP_SUFFIX.search(name)
+    return m.group(1) if m else ""
 # Search tools default to the working directory when no path is given.
 _DEFAULTS_TO_CWD = frozenset({"Grep", "Glob", "LS", "grep", "glob", "list", "grep_search",
                               "search_file_content", "list_directory", "rg"})
@@ -111,12 +138,20 @@ _ACTIONS_MAX = 20_000
 
 
 def _action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action:
-    verb, keys = TOOLS.get(name, (Verb.TOOL, ()))
+    verb, keys = TOOLS.get(name) or _MCP_FILES.get(_mcp_tool(name), (Verb.TOOL, ()))
+    if UNSEEN in tool_input or UNPARSED in tool_input:
+        # Fail closed: a target gate cannot know is decided as the strictest one.
+        return Action(Verb.EXEC if verb is Verb.TOOL else verb, name, None, unknown=True)
     # Codex code mode: a JavaScript cell whose shell calls are tools.exec_command(...).
     script = tool_input.get("input") if name == "exec" else None
     if isinstance(script, str) and (commands := _script_commands(script)):
         command = "\n".join(commands)
-        return Action(Verb.EXEC, name, command, shell.reads(command, cwd))
+        # A call whose command is built at run time cannot be read from the text.
+        built = len(_SCRIPT_CALLS.findall(script)) > len(commands)
+        return Action(Verb.EXEC, name, command,
+                      shell.reads(command, cwd) + shell.reads(script, cwd), unknown=built)
+    if isinstance(script, str) and _SCRIPT_CALLS.search(script):
+        return Action(Verb.EXEC, name, script, shell.reads(script, cwd), unknown=True)
     target = _first(tool_input, keys)
     if target is None and name in _DEFAULTS_TO_CWD:
         target = cwd
@@ -130,6 +165,7 @@ def _action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action
     return Action(verb, name, target, params=params)
 
 
+_SCRIPT_CALLS = re.compile(r"tools\.(?:exec_command|shell_command|shell)\(")
 _SCRIPT_CALL = re.compile(
     r"tools\.(?:exec_command|shell_command|shell)\(\s*\{[^}]*?\b(?:cmd|command)\s*:\s*"
     r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`)", re.S)
@@ -140,6 +176,8 @@ def _script_commands(script: str) -> list[str]:
     out = []
     for literal in _SCRIPT_CALL.findall(script):
         body = literal[1:-1]
+        if literal[0] == "`" and "${" in body:
+            continue  # a template filled in at run time: not the command it runs
         if literal[0] == '"':
             with contextlib.suppress(ValueError):
                 body = json.loads(literal)

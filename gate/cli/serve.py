@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -40,8 +41,12 @@ no_ask_option = click.option(
 @no_ask_option
 @click.option("--events", is_flag=True,
               help="Write NDJSON events (questions, answers) to stderr; stdout stays clean.")
+@click.option("--project", "projects", multiple=True,
+              type=click.Path(exists=True, file_okay=False, resolve_path=True),
+              help="A project whose denied files are withheld from requests that state no"
+                   " working directory (repeatable; see docs/guarantees.md).")
 def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no_ask: bool,
-              events: bool) -> None:
+              events: bool, projects: tuple[str, ...]) -> None:
     """Run the gate in the foreground until Ctrl-C.
 
     Agents point their provider base URL at http://HOST:PORT/NAME, e.g.
@@ -54,6 +59,7 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
     from gate.proxy.server import Listening, serve_forever
 
     config = _ask_config(load_config(host, port, upstreams), no_ask)
+    config = replace(config, projects=_known_projects(config.projects, projects))
     data = dirs.private_dir(dirs.data_dir())
     # With --events, stderr carries only the NDJSON events; the log goes to gate.log.
     log.configure(file=data / "gate.log", stderr=not events)
@@ -78,6 +84,15 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
     except OSError as exc:
         raise GateError(f"cannot listen on {config.host}:{config.port}: {exc}",
                         hint="use --port to pick another port") from exc
+
+
+def _known_projects(configured: tuple[str, ...], given: tuple[str, ...]) -> tuple[str, ...]:
+    """Configured projects, `--project` ones, and the repository gate serve starts in (a
+    directory holding `.git` or `.gate`, not any directory it happens to start in)."""
+    here = repository_root(os.getcwd())
+    started = (here,) if any(os.path.exists(os.path.join(here, d)) for d in (".git", ".gate")) \
+        else ()
+    return tuple(dict.fromkeys((*configured, *given, *started)))
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True})

@@ -82,17 +82,25 @@ def add_result(results: dict[str, JsonPath], call_id: str, at: JsonPath) -> None
     results[call_id] = at
 
 
+# The input of a call whose arguments did not parse, or whose call gate never saw: its
+# target is unknown, so it is decided as the strictest call it could be.
+UNPARSED = "\x00gate:unparsed"
+UNSEEN = "\x00gate:unseen"
+
+
 def arguments(raw: Any) -> dict[str, Any]:
     """A tool call's arguments, sent as a JSON string (OpenAI) or an object."""
     if isinstance(raw, dict):
         return raw
+    if raw is None or raw == "":
+        return {}
     if isinstance(raw, str):
         try:
             parsed = json.loads(raw)
         except ValueError:
-            return {}
-        return parsed if isinstance(parsed, dict) else {}
-    return {}
+            return {UNPARSED: True}
+        return parsed if isinstance(parsed, dict) else {UNPARSED: True}
+    return {UNPARSED: True}
 
 
 def replace_text(node: Any, text: str, text_keys: tuple[str, ...] = ("text",)) -> Any:

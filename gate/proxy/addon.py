@@ -44,8 +44,8 @@ class GateAddon:
         self.data_dir = data_dir
         self.policies = policies
         secrets = SecretScreen.load(data_dir)
-        self.screens = Screens(IndexStore(Limits(config.max_files, config.max_file_bytes)),
-                               secrets)
+        self.screens = Screens(IndexStore(Limits(config.max_files, config.max_file_bytes),
+                                          config.projects), secrets)
         self.audit = audit
         self.chains = chains.ResponseCalls()
         self.recorder = ResponseRecorder(audit, self.chains)  # the response side, an addon too

@@ -102,6 +102,8 @@ def _match(rule: Rule, call: _Call) -> str | None:
     """Whether a rule matches: None if not, else the path it matched ("" if no path)."""
     action = call.action
     kind = rule.kind
+    if action.unknown and rule.effect is not Effect.ALLOW and _covers(rule, action):
+        return ""  # its target could be anything: every deny or ask rule for it applies
     if kind is Kind.PATH:
         if action.verb not in _RULE_VERBS[rule.tool]:
             return None
@@ -137,6 +139,14 @@ def _match(rule: Rule, call: _Call) -> str | None:
             tool_ok = names.name_matches(rule.tool, action.tool)
         return "" if tool_ok and names.param_matches(rule.specifier, action.params) else None
     return None  # Kind.UNENFORCED
+
+
+def _covers(rule: Rule, action: Action) -> bool:
+    if rule.kind is Kind.PATH:
+        return action.verb in _RULE_VERBS[rule.tool]
+    if rule.kind is Kind.COMMAND:
+        return action.verb is Verb.EXEC and action.tool not in _NOT_BASH
+    return False
 
 
 def stamp_of(action: Action, project_root: str | None,

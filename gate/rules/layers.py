@@ -190,6 +190,8 @@ class PolicyStore:
                 return _Loaded((), (f"{problem} (gate enforces none of this Claude Code"
                                     " settings file's rules until it is fixed)",))
             raise
+        if prev is not None:
+            loaded = _held(layer, prev[1], loaded)
         with self._lock:
             self._good[key] = (version, loaded)
         return loaded
@@ -206,6 +208,27 @@ class PolicyStore:
         if self._warn:
             for note in fresh:
                 logger.warning("{}", note)
+
+
+def _held(layer: Layer, before: _Loaded, now: _Loaded) -> _Loaded:
+    """A rule file changed while gate runs. Tightening applies at once; a deny or ask rule
+    that is gone (removed, turned into an allow or ask, given a new exception, or dropped as
+    invalid) stays in force until gate restarts: the agent gate polices may edit this file,
+    so only a person (who restarts gate) can loosen it."""
+    kept = {_identity(r) for r in now.rules}
+    held = tuple(r for r in before.rules
+                 if r.effect is not Effect.ALLOW and _identity(r) not in kept)
+    if not held:
+        return now
+    notes = tuple(f"rule {r.text} was removed from {layer.shown_as} while gate runs; it stays"
+                  " in force until gate is restarted (a person must confirm loosening a rule)"
+                  for r in held)
+    return _Loaded(now.rules + held, now.warnings + notes, now.lockdown, now.secrets)
+
+
+def _identity(rule: Rule) -> tuple[object, ...]:
+    """A rule as what it protects, wherever in its file it is written."""
+    return (rule.effect, rule.tool, rule.specifier, rule.unless, rule.root)
 
 
 def _read(layer: Layer) -> _Loaded:

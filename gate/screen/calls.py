@@ -9,16 +9,17 @@ from typing import Any
 
 from gate.agents import tools
 from gate.agents.actions import Action
-from gate.providers import history
+from gate.providers import gemini, history
 from gate.providers.segments import Role, ToolCall, Walk, get_at, long_strings
-from gate.rules.engine import Decision
-from gate.rules.model import Effect
+from gate.rules.engine import Decision, Policy
+from gate.rules.layers import PolicyStore
+from gate.rules.model import Effect, Rule
 from gate.screen import masking, placeholder
 from gate.screen.codec import dump
 from gate.screen.content import SecretScreen
-from gate.screen.fingerprints import MIN_UNIT
+from gate.screen.fingerprints import MIN_UNIT, DeniedIndex, IndexStore
 from gate.screen.secrets import keyed_hash
-from gate.screen.verdict import Asked, Withheld
+from gate.screen.verdict import Asked, Blocked, Withheld
 
 # Shorter strings hold neither a denied file's unit nor a secret any detector reports.
 SHORTEST = min(MIN_UNIT, 8)
@@ -64,3 +65,63 @@ def working_directory(walk: Walk) -> str | None:
     """Where agents state their working directory: system text and the first user texts."""
     users = [t for _, t in zip(range(3), walk.texts(Role.USER_TEXT), strict=False)]
     return tools.working_directory([*walk.texts(Role.SYSTEM), *users])
+
+
+def denied_index(indexes: IndexStore | None, policies: PolicyStore, policy: Policy,
+                 root: str | None) -> DeniedIndex | None:
+    """The denied values a request is screened for. A request that says where it comes
+    from gets its project's; one that does not (an SDK script, Aider, a side request
+    without the environment block) gets every project this gate knows of."""
+    if indexes is None:
+        return None
+    if root is not None:
+        indexes.seen(root)
+        return indexes.index_for(policy, root)
+    if (merged := indexes.unrooted(policies)) is not None:
+        return merged
+    if (rule := project_relative(policy)) is not None:
+        # Fail closed: the project's denied files are unknown, so their values cannot be
+        # looked for; sending the request anyway would let them leave unscreened.
+        raise Blocked(
+            "gate cannot tell which project this request comes from (it states no working"
+            f" directory) and rule {rule.text} ({rule.where}) covers a project's files, so"
+            " their values could not be withheld. Start gate with `gate serve --project DIR`,"
+            " list the project under `projects:` in config.yaml, or run the agent with"
+            " `gate run`")
+    return indexes.index_for(policy, None)
+
+
+def project_relative(policy: Policy) -> Rule | None:
+    """The first deny or ask rule on reading files that are found relative to a project."""
+    for rule in policy.rules:
+        spec = rule.specifier
+        if (rule.tool == "Read" and rule.effect is not Effect.ALLOW
+                and not (spec and spec.startswith(("~/", "//")))):
+            return rule
+    return None
+
+
+_STRICTNESS = {Effect.DENY: 3, Effect.ASK: 2, Effect.ALLOW: 1, None: 0}
+
+
+def same_name_candidates(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
+    """Gemini pairs a response without an id with a call of its name by order alone: for
+    each such call, the other calls its result could as well answer."""
+    if walk.format != gemini.FORMAT:
+        return {}
+    by_name: dict[str, list[ToolCall]] = {}
+    for call in walk.calls:
+        if "#" in call.id:  # no id of its own (gemini.py names it `name#N`)
+            by_name.setdefault(call.name, []).append(call)
+    return {c.id: tuple(o for o in group if o is not c)
+            for group in by_name.values() if len(group) > 1 for c in group}
+
+
+def stricter(current: tuple[Decision, Action], policy: Policy, root: str | None,
+             cwd: str | None, other: ToolCall) -> tuple[Decision, Action]:
+    """The stricter of a decision and the one another candidate call gets."""
+    action = tools.action(other.name, other.input, cwd)
+    decision = policy.decide(action, root)
+    if _STRICTNESS[decision.effect] > _STRICTNESS[current[0].effect]:
+        return decision, action
+    return current

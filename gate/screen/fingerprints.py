@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import os
 import re
 import threading
 import time
-from collections import Counter
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -24,40 +22,24 @@ from urllib.parse import quote
 import ahocorasick_rs
 from loguru import logger
 
-from gate.agents.actions import Action, Verb
 from gate.rules.engine import Policy
-from gate.rules.model import Effect, Rule
+from gate.rules.layers import PolicyStore
+from gate.screen.denied_walk import DEFAULT_LIMITS, Limits, Source, Walked, collect
+from gate.screen.git_history import history_units
 from gate.screen.secrets import content_key
+from gate.screen.units import MIN_UNIT, is_word, units_of
 
-MAX_FILES_WALKED = 20_000     # default: directory entries looked at per walk
-MAX_FILE_BYTES = 256 << 10    # default: a larger denied file contributes its first part
+__all__ = ["MIN_UNIT", "DeniedIndex", "IndexStore", "Limits", "Source", "collect", "units_of"]
+
+# Projects remembered from requests, the least recent forgotten first: each is screened for
+# in every request that states no directory, at a few stats per project.
+MAX_PROJECTS = 16
 MAX_UNITS = 50_000            # units remembered per project (values rotated away included)
-MIN_UNIT = 8
 REFRESH_SECONDS = 5.0
+# A walk that ran out of budget goes on in the background with this many times as much.
+BACKGROUND_FACTOR = 50
+DEEPER_SECONDS = 60.0
 CLEAN_ENTRIES = 16384         # strings remembered as holding no denied value, per index
-_SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox",
-                        ".mypy_cache", ".ruff_cache", ".pytest_cache", "dist", "build",
-                        "target", ".next", ".cache", ".gradle", ".idea"})
-_ASSIGN = re.compile(r"""^\s*(?:export\s+)?["']?[\w.-]+["']?\s*[=:]\s*(.+?)\s*,?\s*$""")
-_GLOB_CHARS = re.compile(r"[*?\[{]")
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    path: str
-    rule: Rule
-
-    def placeholder(self) -> str:
-        name = os.path.basename(self.path)
-        return f"[gate: withheld a value from {name} (rule {self.rule.text}, {self.rule.where})]"
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """How much the denied-file walk may read (config.yaml `screen:`)."""
-
-    max_files: int = MAX_FILES_WALKED
-    max_file_bytes: int = MAX_FILE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +60,7 @@ class DeniedIndex:
                 forms.setdefault(form, source)
         self._forms = list(forms)
         self._sources = [forms[f] for f in self._forms]
+        self._words = [is_word(f) and f in units for f in self._forms]  # as written only
         # Strings seen to hold nothing of this index (keyed by content, never the text):
         # agents resend the same history every turn. The units never change for an index,
         # so an entry cannot go stale; a new unit means a new index, with an empty memory.
@@ -91,7 +74,8 @@ class DeniedIndex:
     def find(self, text: str) -> list[Hit]:
         if self._ac is None or len(text) < MIN_UNIT:
             return []
-        return [Hit(s, e, self._sources[i]) for i, s, e in self._ac.find_matches_as_indexes(text)]
+        return [Hit(s, e, self._sources[i]) for i, s, e in self._ac.find_matches_as_indexes(text)
+                if not (self._words[i] and _inside_word(text, s, e))]
 
     def redact(self, text: str) -> tuple[str, list[Hit]]:
         if self._ac is None or len(text) < MIN_UNIT:
@@ -126,6 +110,10 @@ class DeniedIndex:
         return out
 
 
+def _inside_word(text: str, start: int, end: int) -> bool:
+    return (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum())
+
+
 # Two or more lines of base64 or hex, as `base64`, `openssl base64` and `xxd -p` print them.
 # Anchored at line starts so a scan stays linear; the cheap line test runs first.
 _WRAPPED_LINE = re.compile(r"^[A-Za-z0-9+/]{56,}={0,2}\r?\n[A-Za-z0-9+/]", re.M)
@@ -136,7 +124,10 @@ def encoded_forms(unit: str) -> Iterator[str]:
     """The unit as written and as the usual encodings would carry it."""
     yield unit
     raw = unit.encode()
-    for form in (json.dumps(unit)[1:-1], quote(unit, safe=""), raw.hex(), raw.hex().upper()):
+    # Reversed too (`rev .env`, `[::-1]`): long enough not to be a word read backwards.
+    backwards = (unit[::-1],) if len(unit) >= 10 else ()
+    for form in (json.dumps(unit)[1:-1], quote(unit, safe=""), raw.hex(), raw.hex().upper(),
+                 *backwards):
         if form != unit:
             yield form
     # base64 of text holding the unit at any offset: three alignments, without the edge
@@ -145,128 +136,191 @@ def encoded_forms(unit: str) -> Iterator[str]:
         enc = base64.b64encode(b"\0" * k + raw).decode()
         start = (4 * k + 2) // 3 + (1 if k else 0)
         body = enc[start:len(enc) - 4]
-        if len(body) >= 12:
+        if len(body) >= 8:  # 48 bits: a short passphrase still has a base64 form
             yield body
 
 
-def units_of(text: str) -> Iterator[str]:
-    """The sensitive units of a denied file's text."""
-    in_pem = False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("-----BEGIN"):
-            in_pem = True
-            continue
-        if stripped.startswith("-----END"):
-            in_pem = False
-            continue
-        if in_pem:
-            if len(stripped) >= 16 and ":" not in stripped:
-                yield stripped
-            continue
-        if not stripped or stripped.startswith(("#", "//", ";", "[")):
-            continue
-        stripped = stripped.removeprefix("- ")  # a YAML list item
-        m = _ASSIGN.match(stripped)
-        value = _dotenv_value(m.group(1)) if m else stripped
-        if is_sensitive(value):
-            yield value
-        # The password inside a credential URL also travels on its own.
-        if (url := _URL_PASSWORD.search(value)) and is_sensitive(url.group(1)):
-            yield url.group(1)
-
-
-_URL_PASSWORD = re.compile(r"://[^/:@\s]+:([^@/\s]+)@")
-
-
-def _dotenv_value(raw: str) -> str:
-    """A value as dotenv reads it: inside its quotes, or up to a ` #` comment."""
-    raw = raw.strip()
-    if raw[:1] in ("'", '"') and (end := raw.find(raw[0], 1)) > 0:
-        return raw[1:end]
-    return raw.split(" #", 1)[0].strip()
-
-
-def is_sensitive(value: str) -> bool:
-    """Long, varied strings; not words like `production`, numbers, or booleans."""
-    if len(value) < MIN_UNIT or value.lower() in ("true", "false", "null", "none"):
-        return False
-    if value.isalpha() and (value.islower() or value.isupper()):
-        return False
-    if value.isdigit():
-        return False
-    counts = Counter(value)
-    entropy = -sum(c / len(value) * math.log2(c / len(value)) for c in counts.values())
-    return entropy >= 2.5
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    at: float               # when it was built (monotonic)
+    policy: int             # id() of the policy it was built for
+    index: DeniedIndex
+    stamp: tuple[object, ...]
+    dirs: tuple[str, ...]   # directories the walk went through
+    truncated: bool         # a budget ran out: a background walk with more goes on
 
 
 class IndexStore:
     """Denied-file indexes per project root, refreshed every few seconds; units never leave
-    memory, and a value rotated out of a file is still recognised for the gate's lifetime."""
+    memory, and a value rotated out of a file is still recognised for the gate's lifetime.
 
-    def __init__(self, limits: Limits = Limits()) -> None:
+    It also knows the projects this gate was told about (`gate serve --project`,
+    `projects:` in config.yaml, the repository `gate serve` started in) and the ones it
+    has seen requests from: a request that does not say where it comes from is screened
+    against all of them (see `unrooted`)."""
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, projects: tuple[str, ...] = ()) -> None:
         self.limits = limits
         self._lock = threading.Lock()
-        self._by_root: dict[str | None, tuple[float, int, DeniedIndex, tuple[object, ...]]] = {}
+        self._by_root: dict[str | None, _Entry] = {}
         self._refreshing: set[str | None] = set()
+        self._told = tuple(dict.fromkeys(os.path.abspath(p) for p in projects))
+        self._seen: dict[str, None] = {}  # the most recent last
+        self._deeper: dict[str | None, float] = {}  # when a walk with more budget last began
+        self._whole: set[str | None] = set()        # roots such a walk saw whole
+        self._git: dict[str, tuple[tuple[object, int], dict[str, Source]]] = {}
+        self._merged: tuple[tuple[int, ...], DeniedIndex] | None = None
+
+    @property
+    def projects(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(dict.fromkeys((*self._told, *self._seen)))
+
+    def seen(self, root: str) -> None:
+        """A project a request came from: later requests without a working directory are
+        screened against its denied files too."""
+        with self._lock:
+            self._seen.pop(root, None)
+            self._seen[root] = None
+            if len(self._seen) > MAX_PROJECTS:
+                self._seen.pop(next(iter(self._seen)))
+
+    def incomplete(self) -> tuple[str | None, ...]:
+        """Roots whose last walk ran out of budget (their unwalked part is still being
+        indexed in the background)."""
+        with self._lock:
+            return tuple(r for r, e in self._by_root.items() if e.truncated)
+
+    def unrooted(self, policies: PolicyStore) -> DeniedIndex | None:
+        """The index for a request with no working directory: every known project's denied
+        values and the home- and absolute-anchored ones. None when no project is known."""
+        projects = self.projects
+        if not projects:
+            return None
+        parts = [self.index_for(policies.policy_for(None), None)]
+        # In a fixed order: the merged index is rebuilt only when one of its parts is new.
+        parts += [self.index_for(policies.policy_for(p), p) for p in sorted(projects)]
+        key = tuple(id(p) for p in parts)
+        with self._lock:
+            if self._merged and self._merged[0] == key:
+                return self._merged[1]
+        units: dict[str, Source] = {}
+        for part in parts:
+            for unit, source in part.units.items():
+                units.setdefault(unit, source)
+        merged = DeniedIndex(units)
+        with self._lock:
+            self._merged = (key, merged)
+        return merged
 
     def index_for(self, policy: Policy, root: str | None) -> DeniedIndex:
         """The index for a root. The first one is built before the request goes on (no
-        request is screened without it), and so is one whose known denied files or project
-        directory changed (a value written just now must not leave once); other refreshes
+        request is screened without it), and so is one whose known denied files or walked
+        directories changed (a value written just now must not leave once); other refreshes
         run in the background, so the walk rarely sits on a request's path."""
         with self._lock:
             hit = self._by_root.get(root)
-        if hit and hit[1] == id(policy) and _stamp(hit[2], root) != hit[3]:
+        if hit and hit.policy == id(policy) and _stamp(hit.index, root, hit.dirs) != hit.stamp:
             return self.refresh(policy, root)
         with self._lock:
-            if hit and hit[1] == id(policy):
-                if time.monotonic() - hit[0] >= REFRESH_SECONDS and root not in self._refreshing:
+            if hit and hit.policy == id(policy):
+                if time.monotonic() - hit.at >= REFRESH_SECONDS and root not in self._refreshing:
                     self._refreshing.add(root)
                     threading.Thread(target=self._background, args=(policy, root),
                                      daemon=True, name="gate-index").start()
-                return hit[2]
+                return hit.index
         return self.refresh(policy, root)
 
     def known(self) -> list[DeniedIndex]:
         """Every index built so far (what gate writes down is checked against them all)."""
         with self._lock:
-            return [hit[2] for hit in self._by_root.values()]
+            return [hit.index for hit in self._by_root.values()]
 
-    def _background(self, policy: Policy, root: str | None) -> None:
+    def _background(self, policy: Policy, root: str | None, limits: Limits | None = None
+                    ) -> None:
         try:
-            self.refresh(policy, root)
+            self.refresh(policy, root, limits)
         except Exception as exc:  # the previous index stays in use
             logger.warning("denied-file index refresh failed: {}", type(exc).__name__)
         finally:
             with self._lock:
                 self._refreshing.discard(root)
 
-    def refresh(self, policy: Policy, root: str | None) -> DeniedIndex:
+    def _history(self, policy: Policy, root: str) -> dict[str, Source]:
+        """The denied files' values in git history, read again only when a ref moved."""
+        refs = _refs_stamp(root)
+        with self._lock:
+            hit = self._git.get(root)
+        if hit and hit[0] == (refs, id(policy)):
+            return hit[1]
+        units = history_units(policy, root)
+        with self._lock:
+            self._git[root] = ((refs, id(policy)), units)
+        return units
+
+    def refresh(self, policy: Policy, root: str | None, limits: Limits | None = None
+                ) -> DeniedIndex:
         now = time.monotonic()
         with self._lock:
             hit = self._by_root.get(root)
-        units = dict(hit[2].units) if hit else {}
-        fresh = collect(policy, root, self.limits)
+        units = dict(hit.index.units) if hit else {}
+        walked = Walked([])
+        fresh = collect(policy, root, limits or self.limits, walked)
+        if root is not None:
+            for unit, source in self._history(policy, root).items():
+                fresh.setdefault(unit, source)
         changed = any(u not in units for u in fresh)
         for unit, source in fresh.items():  # a unit keeps its first source: stable placeholders
             units.setdefault(unit, source)
         if len(units) > MAX_UNITS:
             units = dict(list(units.items())[-MAX_UNITS:])
-        index = DeniedIndex(units) if changed or not hit else hit[2]
+        index = DeniedIndex(units) if changed or not hit else hit.index
+        dirs = tuple(walked.dirs)
+        # Fail closed, and say so: a walk that ran out of budget is never taken as the
+        # whole truth; a walk with more budget goes on in the background, and `gate rules`
+        # and the placeholder say the index is incomplete meanwhile.
         with self._lock:
-            self._by_root[root] = (now, id(policy), index, _stamp(index, root))
+            if limits is not None and not walked.truncated:
+                self._whole.add(root)  # the walk with more budget saw everything
+            truncated = walked.truncated and root not in self._whole
+            self._by_root[root] = _Entry(now, id(policy), index, _stamp(index, root, dirs),
+                                         dirs, truncated)
+            deeper = (walked.truncated and limits is None and root not in self._refreshing
+                      and now - self._deeper.get(root, -DEEPER_SECONDS) >= DEEPER_SECONDS)
+            if deeper:
+                self._refreshing.add(root)
+                self._deeper[root] = now
+        if deeper:
+            more = Limits(self.limits.max_files * BACKGROUND_FACTOR,
+                          self.limits.max_file_bytes * BACKGROUND_FACTOR)
+            threading.Thread(target=self._background, args=(policy, root, more),
+                             daemon=True, name="gate-index-more").start()
         if changed:
             logger.info("denied-file index: {} units from {} files", len(units),
                         len({s.path for s in units.values()}))
         return index
 
 
-def _stamp(index: DeniedIndex, root: str | None) -> tuple[object, ...]:
-    """A few stats: the known denied files and the project directory (a new file there)."""
+def _refs_stamp(root: str) -> object:
+    """Whether any ref may have moved: HEAD, packed refs and the refs directories."""
+    out: list[int | None] = []
+    git = os.path.join(root, ".git")
+    for name in ("HEAD", "packed-refs", "refs/heads", "refs/remotes", "refs/stash"):
+        try:
+            out.append(os.stat(os.path.join(git, name)).st_mtime_ns)
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _stamp(index: DeniedIndex, root: str | None, dirs: tuple[str, ...] = ()
+           ) -> tuple[object, ...]:
+    """A few stats: the known denied files, the project directory and the directories the
+    last walk went through (a file created in any of them changes its directory)."""
     paths = sorted({s.path for s in index.units.values()})
     if root:
         paths.append(root)
+    paths += dirs
     out: list[object] = []
     for path in paths:
         try:
@@ -274,72 +328,3 @@ def _stamp(index: DeniedIndex, root: str | None) -> tuple[object, ...]:
         except OSError:
             out.append(None)
     return tuple(out)
-
-
-def collect(policy: Policy, root: str | None, limits: Limits = Limits()) -> dict[str, Source]:
-    """Units of every file the policy denies reading, from a bounded walk."""
-    units: dict[str, Source] = {}
-    for path in _candidates(policy, root, limits.max_files):
-        decision = policy.decide(Action(Verb.READ, "Read", path), root)
-        if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
-            continue
-        try:
-            with open(path, "rb") as f:
-                text = f.read(limits.max_file_bytes).decode("utf-8", "replace")
-        except OSError:
-            continue
-        for unit in units_of(text):
-            units.setdefault(unit, Source(path, decision.rule))
-    return units
-
-
-def _candidates(policy: Policy, root: str | None, max_files: int) -> Iterator[str]:
-    # Home- and absolute-anchored rule bases first, each with its own budget, so a large
-    # project can never push ~/.ssh out of the index.
-    yield from _anchored(policy, max_files)
-    if root:
-        yield from _walk(root, [max_files])
-
-
-def _anchored(policy: Policy, max_files: int) -> Iterator[str]:
-    home = os.path.expanduser("~")
-    for rule in policy.rules:
-        spec = rule.specifier
-        if rule.tool != "Read" or rule.effect is Effect.ALLOW or not spec:
-            continue
-        if spec.startswith("~/"):
-            base = home + spec[1:]
-        elif spec.startswith("//"):
-            base = spec[1:]
-        else:
-            continue
-        literal = _GLOB_CHARS.split(base, maxsplit=1)[0]
-        literal = literal if literal == base else os.path.dirname(literal)
-        if os.path.isfile(literal):
-            yield literal
-        elif os.path.isdir(literal) and literal not in ("/", home):
-            yield from _walk(literal, [max_files])
-
-
-def _walk(top: str, budget: list[int]) -> Iterator[str]:
-    stack = [top]
-    while stack and budget[0] > 0:
-        d = stack.pop()
-        try:
-            entries = list(os.scandir(d))
-        except OSError:
-            continue
-        for entry in entries:
-            budget[0] -= 1
-            if budget[0] <= 0:
-                logger.warning("denied-file walk stopped at its limit (screen.max_files)"
-                               " under {}", top)
-                return
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in _SKIP_DIRS:
-                        stack.append(entry.path)
-                elif entry.is_file() and entry.stat().st_size > 0:
-                    yield entry.path
-            except OSError:
-                continue

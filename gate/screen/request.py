@@ -16,7 +16,7 @@ from gate import providers
 from gate.agents import tools
 from gate.agents.actions import Action
 from gate.providers import anthropic, history
-from gate.providers.segments import Segment, ToolCall, Walk, set_at, unit_strings
+from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
 from gate.screen import calls, content, layout, turns
@@ -25,6 +25,8 @@ from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
 from gate.screen.fingerprints import DeniedIndex, IndexStore
 from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
+
+UNSEEN_CALL = "a tool call gate did not see"
 
 __all__ = ["Blocked", "Outbound", "Screens", "Verdict", "Withheld", "dump", "parse", "screen",
            "screen_object"]
@@ -116,9 +118,13 @@ def _screen(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: Poli
             walk = fmt.walk(body)
         except ValueError as exc:
             raise Blocked(f"gate cannot screen this request: {exc}") from exc
-        if known and walk.orphans:
-            extra = tuple(ToolCall(i, known[i][0], known[i][1], path)
-                          for i, path in walk.orphans if i in known)
+        if walk.orphans:
+            # Fail closed: a result whose call gate never saw (a previous_response_id or a
+            # conversation it does not know, a restart) is decided as the strictest call.
+            known = known or {}
+            extra = tuple(ToolCall(i, known[i][0], known[i][1], path) if i in known else
+                          ToolCall(i, UNSEEN_CALL, {UNSEEN: True}, path)
+                          for i, path in walk.orphans)
             walk = replace(walk, calls=walk.calls + extra)
         return _decide(walk, fmt, req, body, policies, screens)
 
@@ -162,15 +168,19 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     cwd = req.project_root or calls.working_directory(walk)
     root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)
-    index = screens.indexes.index_for(policy, root) if screens and screens.indexes else None
+    index = calls.denied_index(screens.indexes if screens else None, policies, policy, root)
     secrets = screens.secrets if screens else None
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
+    same_name = calls.same_name_candidates(walk)
     for call in walk.calls:
         action = tools.action(call.name, call.input, cwd)
         if call.result is None:
             decided.append((call, action, None, None))
             continue
         decision = policy.decide(action, root)
+        for other in same_name.get(call.id, ()):
+            # Paired by name and order only: the strictest call it could answer decides.
+            decision, action = calls.stricter((decision, action), policy, root, cwd, other)
         decided.append((call, action, decision, calls.withhold(fmt, body, call, action, decision,
                                                                 req.approved, secrets)))
     withheld = [item for *_, item in decided if item is not None]

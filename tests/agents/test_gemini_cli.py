@@ -46,7 +46,7 @@ def test_code_assist_setup_calls_pass_through_gate(gate_dirs: dict[str, Path]) -
     """The setup calls Gemini CLI makes signed in with Google, as it makes them, through a
     real gate: each reaches the fake and its answer comes back whole; the token is not kept."""
     upstream = FakeGemini().start()
-    config = replace(Config(), port=0).with_upstreams(
+    config = replace(Config(), port=0, projects=(str(gate_dirs["project"]),)).with_upstreams(
         {"code-assist": parse_upstream("code-assist", upstream.url)})
     server = BackgroundGate(config, gate_dirs["data"])
     token = "ya29.fake-" + os.urandom(16).hex()

@@ -29,7 +29,7 @@ from gate.agents.shell import reads
     (". ./.env", ["/p/.env"]),
     ("base64 .env | xxd", ["/p/.env"]),
     ("ls -la && echo done", []),
-    ("echo hi > .env", []),
+    ("echo hi > .env", ["/p/.env"]),  # named in the text: taken to read it
     ("cat a.txt 2>&1 >> log.txt", ["/p/a.txt", "/p/2"]),  # over-approximates: harmless
     ('cat "unclosed .env', ["/p/unclosed", "/p/.env"]),
     ("git status\ncat .env", ["/p/.env"]),
@@ -39,12 +39,39 @@ from gate.agents.shell import reads
     (r"$'\x63at' .env", ["/p/.env"]),
 ])
 def test_reads(command: str, expected: list[str]) -> None:
-    assert list(reads(command, "/p")) == [os.path.expanduser(e) for e in expected]
+    # The readers' operands come first; every other path-like piece of the text follows.
+    got = list(reads(command, "/p"))
+    assert got[:len(expected)] == [os.path.expanduser(e) for e in expected]
+    if not expected:
+        assert not any(p.endswith(".env") for p in got)
+
+
+@pytest.mark.parametrize(("command", "named"), [
+    ("python3 -c \"open('.env').read()\"", "/p/.env"),
+    ("git show HEAD~2:config/.env", "/p/config/.env"),
+    ("node -e 'require(`fs`).readFileSync(`/etc/shadow`)'", "/etc/shadow"),
+    ("cmd --env-file=secrets/.env.prod", "/p/secrets/.env.prod"),
+    ("cd sub && python3 -c \"open('../.env')\"", "/p/.env"),
+    ("ssh -i ~/.ssh/id_ed25519 host", "~/.ssh/id_ed25519"),
+    ("docker compose config", "/p/.env"),
+])
+def test_a_path_named_anywhere_is_a_read(command: str, named: str) -> None:
+    assert os.path.expanduser(named) in reads(command, "/p")
+
+
+def test_globs_expand_against_the_disk(tmp_path: object) -> None:
+    from pathlib import Path
+
+    root = Path(str(tmp_path))
+    (root / ".env").write_text("K=v\n")
+    (root / "a.txt").write_text("x\n")
+    got = reads("cat .e* && head ./.[e]nv", str(root))
+    assert str(root / ".env") in got and str(root / "a.txt") not in got
 
 
 def test_shell_dash_c_is_parsed_as_a_command_line() -> None:
-    assert reads('bash -c "cd conf && cat .env"', "/p") == ("/p/conf/.env",)
-    assert reads("sh -c 'grep -v x < .env'", "/p") == ("/p/.env",)
+    assert reads('bash -c "cd conf && cat .env"', "/p")[0] == "/p/conf/.env"
+    assert reads("sh -c 'grep -v x < .env'", "/p")[0] == "/p/.env"
 
 
 @pytest.mark.parametrize("command", ["sudo -u root cat .env", "timeout -s KILL 5 cat .env",

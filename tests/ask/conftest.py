@@ -23,7 +23,8 @@ def asking(provider: FakeProvider, gate_dirs: dict[str, Path]
 
     def start(record_dataset: bool = True, helper_url: str | None = None,
               **ask: Any) -> AskingGate:
-        config = replace(Config(), port=0, ask=AskConfig(**ask),
+        known = (str(gate_dirs["project"]),)  # as `gate serve --project` would
+        config = replace(Config(), port=0, projects=known, ask=AskConfig(**ask),
                          decisions=DecisionsConfig(record_dataset, helper_url)).with_upstreams(
             {"anthropic": parse_upstream("anthropic", provider.url)})
         server = BackgroundGate(config, gate_dirs["data"])

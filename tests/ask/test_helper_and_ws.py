@@ -80,7 +80,9 @@ def ws_upstream() -> Iterator[tuple[str, list[str]]]:
 def test_a_websocket_frame_gets_the_default_at_once(
         ws_upstream: tuple[str, list[str]], gate_dirs: dict[str, Path], default: str) -> None:
     url, frames = ws_upstream
-    config = replace(Config(), port=0, ask=AskConfig(default=default)).with_upstreams(
+    known = (str(gate_dirs["project"]),)  # as `gate serve --project` would
+    config = replace(Config(), port=0, projects=known,
+                     ask=AskConfig(default=default)).with_upstreams(
         {"openai": parse_upstream("openai", url)})
     server = BackgroundGate(config, gate_dirs["data"])
     gate = server.start()

@@ -29,7 +29,9 @@ from gate.proxy.server import BackgroundGate, Listening
 @pytest.fixture
 def quick_gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
     """A gate whose audit gives up on a held lock after 300 ms."""
-    config = replace(Config(), port=0, audit=AuditSettings(lock_timeout_ms=300)).with_upstreams(
+    known = (str(gate_dirs["project"]),)  # as `gate serve --project` would
+    config = replace(Config(), port=0, projects=known,
+                     audit=AuditSettings(lock_timeout_ms=300)).with_upstreams(
         {"anthropic": parse_upstream("anthropic", provider.url)})
     server = BackgroundGate(config, gate_dirs["data"])
     yield server.start()

@@ -86,8 +86,8 @@ def test_a_serving_gate_prunes_at_start(gate_dirs: dict[str, Path]) -> None:
     store = AuditStore(path)
     record(store, b'{"old":1}', time.time() - 10 * DAY, "s")
     record(store, b'{"new":1}', time.time(), "s")
-    server = BackgroundGate(replace(Config(), port=0, audit=AuditSettings(retention_days=7)),
-                            gate_dirs["data"])
+    server = BackgroundGate(replace(Config(), port=0, projects=(str(gate_dirs["project"]),),
+                                    audit=AuditSettings(retention_days=7)), gate_dirs["data"])
     server.start()
     try:
         deadline = time.monotonic() + 10

@@ -142,3 +142,17 @@ def test_a_broken_rule_file_fails_with_its_line(project: Path) -> None:
     (project / ".gate" / "rules.yaml").write_text("deny:\n  - Bash(curl\n")
     code, _, err = invoke("rules")
     assert code == 1 and "gate: .gate/rules.yaml:2: 'Bash(curl' is not a rule" in err
+
+
+def test_rules_say_when_the_denied_file_walk_runs_out_of_budget(
+        project: Path, gate_dirs: dict[str, Path]) -> None:
+    for i in range(12):
+        (project / f"f{i}.txt").write_text("x")
+    result = CliRunner().invoke(cli, ["rules", "--json"])
+    assert json.loads(result.stdout)["index_incomplete"] is False
+    gate_dirs["config"].mkdir(exist_ok=True)
+    (gate_dirs["config"] / "config.yaml").write_text("screen:\n  max_files: 5\n")
+    result = CliRunner().invoke(cli, ["rules", "--json"])
+    assert json.loads(result.stdout)["index_incomplete"] is True
+    result = CliRunner().invoke(cli, ["rules"])
+    assert "runs out of its budget" in result.output

@@ -167,7 +167,9 @@ def test_an_upstream_that_opted_out_forwards_non_json_and_says_so(
     from gate.proxy.server import BackgroundGate
 
     up = dc_replace(parse_upstream("files", provider.url), unsafe_pass_non_json=True)
-    server = BackgroundGate(dc_replace(Config(), port=0).with_upstreams({"files": up}),
+    known = (str(gate_dirs["project"]),)  # as `gate serve --project` would
+    server = BackgroundGate(dc_replace(Config(), port=0, projects=known).with_upstreams(
+        {"files": up}),
                             gate_dirs["data"])
     listening = server.start()
     try:

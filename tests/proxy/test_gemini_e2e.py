@@ -38,7 +38,7 @@ def upstream() -> Iterator[FakeGemini]:
 @pytest.fixture
 def gemini_gate(upstream: FakeGemini, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
     """A real gate listener on 127.0.0.1 whose gemini upstream is the fake."""
-    config = replace(Config(), port=0).with_upstreams(
+    config = replace(Config(), port=0, projects=(str(gate_dirs["project"]),)).with_upstreams(
         {name: parse_upstream(name, upstream.url) for name in ("gemini", "code-assist")})
     server = BackgroundGate(config, gate_dirs["data"])
     listening = server.start()

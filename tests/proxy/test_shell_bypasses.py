@@ -34,10 +34,25 @@ COMMANDS = [
     ("nice -n 5 cat .env", RULE), ("env -i cat .env", RULE), ("sudo cat .env", RULE),
     ("bash -c 'cat .env'", RULE), ("sh -lc \"grep . .env\"", RULE),
     ("git status && cat .env", RULE), ("ls -la\ncat .env", RULE),
-    ("python3 -c \"print(open('.env').read())\"", CONTENT),
-    ("node -e \"console.log(require('fs').readFileSync('.env','utf8'))\"", CONTENT),
-    ("grep -r STRIPE .", CONTENT), ("find . -name '.e*' -exec cat {} \\;", CONTENT),
-    ("printenv", CONTENT), ("docker compose config", CONTENT),
+    # Named anywhere in the command's text: inline scripts, heredocs, git revisions, links.
+    ("python3 -c \"print(open('.env').read())\"", RULE),
+    ("node -e \"console.log(require('fs').readFileSync('.env','utf8'))\"", RULE),
+    ("ruby -e \"puts File.read('.env')\"", RULE), ("perl -ne print .env", RULE),
+    ("python3 - <<'EOF'\nprint(open('.env').read())\nEOF", RULE),
+    ("python3 -c \"import base64;print(base64.b64encode(open('.env','rb').read()))\"", RULE),
+    ("git show HEAD:.env", RULE), ("git log -p -- .env", RULE), ("git diff HEAD~1 -- .env", RULE),
+    ("docker compose config", RULE), ("docker-compose config", RULE),
+    ("ln -s .env x && cat x", RULE), ("cp .env /tmp/x; cat /tmp/x", RULE),
+    ("c''at .e\"\"nv", RULE), ("cat \"$(echo .env)\"", RULE), ("F=.e; cat ${F}nv", RULE),
+    ("tac .env", RULE), ("sed -n p .env", RULE), ("rev .env", RULE), ("xxd -p .env", RULE),
+    ("awk 1 < .env", RULE), ("while read l; do echo $l; done < .env", RULE),
+    ("exec 3<.env; cat <&3", RULE), ("mapfile -t a < .env; echo ${a[@]}", RULE),
+    # Globs, expanded against the disk as the shell would.
+    ("cat .e*", RULE), ("cat .en?", RULE), ("cat ./.[e]nv", RULE),
+    ("find . -name '.e*' -exec cat {} \\;", RULE),
+    # What gate cannot tell from the text: the value is withheld wherever it appears.
+    ("python3 -c \"print(open('.e'+'nv').read())\"", CONTENT), ("cat $F", CONTENT),
+    ("grep -r STRIPE .", CONTENT), ("printenv", CONTENT),
     ("ls -la", NONE), ("git log --oneline -3", NONE), ("cat README.md", NONE),
 ]
 
@@ -49,6 +64,7 @@ def test_the_table_is_large_enough() -> None:
 @pytest.mark.parametrize(("command", "verdict"), COMMANDS)
 def test_verdict_by_rule(command: str, verdict: str, gate_dirs: dict[str, Path]) -> None:
     root = str(gate_dirs["project"])
+    (gate_dirs["project"] / ".env").write_text("K=v\n")  # globs expand against the disk
     decision = PolicyStore().policy_for(root).decide(tools.action("Bash", {"command": command},
                                                                   root), root)
     assert (decision.effect is Effect.DENY) is (verdict == RULE)

@@ -50,7 +50,7 @@ class FakeWsProvider:
 @pytest.fixture
 def ws_setup(gate_dirs: dict[str, Path]) -> Iterator[tuple[FakeWsProvider, Listening]]:
     fake = FakeWsProvider(str(gate_dirs["project"]))
-    config = replace(Config(), port=0).with_upstreams(
+    config = replace(Config(), port=0, projects=(str(gate_dirs["project"]),)).with_upstreams(
         {"openai": parse_upstream("openai", fake.url)})
     server = BackgroundGate(config, gate_dirs["data"])
     listening = server.start()

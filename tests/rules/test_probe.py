@@ -51,9 +51,9 @@ def test_a_rewrite_within_the_same_mtime_is_seen(gate_dirs: dict[str, Path]) -> 
     os.utime(team, (1, 1))
     store = PolicyStore()
     assert _texts(store, root) == ["Read(./a)"]
-    team.write_text("deny:\n  - Read(./long-name)\n")
+    team.write_text("deny:\n  - Read(./a)\n  - Read(./long-name)\n")
     os.utime(team, (1, 1))
-    assert _texts(store, root) == ["Read(./long-name)"]
+    assert _texts(store, root) == ["Read(./a)", "Read(./long-name)"]
 
 
 def test_claude_settings_appearing_in_a_parent_are_seen(repo: Path,

@@ -43,8 +43,8 @@ def test_a_project_file_that_breaks_keeps_its_previous_rules(
     for _ in range(3):
         store.policy_for(str(root))
     assert sum("previous rules" in line for line in log_lines) == 1  # said once
-    _write(team, "deny:\n  - Read(./c)\n", 3)
-    assert _texts(store, root) == ["Read(./c)"]
+    _write(team, "deny:\n  - Read(./a)\n  - Read(./c)\n", 3)
+    assert _texts(store, root) == ["Read(./a)", "Read(./c)"]
     assert not store.policy_for(str(root)).warnings
 
 
@@ -103,3 +103,57 @@ def test_claude_settings_that_break_keep_their_previous_rules(
     (warning,) = policy.warnings
     assert warning.startswith(".claude/settings.json:1: not valid JSON")
     assert "previous rules" in warning
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ("deny:\n  - Read(./a)\n", "allow:\n  - Read(./a)\n"),           # turned into an allow
+    ("deny:\n  - Read(./a)\n", "ask:\n  - Read(./a)\n"),             # deny weakened to ask
+    ("deny:\n  - Read(./a)\n",
+     "deny:\n  - rule: Read(./a)\n    unless: ['./a']\n"),          # an exception added
+    ("ask:\n  - Bash(curl *)\n", "deny:\n  - Read(./z)\n"),          # replaced by another
+])
+def test_a_rule_file_cannot_be_loosened_while_gate_runs(
+        gate_dirs: dict[str, Path], log_lines: list[str], before: str, after: str) -> None:
+    root = gate_dirs["project"]
+    team = root / ".gate" / "rules.yaml"
+    _write(team, before, 1)
+    store = PolicyStore()
+    old = {(r.effect, r.text) for r in store.policy_for(str(root)).rules if r.layer != "pack"}
+    _write(team, after, 2)
+    policy = store.policy_for(str(root))
+    now = {(r.effect, r.text) for r in policy.rules if r.layer != "pack"}
+    assert old <= now  # every deny and ask rule still in force
+    assert any("stays in force until gate is restarted" in w for w in policy.warnings)
+    assert any("stays in force until gate is restarted" in line for line in log_lines)
+
+
+def test_claude_settings_cannot_be_loosened_while_gate_runs(gate_dirs: dict[str, Path]) -> None:
+    root = gate_dirs["project"]
+    settings = root / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"permissions": {"deny": ["Read(./x)", "Bash(curl *)"]}}))
+    store = PolicyStore()
+    assert {"Read(./x)", "Bash(curl *)"} <= set(_texts(store, root))
+    # The agent rewrites its own settings: one rule dropped, one made invalid.
+    settings.write_text(json.dumps({"permissions": {"deny": [42, "Bash(curl *)"]}}))
+    os.utime(settings, (5, 5))
+    assert {"Read(./x)", "Bash(curl *)"} <= set(_texts(store, root))
+    assert {"Read(./x)", "Bash(curl *)"} - set(_texts(PolicyStore(), root)) == {"Read(./x)"}
+
+
+def test_the_default_pack_asks_before_edits_of_what_polices_the_agent(
+        gate_dirs: dict[str, Path]) -> None:
+    from gate.agents import tools
+    from gate.rules.model import Effect
+
+    root = str(gate_dirs["project"])
+    policy = PolicyStore().policy_for(root)
+    home = gate_dirs["home"]
+    for tool, path in [("Write", f"{root}/.gate/rules.yaml"), ("Edit", ".claude/settings.json"),
+                       ("Edit", f"{root}/.claude/settings.local.json"),
+                       ("Write", f"{home}/.config/gate/config.yaml"),
+                       ("Edit", f"{home}/.local/share/gate/audit.db")]:
+        decision = policy.decide(tools.action(tool, {"file_path": path}, root), root)
+        assert decision.effect is Effect.ASK, (tool, path)
+    readme = tools.action("Edit", {"file_path": "README.md"}, root)
+    assert policy.decide(readme, root).effect is None

@@ -15,15 +15,40 @@ from gate.rules.layers import PolicyStore
 from gate.screen.fingerprints import DeniedIndex, IndexStore, collect, units_of
 
 
-def test_units_are_values_credentials_and_key_lines_not_words() -> None:
-    api, password, client, key = (fake_secret("sk-"), fake_secret("p4ss-"),
-                                  fake_secret("Zq8-"), "b3Blb" + fake_secret())
+def test_units_are_values_credentials_and_key_lines_not_stop_words() -> None:
+    api, password, client, key, old = (fake_secret("sk-"), fake_secret("p4ss-"),
+                                       fake_secret("Zq8-"), "b3Blb" + fake_secret(),
+                                       fake_secret())
     text = (f'export API_KEY="{api}"\nDEBUG=true\nNODE_ENV=production\n'
-            f"DB_URL=postgres://app:{password}@db/app\nPORT=5432\n# SECRET={fake_secret()}\n"
-            f'  "client_secret": "{client}",\n'
+            f"DB_URL=postgres://app:{password}@db/app\nPORT=5432\n# SECRET={old}\n"
+            f'  "client_secret": "{client}",\n[default]\n'
             f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key}\n-----END OPENSSH PRIVATE KEY-----\n")
-    assert list(units_of(text)) == [api, f"postgres://app:{password}@db/app", password, client,
-                                    key]
+    # A commented-out value is still a value of the file; a section header is not.
+    assert list(units_of(text)) == [api, f"postgres://app:{password}@db/app", password, old,
+                                    client, key]
+
+
+@pytest.mark.parametrize(("line", "units"), [
+    ("PASSPHRASE=sunflower", ["sunflower"]),          # all lower case: a word, still a value
+    ("PIN=48151623", ["48151623"]),                   # a long number
+    ("PORT=808080", []),                              # a short number: a port or a count
+    ("ENABLED=disabled", []), ("MODE=Production", []),  # stop words, any case
+    ("NAME=abc12", []),                               # under 6 characters
+    ("correct horse battery staple", ["correct horse battery staple"]),  # prose: the line
+    ("# remember: the vault opens on tuesdays", ["the vault opens on tuesdays",
+                                                 "remember: the vault opens on tuesdays"]),
+    ("------", []),                                   # punctuation only
+])
+def test_word_like_values_and_prose_lines(line: str, units: list[str]) -> None:
+    assert list(units_of(line + "\n")) == units
+
+
+def test_a_word_like_value_is_found_only_as_a_whole_word() -> None:
+    index = DeniedIndex({"sunflower": _source()})
+    assert index.find("the passphrase is sunflower.")
+    assert index.find("SUNFLOWER") == []  # case matters: the value as written
+    assert index.find("sunflowers and sunflowerseed") == []
+    assert index.find(base64.b64encode(b"x=sunflower!").decode())  # encoded: anywhere
 
 
 @pytest.mark.parametrize("encode", [
@@ -34,7 +59,8 @@ def test_units_are_values_credentials_and_key_lines_not_words() -> None:
     lambda t: t.encode().hex(),
     lambda t: quote(t, safe=""),
     lambda t: json.dumps({"v": t}),
-], ids=["raw", "base64-0", "base64-1", "base64-2", "hex", "url", "json"])
+    lambda t: t[::-1],
+], ids=["raw", "base64-0", "base64-1", "base64-2", "hex", "url", "json", "reversed"])
 def test_a_value_is_found_in_its_encoded_forms(encode: object) -> None:
     secret = "Tk-" + fake_secret() + '"/+&'
     index = DeniedIndex({secret: _source()})
@@ -195,3 +221,78 @@ def test_a_string_with_a_value_is_redacted_every_time(wrap: int) -> None:
     results = [index.redact(text) for _ in range(3)]
     assert all(hits and secret not in new for new, hits in results)
     assert len({new for new, _ in results}) == 1  # deterministic placeholders
+
+
+def test_a_denied_file_created_deep_in_the_project_is_indexed_before_the_next_request(
+        gate_dirs: dict[str, Path]) -> None:
+    project = gate_dirs["project"]
+    deep = project / "services" / "api" / "config"
+    deep.mkdir(parents=True)
+    (deep / "app.py").write_text("print(1)\n")
+    policy = PolicyStore().policy_for(str(project))
+    store = IndexStore()
+    assert not store.index_for(policy, str(project)).units
+    secret = fake_secret()
+    (deep / ".env").write_text(f"TOKEN={secret}\n")
+    assert store.index_for(policy, str(project)).find(f"x {secret} y")
+
+
+def test_a_walk_out_of_budget_says_so_and_goes_on_in_the_background(
+        gate_dirs: dict[str, Path]) -> None:
+    from loguru import logger
+
+    from gate.screen.fingerprints import Limits
+
+    log_lines: list[str] = []
+    sink = logger.add(lambda m: log_lines.append(str(m)), level="WARNING", format="{message}")
+
+    project = gate_dirs["project"]
+    for i in range(40):
+        (project / f"f{i:02}.txt").write_text("x")
+    (project / "zz").mkdir()
+    secret = fake_secret()
+    (project / "zz" / ".env").write_text(f"TOKEN={secret}\n")
+    policy = PolicyStore().policy_for(str(project))
+    store = IndexStore(Limits(10, 1 << 16))
+    store.index_for(policy, str(project))
+    assert any("stopped at its limit" in line for line in log_lines)
+    deadline = time.monotonic() + 10
+    while not store.index_for(policy, str(project)).find(secret):  # the wider walk's result
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert store.incomplete() == ()  # the wider walk saw everything
+    logger.remove(sink)
+
+
+def test_values_a_denied_file_held_in_git_history_are_indexed(
+        gate_dirs: dict[str, Path]) -> None:
+    import subprocess
+
+    project = gate_dirs["project"]
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c",
+                        "user.email=t@example.invalid", *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    first, second, shared = fake_secret("first_"), fake_secret("second_"), fake_secret("ok_")
+    (project / ".env").write_text(f"TOKEN={first}\n")
+    (project / "README.md").write_text(f"see {shared}\n")  # not denied: never indexed
+    git("add", "-A")
+    git("commit", "-qm", "one")
+    (project / ".env").write_text(f"TOKEN={second}\n")
+    git("commit", "-qam", "rotate")
+    git("rm", "-q", ".env")  # gone from the tree: only history has it
+    git("commit", "-qm", "remove")
+    store, policy = IndexStore(), PolicyStore().policy_for(str(project))
+    index = store.index_for(policy, str(project))
+    assert index.find(f"x {first} y") and index.find(f"x {second} y")
+    assert not index.find(f"x {shared} y")
+    third = fake_secret("third_")
+    (project / ".env").write_text(f"TOKEN={third}\n")
+    git("add", "-f", ".env")
+    git("commit", "-qm", "again")
+    (project / ".env").unlink()
+    git("commit", "-qam", "gone")  # a ref moved: history is read again
+    index = store.index_for(policy, str(project))
+    assert index.find(f"x {third} y")

@@ -187,7 +187,7 @@ def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed:
     rand = random.Random(seed)
     env_value = "DATABASE_PASSWORD=" + Gen(rand.randrange(1 << 30)).password(20)
     (project / ".env").write_text(env_value + "\n")
-    screens = Screens(IndexStore(), SecretScreen.load(data))
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
     session, fast, policies = Session(project, rand), Store(), PolicyStore()
     kinds: list[str] = []
     last: Verdict | None = None
@@ -251,8 +251,8 @@ def test_a_file_edited_between_turns_keeps_the_fast_path(gate_dirs: dict[str, Pa
     (project / "a.py").write_text("print(1)\n")
     s = Session(project, random.Random(2))
     s.call("Read", {"file_path": f"{project}/a.py"}, "1\tprint(1)")
-    screens, policies, store = Screens(IndexStore(), SecretScreen.load(data)), PolicyStore(), \
-        Store()
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
+    policies, store = PolicyStore(), Store()
     monkeypatch.setattr(turns, "TURNS", store)
     screen(Outbound(PATH, s.body(), None, None), policies, screens)
     for i in range(3):
@@ -277,7 +277,8 @@ def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]
     s = Session(project, random.Random(1))
     s.call("Read", {"file_path": f"{project}/.env"}, env_value)
     s.call("Read", {"file_path": f"{project}/a.py"}, "print(1)")
-    screens, policies = Screens(IndexStore(), SecretScreen.load(data)), PolicyStore()
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
+    policies = PolicyStore()
     store = Store()
     turns.TURNS, saved = store, turns.TURNS
     try:

@@ -1,0 +1,136 @@
+"""The bounded walk that finds the files deny rules cover, and the units they hold."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from loguru import logger
+
+from gate.agents.actions import Action, Verb
+from gate.rules.engine import Policy
+from gate.rules.model import Effect, Rule
+from gate.screen.units import units_of
+
+MAX_FILES_WALKED = 20_000     # default: directory entries looked at per walk
+MAX_FILE_BYTES = 256 << 10    # default: a larger denied file contributes its first part
+# Directories whose change is noticed before the next request: a stat each per request
+# (about 1 to 5 µs), the shallowest first; deeper ones are seen by the 5-second refresh.
+MAX_DIRS_STAMPED = 200
+_SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox",
+                        ".mypy_cache", ".ruff_cache", ".pytest_cache", "dist", "build",
+                        "target", ".next", ".cache", ".gradle", ".idea"})
+_GLOB_CHARS = re.compile(r"[*?\[{]")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    path: str
+    rule: Rule
+
+    def placeholder(self) -> str:
+        name = os.path.basename(self.path)
+        return f"[gate: withheld a value from {name} (rule {self.rule.text}, {self.rule.where})]"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much the denied-file walk may read (config.yaml `screen:`)."""
+
+    max_files: int = MAX_FILES_WALKED
+    max_file_bytes: int = MAX_FILE_BYTES
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(slots=True)
+class Walked:
+    """What one walk went through: directories (to notice a new file in them), and
+    whether a budget ran out before the walk was done."""
+
+    dirs: list[str]
+    truncated: bool = False
+
+
+def collect(policy: Policy, root: str | None, limits: Limits = Limits(),
+            walked: Walked | None = None) -> dict[str, Source]:
+    """Units of every file the policy denies reading, from a bounded walk."""
+    walked = walked if walked is not None else Walked([])
+    units: dict[str, Source] = {}
+    for path in _candidates(policy, root, limits.max_files, walked):
+        decision = policy.decide(Action(Verb.READ, "Read", path), root)
+        if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
+            continue
+        try:
+            with open(path, "rb") as f:
+                text = f.read(limits.max_file_bytes).decode("utf-8", "replace")
+                rest = f.read(1)
+        except OSError:
+            continue
+        if rest:
+            walked.truncated = True
+            logger.warning("denied file larger than screen.max_file_bytes: only its first {}"
+                           " bytes are indexed", limits.max_file_bytes)
+        for unit in units_of(text):
+            units.setdefault(unit, Source(path, decision.rule))
+    return units
+
+
+def _candidates(policy: Policy, root: str | None, max_files: int,
+                walked: Walked) -> Iterator[str]:
+    # Home- and absolute-anchored rule bases first, each with its own budget, so a large
+    # project can never push ~/.ssh out of the index.
+    yield from _anchored(policy, max_files, walked)
+    if root:
+        yield from _walk(root, [max_files], walked)
+
+
+def _anchored(policy: Policy, max_files: int, walked: Walked) -> Iterator[str]:
+    home = os.path.expanduser("~")
+    for rule in policy.rules:
+        spec = rule.specifier
+        if rule.tool != "Read" or rule.effect is Effect.ALLOW or not spec:
+            continue
+        if spec.startswith("~/"):
+            base = home + spec[1:]
+        elif spec.startswith("//"):
+            base = spec[1:]
+        else:
+            continue
+        literal = _GLOB_CHARS.split(base, maxsplit=1)[0]
+        literal = literal if literal == base else os.path.dirname(literal)
+        if os.path.isfile(literal):
+            yield literal
+        elif os.path.isdir(literal) and literal not in ("/", home):
+            yield from _walk(literal, [max_files], walked)
+
+
+def _walk(top: str, budget: list[int], walked: Walked) -> Iterator[str]:
+    stack = deque([top])  # breadth first: the directories stamped are the shallowest
+    while stack and budget[0] > 0:
+        d = stack.popleft()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        if len(walked.dirs) < MAX_DIRS_STAMPED:
+            walked.dirs.append(d)
+        for entry in entries:
+            budget[0] -= 1
+            if budget[0] <= 0:
+                walked.truncated = True
+                logger.warning("denied-file walk stopped at its limit (screen.max_files)"
+                               " under {}; indexing the rest in the background", top)
+                return
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _SKIP_DIRS:
+                        stack.append(entry.path)
+                elif entry.is_file() and entry.stat().st_size > 0:
+                    yield entry.path
+            except OSError:
+                continue
