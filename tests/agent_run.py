@@ -20,6 +20,7 @@ import pytest
 from agent_clis import PROMPT, BlackHole, Case, environment, project_files
 from agent_script import steps
 from fake_models import FakeModels
+from fake_ws_models import FakeWsModels
 from gate import providers
 from gate.providers.segments import get_at
 
@@ -33,7 +34,7 @@ class Outcome:
     proc: subprocess.CompletedProcess[str]
     secret: str
     project: Path
-    models: FakeModels
+    models: FakeModels | FakeWsModels
     tried_outside: list[str]  # what the agent tried to reach besides gate (dropped)
 
     def explain(self) -> str:
@@ -47,7 +48,8 @@ FORWARD_BASE = {"openai": "https://api.openai.com/v1", "copilot": "https://api.o
 
 
 def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240, *,
-                     forward: bool = False, argv: list[str] | None = None) -> Outcome:
+                     forward: bool = False, argv: list[str] | None = None,
+                     fake: FakeModels | FakeWsModels | None = None) -> Outcome:
     """`gate run [--forward] [--upstream NAME=fake] -- AGENT ARGS` in a project whose .env
     is a fake. In forward mode the agent talks to the real provider host names through
     gate's proxy, and gate's egress policy is `block`: nothing else leaves."""
@@ -57,7 +59,9 @@ def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 24
     project, home = gate_dirs["project"].resolve(), gate_dirs["home"]
     secret = "fake-" + os.urandom(16).hex()
     project_files(project, secret)
-    models = FakeModels(script=steps(*case.calls(project), answer=case.answer)).start()
+    fake = fake or FakeModels()
+    fake.script = steps(*case.calls(project), answer=case.answer)
+    models = fake.start()
     hole = BlackHole()
     try:
         env = environment(case, home, project, hole.url)
@@ -127,9 +131,10 @@ def assert_audited(out: Outcome, gate_dirs: dict[str, Path], env: dict[str, str]
 
 
 def check(case: Case, gate_dirs: dict[str, Path], *, forward: bool = False,
-          argv: list[str] | None = None) -> Outcome:
+          argv: list[str] | None = None,
+          fake: FakeModels | FakeWsModels | None = None) -> Outcome:
     """Run the case through gate and make every check; returns the outcome for more."""
-    out = run_through_gate(case, gate_dirs, forward=forward, argv=argv)
+    out = run_through_gate(case, gate_dirs, forward=forward, argv=argv, fake=fake)
     assert_never_sent(out)
     assert_audited(out, gate_dirs, dict(os.environ))
     return out

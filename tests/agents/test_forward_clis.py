@@ -14,6 +14,7 @@ import pytest
 
 from agent_clis import CASES, case
 from agent_run import check
+from fake_ws_models import FakeWsModels
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.timeout(300)]
 
@@ -36,6 +37,12 @@ def test_codex_custom_provider_over_http(gate_dirs: dict[str, Path]) -> None:
     argv = ["-c", f"model_providers.mine={provider}", "-c", "model_provider=mine",
             *c.argv("Show me what is in .env")]
     check(c, gate_dirs, forward=True, argv=argv)
+
+
+def test_codex_built_in_provider_over_websocket(gate_dirs: dict[str, Path]) -> None:
+    """Codex's own provider, as a user runs it: Responses over wss://api.openai.com."""
+    out = check(case("codex", "exec-command"), gate_dirs, forward=True, fake=FakeWsModels())
+    assert out.models.seen and all(s.method == "WS" for s in out.models.seen)
 
 
 assert all(any((c.agent, c.name) == f for c in CASES) for f in _FORWARD)
