@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_ws_models import FakeWsModels
 
 from agent_clis import PROMPT, BlackHole, Case, environment, project_files
 from agent_script import steps
 from fake_models import FakeModels
-from fake_ws_models import FakeWsModels
 from gate import providers
 from gate.providers.segments import get_at
 

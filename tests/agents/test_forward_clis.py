@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fake_ws_models import FakeWsModels
 
 from agent_clis import CASES, case
 from agent_run import check
-from fake_ws_models import FakeWsModels
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.timeout(300)]
 
@@ -46,3 +46,4 @@ def test_codex_built_in_provider_over_websocket(gate_dirs: dict[str, Path]) -> N
 
 
 assert all(any((c.agent, c.name) == f for c in CASES) for f in _FORWARD)
+

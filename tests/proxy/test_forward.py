@@ -227,3 +227,25 @@ def test_an_allow_list_lets_only_its_hosts_through(provider: FakeProvider,
     kinds = {r["host"]: r["kind"] for r in tunnels.rows(AuditStore(
         gate_dirs["data"] / "audit.db"))}
     assert set(kinds.values()) == {"blocked"} and len(kinds) == 3
+
+
+def test_codex_chatgpt_endpoint_over_http_and_its_account_calls(
+        fwd: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    """Codex signed in with ChatGPT: its Responses calls on chatgpt.com/backend-api/codex
+    are screened; its account calls on the same host go, unread and audited, to where the
+    user sent the `chatgpt` upstream (here the fake), never to chatgpt.com."""
+    secret = token()
+    headers = {"chatgpt-account-id": "acct-fake"}
+    with openai.OpenAI(api_key="fake-access-token", max_retries=0, default_headers=headers,
+                       base_url="https://chatgpt.com/backend-api/codex",
+                       http_client=proxied(fwd, gate_dirs["data"])) as client:
+        client.responses.create(model="gpt-test", input=f"use {secret}")
+        account = client.get("/../wham/accounts/check", cast_to=object)
+    assert account is not None
+    paths = [s.path for s in provider.seen]
+    assert paths == ["/responses", "/backend-api/wham/accounts/check"], paths
+    assert secret.encode() not in provider.seen[0].body
+    assert provider.seen[0].headers["chatgpt-account-id"] == "acct-fake"
+    rows = tunnels.rows(AuditStore(gate_dirs["data"] / "audit.db"))
+    assert [(r["host"], r["kind"], r["reason"]) for r in rows] == [
+        ("chatgpt.com", "http", "to upstream chatgpt")]
