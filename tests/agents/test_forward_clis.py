@@ -12,13 +12,18 @@ import json
 import os
 import time
 from dataclasses import replace
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from agents.test_gemini_cli import signed_in
 from fake_ws_models import FakeWsModels
+from google_signin import HOSTS, answers
 
 from agent_clis import CASES, case
-from agent_run import check
+from agent_run import assert_audited, assert_never_sent, check, run_through_gate
+from gemini_upstream import FakeGemini
+from loopback import LoopbackServer
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.timeout(300)]
 
@@ -74,3 +79,57 @@ def test_claude_code_signed_in_with_a_subscription(forward: bool,
     bodies = [s for s in out.models.seen if s.body]
     assert all(s.headers.get("authorization", "").startswith("Bearer sk-ant-oat01-fake-")
                for s in bodies), [sorted(s.headers) for s in bodies]
+
+
+class GoogleAnswers(LoopbackServer):
+    """Google's sign-in endpoints as plain HTTP on loopback: gate delivers the hosts here."""
+
+    def __init__(self, refreshed: str) -> None:
+        table = {key.split("/", 1)[1]: value for key, value in answers(refreshed).items()}
+        self.asked: list[str] = []
+        asked = self.asked
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                path = self.path.split("?", 1)[0].lstrip("/")
+                asked.append(f"{self.command} {path}")
+                body = json.dumps(table.get(path, {"error": "not_found"})).encode()
+                self.send_response(200 if path in table else 404)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+        self.serve(Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def test_gemini_cli_signed_in_with_google(gate_dirs: dict[str, Path]) -> None:
+    """Google sign-in: Code Assist screened; the token check goes to Google's host, which
+    `--upstream oauth2.googleapis.com=URL` delivers to a loopback fake."""
+    token = "ya29.fake-" + os.urandom(16).hex()
+    google = GoogleAnswers("ya29.refreshed-" + os.urandom(8).hex())
+    hosts = tuple(f"{h}={google.url}" for h in HOSTS)
+    try:
+        out = run_through_gate(signed_in(token, 365 * 86400.0, True), gate_dirs,
+                               forward=True, fake=FakeGemini(), extra=hosts)
+    finally:
+        google.stop()
+    # The model's turns are checked as every agent's are; the setup calls carry no content.
+    assert not any(out.secret.encode() in s.body for s in out.models.seen)
+    assert_never_sent(replace(out, models=FakeGemini(seen=[
+        s for s in out.models.seen if ":streamGenerateContent" in s.path])))
+    assert_audited(out, gate_dirs, dict(os.environ))
+    assert "POST tokeninfo" in google.asked, google.asked
+    methods = {s.path.split("?")[0].rsplit(":", 1)[-1] for s in out.models.seen}
+    assert {"loadCodeAssist", "streamGenerateContent"} <= methods, methods
+    assert all(s.headers.get("authorization") == f"Bearer {token}" for s in out.models.seen)
