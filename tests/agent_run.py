@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_ws_models import FakeWsModels
 
 from agent_clis import PROMPT, BlackHole, Case, environment, project_files
 from agent_script import steps
 from fake_models import FakeModels
 from gate import providers
 from gate.providers.segments import get_at
+from gemini_upstream import FakeGemini
 
 GATE = [sys.executable, "-m", "gate"]
 PLACEHOLDER = "[gate: "  # a withheld tool result, or a withheld value inside any string
@@ -33,7 +35,7 @@ class Outcome:
     proc: subprocess.CompletedProcess[str]
     secret: str
     project: Path
-    models: FakeModels
+    models: FakeModels | FakeWsModels | FakeGemini
     tried_outside: list[str]  # what the agent tried to reach besides gate (dropped)
 
     def explain(self) -> str:
@@ -41,24 +43,46 @@ class Outcome:
                 f" stderr={self.proc.stderr[-3000:]!r} outside={self.tried_outside[:5]}")
 
 
-def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240) -> Outcome:
-    """`gate run [--upstream NAME=fake] -- AGENT ARGS` in a project whose .env is a fake."""
+# Forward mode's real hosts for each upstream a case uses: the agent names these, gate
+# delivers to the fake (`--upstream NAME=fake`), and refuses every other host.
+FORWARD_BASE = {"openai": "https://api.openai.com/v1", "copilot": "https://api.openai.com/v1"}
+
+
+def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240, *,
+                     forward: bool = False, argv: list[str] | None = None,
+                     fake: FakeModels | FakeWsModels | FakeGemini | None = None,
+                     extra: tuple[str, ...] = ()) -> Outcome:
+    """`gate run [--forward] [--upstream NAME=fake] -- AGENT ARGS` in a project whose .env
+    is a fake. In forward mode the agent talks to the real provider host names through
+    gate's proxy, and gate's egress policy is `block`: nothing else leaves."""
     binary = case.binary()
     if binary is None:
         pytest.skip(f"no `{case.exe}` on PATH and {case.bin_env} unset")
     project, home = gate_dirs["project"].resolve(), gate_dirs["home"]
     secret = "fake-" + os.urandom(16).hex()
     project_files(project, secret)
-    models = FakeModels(script=steps(*case.calls(project), answer=case.answer)).start()
+    fake = fake or FakeModels()
+    fake.script = steps(*case.calls(project), answer=case.answer)
+    models = fake.start()
     hole = BlackHole()
     try:
         env = environment(case, home, project, hole.url)
         upstream: list[str] = []
-        if case.inherit:  # the user's own provider: gate forwards there
+        if forward:
+            (gate_dirs["config"]).mkdir(parents=True, exist_ok=True)
+            (gate_dirs["config"] / "config.yaml").write_text("egress:\n  default: block\n")
+            name = "openai" if case.upstream == "copilot" else case.upstream
+            upstream = ["--forward", "--upstream", f"{name}={models.url}"]
+            for more in extra:  # other hosts the test delivers to loopback fakes
+                upstream += ["--upstream", more]
+            if case.inherit:  # the user's own provider, by its real host name
+                env[case.inherit] = FORWARD_BASE[case.upstream]
+        elif case.inherit:  # the user's own provider: gate forwards there
             env[case.inherit] = f"{models.url}/byok"
         else:
             upstream = ["--upstream", f"{case.upstream}={models.url}"]
-        cmd = [*GATE, "run", *upstream, "--", binary, *case.argv(PROMPT)]
+        args = case.argv(PROMPT) if argv is None else argv
+        cmd = [*GATE, "run", *upstream, "--", binary, *args]
         try:
             proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
                                   timeout=timeout, stdin=subprocess.DEVNULL, check=False)
@@ -110,9 +134,13 @@ def assert_audited(out: Outcome, gate_dirs: dict[str, Path], env: dict[str, str]
             assert out.secret.encode() not in f.read_bytes(), f"{f} holds the .env value"
 
 
-def check(case: Case, gate_dirs: dict[str, Path]) -> Outcome:
+def check(case: Case, gate_dirs: dict[str, Path], *, forward: bool = False,
+          argv: list[str] | None = None,
+          fake: FakeModels | FakeWsModels | FakeGemini | None = None,
+          extra: tuple[str, ...] = ()) -> Outcome:
     """Run the case through gate and make every check; returns the outcome for more."""
-    out = run_through_gate(case, gate_dirs)
+    out = run_through_gate(case, gate_dirs, forward=forward, argv=argv, fake=fake,
+                           extra=extra)
     assert_never_sent(out)
     assert_audited(out, gate_dirs, dict(os.environ))
     return out
