@@ -20,6 +20,7 @@ from gate.agents import registry
 from gate.cli.common import load_config
 from gate.config import Config, base_url
 from gate.errors import GateError
+from gate.lock.run import locked
 from gate.rules.layers import PolicyStore, repository_root
 
 if TYPE_CHECKING:
@@ -84,10 +85,15 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
 @click.option("--agent", default=None, help="Agent to wire (default: from the command name).")
 @upstream_option
 @no_ask_option
+@click.option("--lock", is_flag=True,
+              help="Run COMMAND in its own namespaces: gate is its only way out (docs/lock.md).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool,
+def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, lock: bool,
             command: tuple[str, ...]) -> None:
     """Run COMMAND with its provider traffic going through a gate.
+
+    With --lock, COMMAND runs in its own user, network, mount and pid namespaces: its only
+    way out is the gate, and it cannot see gate's data or answer gate's questions.
 
     Reuses a gate already serving this data dir, or starts one for the run and stops it
     after. Returns COMMAND's exit code. Example: gate run -- claude
@@ -120,7 +126,8 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool,
     run_base = f"{base}/_run/{run.id}"
     env = {**os.environ, **spec.env(run_base)}
     try:
-        code = _run_child(registry.command(spec, list(command), run_base), env)
+        argv = registry.command(spec, list(command), run_base)
+        code = locked(argv, env, base) if lock else _run_child(argv, env)
     finally:
         runs.unregister(data, run)
         if started is not None:

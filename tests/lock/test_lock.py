@@ -1,0 +1,135 @@
+"""`gate run --lock`: a probe run as the agent tries every way around gate, and fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import socketserver
+import subprocess
+import sys
+import time
+from pathlib import Path
+from socketserver import BaseRequestHandler
+
+import pytest
+
+from ask.ask_kit import github_token
+from conftest import fake_secret
+from fake_provider import FakeProvider
+from gate.ask.client import ControlClient
+from gate.errors import GateError
+from loopback import LoopbackServer
+
+PROBE = Path(__file__).with_name("probe.py")
+pytestmark = pytest.mark.timeout(180)
+
+
+class Listener(LoopbackServer):
+    """A host loopback service the locked agent must not reach."""
+
+    def __init__(self) -> None:
+        self.serve(BaseRequestHandler, socketserver.TCPServer)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+
+def _project(gate_dirs: dict[str, Path]) -> tuple[Path, str]:
+    project, home, config = gate_dirs["project"], gate_dirs["home"], gate_dirs["config"]
+    secret = fake_secret("env-")
+    (project / ".env").write_text(f"API_TOKEN={secret}\n")
+    (project / ".gate").mkdir()
+    (project / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./secrets/**)\n")
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"permissions": {"deny": []}}')
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text('{"permissions": {"deny": []}}')
+    config.mkdir(exist_ok=True)
+    (config / "rules.yaml").write_text("deny:\n  - Read(~/.aws/**)\n")
+    return project, secret
+
+
+def _wait_for_question(data: Path, deadline: float) -> dict[str, object]:
+    while time.monotonic() < deadline:
+        try:
+            if pending := ControlClient.find(data).pending():
+                return pending[0]
+        except GateError:
+            pass  # the run's gate is not up yet
+        time.sleep(0.1)
+    raise AssertionError("no question was parked")
+
+
+def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
+        provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path) -> None:
+    project, secret = _project(gate_dirs)
+    token = github_token()
+    other = socket.socket(socket.AF_UNIX)  # like tmux's or ssh-agent's socket, outside
+    other.bind(str(tmp_path / "agent.sock"))
+    other.listen(1)
+    data, config, home = gate_dirs["data"], gate_dirs["config"], gate_dirs["home"]
+    protected = [project / ".gate" / "rules.yaml", project / ".claude" / "settings.json",
+                 home / ".claude" / "settings.json"]
+    service = Listener()
+    try:
+        spec = {"host_ports": {"provider": int(provider.url.rsplit(":", 1)[1]),
+                               "service": service.port},
+                "gate_files": [str(data / "control.token"), str(data / "audit.db"),
+                               str(config / "rules.yaml")],
+                "data_dir": str(data), "protected": [str(p) for p in protected],
+                "created": str(project / ".gate" / "rules.local.yaml"),
+                "host_pid": os.getpid(), "host_socket": str(tmp_path / "agent.sock"),
+                "token": token, "qid_file": str(project / "qid")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gate", "run", "--lock", "--upstream",
+             f"anthropic={provider.url}", "--", sys.executable, str(PROBE), json.dumps(spec)],
+            cwd=project, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            question = _wait_for_question(data, time.monotonic() + 60)
+            (project / "qid").write_text(str(question["id"]))
+            tried = project / "qid.tried"
+            deadline = time.monotonic() + 60
+            while not tried.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            # The agent's attempts left the question open; the person answers it.
+            still = [q["id"] for q in ControlClient.find(data).pending()]
+            ControlClient.find(data).answer(str(question["id"]), "redact")
+            stdout, stderr = proc.communicate(timeout=90)
+        finally:
+            proc.kill()
+    finally:
+        service.stop()
+        other.close()
+    assert proc.returncode == 0, stderr
+    out = json.loads(stdout)
+    assert still == [question["id"]], out
+    for name in ("connect provider", "connect service", "connect off-machine", "dns",
+                 "socket outside"):
+        assert out[name].startswith("refused"), (name, out[name])
+    for path in spec["gate_files"]:
+        assert out[f"read {path}"].startswith("refused"), out
+    assert out["data dir lists"] == ["LOCKED"]
+    for path in spec["protected"]:
+        assert out[f"write {path}"] == "refused: Read-only file system", out
+        for how in ("umount", "remount", "unshare umount"):
+            assert not out[f"{how} {path}"].startswith("exit 0"), (how, out[f"{how} {path}"])
+        assert out[f"nested umount {path}"] != "unmounted", out
+    assert out["nested umount data"] != "unmounted"
+    assert out["create"] == "refused: Read-only file system"
+    for path in protected:  # and nothing changed on the host
+        assert "allow" not in path.read_text()
+    assert not (project / ".gate" / "rules.local.yaml").exists()
+    assert out["host pid"] == "hidden" and out["pids"] < 10, out
+    assert out["CapEff"] == out["CapBnd"] == "0000000000000000"
+    assert out["NoNewPrivs"] == "1"
+    assert out["gate approve"].startswith("exit 1") and "--lock" in out["gate approve"], out
+    assert out["gate pending"].startswith("exit 1"), out
+    assert out["control api"].startswith("HTTP 403"), out
+    # Both requests went through gate, screened: the person's redact, the .env withheld.
+    assert out["parked reply"].startswith("msg_") and out["env reply"].startswith("msg_"), out
+    bodies = [s.body for s in provider.seen]
+    assert len(bodies) == 2
+    assert all(token.encode() not in b and secret.encode() not in b for b in bodies)
+    assert all(b"[gate: " in b for b in bodies)
