@@ -39,7 +39,14 @@ class Bridge:
         asyncio.set_event_loop(self.loop)
         self._server = self.loop.run_until_complete(
             asyncio.start_server(self._relay, sock=self.listener))
-        self.loop.run_forever()
+        try:
+            self.loop.run_forever()
+        finally:
+            self._server.close()
+            for task in asyncio.all_tasks(self.loop):
+                task.cancel()
+            self.loop.run_until_complete(asyncio.sleep(0))
+            self.loop.close()
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

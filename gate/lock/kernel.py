@@ -25,7 +25,11 @@ _KEEP = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_N
          (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
          (os.ST_RELATIME, MS_RELATIME))
 
-PR_SET_DUMPABLE = 4
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
@@ -42,6 +46,11 @@ def _check(result: int, what: str) -> None:
     if result != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def unshare(flags: int) -> None:
+    """unshare(2) (os.unshare is 3.12+; the launcher also runs on an older system Python)."""
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int,

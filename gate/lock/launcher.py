@@ -19,7 +19,7 @@ from pathlib import Path
 from gate.lock import LOCKED_MARK, kernel
 from gate.lock.plan import Plan
 
-NAMESPACES = os.CLONE_NEWUSER | os.CLONE_NEWNET | os.CLONE_NEWNS | os.CLONE_NEWPID
+NAMESPACES = kernel.CLONE_NEWUSER | kernel.CLONE_NEWNET | kernel.CLONE_NEWNS | kernel.CLONE_NEWPID
 NOT_BUILT = 125  # exit code: the lock was not built, the agent never ran
 
 
@@ -170,7 +170,7 @@ def _read_plan(chan: socket.socket) -> Plan:
     return Plan.from_json(data)
 
 
-def main(fd: int, unshare: Callable[[int], None] = os.unshare) -> int:
+def main(fd: int, unshare: Callable[[int], None] = kernel.unshare) -> int:
     """Build the lock and run the agent in it; `unshare` is a seam for fault injection."""
     chan = socket.socket(fileno=fd)
     plan = _read_plan(chan)

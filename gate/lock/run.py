@@ -8,7 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -95,18 +95,20 @@ def _sysctl(name: str) -> str | None:
         return None
 
 
-def explain(reply: Mapping[str, object]) -> LockUnavailable:
-    """The cause and the fix for a lock step that failed, from what the kernel said."""
+def explain(reply: Mapping[str, object],
+            sysctl: Callable[[str], str | None] = _sysctl) -> LockUnavailable:
+    """The cause and the fix for a lock step that failed, from what the kernel said and
+    the kernel settings that explain it (`sysctl` reads one)."""
     step, errno, error = reply.get("step"), reply.get("errno"), reply.get("error", "")
     cause = f"cannot build the lock ({step}: {error})"
-    if step == "unshare" and _sysctl("user.max_user_namespaces") == "0":
+    if step == "unshare" and sysctl("user.max_user_namespaces") == "0":
         return LockUnavailable(f"{cause}: user namespaces are turned off"
                                " (user.max_user_namespaces = 0)",
                                hint="sudo sysctl -w user.max_user_namespaces=15000")
-    if step == "unshare" and _sysctl("kernel.unprivileged_userns_clone") == "0":
+    if step == "unshare" and sysctl("kernel.unprivileged_userns_clone") == "0":
         return LockUnavailable(f"{cause}: unprivileged user namespaces are turned off",
                                hint="sudo sysctl -w kernel.unprivileged_userns_clone=1")
-    if step in ("unshare", "setgroups", "uid_map", "gid_map", "loopback") and _sysctl(
+    if step in ("unshare", "setgroups", "uid_map", "gid_map", "loopback") and sysctl(
             "kernel.apparmor_restrict_unprivileged_userns") == "1":
         return LockUnavailable(
             f"{cause}: AppArmor restricts unprivileged user namespaces (Ubuntu 23.10+)",

@@ -71,9 +71,7 @@ def nested_umount(path: str) -> str:
     libc = ctypes.CDLL(None, use_errno=True)
     pid = os.fork()
     if pid == 0:
-        try:
-            os.unshare(os.CLONE_NEWUSER | os.CLONE_NEWNS)
-        except OSError:
+        if libc.unshare(0x10000000 | 0x20000) != 0:  # CLONE_NEWUSER | CLONE_NEWNS
             os._exit(10)
         if libc.umount2(path.encode(), 2) == 0:  # MNT_DETACH
             os._exit(0)
@@ -146,8 +144,9 @@ def main() -> None:
         asking.join(timeout=60)
         out["parked reply"] = parked.get("reply", "none")
     env_file = Path(".env").resolve()
-    out["env reply"] = send({"name": "Read", "input": {"file_path": str(env_file)}},
-                            env_file.read_text())
+    if spec.get("send", True):
+        out["env reply"] = send({"name": "Read", "input": {"file_path": str(env_file)}},
+                                env_file.read_text())
     print(json.dumps(out))
 
 

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import socketserver
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from socketserver import BaseRequestHandler
+from typing import Any
 
 import pytest
 
+import gate as gate_package
 from ask.ask_kit import github_token
 from conftest import fake_secret
 from fake_provider import FakeProvider
 from gate.ask.client import ControlClient
 from gate.errors import GateError
+from gate.lock.plan import Plan
+from gate.lock.run import run
 from loopback import LoopbackServer
 
 PROBE = Path(__file__).with_name("probe.py")
@@ -105,7 +111,21 @@ def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
     assert proc.returncode == 0, stderr
     out = json.loads(stdout)
     assert still == [question["id"]], out
-    for name in ("connect provider", "connect service", "connect off-machine", "dns",
+    assert_isolated(out, spec, protected)
+    assert out["gate approve"].startswith("exit 1") and "--lock" in out["gate approve"], out
+    assert out["gate pending"].startswith("exit 1"), out
+    assert out["control api"].startswith("HTTP 403"), out
+    # Both requests went through gate, screened: the person's redact, the .env withheld.
+    assert out["parked reply"].startswith("msg_") and out["env reply"].startswith("msg_"), out
+    bodies = [s.body for s in provider.seen]
+    assert len(bodies) == 2
+    assert all(token.encode() not in b and secret.encode() not in b for b in bodies)
+    assert all(b"[gate: " in b for b in bodies)
+
+
+def assert_isolated(out: dict[str, str], spec: dict[str, Any], protected: list[Path]) -> None:
+    """What the probe found: no way out but gate, nothing of gate's, no rule file to edit."""
+    for name in (*(f"connect {n}" for n in spec["host_ports"]), "connect off-machine", "dns",
                  "socket outside"):
         assert out[name].startswith("refused"), (name, out[name])
     for path in spec["gate_files"]:
@@ -120,16 +140,67 @@ def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
     assert out["create"] == "refused: Read-only file system"
     for path in protected:  # and nothing changed on the host
         assert "allow" not in path.read_text()
-    assert not (project / ".gate" / "rules.local.yaml").exists()
+    assert not Path(spec["created"]).exists()
     assert out["host pid"] == "hidden" and out["pids"] < 10, out
     assert out["CapEff"] == out["CapBnd"] == "0000000000000000"
     assert out["NoNewPrivs"] == "1"
-    assert out["gate approve"].startswith("exit 1") and "--lock" in out["gate approve"], out
-    assert out["gate pending"].startswith("exit 1"), out
-    assert out["control api"].startswith("HTTP 403"), out
-    # Both requests went through gate, screened: the person's redact, the .env withheld.
-    assert out["parked reply"].startswith("msg_") and out["env reply"].startswith("msg_"), out
-    bodies = [s.body for s in provider.seen]
-    assert len(bodies) == 2
-    assert all(token.encode() not in b and secret.encode() not in b for b in bodies)
-    assert all(b"[gate: " in b for b in bodies)
+
+
+NOBODY = 65534
+SYSTEM_PYTHON = "/usr/bin/python3"  # one an unprivileged user can run (ours is under /root)
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv")
+                    or not os.access(SYSTEM_PYTHON, os.X_OK),
+                    reason="needs root to become an unprivileged user, setpriv and a system Python")
+def test_an_unprivileged_user_gets_the_same_lock() -> None:
+    """The rootless path: the launcher runs as uid 65534, who maps only itself."""
+    base = Path(tempfile.mkdtemp(prefix="gate-lock-"))
+    try:
+        dirs = {n: base / n for n in ("data", "config", "home", "project")}
+        for d in dirs.values():
+            d.mkdir()
+        (dirs["data"] / "control.token").write_text(fake_secret())
+        (dirs["project"] / ".gate").mkdir()
+        rules = dirs["project"] / ".gate" / "rules.yaml"
+        rules.write_text("deny:\n  - Read(./secrets/**)\n")
+        (dirs["project"] / ".env").write_text(f"API_TOKEN={fake_secret()}\n")
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(base / "agent.sock"))
+        sock.listen(1)
+        for p in (base, *base.rglob("*")):
+            os.chown(p, NOBODY, NOBODY)
+        service, gate = Listener(), Listener()
+        spec = {"host_ports": {"service": service.port},
+                "gate_files": [str(dirs["data"] / "control.token")],
+                "data_dir": str(dirs["data"]), "protected": [str(rules)],
+                "created": str(dirs["project"] / ".gate" / "rules.local.yaml"),
+                "host_pid": os.getpid(), "host_socket": str(base / "agent.sock"),
+                "send": False}
+        out_file = dirs["project"] / "out.json"
+        plan = Plan(argv=("sh", "-c", f'{SYSTEM_PYTHON} {PROBE} "$0" > {out_file}',
+                          json.dumps(spec)),
+                    port=gate.port, hidden=(str(dirs["data"]), str(dirs["config"])),
+                    readonly=(str(dirs["project"] / ".gate"),),
+                    keep=(str(dirs["project"]), str(dirs["home"])), uid=NOBODY, gid=NOBODY)
+        launcher = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                    "env", f"PYTHONPATH={Path(gate_package.__file__).parent.parent}",
+                    SYSTEM_PYTHON, "-P", "-m", "gate.lock.launcher")
+        env = {"PATH": os.environ["PATH"], "HOME": str(dirs["home"])}
+        old = os.getcwd()
+        os.chdir(dirs["project"])
+        try:
+            code = run(plan, env, "127.0.0.1", gate.port, launcher=launcher)
+        finally:
+            os.chdir(old)
+            service.stop()
+            gate.stop()
+            sock.close()
+        assert code == 0
+        out = json.loads(out_file.read_text())
+        assert_isolated(out, spec, [rules])
+        # Unprivileged, a nested user namespace is allowed; the kernel keeps our mounts.
+        assert out[f"nested umount {rules}"] == "umount refused", out
+        assert "write failed" not in out[f"unshare umount {rules}"], out
+    finally:
+        shutil.rmtree(base)
