@@ -41,8 +41,10 @@ class Outcome:
                 f" stderr={self.proc.stderr[-3000:]!r} outside={self.tried_outside[:5]}")
 
 
-def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240) -> Outcome:
-    """`gate run [--upstream NAME=fake] -- AGENT ARGS` in a project whose .env is a fake."""
+def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240,
+                     lock: bool = False) -> Outcome:
+    """`gate run [--lock] [--upstream NAME=fake] -- AGENT ARGS` in a project whose .env is a
+    fake."""
     binary = case.binary()
     if binary is None:
         pytest.skip(f"no `{case.exe}` on PATH and {case.bin_env} unset")
@@ -58,7 +60,8 @@ def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 24
             env[case.inherit] = f"{models.url}/byok"
         else:
             upstream = ["--upstream", f"{case.upstream}={models.url}"]
-        cmd = [*GATE, "run", *upstream, "--", binary, *case.argv(PROMPT)]
+        cmd = [*GATE, "run", *(["--lock"] if lock else []), *upstream, "--", binary,
+               *case.argv(PROMPT)]
         try:
             proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
                                   timeout=timeout, stdin=subprocess.DEVNULL, check=False)
@@ -110,9 +113,9 @@ def assert_audited(out: Outcome, gate_dirs: dict[str, Path], env: dict[str, str]
             assert out.secret.encode() not in f.read_bytes(), f"{f} holds the .env value"
 
 
-def check(case: Case, gate_dirs: dict[str, Path]) -> Outcome:
-    """Run the case through gate and make every check; returns the outcome for more."""
-    out = run_through_gate(case, gate_dirs)
+def check(case: Case, gate_dirs: dict[str, Path], lock: bool = False) -> Outcome:
+    """Run the case through gate (locked or not) and make every check; returns the outcome."""
+    out = run_through_gate(case, gate_dirs, lock=lock)
     assert_never_sent(out)
     assert_audited(out, gate_dirs, dict(os.environ))
     return out
