@@ -12,6 +12,8 @@ from gate.cli import (
     ask,
     audit,
     decisions,
+    demo,
+    doctor,
     integrity,
     paths,
     report,
@@ -47,7 +49,8 @@ def cli() -> None:
 
 for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
                 *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
-                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS):
+                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS,
+                *doctor.COMMANDS, *demo.COMMANDS):
     cli.add_command(command)
 
 
