@@ -7,6 +7,7 @@ lock could not be built goes back. The agent is exec'd only after every step suc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -60,8 +61,10 @@ def build(plan: Plan) -> None:
     """The mounts, as pid 1 of the new pid namespace (so the new /proc shows only us)."""
     with _step("mount"):
         kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)
-    # Opened before anything is covered: bound back in from these after.
+    # Opened and read before anything is covered: bound or written back in after.
+    cwd = os.getcwd()
     keep = {k: os.open(k, os.O_PATH | os.O_DIRECTORY) for k in plan.keep if os.path.isdir(k)}
+    shown = {p: Path(p).read_bytes() for p in plan.shown if os.path.isfile(p)}
     with _step("mount /proc"):
         kernel.mount("proc", "/proc", "proc",
                      kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC)
@@ -75,7 +78,6 @@ def build(plan: Plan) -> None:
             with _step("mount"):
                 kernel.mount(f"/proc/self/fd/{fd}", path, None, kernel.MS_BIND | kernel.MS_REC)
         os.close(fd)
-    shown = plan.shown_bytes()
     for d in plan.hidden:
         os.makedirs(d, mode=0o700, exist_ok=True)
         with _step("mount"):
@@ -93,6 +95,7 @@ def build(plan: Plan) -> None:
                 kernel.mount(path, path, None, kernel.MS_BIND | kernel.MS_REC)
             with _step("remount"):
                 kernel.remount_readonly(path)
+    os.chdir(cwd)  # the same path, now in the lock's own tree
 
 
 def _under(path: str, top: str) -> bool:
@@ -129,8 +132,12 @@ def _exec(argv: tuple[str, ...]) -> None:
 def _wait_for(pid: int) -> int:
     """Forward termination signals to `pid`, reap every child, return `pid`'s exit code."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal sends it to the agent too
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
+            os.kill(pid, signum)
+
     for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, lambda signum, _f: os.kill(pid, signum))
+        signal.signal(s, forward)
     while True:
         try:
             child, status = os.wait()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import base64
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -13,8 +12,9 @@ class Plan:
     port: int  # the loopback port inside the lock that leads to the gate
     # Covered by an empty read-only tmpfs: gate's data and config dirs.
     hidden: tuple[str, ...]
-    # Files that appear, with these bytes, inside a hidden dir (the CA certificate).
-    shown: dict[str, str] = field(default_factory=dict)  # path → base64
+    # Files inside a hidden dir that stay visible (the CA certificate): read before the dir
+    # is covered, written into the tmpfs over it.
+    shown: tuple[str, ...] = ()
     # Bound onto themselves read-only: rule files, Claude settings, gate's own code.
     readonly: tuple[str, ...] = ()
     # Replaced by a fresh tmpfs: where other programs' sockets live (tmux, D-Bus, ssh-agent).
@@ -30,13 +30,6 @@ class Plan:
     @classmethod
     def from_json(cls, data: bytes) -> Plan:
         raw = json.loads(data)
-        for key in ("argv", "hidden", "readonly", "fresh", "keep"):
+        for key in ("argv", "hidden", "shown", "readonly", "fresh", "keep"):
             raw[key] = tuple(raw[key])
         return cls(**raw)
-
-    def shown_bytes(self) -> dict[str, bytes]:
-        return {p: base64.b64decode(b) for p, b in self.shown.items()}
-
-
-def encode_shown(files: dict[str, bytes]) -> dict[str, str]:
-    return {p: base64.b64encode(b).decode() for p, b in files.items()}

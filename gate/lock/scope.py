@@ -9,7 +9,7 @@ from pathlib import Path
 import gate
 from gate import dirs
 from gate.errors import GateError
-from gate.lock.plan import Plan, encode_shown
+from gate.lock.plan import Plan
 from gate.rules import claude
 from gate.rules.layers import managed_path, repository_root
 
@@ -26,7 +26,7 @@ def plan_for(argv: Sequence[str], port: int, cwd: str, env: Mapping[str, str]) -
             raise GateError(f"the project {here} is inside gate's dir {d}, which a lock hides",
                             hint="run the agent from the project's own directory")
     keep = _unique(here, root, Path.home())
-    return Plan(argv=tuple(argv), port=port, hidden=hidden, shown=encode_shown(_shown(env, hidden)),
+    return Plan(argv=tuple(argv), port=port, hidden=hidden, shown=_shown(env, hidden),
                 readonly=_readonly(root, keep), keep=keep,
                 uid=os.getuid(), gid=os.getgid())
 
@@ -61,20 +61,19 @@ def _gate_dirs(root: str) -> list[Path]:
     return []
 
 
-def _shown(env: Mapping[str, str], hidden: tuple[str, ...]) -> dict[str, bytes]:
-    out = {}
+def _shown(env: Mapping[str, str], hidden: tuple[str, ...]) -> tuple[str, ...]:
+    out = []
     for value in env.values():
         if not value.startswith("/") or not any(_under(_real(value), d) for d in hidden):
             continue
         path = _real(value)
         if not os.path.isfile(path):
             continue
-        data = Path(path).read_bytes()
-        if b"PRIVATE KEY" in data:
+        if b"PRIVATE KEY" in Path(path).read_bytes():
             raise GateError(f"the agent's environment names {path}, which holds a private key",
                             hint="a lock shows the CA certificate, never its key")
-        out[path] = data
-    return out
+        out.append(path)
+    return tuple(dict.fromkeys(out))
 
 
 def _real(path: str | Path) -> str:
