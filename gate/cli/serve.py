@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -20,7 +19,7 @@ from gate.agents import registry
 from gate.cli.common import load_config
 from gate.config import Config, base_url
 from gate.errors import GateError
-from gate.lock.run import locked
+from gate.lock.run import locked, wait
 from gate.rules.layers import PolicyStore, repository_root
 
 if TYPE_CHECKING:
@@ -239,20 +238,7 @@ def _run_child(argv: list[str], env: dict[str, str]) -> int:
     except PermissionError:
         click.echo(f"gate: permission denied: {argv[0]}", err=True)
         return 126
-
-    def forward(signum: int, _frame: object) -> None:
-        child.send_signal(signum)
-
-    # Ctrl-C reaches the child through the terminal; the wrapper keeps running until the
-    # child decides to exit, so the gate outlives every request the child makes.
-    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
-    old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        code = child.wait()
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-    return 128 - code if code < 0 else code
+    return wait(child)
 
 
 COMMANDS = (serve_cmd, run_cmd, env_cmd)

@@ -58,7 +58,7 @@ def run(plan: Plan, env: Mapping[str, str], gate_host: str, gate_port: int,
     bridge = Bridge(socket.socket(fileno=fds[0]), gate_host, gate_port)
     bridge.start()
     try:
-        return _wait(child)
+        return wait(child)
     finally:
         bridge.stop()
 
@@ -73,11 +73,14 @@ def _receive(chan: socket.socket) -> tuple[dict[str, object], list[int]]:
     return (reply if isinstance(reply, dict) else {"step": "launcher"}), fds
 
 
-def _wait(child: subprocess.Popen[bytes]) -> int:
+def wait(child: subprocess.Popen[bytes]) -> int:
+    """`child`'s exit code (128+N for a signal), forwarding SIGTERM and SIGHUP to it."""
+
     def forward(signum: int, _frame: object) -> None:
         child.send_signal(signum)
 
-    # As for an unlocked run: Ctrl-C reaches the agent through the terminal.
+    # Ctrl-C reaches the child through the terminal; we keep running until the child decides
+    # to exit, so the gate outlives every request it makes.
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
     old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
