@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -22,12 +23,14 @@ DEFAULT_UPSTREAMS = MappingProxyType({
     "gemini": "https://generativelanguage.googleapis.com",
     # Gemini CLI signed in with Google talks to Code Assist, not the Gemini API.
     "code-assist": "https://cloudcode-pa.googleapis.com",
+    # Codex signed in with ChatGPT: a provider whose base URL is this upstream.
+    "chatgpt": "https://chatgpt.com/backend-api/codex",
 })
 # Path segments gate keeps for itself: /_gate/... (health, control) and /_run/<id>/... (runs).
 RESERVED_NAMES = frozenset({"_gate", "_run"})
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 _KEYS = frozenset({"schemaVersion", "host", "port", "upstreams", "screen", "audit", "ask",
-                   "decisions"})
+                   "decisions", "egress"})
 _SCREEN_KEYS = {"max_files": 20_000, "max_file_bytes": 256 << 10}
 _AUDIT_KEYS = frozenset({"retention_days", "max_size_mb", "lock_timeout_ms"})
 
@@ -85,6 +88,30 @@ class DecisionsConfig:
     allow_remote: bool = False  # a helper_url off this machine (the question leaves with it)
 
 
+class EgressDefault(StrEnum):
+    """What forward mode does with a host that is not a model host nor on the allow list."""
+
+    TUNNEL_AND_LOG = "tunnel-and-log"
+    BLOCK = "block"
+
+
+@dataclass(frozen=True)
+class EgressSettings:
+    """`egress:` forward mode's policy for every host gate does not screen. Allowed hosts
+    (exact names, or `*.example.com`) are tunnelled unread; the others get `default`.
+    Every tunnel is recorded in the audit (host, port, bytes, agent, time)."""
+
+    default: EgressDefault = EgressDefault.TUNNEL_AND_LOG
+    allow: tuple[str, ...] = ()
+
+    def allows(self, host: str) -> bool:
+        host = host.lower().rstrip(".")
+        for pattern in self.allow:
+            if host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:])):
+                return True
+        return self.default is EgressDefault.TUNNEL_AND_LOG
+
+
 @dataclass(frozen=True)
 class Config:
     host: str = DEFAULT_HOST
@@ -100,6 +127,8 @@ class Config:
     audit: AuditSettings = AuditSettings()
     ask: AskConfig = AskConfig()
     decisions: DecisionsConfig = DecisionsConfig()
+    egress: EgressSettings = EgressSettings()
+    forward: bool = False  # set by --forward, never by config.yaml: a proxy for any host
 
     def with_upstreams(self, extra: dict[str, Upstream]) -> Config:
         return replace(self, upstreams=MappingProxyType({**self.upstreams, **extra}))
@@ -207,7 +236,8 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
                    max_file_bytes=limits["max_file_bytes"],
                    audit=_audit(data.get("audit"), path),
                    ask=_ask(data.get("ask"), path),
-                   decisions=_decisions(data.get("decisions"), path)).with_upstreams(extra)
+                   decisions=_decisions(data.get("decisions"), path),
+                   egress=_egress(data.get("egress"), path)).with_upstreams(extra)
 
 
 def _audit(section: Any, path: Path) -> AuditSettings:
@@ -270,3 +300,27 @@ def _decisions(data: Any, path: Path) -> DecisionsConfig:
                             or urlsplit(url).scheme not in ("http", "https")):
         raise ConfigError("must be an http(s) URL", where=f"{path}: decisions.helper_url")
     return DecisionsConfig(d.get("record_dataset", True), url, d.get("allow_remote", False))
+
+
+_HOST = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$"
+                   r"|^[0-9.]+$|^\[?[0-9a-f:]+\]?$")
+
+
+def _egress(data: Any, path: Path) -> EgressSettings:
+    """`egress: {default: tunnel-and-log | block, allow: [host, *.domain, ...]}`."""
+    d = _section(data, "egress", frozenset({"default", "allow"}), path)
+    default = d.get("default", EgressDefault.TUNNEL_AND_LOG.value)
+    if default not in {e.value for e in EgressDefault}:
+        raise ConfigError(f"must be tunnel-and-log or block, not {default!r}",
+                          where=f"{path}: egress.default")
+    allow = d.get("allow") or []
+    if not isinstance(allow, list):
+        raise ConfigError("must be a list of host names", where=f"{path}: egress.allow")
+    hosts: list[str] = []
+    for i, host in enumerate(allow):
+        if not isinstance(host, str) or not _HOST.match(host.lower()):
+            raise ConfigError(f"{host!r} is not a host name (write example.com or"
+                              " *.example.com, no scheme, port or path)",
+                              where=f"{path}: egress.allow[{i}]")
+        hosts.append(host.lower().strip("[]"))
+    return EgressSettings(EgressDefault(default), tuple(hosts))

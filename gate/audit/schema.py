@@ -75,6 +75,23 @@ MIGRATIONS = (
     ALTER TABLE requests ADD COLUMN response_hash BLOB;
     CREATE INDEX requests_session ON requests(session, id);
     """,
+    # Forward mode: each connection to a host gate does not screen, tunnelled or refused.
+    """
+    CREATE TABLE tunnels (
+        id INTEGER PRIMARY KEY,
+        ts REAL NOT NULL,
+        ended REAL,
+        host TEXT NOT NULL,
+        port INTEGER NOT NULL,
+        kind TEXT NOT NULL,             -- tunnel (CONNECT) | http (plain request) | blocked
+        agent TEXT,
+        run_id TEXT,
+        bytes_out INTEGER NOT NULL DEFAULT 0,
+        bytes_in INTEGER NOT NULL DEFAULT 0,
+        reason TEXT
+    );
+    CREATE INDEX tunnels_ts ON tunnels(ts);
+    """,
 )
 
 

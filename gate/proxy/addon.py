@@ -87,6 +87,8 @@ class GateAddon:
         if flow.websocket is None:
             return
         message = flow.websocket.messages[-1]
+        if conn is None and "gate_passthrough" in flow.metadata:
+            return  # a host the egress policy tunnels: relayed unread, and recorded
         if conn is None:
             # Fail closed: a WebSocket gate did not set up for screening carries nothing out.
             if message.from_client:
@@ -126,13 +128,16 @@ class GateAddon:
     def _request(self, flow: http.HTTPFlow) -> _Screened | None:
         """Screen the request; None when gate answered it itself (health, control, 404)."""
         req = flow.request
-        if req.path.split("?", 1)[0] == HEALTH:
+        if flow.response is not None or "gate_passthrough" in flow.metadata:
+            return None  # forward mode refused it, or relays it unread (proxy/forward.py)
+        route: routing.Route | None = flow.metadata.get("gate_route")  # forward mode's
+        if route is None and req.path.split("?", 1)[0] == HEALTH:
             self._health(flow)
             return None
-        if req.path.startswith(control.PREFIX):
+        if route is None and req.path.startswith(control.PREFIX):
             self.control.handle(flow)
             return None
-        route = routing.resolve(req.path, self.config.upstreams)
+        route = route or routing.resolve(req.path, self.config.upstreams)
         if route is None:
             flow.response = http.Response.make(
                 404, replies.not_found(req.path, list(self.config.upstreams)),
@@ -221,7 +226,7 @@ class GateAddon:
 
     def _health(self, flow: http.HTTPFlow) -> None:
         body: dict[str, Any] = {"ok": True, "version": __version__,
-                                "data_dir": str(self.data_dir)}
+                                "data_dir": str(self.data_dir), "forward": self.config.forward}
         flow.response = http.Response.make(200, json.dumps(body).encode(),
                                            {"content-type": "application/json"})
 

@@ -20,7 +20,9 @@ from mitmproxy.tools.dump import DumpMaster
 from gate import dirs
 from gate.audit.store import AuditStore
 from gate.config import Config, base_url
+from gate.proxy import ca
 from gate.proxy.addon import GateAddon
+from gate.proxy.forward import ForwardAddon
 from gate.rules.layers import PolicyStore
 
 SERVER_FILE = "server.json"
@@ -51,10 +53,22 @@ def check_port(host: str, port: int) -> None:
 def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster:
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    forward = ForwardAddon(config, data_dir, addon.audit) if config.forward else None
+    if forward is not None:
+        ca.ensure(data_dir)
+        opts.update(
+            # Only model hosts are decrypted; every other CONNECT is relayed as bytes,
+            # through the forward addon's tcp hooks so each tunnel is counted and recorded.
+            allow_hosts=forward.intercepts.allow_patterns(),
+            show_ignored_hosts=True,
+            # Never contact the host a client named to copy its certificate: where a
+            # request goes is decided per request (an upstream may be a loopback fake).
+            upstream_cert=False,
+        )
     opts.update(
         listen_host=config.host,
         listen_port=config.port,
-        mode=[_UNUSED_UPSTREAM],
+        mode=["regular"] if forward is not None else [_UNUSED_UPSTREAM],
         connection_strategy="lazy",
         confdir=str(dirs.private_dir(data_dir / "mitmproxy")),
         # Requests are always read whole (they must be screened); never stream them.
@@ -64,6 +78,8 @@ def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster
         # upstream's Host itself when it forwards.
         keep_host_header=True,
     )
+    if forward is not None:
+        master.addons.add(forward)  # before the gate addon: it sorts each request first
     master.addons.add(addon, addon.recorder)
     return master
 

@@ -1,0 +1,46 @@
+"""Forward mode's record of connections gate relays unread (or refuses): never silent."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from gate.audit.store import AuditStore
+
+
+class Kind(StrEnum):
+    TUNNEL = "tunnel"    # a CONNECT relayed as opaque bytes
+    HTTP = "http"        # a plain-HTTP request relayed unread
+    BLOCKED = "blocked"  # refused by the egress policy
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Opened:
+    host: str
+    port: int
+    kind: Kind
+    agent: str | None = None
+    run_id: str | None = None
+    reason: str | None = None
+
+
+def opened(audit: AuditStore, t: Opened) -> int:
+    """Write the row as the connection opens, so a crash still leaves it in the audit."""
+    cur = audit.conn().execute(
+        "INSERT INTO tunnels (ts, host, port, kind, agent, run_id, reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (time.time(), t.host, t.port, t.kind.value, t.agent, t.run_id, t.reason))
+    return int(cur.lastrowid or 0)
+
+
+def closed(audit: AuditStore, row: int, bytes_out: int, bytes_in: int) -> None:
+    audit.conn().execute("UPDATE tunnels SET ended=?, bytes_out=?, bytes_in=? WHERE id=?",
+                         (time.time(), bytes_out, bytes_in, row))
+
+
+def rows(audit: AuditStore, limit: int = 100) -> list[dict[str, Any]]:
+    """Newest first."""
+    cur = audit.conn().execute("SELECT * FROM tunnels ORDER BY id DESC LIMIT ?", (limit,))
+    return [dict(r) for r in cur.fetchall()]

@@ -1,0 +1,60 @@
+"""Forward mode's certificate authority: made once in the data dir, and the trust bundle."""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+from mitmproxy import certs
+
+from gate import dirs
+
+_BASENAME = "mitmproxy"  # the names mitmproxy loads its CA from, in its confdir
+BUNDLE = "ca-bundle.pem"
+
+
+@dataclass(frozen=True, slots=True)
+class Authority:
+    key: Path     # private key and certificate: never leaves the data dir (0600)
+    cert: Path    # the certificate alone, what clients trust
+    bundle: Path  # the system's roots plus the certificate, for stores that replace roots
+
+
+def paths(data_dir: Path) -> Authority:
+    conf = data_dir / _BASENAME
+    return Authority(conf / f"{_BASENAME}-ca.pem", conf / f"{_BASENAME}-ca-cert.pem",
+                     data_dir / BUNDLE)
+
+
+def ensure(data_dir: Path) -> Authority:
+    """The CA, created on first use (key written owner-only), and a fresh bundle."""
+    ca = paths(data_dir)
+    conf = dirs.private_dir(ca.key.parent)
+    if not ca.key.exists():
+        certs.CertStore.create_store(conf, _BASENAME, 2048, organization="gate",
+                                     cn="gate local CA")
+    for item in conf.iterdir():  # mitmproxy writes the public copies world-readable
+        if item.is_file():
+            item.chmod(0o600)
+    cert = ca.cert.read_bytes()
+    roots = system_roots()
+    text = roots.read_bytes() if roots is not None else b""
+    if not text.endswith(b"\n") and text:
+        text += b"\n"
+    # Rewritten each time: the system's roots change with its updates.
+    dirs.write_private(ca.bundle, text + cert)
+    return ca
+
+
+def system_roots() -> Path | None:
+    """The file of trusted roots this system's OpenSSL reads, or certifi's copy."""
+    found = ssl.get_default_verify_paths()
+    for name in (found.cafile, found.openssl_cafile):
+        if name and Path(name).is_file():
+            return Path(name)
+    try:
+        import certifi
+    except ImportError:
+        return None
+    return Path(certifi.where())

@@ -1,0 +1,184 @@
+"""Forward (MITM) mode: sort each proxied request into model traffic, gate's own, or egress.
+
+Model traffic gets its route here and is screened by the gate addon like reverse mode's.
+Every other host follows `egress:`: tunnelled unread (and recorded, with its bytes) or
+refused with a message saying why. A run started by `gate run --forward` names itself in
+the proxy URL's user info (`http://run:ID@host:port`), so its project's rules apply.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from pathlib import Path
+
+from loguru import logger
+from mitmproxy import connection, ctx, http, tcp
+
+from gate import runs
+from gate.agents import registry
+from gate.audit import tunnels
+from gate.audit.store import AuditStore
+from gate.config import Config
+from gate.proxy.intercept import Intercepts
+from gate.proxy.routing import Route
+
+RUN_USER = "run"  # the proxy URL's user name; its password is the run id
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class ForwardAddon:
+    """Runs before the gate addon, which skips flows this one answered or relays."""
+
+    def __init__(self, config: Config, data_dir: Path, audit: AuditStore):
+        self.config = config
+        self.data_dir = data_dir
+        self.audit = audit
+        self.intercepts = Intercepts(config.upstreams)
+        self.port = 0
+        self._runs: dict[str, runs.Run | None] = {}      # client connection id → its run
+        self._tunnel_rows: dict[str, int] = {}           # client connection id → audit row
+
+    def running(self) -> None:
+        self.port = ctx.master.addons.get("proxyserver").listen_addrs()[0][1]
+
+    def client_disconnected(self, client: connection.Client) -> None:
+        self._runs.pop(client.id, None)
+        self._tunnel_rows.pop(client.id, None)
+
+    # -- CONNECT -----------------------------------------------------------------------
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        try:
+            self._connect(flow)
+        except Exception as exc:  # Fail closed: a tunnel gate could not decide is refused.
+            logger.error("CONNECT refused: internal error {}", type(exc).__name__)
+            flow.response = _refusal(502, f"gate could not decide on this connection"
+                                     f" ({type(exc).__name__})")
+
+    def _connect(self, flow: http.HTTPFlow) -> None:
+        req = flow.request
+        run = self._run_of(flow, req.headers.get("proxy-authorization"))
+        host, port = req.host.lower(), req.port
+        if self.intercepts.decrypts(host):
+            return  # TLS ends here; each request inside is screened
+        agent = self._agent(run, req)
+        if not self.config.egress.allows(host):
+            self._refuse(flow, host, port, agent, run)
+            return
+        self._tunnel_rows[flow.client_conn.id] = tunnels.opened(self.audit, tunnels.Opened(
+            host=host, port=port, kind=tunnels.Kind.TUNNEL, agent=agent,
+            run_id=run.id if run else None))
+
+    # -- opaque tunnels ----------------------------------------------------------------
+
+    def tcp_start(self, flow: tcp.TCPFlow) -> None:
+        flow.metadata["gate_bytes"] = [0, 0]
+
+    def tcp_message(self, flow: tcp.TCPFlow) -> None:
+        counts = flow.metadata.setdefault("gate_bytes", [0, 0])
+        message = flow.messages[-1]
+        counts[0 if message.from_client else 1] += len(message.content)
+        flow.messages.clear()  # counted, never kept: a tunnel's bytes are not gate's to read
+
+    def tcp_end(self, flow: tcp.TCPFlow) -> None:
+        row = self._tunnel_rows.pop(flow.client_conn.id, None)
+        counts = flow.metadata.get("gate_bytes", [0, 0])
+        if row is not None:
+            try:
+                tunnels.closed(self.audit, row, counts[0], counts[1])
+            except Exception as exc:
+                logger.error("tunnel {} not closed in the audit: {}", row, type(exc).__name__)
+
+    tcp_error = tcp_end
+
+    # -- requests ----------------------------------------------------------------------
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        try:
+            self._request(flow)
+        except Exception as exc:  # Fail closed: an unsorted request never leaves.
+            logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
+            flow.response = _refusal(500, f"gate could not route this request"
+                                     f" ({type(exc).__name__}); it was not sent")
+
+    def _request(self, flow: http.HTTPFlow) -> None:
+        req = flow.request
+        run = self._run_of(flow, req.headers.get("proxy-authorization"))
+        req.headers.pop("proxy-authorization", None)  # meant for gate, never passed on
+        if self._to_gate(flow):
+            return  # the gate addon serves it: health, control, /NAME/... routes
+        route = self.intercepts.route(req.host, req.port, req.path)
+        if route is not None:
+            flow.metadata["gate_route"] = Route(route.upstream, route.path,
+                                                run.id if run else None)
+            return
+        host, agent = req.host.lower(), self._agent(run, req)
+        if not self.config.egress.allows(host):
+            self._refuse(flow, host, req.port, agent, run)
+            return
+        flow.metadata["gate_passthrough"] = tunnels.opened(self.audit, tunnels.Opened(
+            host=host, port=req.port, kind=tunnels.Kind.HTTP, agent=agent,
+            run_id=run.id if run else None))
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        row = flow.metadata.get("gate_passthrough")
+        if row is None:
+            return
+        sent = len(flow.request.raw_content or b"")
+        got = len(flow.response.raw_content or b"") if flow.response else 0
+        try:
+            tunnels.closed(self.audit, row, sent, got)
+        except Exception as exc:
+            logger.error("request {} not closed in the audit: {}", row, type(exc).__name__)
+
+    error = response
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _to_gate(self, flow: http.HTTPFlow) -> bool:
+        """A request for gate itself, in origin form or naming gate's own address."""
+        req = flow.request
+        if flow.client_conn.tls_established or req.port != self.port:
+            return False
+        return req.host.lower().strip("[]") in (*_LOOPBACK, self.config.host)
+
+    def _refuse(self, flow: http.HTTPFlow, host: str, port: int, agent: str | None,
+                run: runs.Run | None) -> None:
+        reason = (f"gate's egress policy is block and {host} is not on egress.allow;"
+                  f" add it under `egress: allow:` in config.yaml to let it through")
+        logger.warning("blocked a connection to {}:{} (egress policy)", host, port)
+        flow.response = _refusal(403, f"gate blocked a connection to {host}:{port}: {reason}")
+        tunnels.opened(self.audit, tunnels.Opened(
+            host=host, port=port, kind=tunnels.Kind.BLOCKED, agent=agent,
+            run_id=run.id if run else None, reason="egress policy"))
+
+    def _run_of(self, flow: http.HTTPFlow, auth: str | None) -> runs.Run | None:
+        """The run this connection belongs to: named on its CONNECT or on the request."""
+        key = flow.client_conn.id
+        if auth is None:
+            return self._runs.get(key)
+        run_id = _run_id(auth)
+        run = runs.lookup(self.data_dir, run_id) if run_id else None
+        self._runs[key] = run
+        return run
+
+    def _agent(self, run: runs.Run | None, req: http.Request) -> str | None:
+        return run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
+
+
+def _run_id(auth: str) -> str | None:
+    scheme, _, value = auth.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        user, _, password = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return password if user == RUN_USER else None
+
+
+def _refusal(status: int, message: str) -> http.Response:
+    return http.Response.make(status, (message + "\n").encode(),
+                              {"content-type": "text/plain; charset=utf-8",
+                               "x-gate-blocked": "1"})

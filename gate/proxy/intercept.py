@@ -1,0 +1,94 @@
+"""Forward mode's model hosts: which hosts gate decrypts, and the upstream a request goes to."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gate.config import Upstream, parse_upstream
+from gate.proxy.routing import Route
+
+
+@dataclass(frozen=True, slots=True)
+class ModelHost:
+    """Requests to `host` (a name, or a regex when `pattern`) whose path starts with
+    `base_path` are model traffic for the upstream `name`."""
+
+    name: str
+    host: str
+    base_path: str = ""
+    pattern: bool = False
+
+    def matches(self, host: str) -> bool:
+        return bool(re.fullmatch(self.host, host)) if self.pattern else host == self.host
+
+
+# The providers' own endpoints (docs/agents.md says which agent uses which). A name that
+# is also a configured upstream goes where that upstream says (`--upstream NAME=URL`).
+MODEL_HOSTS: tuple[ModelHost, ...] = (
+    ModelHost("anthropic", "api.anthropic.com"),
+    ModelHost("openai", "api.openai.com"),
+    ModelHost("chatgpt", "chatgpt.com", "/backend-api/codex"),
+    ModelHost("gemini", "generativelanguage.googleapis.com"),
+    ModelHost("code-assist", "cloudcode-pa.googleapis.com"),
+    ModelHost("vertex", r"([a-z0-9-]+-)?aiplatform\.googleapis\.com", pattern=True),
+    ModelHost("bedrock", r"bedrock-runtime(-fips)?\.[a-z0-9-]+\.amazonaws\.com", pattern=True),
+    ModelHost("github-copilot", r"api(\.[a-z0-9-]+)?\.githubcopilot\.com", pattern=True),
+)
+
+
+class Intercepts:
+    """The model hosts plus the hosts of the upstreams the user configured."""
+
+    def __init__(self, upstreams: Mapping[str, Upstream]):
+        self.upstreams = upstreams
+        own = {m.name for m in MODEL_HOSTS}
+        # A configured upstream's own host is a model host too (a team gateway, say),
+        # unless it is loopback: that is where gate delivers, not what agents ask for.
+        self.hosts = MODEL_HOSTS + tuple(
+            ModelHost(u.name, u.host.lower(), u.base_path) for u in upstreams.values()
+            if u.name not in own and not _loopback(u.host))
+
+    def decrypts(self, host: str) -> bool:
+        """Whether gate terminates TLS for a CONNECT to this host."""
+        host = host.lower().rstrip(".")
+        return any(m.matches(host) for m in self.hosts)
+
+    def allow_patterns(self) -> list[str]:
+        """mitmproxy's allow_hosts: every other host is relayed as an opaque tunnel."""
+        out = []
+        for m in self.hosts:
+            body = m.host if m.pattern else re.escape(m.host)
+            out.append(rf"^{body}\.?:\d+$")
+        return out
+
+    def route(self, host: str, port: int, path: str) -> Route | None:
+        """The upstream a decrypted request goes to; None when it is not model traffic."""
+        host = host.lower().rstrip(".")
+        best: ModelHost | None = None
+        for m in self.hosts:
+            if m.matches(host) and _under(path, m.base_path) and (
+                    best is None or len(m.base_path) > len(best.base_path)):
+                best = m
+        if best is None:
+            return None
+        upstream = self.upstreams.get(best.name)
+        if upstream is None or (best.pattern and upstream.host.lower() != host
+                                and not _overridden(upstream, best)):
+            # A regional host (Vertex, Bedrock): the request goes to the host it named.
+            upstream = parse_upstream(best.name, f"https://{host}:{port}{best.base_path}")
+        return Route(upstream, path[len(best.base_path):] or "/", None)
+
+
+def _under(path: str, base: str) -> bool:
+    return not base or path == base or path.startswith((base + "/", base + "?"))
+
+
+def _overridden(upstream: Upstream, model: ModelHost) -> bool:
+    """A pattern host's upstream set by the user (`--upstream vertex=URL`) wins."""
+    return not model.matches(upstream.host.lower())
+
+
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
