@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import ssl
+import subprocess
 import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -72,6 +75,61 @@ def rules_load(cwd: str) -> Check:
         return Check(name, Status.WARN, "; ".join(policy.warnings),
                      "fix the files named (gate skips what it cannot read)")
     return Check(name, Status.OK, f"{len(policy.rules)} rules for {root}")
+
+
+# How each agent's runtime is told to trust the CA under `gate run --forward`: Node and
+# Bun builds read NODE_EXTRA_CA_CERTS (the CA alone); the others a bundle (system roots
+# plus the CA) in SSL_CERT_FILE, REQUESTS_CA_BUNDLE or CODEX_CA_CERTIFICATE.
+NODE_AGENTS = frozenset({"claude-code", "opencode", "gemini-cli", "copilot"})
+_NODE_TLS = """
+const s = require("tls").connect({host: "127.0.0.1", port: +process.argv[1],
+  servername: "api.anthropic.com"}, () => { console.log("ok"); s.end(); });
+s.on("error", (e) => console.log("refused: " + e.message));
+"""
+
+
+def ca_trusted(data: Path, agent: str | None) -> Check:
+    """The forward-mode CA exists, and a TLS client as the agent's runtime is set up trusts
+    a certificate it signed (a loopback server, never a real host)."""
+    from gate.proxy import ca
+    from gate.proxy.ca_probe import LeafServer
+
+    name = "CA trusted"
+    authority = ca.paths(data)
+    if not authority.cert.exists():
+        return Check(name, Status.WARN, f"no CA in {authority.cert.parent} yet (forward mode"
+                     " makes it on first use)", "run `gate serve --forward` once")
+    node = agent in NODE_AGENTS
+    with LeafServer(data, "api.anthropic.com") as server:
+        result = (_node_trusts(authority.cert, server.port) if node
+                  else _python_trusts(authority.bundle, server.port))
+    runtime = "Node (NODE_EXTRA_CA_CERTS)" if node else "OpenSSL (the CA bundle)"
+    if result != "ok":
+        return Check(name, Status.FAIL, f"{runtime} does not trust gate's CA: {result}",
+                     "check NODE_EXTRA_CA_CERTS / SSL_CERT_FILE point at `gate paths`' CA;"
+                     " `gate run --forward` sets them")
+    return Check(name, Status.OK, f"{runtime} trusts {authority.cert}")
+
+
+def _python_trusts(bundle: Path, port: int) -> str:
+    try:
+        ctx = ssl.create_default_context(cafile=str(bundle))
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, \
+                ctx.wrap_socket(raw, server_hostname="api.anthropic.com") as tls:
+            tls.recv(2)
+    except (OSError, ssl.SSLError) as exc:
+        return f"refused: {exc}"
+    return "ok"
+
+
+def _node_trusts(cert: Path, port: int) -> str:
+    node = shutil.which("node")
+    if node is None:
+        return "no `node` on PATH to try with"
+    env = {k: v for k, v in os.environ.items() if k != "NODE_OPTIONS"}
+    proc = subprocess.run([node, "-e", _NODE_TLS, str(port)], capture_output=True, text=True,
+                          timeout=30, env={**env, "NODE_EXTRA_CA_CERTS": str(cert)}, check=False)
+    return proc.stdout.strip() or proc.stderr.strip()[-200:]
 
 
 def namespaces(cwd: str, launcher: Sequence[str] | None = None) -> Check:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from fake_provider import FakeProvider
 from gate.demo.stage import Stage
 from gate.doctor import checks
 from gate.doctor.checks import Status
+from gate.proxy import ca
 from gate.proxy.server import Listening
 
 FAILING = Path(__file__).parents[1] / "lock" / "failing_launcher.py"
@@ -30,9 +34,9 @@ def test_all_checks_pass_for_claude_code_against_a_loopback_upstream(
     report = json.loads(out)  # exactly one object
     assert code == 0 and report["ok"] is True, report
     status = {c["name"]: c["status"] for c in report["checks"]}
-    assert status == {"gate reachable": "ok", "rules load": "ok",
+    assert status == {"gate reachable": "ok", "rules load": "ok", "CA trusted": "ok",
                       "namespaces for --lock": "ok", "upstream anthropic": "ok",
-                      "canary": "ok"}, report
+                      "canary": "ok"}, report  # the running gate made its CA
     assert provider.seen == []  # the canary's own fake got the turns, not the upstream
 
 
@@ -87,3 +91,21 @@ def test_the_canary_fails_when_a_secret_reaches_the_provider(
     assert "the .env value" in check.detail and "the token" in check.detail
     assert check.fix
     assert os.listdir(gate_dirs["home"]) == []
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "aider"])  # Node, and OpenSSL with the bundle
+def test_the_ca_is_trusted_by_the_agents_runtime_and_a_wrong_one_is_not(
+        agent: str, gate_dirs: dict[str, Path], tmp_path: Path) -> None:
+    if agent in checks.NODE_AGENTS and shutil.which("node") is None:
+        pytest.skip("no node")
+    data = gate_dirs["data"]
+    authority = ca.ensure(data)
+    check = checks.ca_trusted(data, agent)
+    assert check.status is Status.OK, check
+    # Another CA's certificate where gate's should be: the leaf no longer verifies.
+    other = ca.ensure(tmp_path / "other")
+    authority.cert.write_bytes(other.cert.read_bytes())
+    authority.bundle.write_bytes(other.bundle.read_bytes())
+    check = checks.ca_trusted(data, agent)
+    assert check.status is Status.FAIL and "does not trust" in check.detail, check
+    assert check.fix
