@@ -83,8 +83,8 @@ def rules_load(cwd: str) -> Check:
 NODE_AGENTS = frozenset({"claude-code", "opencode", "gemini-cli", "copilot"})
 _NODE_TLS = """
 const s = require("tls").connect({host: "127.0.0.1", port: +process.argv[1],
-  servername: "api.anthropic.com"}, () => { console.log("ok"); s.end(); });
-s.on("error", (e) => console.log("refused: " + e.message));
+  servername: "api.anthropic.com"}, () => { console.log("ok"); process.exit(0); });
+s.on("error", (e) => { console.log("refused: " + e.message); process.exit(0); });
 """
 
 

@@ -54,7 +54,9 @@ class LeafServer:
             except OSError:
                 return  # closed
             try:
+                conn.settimeout(10)
                 with self._ctx.wrap_socket(conn, server_side=True) as tls:
                     tls.sendall(b"ok")
+                    tls.recv(16)  # until the client hangs up: closing first resets it
             except (OSError, ssl.SSLError):
                 conn.close()  # the client refused our certificate: that is its answer
