@@ -155,6 +155,10 @@ def _init(plan: Plan, chan: socket.socket) -> int:
     except Step as exc:
         _report(chan, {"ok": False, "step": exc.step, "errno": exc.errno, "error": exc.error})
         return NOT_BUILT
+    except OSError as exc:  # a file the plan names (a dir to make, a file to show)
+        _report(chan, {"ok": False, "step": "build", "errno": exc.errno or 0,
+                       "error": str(exc)})
+        return NOT_BUILT
     socket.send_fds(chan, [json.dumps({"ok": True}).encode()], [sock.fileno()])
     sock.close()
     chan.close()
