@@ -134,6 +134,11 @@ def main() -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(spec["host_pid"], 0)
         out["host pid"] = "signalable"
+    if os.environ.get("HTTPS_PROXY"):  # forward mode: gate must not be a relay either
+        for name, port in spec["host_ports"].items():
+            out[f"tunnel {name}"] = connect_through_proxy("127.0.0.1", port)
+        for var in ("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"):
+            out[f"read {var}"] = read(os.environ[var])
     out["pids"] = len([p for p in os.listdir("/proc") if p.isdigit()])
     out["socket outside"] = connect_unix(spec["host_socket"])
     out["CapEff"], out["CapBnd"] = status("CapEff"), status("CapBnd")
@@ -173,10 +178,19 @@ def answer(spec: dict[str, Any], qid_file: Path) -> dict[str, str]:
 
 
 def gate_port() -> int:
-    """The lock's way out: the port in the base URL `gate run` gave us."""
-    return int(os.environ["ANTHROPIC_BASE_URL"].split("://", 1)[1].split("/", 1)[0]
-               .rsplit(":", 1)[1])
+    """The lock's way out: the port in the proxy or base URL `gate run` gave us."""
+    url = os.environ.get("HTTPS_PROXY") or os.environ["ANTHROPIC_BASE_URL"]
+    return int(url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
 
+
+def connect_through_proxy(host: str, port: int) -> str:
+    """Ask gate, as a forward proxy, for a tunnel to `host:port`."""
+    try:
+        with socket.create_connection(("127.0.0.1", gate_port()), timeout=5) as s:
+            s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+            return s.recv(200).split(b"\r\n", 1)[0].decode()
+    except OSError as exc:
+        return f"refused: {exc}"
 
 if __name__ == "__main__":
     main()

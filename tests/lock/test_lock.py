@@ -25,6 +25,7 @@ from gate.ask.client import ControlClient
 from gate.errors import GateError
 from gate.lock.plan import Plan
 from gate.lock.run import run
+from gate.proxy import ca
 from loopback import LoopbackServer
 
 PROBE = Path(__file__).with_name("probe.py")
@@ -83,7 +84,8 @@ def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
         spec = {"host_ports": {"provider": int(provider.url.rsplit(":", 1)[1]),
                                "service": service.port},
                 "gate_files": [str(data / "control.token"), str(data / "audit.db"),
-                               str(config / "rules.yaml")],
+                               str(config / "rules.yaml"), str(ca.paths(data).key),
+                               str(data / "secret.key")],
                 "data_dir": str(data), "protected": [str(p) for p in protected],
                 "created": str(project / ".gate" / "rules.local.yaml"),
                 "host_pid": os.getpid(), "host_socket": str(tmp_path / "agent.sock"),
@@ -112,6 +114,9 @@ def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
     out = json.loads(stdout)
     assert still == [question["id"]], out
     assert_isolated(out, spec, protected)
+    for name in spec["host_ports"]:  # forward mode: no tunnel through gate to the host
+        assert out.get(f"tunnel {name}", "HTTP/1.1 403").startswith("HTTP/1.1 403"), out
+    assert out.get("read NODE_EXTRA_CA_CERTS", "read") == "read"  # the certificate, not its key
     assert out["gate approve"].startswith("exit 1") and "--lock" in out["gate approve"], out
     assert out["gate pending"].startswith("exit 1"), out
     assert out["control api"].startswith("HTTP 403"), out
