@@ -41,10 +41,17 @@ class Outcome:
                 f" stderr={self.proc.stderr[-3000:]!r} outside={self.tried_outside[:5]}")
 
 
-def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240,
+# Forward mode's real hosts for each upstream a case uses: the agent names these, gate
+# delivers to the fake (`--upstream NAME=fake`), and refuses every other host.
+FORWARD_BASE = {"openai": "https://api.openai.com/v1", "copilot": "https://api.openai.com/v1"}
+
+
+def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240, *,
+                     forward: bool = False, argv: list[str] | None = None,
                      lock: bool = False) -> Outcome:
-    """`gate run [--lock] [--upstream NAME=fake] -- AGENT ARGS` in a project whose .env is a
-    fake."""
+    """`gate run [--forward] [--lock] [--upstream NAME=fake] -- AGENT ARGS` in a project
+    whose .env is a fake. In forward mode the agent talks to the real provider host names
+    through gate's proxy, and gate's egress policy is `block`: nothing else leaves."""
     binary = case.binary()
     if binary is None:
         pytest.skip(f"no `{case.exe}` on PATH and {case.bin_env} unset")
@@ -56,12 +63,21 @@ def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 24
     try:
         env = environment(case, home, project, hole.url)
         upstream: list[str] = []
-        if case.inherit:  # the user's own provider: gate forwards there
+        if forward:
+            (gate_dirs["config"]).mkdir(parents=True, exist_ok=True)
+            (gate_dirs["config"] / "config.yaml").write_text("egress:\n  default: block\n")
+            name = "openai" if case.upstream == "copilot" else case.upstream
+            upstream = ["--forward", "--upstream", f"{name}={models.url}"]
+            if case.inherit:  # the user's own provider, by its real host name
+                env[case.inherit] = FORWARD_BASE[case.upstream]
+        elif case.inherit:  # the user's own provider: gate forwards there
             env[case.inherit] = f"{models.url}/byok"
         else:
             upstream = ["--upstream", f"{case.upstream}={models.url}"]
-        cmd = [*GATE, "run", *(["--lock"] if lock else []), *upstream, "--", binary,
-               *case.argv(PROMPT)]
+        args = case.argv(PROMPT) if argv is None else argv
+        # Locked, forward mode is the default: a locked reverse run says --reverse.
+        locking = (["--lock"] if forward else ["--lock", "--reverse"]) if lock else []
+        cmd = [*GATE, "run", *locking, *upstream, "--", binary, *args]
         try:
             proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
                                   timeout=timeout, stdin=subprocess.DEVNULL, check=False)
@@ -113,9 +129,10 @@ def assert_audited(out: Outcome, gate_dirs: dict[str, Path], env: dict[str, str]
             assert out.secret.encode() not in f.read_bytes(), f"{f} holds the .env value"
 
 
-def check(case: Case, gate_dirs: dict[str, Path], lock: bool = False) -> Outcome:
+def check(case: Case, gate_dirs: dict[str, Path], *, forward: bool = False,
+          argv: list[str] | None = None, lock: bool = False) -> Outcome:
     """Run the case through gate (locked or not) and make every check; returns the outcome."""
-    out = run_through_gate(case, gate_dirs, lock=lock)
+    out = run_through_gate(case, gate_dirs, forward=forward, argv=argv, lock=lock)
     assert_never_sent(out)
     assert_audited(out, gate_dirs, dict(os.environ))
     return out

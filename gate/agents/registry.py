@@ -177,3 +177,32 @@ def inherited_upstreams(agent: Agent, environ: Mapping[str, str],
                              f" to it; fix it or pass --upstream {name}=URL")
         out[name] = (var, current.removesuffix(suffix) if suffix else current)
     return out
+
+
+# Forward mode (`gate run --forward`): the child's proxy and trust settings. Each is set
+# in both cases where tools read either, after the parent's copies are removed (getenv
+# returns the first match, and a stale lower-case copy would win in some runtimes).
+PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY")
+TRUST_VARS = ("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+              "CODEX_CA_CERTIFICATE", "NODE_USE_ENV_PROXY")
+NO_PROXY = "localhost,127.0.0.1,::1"  # OpenCode's TUI talks to its own local server
+
+
+def forward_env(proxy_url: str, ca_cert: str, bundle: str) -> dict[str, str]:
+    """What `gate run --forward` sets for the child (and `gate env --forward` prints)."""
+    env: dict[str, str] = {}
+    for var in PROXY_VARS:
+        value = NO_PROXY if var == "NO_PROXY" else proxy_url
+        env[var] = env[var.lower()] = value
+    # Node appends NODE_EXTRA_CA_CERTS to its own roots: the CA alone. The others replace
+    # the roots, so they get the system's roots plus the CA (tunnelled hosts keep working).
+    env.update(NODE_EXTRA_CA_CERTS=ca_cert, SSL_CERT_FILE=bundle, REQUESTS_CA_BUNDLE=bundle,
+               CURL_CA_BUNDLE=bundle, CODEX_CA_CERTIFICATE=bundle, NODE_USE_ENV_PROXY="1")
+    return env
+
+
+def without_forward_vars(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment without any proxy or trust setting the parent had."""
+    drop = {v.upper() for v in (*PROXY_VARS, *TRUST_VARS)}
+    return {k: v for k, v in environ.items() if k.upper() not in drop}
+

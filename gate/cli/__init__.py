@@ -11,6 +11,7 @@ from gate import __version__
 from gate.cli import (
     ask,
     audit,
+    ca,
     decisions,
     demo,
     doctor,
@@ -49,7 +50,7 @@ def cli() -> None:
 
 for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
                 *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
-                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS,
+                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS, *ca.COMMANDS,
                 *doctor.COMMANDS, *demo.COMMANDS):
     cli.add_command(command)
 

@@ -10,6 +10,7 @@ from gate import dirs
 from gate.ask import client, memory_file
 from gate.ask.dataset import dataset_dir
 from gate.cli.common import echo_json, json_option
+from gate.proxy import ca
 from gate.rules import layers
 from gate.screen.secrets import KEY_FILE
 
@@ -34,6 +35,11 @@ def paths_cmd(as_json: bool) -> None:
         "control_token": str(data / client.TOKEN_FILE),
         "placeholder_key": str(data / KEY_FILE),
         "log_file": str(data / "gate.log"),
+        # Forward mode's CA (made on first use): the key, the certificate clients trust,
+        # and the system's roots plus it.
+        "ca_key": str(ca.paths(data).key),
+        "ca_cert": str(ca.paths(data).cert),
+        "ca_bundle": str(ca.paths(data).bundle),
     }
     if as_json:
         echo_json(info)

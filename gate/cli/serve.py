@@ -8,6 +8,7 @@ import shlex
 import subprocess
 import sys
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -16,6 +17,7 @@ import click
 
 from gate import dirs, log, runs
 from gate.agents import registry
+from gate.cli import ca as forward_cli
 from gate.cli.common import load_config
 from gate.config import Config, base_url
 from gate.errors import GateError
@@ -28,6 +30,10 @@ if TYPE_CHECKING:
 upstream_option = click.option(
     "--upstream", "upstreams", multiple=True, metavar="NAME=URL",
     help="Route /NAME/... to URL (repeatable); overrides a default or config.yaml entry.")
+forward_option = click.option(
+    "--forward", is_flag=True,
+    help="Forward (MITM) mode: an HTTP proxy that screens model hosts and follows egress:"
+         " for every other host (docs/forward.md).")
 no_ask_option = click.option(
     "--no-ask", is_flag=True,
     help="Never park a request to ask: ask findings get ask.default at once (headless, CI).")
@@ -38,10 +44,11 @@ no_ask_option = click.option(
 @click.option("--port", type=int, default=None, help="Port to listen on (default 8787).")
 @upstream_option
 @no_ask_option
+@forward_option
 @click.option("--events", is_flag=True,
               help="Write NDJSON events (questions, answers) to stderr; stdout stays clean.")
 def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no_ask: bool,
-              events: bool) -> None:
+              forward: bool, events: bool) -> None:
     """Run the gate in the foreground until Ctrl-C.
 
     Agents point their provider base URL at http://HOST:PORT/NAME, e.g.
@@ -51,9 +58,11 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
     """
     from gate.ask import client
     from gate.ask import events as event_stream
+    from gate.proxy import ca
     from gate.proxy.server import Listening, serve_forever
 
     config = _ask_config(load_config(host, port, upstreams), no_ask)
+    config = replace(config, forward=forward)
     data = dirs.private_dir(dirs.data_dir())
     # With --events, stderr carries only the NDJSON events; the log goes to gate.log.
     log.configure(file=data / "gate.log", stderr=not events)
@@ -66,7 +75,12 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
         click.echo(f"gate listening on {listening.base_url}  (data: {data})")
         for name, up in sorted(config.upstreams.items()):
             click.echo(f"  {listening.base_url}/{name:<12} → {up.url}")
-        click.echo(f"Claude Code: export ANTHROPIC_BASE_URL={listening.base_url}/anthropic")
+        if forward:
+            click.echo(f"Forward proxy: {listening.base_url}  (CA: {ca.paths(data).cert})")
+            click.echo('Point an agent at it: eval "$(gate env --forward)", or'
+                       " gate run --forward -- CMD")
+        else:
+            click.echo(f"Claude Code: export ANTHROPIC_BASE_URL={listening.base_url}/anthropic")
         if config.ask.mode == "never":
             click.echo(f"Not asking: ask findings get {config.ask.default} at once.")
         else:
@@ -84,15 +98,20 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
 @click.option("--agent", default=None, help="Agent to wire (default: from the command name).")
 @upstream_option
 @no_ask_option
+@forward_option
 @click.option("--lock", is_flag=True,
-              help="Run COMMAND in its own namespaces: gate is its only way out (docs/lock.md).")
+              help="Run COMMAND in its own namespaces: gate is its only way out; forward mode"
+                   " unless --reverse (docs/lock.md).")
+@click.option("--reverse", is_flag=True,
+              help="With --lock: wire the agent by base URL instead of the proxy.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, lock: bool,
-            command: tuple[str, ...]) -> None:
+def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, forward: bool,
+            lock: bool, reverse: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND with its provider traffic going through a gate.
 
     With --lock, COMMAND runs in its own user, network, mount and pid namespaces: its only
-    way out is the gate, and it cannot see gate's data or answer gate's questions.
+    way out is the gate (forward mode, or base URLs with --reverse), and it cannot see
+    gate's data or answer gate's questions.
 
     Reuses a gate already serving this data dir, or starts one for the run and stops it
     after. Returns COMMAND's exit code. Example: gate run -- claude
@@ -104,28 +123,29 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, lock: b
         spec = registry.get(agent) if agent else registry.detect(list(command))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
-    named = frozenset(u.partition("=")[0].strip() for u in upstreams)
-    try:
-        inherited = registry.inherited_upstreams(spec, os.environ, named)
-    except ValueError as exc:
-        raise GateError(str(exc)) from exc
-    for name, (var, url) in sorted(inherited.items()):
-        if name not in named and not _is_gate(url):
-            click.echo(f"gate: {var} is set, so /{name} forwards to {url}", err=True)
-            upstreams += (f"{name}={url}",)
+    if reverse and not lock:
+        raise click.UsageError("--reverse goes with --lock (without it, reverse is the default)")
+    forward = forward or (lock and not reverse)  # locked: forward mode unless told otherwise
+    upstreams += _inherited(spec, upstreams)
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log", stderr=False)
-    config = _ask_config(load_config(upstreams=upstreams), no_ask)
-    _check_routes(spec, config)
+    config = replace(_ask_config(load_config(upstreams=upstreams), no_ask), forward=forward)
+    if not forward:  # forward mode wires nothing by base URL: every host goes via the proxy
+        _check_routes(spec, config)
     # A malformed rule file stops us here, before the agent starts.
     PolicyStore(warn=False).policy_for(repository_root(os.getcwd()))
     # --no-ask needs a gate of its own: a shared `gate serve` asks as it was told to.
     base, started = _find_or_start(config, data, bool(upstreams) or no_ask)
     run = runs.register(data, os.getcwd(), spec.name)
     run_base = f"{base}/_run/{run.id}"
-    env = {**os.environ, **spec.env(run_base)}
-    try:
+    if forward:
+        env = {**registry.without_forward_vars(os.environ),
+               **forward_cli.child_env(data, base, run.id)}
+        argv = list(command)
+    else:
+        env = {**os.environ, **spec.env(run_base)}
         argv = registry.command(spec, list(command), run_base)
+    try:
         code = locked(argv, env, base) if lock else _run_child(argv, env)
     finally:
         runs.unregister(data, run)
@@ -136,12 +156,24 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, lock: b
 
 @click.command("env")
 @click.option("--agent", default="generic", show_default=True, help="Agent to wire.")
-def env_cmd(agent: str) -> None:
+@click.option("--forward", is_flag=True,
+              help="Print forward mode's proxy and CA exports (for a `gate serve --forward`).")
+def env_cmd(agent: str, forward: bool) -> None:
     """Print shell exports that point an agent at the gate: eval "$(gate env)".
 
     For an agent wired by flags (codex), prints an alias that adds them.
     """
     from gate.proxy.server import read_server_file
+
+    if forward:
+        running = read_server_file(dirs.data_dir())
+        config = load_config()
+        base = running.base_url if running else base_url(config.host, config.port)
+        if (info := _health(base)) is not None and info.get("forward") is not True:
+            click.echo(f"gate: the gate at {base} is not in forward mode; start it with"
+                       " `gate serve --forward`", err=True)
+        click.echo(forward_cli.exports(dirs.private_dir(dirs.data_dir()), base))
+        return
 
     try:
         spec = registry.get(agent)
@@ -161,10 +193,23 @@ def env_cmd(agent: str) -> None:
             click.echo(f"alias {name}={shlex.quote(shlex.join([name, *spec.args(base)]))}")
 
 
+def _inherited(spec: registry.Agent, upstreams: tuple[str, ...]) -> tuple[str, ...]:
+    """Base URLs the user set for this agent, as upstreams (unless named on the line)."""
+    named = frozenset(u.partition("=")[0].strip() for u in upstreams)
+    try:
+        inherited = registry.inherited_upstreams(spec, os.environ, named)
+    except ValueError as exc:
+        raise GateError(str(exc)) from exc
+    out: tuple[str, ...] = ()
+    for name, (var, url) in sorted(inherited.items()):
+        if name not in named and not _is_gate(url):
+            click.echo(f"gate: {var} is set, so /{name} forwards to {url}", err=True)
+            out += (f"{name}={url}",)
+    return out
+
+
 def _ask_config(config: Config, no_ask: bool) -> Config:
     """Apply --no-ask, and refuse a bad decision helper before anything starts."""
-    from dataclasses import replace
-
     from gate.ask.helper import check_helper_url
 
     if config.decisions.helper_url:
@@ -191,15 +236,13 @@ def _find_or_start(config: Config, data: Path,
     from gate.proxy.server import BackgroundGate, read_server_file
 
     running = read_server_file(data)
-    if running and not must_start and _healthy(running.base_url, data):
+    if running and not must_start and _healthy(running.base_url, data, config.forward):
         return running.base_url, None
     try:
         gate = BackgroundGate(config, data)
         listening = gate.start()
     except (OSError, SystemExit, TimeoutError):
         # The configured port is taken (by another gate or program): use any free port.
-        from dataclasses import replace
-
         gate = BackgroundGate(replace(config, port=0), data)
         listening = gate.start()
     return listening.base_url, gate
@@ -224,9 +267,11 @@ def _health(base_url: str) -> dict[str, object] | None:
     return info if isinstance(info, dict) and info.get("ok") is True else None
 
 
-def _healthy(base_url: str, data: Path) -> bool:
+def _healthy(base_url: str, data: Path, forward: bool = False) -> bool:
+    """A gate of this data dir (in forward mode, when forward mode is wanted)."""
     info = _health(base_url)
-    return info is not None and info.get("data_dir") == str(data)
+    return (info is not None and info.get("data_dir") == str(data)
+            and (not forward or info.get("forward") is True))
 
 
 def _run_child(argv: list[str], env: dict[str, str]) -> int:

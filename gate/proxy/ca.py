@@ -6,8 +6,6 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from mitmproxy import certs
-
 from gate import dirs
 
 _BASENAME = "mitmproxy"  # the names mitmproxy loads its CA from, in its confdir
@@ -29,6 +27,8 @@ def paths(data_dir: Path) -> Authority:
 
 def ensure(data_dir: Path) -> Authority:
     """The CA, created on first use (key written owner-only), and a fresh bundle."""
+    from mitmproxy import certs  # here: `gate paths` names the files without loading it
+
     ca = paths(data_dir)
     conf = dirs.private_dir(ca.key.parent)
     if not ca.key.exists():

@@ -45,10 +45,12 @@ class Intercepts:
         self.upstreams = upstreams
         own = {m.name for m in MODEL_HOSTS}
         # A configured upstream's own host is a model host too (a team gateway, say),
-        # unless it is loopback: that is where gate delivers, not what agents ask for.
+        # unless it is loopback (where gate delivers, not what agents ask for) or a
+        # provider's host already listed: `--upstream openai=URL` must win for it.
         self.hosts = MODEL_HOSTS + tuple(
             ModelHost(u.name, u.host.lower(), u.base_path) for u in upstreams.values()
-            if u.name not in own and not _loopback(u.host))
+            if u.name not in own and not _loopback(u.host)
+            and not any(m.matches(u.host.lower()) for m in MODEL_HOSTS))
 
     def decrypts(self, host: str) -> bool:
         """Whether gate terminates TLS for a CONNECT to this host."""

@@ -121,7 +121,9 @@ def main() -> None:
         out["dns"] = f"refused: {exc}"
     for path in spec["gate_files"]:
         out[f"read {path}"] = read(path)
-    out["data dir lists"] = sorted(os.listdir(spec["data_dir"]))
+    data = Path(spec["data_dir"])
+    out["data dir lists"] = sorted(str(p.relative_to(data)) for p in data.rglob("*")
+                                   if p.is_file())
     for path in spec["protected"]:
         out[f"write {path}"] = write(path)
         out[f"umount {path}"] = run("umount", path)

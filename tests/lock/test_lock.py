@@ -69,8 +69,9 @@ def _wait_for_question(data: Path, deadline: float) -> dict[str, object]:
     raise AssertionError("no question was parked")
 
 
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
 def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
-        provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path) -> None:
+        provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path, mode: str) -> None:
     project, secret = _project(gate_dirs)
     token = github_token()
     other = socket.socket(socket.AF_UNIX)  # like tmux's or ssh-agent's socket, outside
@@ -91,7 +92,8 @@ def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
                 "host_pid": os.getpid(), "host_socket": str(tmp_path / "agent.sock"),
                 "token": token, "qid_file": str(project / "qid")}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gate", "run", "--lock", "--upstream",
+            [sys.executable, "-m", "gate", "run", "--lock",
+             *(["--reverse"] if mode == "reverse" else []), "--upstream",
              f"anthropic={provider.url}", "--", sys.executable, str(PROBE), json.dumps(spec)],
             cwd=project, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
@@ -114,9 +116,14 @@ def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
     out = json.loads(stdout)
     assert still == [question["id"]], out
     assert_isolated(out, spec, protected)
-    for name in spec["host_ports"]:  # forward mode: no tunnel through gate to the host
-        assert out.get(f"tunnel {name}", "HTTP/1.1 403").startswith("HTTP/1.1 403"), out
-    assert out.get("read NODE_EXTRA_CA_CERTS", "read") == "read"  # the certificate, not its key
+    # Forward mode, the lock's default: no tunnel through gate to a host port either, and
+    # the CA certificate (never its key) readable.
+    if mode == "forward":
+        for name in spec["host_ports"]:
+            assert out[f"tunnel {name}"].startswith("HTTP/1.1 403"), out
+        assert out["read NODE_EXTRA_CA_CERTS"] == out["read SSL_CERT_FILE"] == "read"
+    else:
+        assert "tunnel provider" not in out
     assert out["gate approve"].startswith("exit 1") and "--lock" in out["gate approve"], out
     assert out["gate pending"].startswith("exit 1"), out
     assert out["control api"].startswith("HTTP 403"), out
@@ -135,7 +142,10 @@ def assert_isolated(out: dict[str, str], spec: dict[str, Any], protected: list[P
         assert out[name].startswith("refused"), (name, out[name])
     for path in spec["gate_files"]:
         assert out[f"read {path}"].startswith("refused"), out
-    assert out["data dir lists"] == ["LOCKED"]
+    # Only the lock's mark, and in forward mode the CA certificate (alone and in the bundle).
+    assert "LOCKED" in out["data dir lists"]
+    assert set(out["data dir lists"]) <= {"LOCKED", "ca-bundle.pem",
+                                          "mitmproxy/mitmproxy-ca-cert.pem"}, out
     for path in spec["protected"]:
         assert out[f"write {path}"] == "refused: Read-only file system", out
         for how in ("umount", "remount", "unshare umount"):
