@@ -129,8 +129,14 @@ def main() -> None:
         out[f"umount {path}"] = run("umount", path)
         out[f"remount {path}"] = run("mount", "-o", "remount,rw,bind", path)
         out[f"unshare umount {path}"] = run("unshare", "-Urm", "umount", path)
+        out[f"unshare remount {path}"] = run("unshare", "-Urm", "mount", "-o",
+                                             "remount,bind,rw", path)
         out[f"nested umount {path}"] = nested_umount(path)
     out["create"] = write(spec["created"])
+    for mount in spec["mounts"]:  # as root of a namespace of our own: make it writable
+        out[f"lift {mount}"] = run("unshare", "-Urm", "sh", "-c",
+                                   f"mount -o remount,bind,rw {mount} && echo x > {mount}/w"
+                                   " && echo WROTE")
     out["nested umount data"] = nested_umount(spec["data_dir"])
     out["host pid"] = "visible" if Path(f"/proc/{spec['host_pid']}").exists() else "hidden"
     with contextlib.suppress(ProcessLookupError, PermissionError):

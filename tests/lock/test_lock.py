@@ -89,6 +89,7 @@ def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
                                str(data / "secret.key")],
                 "data_dir": str(data), "protected": [str(p) for p in protected],
                 "created": str(project / ".gate" / "rules.local.yaml"),
+                "mounts": [str(project / ".gate"), str(data)],
                 "host_pid": os.getpid(), "host_socket": str(tmp_path / "agent.sock"),
                 "token": token, "qid_file": str(project / "qid")}
         proc = subprocess.Popen(
@@ -148,7 +149,7 @@ def assert_isolated(out: dict[str, str], spec: dict[str, Any], protected: list[P
                                           "mitmproxy/mitmproxy-ca-cert.pem"}, out
     for path in spec["protected"]:
         assert out[f"write {path}"] == "refused: Read-only file system", out
-        for how in ("umount", "remount", "unshare umount"):
+        for how in ("umount", "remount", "unshare umount", "unshare remount"):
             assert not out[f"{how} {path}"].startswith("exit 0"), (how, out[f"{how} {path}"])
         assert out[f"nested umount {path}"] != "unmounted", out
     assert out["nested umount data"] != "unmounted"
@@ -156,6 +157,9 @@ def assert_isolated(out: dict[str, str], spec: dict[str, Any], protected: list[P
     for path in protected:  # and nothing changed on the host
         assert "allow" not in path.read_text()
     assert not Path(spec["created"]).exists()
+    for mount in spec["mounts"]:
+        assert "WROTE" not in out[f"lift {mount}"], out[f"lift {mount}"]
+        assert not Path(mount, "w").exists()
     assert out["host pid"] == "hidden" and out["pids"] < 10, out
     assert out["CapEff"] == out["CapBnd"] == "0000000000000000"
     assert out["NoNewPrivs"] == "1"
@@ -190,6 +194,7 @@ def test_an_unprivileged_user_gets_the_same_lock() -> None:
                 "gate_files": [str(dirs["data"] / "control.token")],
                 "data_dir": str(dirs["data"]), "protected": [str(rules)],
                 "created": str(dirs["project"] / ".gate" / "rules.local.yaml"),
+                "mounts": [str(dirs["project"] / ".gate"), str(dirs["data"])],
                 "host_pid": os.getpid(), "host_socket": str(base / "agent.sock"),
                 "send": False}
         out_file = dirs["project"] / "out.json"
@@ -217,5 +222,6 @@ def test_an_unprivileged_user_gets_the_same_lock() -> None:
         # Unprivileged, a nested user namespace is allowed; the kernel keeps our mounts.
         assert out[f"nested umount {rules}"] == "umount refused", out
         assert "write failed" not in out[f"unshare umount {rules}"], out
+        assert "write failed" not in out[f"unshare remount {rules}"], out
     finally:
         shutil.rmtree(base)
