@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_ws_models import FakeWsModels
 
 from agent_clis import PROMPT, BlackHole, Case, environment, project_files
 from agent_script import steps
@@ -33,7 +34,7 @@ class Outcome:
     proc: subprocess.CompletedProcess[str]
     secret: str
     project: Path
-    models: FakeModels
+    models: FakeModels | FakeWsModels
     tried_outside: list[str]  # what the agent tried to reach besides gate (dropped)
 
     def explain(self) -> str:
@@ -48,6 +49,7 @@ FORWARD_BASE = {"openai": "https://api.openai.com/v1", "copilot": "https://api.o
 
 def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240, *,
                      forward: bool = False, argv: list[str] | None = None,
+                     fake: FakeModels | FakeWsModels | None = None,
                      lock: bool = False) -> Outcome:
     """`gate run [--forward] [--lock] [--upstream NAME=fake] -- AGENT ARGS` in a project
     whose .env is a fake. In forward mode the agent talks to the real provider host names
@@ -58,7 +60,9 @@ def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 24
     project, home = gate_dirs["project"].resolve(), gate_dirs["home"]
     secret = "fake-" + os.urandom(16).hex()
     project_files(project, secret)
-    models = FakeModels(script=steps(*case.calls(project), answer=case.answer)).start()
+    fake = fake or FakeModels()
+    fake.script = steps(*case.calls(project), answer=case.answer)
+    models = fake.start()
     hole = BlackHole()
     try:
         env = environment(case, home, project, hole.url)
@@ -130,9 +134,10 @@ def assert_audited(out: Outcome, gate_dirs: dict[str, Path], env: dict[str, str]
 
 
 def check(case: Case, gate_dirs: dict[str, Path], *, forward: bool = False,
-          argv: list[str] | None = None, lock: bool = False) -> Outcome:
+          argv: list[str] | None = None,
+          fake: FakeModels | FakeWsModels | None = None, lock: bool = False) -> Outcome:
     """Run the case through gate (locked or not) and make every check; returns the outcome."""
-    out = run_through_gate(case, gate_dirs, forward=forward, argv=argv, lock=lock)
+    out = run_through_gate(case, gate_dirs, forward=forward, argv=argv, fake=fake, lock=lock)
     assert_never_sent(out)
     assert_audited(out, gate_dirs, dict(os.environ))
     return out

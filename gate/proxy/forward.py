@@ -115,8 +115,16 @@ class ForwardAddon:
                                                 run.id if run else None)
             return
         host, agent = req.host.lower(), self._agent(run, req)
+        origin = self.intercepts.origin(host)
+        if origin is not None:  # unread, like a tunnel, but to where the user sent the host
+            flow.metadata["gate_passthrough"] = tunnels.opened(self.audit, tunnels.Opened(
+                host=host, port=req.port, kind=tunnels.Kind.HTTP, agent=agent,
+                run_id=run.id if run else None, reason=f"to upstream {origin.name}"))
+            req.scheme, req.host, req.port = origin.scheme, origin.host, origin.port
+            req.headers["host"] = origin.url.split("://", 1)[1]
+            return
         if not self._allowed(flow, host):
-            self._refuse(flow, host, req.port, agent, run)
+            self._refuse(flow, host, req.port, agent, run, req.path.split("?", 1)[0])
             return
         flow.metadata["gate_passthrough"] = tunnels.opened(self.audit, tunnels.Opened(
             host=host, port=req.port, kind=tunnels.Kind.HTTP, agent=agent,
@@ -153,13 +161,15 @@ class ForwardAddon:
         return self.config.egress.allows(host)
 
     def _refuse(self, flow: http.HTTPFlow, host: str, port: int, agent: str | None,
-                run: runs.Run | None) -> None:
+                run: runs.Run | None, path: str = "") -> None:
         reason = ("inside gate run --lock only model hosts and egress.allow are reachable"
                   if _locked(flow) else f"gate's egress policy is block and {host} is not on"
                   " egress.allow")
         reason += "; add it under `egress: allow:` in config.yaml to let it through"
-        logger.warning("blocked a connection to {}:{} (egress policy)", host, port)
-        flow.response = _refusal(403, f"gate blocked a connection to {host}:{port}: {reason}")
+        # The path (never its query) says which of a model host's other endpoints it was.
+        logger.warning("blocked a connection to {}:{}{} (egress policy)", host, port, path)
+        flow.response = _refusal(403, f"gate blocked a connection to {host}:{port}{path}:"
+                                 f" {reason}")
         tunnels.opened(self.audit, tunnels.Opened(
             host=host, port=port, kind=tunnels.Kind.BLOCKED, agent=agent,
             run_id=run.id if run else None, reason="egress policy"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gate.config import Upstream, parse_upstream
 from gate.proxy.routing import Route
@@ -81,6 +81,18 @@ class Intercepts:
             # A regional host (Vertex, Bedrock): the request goes to the host it named.
             upstream = parse_upstream(best.name, f"https://{host}:{port}{best.base_path}")
         return Route(upstream, path[len(best.base_path):] or "/", None)
+
+
+    def origin(self, host: str) -> Upstream | None:
+        """Where a decrypted host's other endpoints go (sign-in, account): the origin of an
+        upstream the user pointed elsewhere (a team gateway, a loopback fake), whole paths
+        kept; None when its upstream is the host itself (then `egress:` decides)."""
+        host = host.lower().rstrip(".")
+        for m in self.hosts:
+            upstream = self.upstreams.get(m.name)
+            if m.matches(host) and upstream is not None and _overridden(upstream, m):
+                return replace(upstream, base_path="")
+        return None
 
 
 def _under(path: str, base: str) -> bool:

@@ -8,9 +8,14 @@ sent: nothing leaves 127.0.0.1.
 
 from __future__ import annotations
 
+import json
+import os
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fake_ws_models import FakeWsModels
 
 from agent_clis import CASES, case
 from agent_run import check
@@ -38,4 +43,34 @@ def test_codex_custom_provider_over_http(gate_dirs: dict[str, Path]) -> None:
     check(c, gate_dirs, forward=True, argv=argv)
 
 
+def test_codex_built_in_provider_over_websocket(gate_dirs: dict[str, Path]) -> None:
+    """Codex's own provider, as a user runs it: Responses over wss://api.openai.com."""
+    out = check(case("codex", "exec-command"), gate_dirs, forward=True, fake=FakeWsModels())
+    assert out.models.seen and all(s.method == "WS" for s in out.models.seen)
+
+
 assert all(any((c.agent, c.name) == f for c in CASES) for f in _FORWARD)
+
+
+
+def _claude_subscription() -> dict[str, str]:
+    """A fake claude.ai sign-in, as `claude /login` leaves it (tokens valid for an hour)."""
+    oauth = {"accessToken": "sk-ant-oat01-fake-" + os.urandom(12).hex(),
+             "refreshToken": "sk-ant-ort01-fake-" + os.urandom(12).hex(),
+             "expiresAt": int(time.time() * 1000) + 3_600_000,
+             "scopes": ["user:inference", "user:profile"], "subscriptionType": "pro"}
+    return {".claude/.credentials.json": json.dumps({"claudeAiOauth": oauth})}
+
+
+@pytest.mark.parametrize("forward", [True, False], ids=["forward", "reverse"])
+def test_claude_code_signed_in_with_a_subscription(forward: bool,
+                                                   gate_dirs: dict[str, Path]) -> None:
+    """No API key: Claude Code sends its claude.ai OAuth token, to api.anthropic.com in
+    forward mode and to ANTHROPIC_BASE_URL (gate's /anthropic) in reverse mode."""
+    base = case("claude-code", "read-and-bash")
+    quiet = {k: v for k, v in base.env().items() if k != "ANTHROPIC_API_KEY"}
+    c = replace(base, env=lambda: dict(quiet), home=_claude_subscription())
+    out = check(c, gate_dirs, forward=forward)
+    bodies = [s for s in out.models.seen if s.body]
+    assert all(s.headers.get("authorization", "").startswith("Bearer sk-ant-oat01-fake-")
+               for s in bodies), [sorted(s.headers) for s in bodies]

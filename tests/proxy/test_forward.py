@@ -6,16 +6,27 @@ that name in the CONNECT and never resolves it: `--upstream` delivers to the fak
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
 import random
+import re
+import socket
 import ssl
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import anthropic
 import httpx2 as httpx
+import openai
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from mitmproxy import certs
+from proxy.test_websocket import FakeWsProvider
 
 from fake_provider import FakeProvider
 from gate.audit import tunnels
@@ -91,3 +102,150 @@ def test_blocked_host_is_refused_with_a_reason(fwd: Listening,
 def test_gate_itself_still_answers_on_the_forward_port(fwd: Listening) -> None:
     health = httpx.get(f"{fwd.base_url}/_gate/health").json()
     assert health["ok"] is True and health["forward"] is True
+
+
+# The SDK itself calls websockets' connect() the way websockets 17 deprecates.
+@pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager")
+def test_openai_sdk_websocket_over_connect_is_screened(
+        provider: FakeProvider, gate_dirs: dict[str, Path],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK reads HTTPS_PROXY and SSL_CERT_FILE as an agent's runtime does."""
+    ws = FakeWsProvider(str(gate_dirs["project"]))
+    config = forward_config(provider).with_upstreams(
+        {"openai": parse_upstream("openai", ws.url)})
+    server = BackgroundGate(config, gate_dirs["data"])
+    gate = server.start()
+    secret = token()
+    monkeypatch.setenv("HTTPS_PROXY", gate.base_url)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca.paths(gate_dirs["data"]).bundle))
+    try:
+        client = openai.OpenAI(api_key="sk-fake-" + os.urandom(4).hex(), max_retries=0)
+        with client.responses.connect() as conn:
+            conn.response.create(model="gpt-test", input=[{
+                "type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": f"deploy with {secret}"}]}])
+            kinds = [event.type for event in _until_done(conn)]
+        assert "response.completed" in kinds
+    finally:
+        server.stop()
+        ws.server.shutdown()
+    assert ws.frames and all(secret not in f for f in ws.frames)
+    row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
+    assert (row["method"], row["upstream"], row["verdict"]) == ("WS", "openai", "modified")
+
+
+def _until_done(conn: object) -> Iterator[object]:
+    for event in conn:  # type: ignore[attr-defined]
+        yield event
+        if event.type in ("response.completed", "error"):
+            return
+
+
+class TlsEcho:
+    """A loopback TLS server with a certificate of its own CA: the 'other host'."""
+
+    def __init__(self, tmp: Path):
+        store = certs.CertStore.from_store(tmp / "other", "other", 2048)
+        self.ca_file = tmp / "other" / "other-ca-cert.pem"
+        leaf = store.get_cert("127.0.0.1", [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+        (tmp / "leaf.pem").write_bytes(leaf.cert.to_pem() + leaf.privatekey.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption()))
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(tmp / "leaf.pem")
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, args=(ctx,), daemon=True).start()
+
+    def _serve(self, ctx: ssl.SSLContext) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = self.sock.accept()
+                with contextlib.suppress(OSError), ctx.wrap_socket(conn, server_side=True) as t:
+                    t.sendall(b"echo:" + t.recv(100))
+
+
+def _connect_through(gate: Listening, host: str, port: int) -> tuple[socket.socket, bytes]:
+    sock = socket.create_connection((gate.host, gate.port), timeout=10)
+    sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    length = re.search(rb"content-length: (\d+)", head, re.I)
+    want = head.index(b"\r\n\r\n") + 4 + (int(length[1]) if length else 0)
+    while len(head) < want and (chunk := sock.recv(4096)):
+        head += chunk
+    return sock, head
+
+
+@pytest.mark.parametrize("egress", [EgressSettings(),
+                                    EgressSettings(EgressDefault.BLOCK, ("127.0.0.1",))],
+                         ids=["tunnel-and-log", "block-but-allowed"])
+def test_other_host_is_tunnelled_unread_and_audited(
+        egress: EgressSettings, provider: FakeProvider, gate_dirs: dict[str, Path],
+        tmp_path: Path) -> None:
+    other = TlsEcho(tmp_path)
+    server = BackgroundGate(forward_config(provider, egress), gate_dirs["data"])
+    gate = server.start()
+    try:
+        sock, head = _connect_through(gate, "127.0.0.1", other.port)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        # Trusting only the other host's CA: this works only if gate did not decrypt.
+        trust = ssl.create_default_context(cafile=str(other.ca_file))
+        with trust.wrap_socket(sock, server_hostname="127.0.0.1") as tls:
+            tls.sendall(b"ping")
+            assert tls.recv(100) == b"echo:ping"
+        deadline = time.monotonic() + 10
+        while True:
+            rows = tunnels.rows(AuditStore(gate_dirs["data"] / "audit.db"))
+            if (rows and rows[0]["ended"]) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    finally:
+        server.stop()
+    [row] = rows
+    assert (row["host"], row["port"], row["kind"]) == ("127.0.0.1", other.port, "tunnel")
+    assert row["bytes_out"] > 4 and row["bytes_in"] > 9 and row["ended"] >= row["ts"]
+
+
+def test_an_allow_list_lets_only_its_hosts_through(provider: FakeProvider,
+                                                   gate_dirs: dict[str, Path]) -> None:
+    egress = EgressSettings(EgressDefault.BLOCK, ("*.allowed.test",))
+    server = BackgroundGate(forward_config(provider, egress), gate_dirs["data"])
+    gate = server.start()
+    try:
+        # Look-alikes of the allowed domain are refused before any connection is tried.
+        for host in ("allowed.test.evil.invalid", "evilallowed.test", "allowed.test"):
+            sock, head = _connect_through(gate, host, 443)
+            sock.close()
+            assert head.startswith(b"HTTP/1.1 403") and b"egress.allow" in head, head
+    finally:
+        server.stop()
+    kinds = {r["host"]: r["kind"] for r in tunnels.rows(AuditStore(
+        gate_dirs["data"] / "audit.db"))}
+    assert set(kinds.values()) == {"blocked"} and len(kinds) == 3
+
+
+def test_codex_chatgpt_endpoint_over_http_and_its_account_calls(
+        fwd: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    """Codex signed in with ChatGPT: its Responses calls on chatgpt.com/backend-api/codex
+    are screened; its account calls on the same host go, unread and audited, to where the
+    user sent the `chatgpt` upstream (here the fake), never to chatgpt.com."""
+    secret = token()
+    headers = {"chatgpt-account-id": "acct-fake"}
+    with openai.OpenAI(api_key="fake-access-token", max_retries=0, default_headers=headers,
+                       base_url="https://chatgpt.com/backend-api/codex",
+                       http_client=proxied(fwd, gate_dirs["data"])) as client:
+        client.responses.create(model="gpt-test", input=f"use {secret}")
+        account = client.get("/../wham/accounts/check", cast_to=object)
+    assert account is not None
+    paths = [s.path for s in provider.seen]
+    assert paths == ["/responses", "/backend-api/wham/accounts/check"], paths
+    assert secret.encode() not in provider.seen[0].body
+    assert provider.seen[0].headers["chatgpt-account-id"] == "acct-fake"
+    rows = tunnels.rows(AuditStore(gate_dirs["data"] / "audit.db"))
+    assert [(r["host"], r["kind"], r["reason"]) for r in rows] == [
+        ("chatgpt.com", "http", "to upstream chatgpt")]

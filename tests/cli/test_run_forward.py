@@ -1,0 +1,91 @@
+"""`gate run --forward -- CMD` and `gate env --forward`: the child's proxy and trust settings,
+and a plain SDK script screened by its project's rules through the proxy."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from conftest import fake_secret
+from fake_provider import FakeProvider
+from gate.agents import registry
+
+GATE = [sys.executable, "-m", "gate"]
+
+# The "agent": the anthropic SDK with nothing but the environment: api.anthropic.com, the
+# proxy and the CA bundle all come from the variables gate set.
+CLIENT = textwrap.dedent("""
+    import json, os, sys
+    import anthropic
+    secret = sys.argv[1]
+    client = anthropic.Anthropic(api_key="sk-ant-fake", max_retries=0)
+    turn = [
+        {"role": "user", "content": "deploy it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read",
+            "input": {"file_path": os.path.join(os.getcwd(), "config/prod.json")}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+            "content": '{"password": "' + secret + '"}'}]},
+    ]
+    msg = client.messages.create(model="claude-test", max_tokens=8, messages=turn)
+    names = [k for k in os.environ if "proxy" in k.lower() or k.endswith(("_CERTS", "_FILE",
+             "_BUNDLE", "_CERTIFICATE"))]
+    print(json.dumps({"env": {k: os.environ[k] for k in names}, "text": msg.content[0].text}))
+""")
+
+
+def test_run_forward_sets_the_childs_proxy_and_trust_and_applies_project_rules(
+        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    project = gate_dirs["project"]
+    (project / ".gate").mkdir()
+    (project / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./config/prod.json)\n")
+    (project / "client.py").write_text(CLIENT)
+    gate_dirs["config"].mkdir()
+    (gate_dirs["config"] / "config.yaml").write_text("egress: {default: block}\n")
+    secret = fake_secret()
+    # The parent's own settings, in both cases: none may reach the child.
+    parent = {"HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+              "no_proxy": "*", "SSL_CERT_FILE": "/nonexistent", "node_extra_ca_certs": "/x"}
+    proc = subprocess.run(
+        [*GATE, "run", "--forward", "--upstream", f"anthropic={provider.url}", "--",
+         sys.executable, "client.py", secret], cwd=project, capture_output=True, text=True,
+        timeout=90, env={**os.environ, **parent}, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    env = out["env"]
+    assert out["text"] == provider.reply_text
+    data = gate_dirs["data"]
+    proxy = env["HTTPS_PROXY"]
+    assert re.fullmatch(r"http://run:[0-9a-f]{16}@127\.0\.0\.1:\d+", proxy), proxy
+    for var in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
+        assert env[var] == env[var.lower()] == proxy
+    assert env["NO_PROXY"] == env["no_proxy"] == registry.NO_PROXY
+    assert env["NODE_EXTRA_CA_CERTS"] == str(data / "mitmproxy" / "mitmproxy-ca-cert.pem")
+    for var in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "CODEX_CA_CERTIFICATE"):
+        assert env[var] == str(data / "ca-bundle.pem")
+    assert env["NODE_USE_ENV_PROXY"] == "1"
+    assert "node_extra_ca_certs" not in env
+    # The run's project rule applied: the gate knew the project from the proxy URL.
+    sent = provider.seen[-1].json()
+    placeholder = sent["messages"][2]["content"][0]["content"]
+    assert "Read(./config/prod.json)" in placeholder
+    assert secret not in provider.seen[-1].body.decode()
+    assert all("proxy-authorization" not in s.headers for s in provider.seen)
+
+
+def test_env_forward_prints_the_same_settings(gate_dirs: dict[str, Path]) -> None:
+    proc = subprocess.run([*GATE, "env", "--forward"], capture_output=True, text=True,
+                          timeout=60, check=True)
+    lines = proc.stdout.splitlines()
+    assert "unset HTTPS_PROXY https_proxy" in lines and "unset SSL_CERT_FILE" in lines
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in lines
+                   if line.startswith("export "))
+    data = gate_dirs["data"]
+    assert exports["HTTPS_PROXY"] == exports["https_proxy"] == "http://127.0.0.1:8787"
+    assert exports["CODEX_CA_CERTIFICATE"] == str(data / "ca-bundle.pem")
+    assert exports["NODE_EXTRA_CA_CERTS"] == str(data / "mitmproxy" / "mitmproxy-ca-cert.pem")
+    assert set(exports) == set(registry.forward_env("p", "c", "b"))
