@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fake_ws_models import FakeWsModels
 
 from agent_clis import CASES, Case, case
 from agent_run import check
@@ -34,6 +35,12 @@ def test_codex_works_locked_in_forward_mode(gate_dirs: dict[str, Path]) -> None:
     argv = ["-c", f"model_providers.mine={provider}", "-c", "model_provider=mine",
             *c.argv("Show me what is in .env")]
     check(c, gate_dirs, forward=True, argv=argv, lock=True)
+
+
+def test_codex_built_in_provider_works_locked_over_websocket(gate_dirs: dict[str, Path]) -> None:
+    out = check(case("codex", "exec-command"), gate_dirs, forward=True, fake=FakeWsModels(),
+                lock=True)
+    assert out.models.seen and all(s.method == "WS" for s in out.models.seen)
 
 
 @pytest.mark.parametrize("c", CASES, ids=[f"{c.agent}-{c.name}" for c in CASES])
