@@ -106,11 +106,13 @@ class EgressSettings:
     allow: tuple[str, ...] = ()
 
     def allows(self, host: str) -> bool:
+        return self.listed(host) or self.default is EgressDefault.TUNNEL_AND_LOG
+
+    def listed(self, host: str) -> bool:
+        """On the allow list (what a locked agent may reach besides the model hosts)."""
         host = host.lower().rstrip(".")
-        for pattern in self.allow:
-            if host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:])):
-                return True
-        return self.default is EgressDefault.TUNNEL_AND_LOG
+        return any(host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:]))
+                   for pattern in self.allow)
 
 
 @dataclass(frozen=True)

@@ -51,10 +51,10 @@ FORWARD_BASE = {"openai": "https://api.openai.com/v1", "copilot": "https://api.o
 def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240, *,
                      forward: bool = False, argv: list[str] | None = None,
                      fake: FakeModels | FakeWsModels | FakeGemini | None = None,
-                     extra: tuple[str, ...] = ()) -> Outcome:
-    """`gate run [--forward] [--upstream NAME=fake] -- AGENT ARGS` in a project whose .env
-    is a fake. In forward mode the agent talks to the real provider host names through
-    gate's proxy, and gate's egress policy is `block`: nothing else leaves."""
+                     extra: tuple[str, ...] = (), lock: bool = False) -> Outcome:
+    """`gate run [--forward] [--lock] [--upstream NAME=fake] -- AGENT ARGS` in a project
+    whose .env is a fake. In forward mode the agent talks to the real provider host names
+    through gate's proxy, and gate's egress policy is `block`: nothing else leaves."""
     binary = case.binary()
     if binary is None:
         pytest.skip(f"no `{case.exe}` on PATH and {case.bin_env} unset")
@@ -82,7 +82,9 @@ def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 24
         else:
             upstream = ["--upstream", f"{case.upstream}={models.url}"]
         args = case.argv(PROMPT) if argv is None else argv
-        cmd = [*GATE, "run", *upstream, "--", binary, *args]
+        # Locked, forward mode is the default: a locked reverse run says --reverse.
+        locking = (["--lock"] if forward else ["--lock", "--reverse"]) if lock else []
+        cmd = [*GATE, "run", *locking, *upstream, "--", binary, *args]
         try:
             proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
                                   timeout=timeout, stdin=subprocess.DEVNULL, check=False)
@@ -137,10 +139,10 @@ def assert_audited(out: Outcome, gate_dirs: dict[str, Path], env: dict[str, str]
 def check(case: Case, gate_dirs: dict[str, Path], *, forward: bool = False,
           argv: list[str] | None = None,
           fake: FakeModels | FakeWsModels | FakeGemini | None = None,
-          extra: tuple[str, ...] = ()) -> Outcome:
-    """Run the case through gate and make every check; returns the outcome for more."""
+          extra: tuple[str, ...] = (), lock: bool = False) -> Outcome:
+    """Run the case through gate (locked or not) and make every check; returns the outcome."""
     out = run_through_gate(case, gate_dirs, forward=forward, argv=argv, fake=fake,
-                           extra=extra)
+                           extra=extra, lock=lock)
     assert_never_sent(out)
     assert_audited(out, gate_dirs, dict(os.environ))
     return out

@@ -19,6 +19,7 @@ from typing import Any
 from gate import dirs
 from gate.config import base_url
 from gate.errors import GateError
+from gate.lock import LOCKED_MARK
 
 TOKEN_FILE = "control.token"  # noqa: S105 (a file name, not a password)
 GATES_DIR = "control"
@@ -71,6 +72,12 @@ class ControlClient:
 
     @classmethod
     def find(cls, data_dir: Path) -> ControlClient:
+        if (data_dir / LOCKED_MARK).exists():
+            # Only a person answers gate's questions; a locked agent sees no token or gate.
+            raise GateError("cannot reach the gate from inside `gate run --lock`: only the"
+                            " person outside the lock answers its questions",
+                            hint="answer in another terminal (`gate pending`, `gate approve"
+                                 " ID`) or on the approval page")
         bases = _gates(data_dir)
         token_path = data_dir / TOKEN_FILE
         if not bases or not token_path.exists():

@@ -13,6 +13,8 @@ from gate.cli import (
     audit,
     ca,
     decisions,
+    demo,
+    doctor,
     integrity,
     paths,
     report,
@@ -48,7 +50,8 @@ def cli() -> None:
 
 for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
                 *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
-                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS, *ca.COMMANDS):
+                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS, *ca.COMMANDS,
+                *doctor.COMMANDS, *demo.COMMANDS):
     cli.add_command(command)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -22,6 +21,7 @@ from gate.cli import ca as forward_cli
 from gate.cli.common import load_config
 from gate.config import Config, base_url
 from gate.errors import GateError
+from gate.lock.run import locked, wait
 from gate.rules.layers import PolicyStore, repository_root
 
 if TYPE_CHECKING:
@@ -113,10 +113,19 @@ def _known_projects(configured: tuple[str, ...], given: tuple[str, ...]) -> tupl
 @upstream_option
 @no_ask_option
 @forward_option
+@click.option("--lock", is_flag=True,
+              help="Run COMMAND in its own namespaces: gate is its only way out; forward mode"
+                   " unless --reverse (docs/lock.md).")
+@click.option("--reverse", is_flag=True,
+              help="With --lock: wire the agent by base URL instead of the proxy.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, forward: bool,
-            command: tuple[str, ...]) -> None:
+            lock: bool, reverse: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND with its provider traffic going through a gate.
+
+    With --lock, COMMAND runs in its own user, network, mount and pid namespaces: its only
+    way out is the gate (forward mode, or base URLs with --reverse), and it cannot see
+    gate's data or answer gate's questions.
 
     Reuses a gate already serving this data dir, or starts one for the run and stops it
     after. Returns COMMAND's exit code. Example: gate run -- claude
@@ -128,6 +137,9 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, forward
         spec = registry.get(agent) if agent else registry.detect(list(command))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    if reverse and not lock:
+        raise click.UsageError("--reverse goes with --lock (without it, reverse is the default)")
+    forward = forward or (lock and not reverse)  # locked: forward mode unless told otherwise
     upstreams += _inherited(spec, upstreams)
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log", stderr=False)
@@ -148,7 +160,7 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, forward
         env = {**os.environ, **spec.env(run_base)}
         argv = registry.command(spec, list(command), run_base)
     try:
-        code = _run_child(argv, env)
+        code = locked(argv, env, base) if lock else _run_child(argv, env)
     finally:
         runs.unregister(data, run)
         if started is not None:
@@ -288,20 +300,7 @@ def _run_child(argv: list[str], env: dict[str, str]) -> int:
     except PermissionError:
         click.echo(f"gate: permission denied: {argv[0]}", err=True)
         return 126
-
-    def forward(signum: int, _frame: object) -> None:
-        child.send_signal(signum)
-
-    # Ctrl-C reaches the child through the terminal; the wrapper keeps running until the
-    # child decides to exit, so the gate outlives every request the child makes.
-    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
-    old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        code = child.wait()
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-    return 128 - code if code < 0 else code
+    return wait(child)
 
 
 COMMANDS = (serve_cmd, run_cmd, env_cmd)

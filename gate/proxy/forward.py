@@ -20,6 +20,7 @@ from gate.agents import registry
 from gate.audit import tunnels
 from gate.audit.store import AuditStore
 from gate.config import Config
+from gate.lock import BRIDGE_SOURCE
 from gate.proxy.intercept import Intercepts
 from gate.proxy import routing
 from gate.proxy.routing import Route
@@ -64,7 +65,7 @@ class ForwardAddon:
         if self.intercepts.decrypts(host):
             return  # TLS ends here; each request inside is screened
         agent = self._agent(run, req)
-        if not self.config.egress.allows(host):
+        if not self._allowed(flow, host):
             self._refuse(flow, host, port, agent, run)
             return
         self._tunnel_rows[flow.client_conn.id] = tunnels.opened(self.audit, tunnels.Opened(
@@ -127,7 +128,7 @@ class ForwardAddon:
             req.scheme, req.host, req.port = origin.scheme, origin.host, origin.port
             req.headers["host"] = origin.url.split("://", 1)[1]
             return
-        if not self.config.egress.allows(host):
+        if not self._allowed(flow, host):
             self._refuse(flow, host, req.port, agent, run, req.path.split("?", 1)[0])
             return
         flow.metadata["gate_passthrough"] = tunnels.opened(self.audit, tunnels.Opened(
@@ -156,10 +157,20 @@ class ForwardAddon:
             return False
         return req.host.lower().strip("[]") in (*_LOOPBACK, self.config.host)
 
+    def _allowed(self, flow: http.HTTPFlow, host: str) -> bool:
+        """Egress for a host gate does not screen. A locked agent (it comes through the
+        lock's bridge) gets the allow list only: with tunnel-and-log gate would be its relay
+        to anything, the host's own loopback services included."""
+        if _locked(flow):
+            return self.config.egress.listed(host)
+        return self.config.egress.allows(host)
+
     def _refuse(self, flow: http.HTTPFlow, host: str, port: int, agent: str | None,
                 run: runs.Run | None, path: str = "") -> None:
-        reason = (f"gate's egress policy is block and {host} is not on egress.allow;"
-                  f" add it under `egress: allow:` in config.yaml to let it through")
+        reason = ("inside gate run --lock only model hosts and egress.allow are reachable"
+                  if _locked(flow) else f"gate's egress policy is block and {host} is not on"
+                  " egress.allow")
+        reason += "; add it under `egress: allow:` in config.yaml to let it through"
         # The path (never its query) says which of a model host's other endpoints it was.
         logger.warning("blocked a connection to {}:{}{} (egress policy)", host, port, path)
         flow.response = _refusal(403, f"gate blocked a connection to {host}:{port}{path}:"
@@ -180,6 +191,11 @@ class ForwardAddon:
 
     def _agent(self, run: runs.Run | None, req: http.Request) -> str | None:
         return run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
+
+
+def _locked(flow: http.HTTPFlow) -> bool:
+    peer = flow.client_conn.peername[0] if flow.client_conn.peername else ""
+    return peer == BRIDGE_SOURCE
 
 
 def _run_id(auth: str) -> str | None:

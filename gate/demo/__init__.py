@@ -1,0 +1,1 @@
+"""`gate demo` and `gate doctor`'s canary: a gate, a loopback fake provider, scripted turns."""

@@ -1,0 +1,88 @@
+"""What a lock covers for this user and project: the plan `gate run --lock` hands over."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import gate
+from gate import dirs
+from gate.errors import GateError
+from gate.lock.plan import Plan
+from gate.rules import claude
+from gate.rules.layers import managed_path, repository_root
+
+
+def plan_for(argv: Sequence[str], port: int, cwd: str, env: Mapping[str, str]) -> Plan:
+    """Hide gate's dirs, show its rule files and the agent's settings read-only, keep the
+    project and home reachable; files the agent's environment names in a hidden dir (the
+    CA certificate) are shown, never a private key."""
+    # Created now, so the agent cannot create the user's rules file that gate would read.
+    hidden = _unique(dirs.private_dir(dirs.config_dir()), dirs.private_dir(dirs.data_dir()))
+    here, root = _real(cwd), _real(repository_root(cwd))
+    for d in hidden:
+        if _under(here, d):
+            raise GateError(f"the project {here} is inside gate's dir {d}, which a lock hides",
+                            hint="run the agent from the project's own directory")
+    keep = _unique(here, root, Path.home())
+    return Plan(argv=tuple(argv), port=port, hidden=hidden, shown=_shown(env, hidden),
+                readonly=_readonly(root, keep), keep=keep,
+                uid=os.getuid(), gid=os.getgid())
+
+
+def _readonly(root: str, keep: tuple[str, ...]) -> tuple[str, ...]:
+    paths = [*_gate_dirs(root), *claude.project_files(root), claude.user_file()]
+    # Policy files that may not exist yet: their nearest existing dir (/etc/gate, or /etc),
+    # so a root agent cannot create one, unless that dir holds the project or home.
+    for policy in (managed_path(), claude.managed_dir() / "managed-settings.json"):
+        paths += _nearest(policy, keep)
+    package = _real(Path(gate.__file__).parent)
+    if not _under(package, root):  # an agent working on gate itself may edit its code
+        paths.append(Path(package))
+    return tuple(p for p in _unique(*paths) if os.path.lexists(p))
+
+
+def _nearest(path: Path, keep: tuple[str, ...]) -> list[Path]:
+    for p in (path, *path.parents):
+        if os.path.lexists(p):
+            return [] if any(_under(k, _real(p)) for k in keep) else [p]
+    return []
+
+
+def _gate_dirs(root: str) -> list[Path]:
+    """The project's `.gate/`: in its root or the nearest ancestor with one (as gate finds
+    it), not above the repository's top."""
+    for d in (Path(root), *Path(root).parents):
+        if (d / ".gate").is_dir():
+            return [d / ".gate"]
+        if (d / ".git").exists():
+            break
+    return []
+
+
+def _shown(env: Mapping[str, str], hidden: tuple[str, ...]) -> tuple[str, ...]:
+    out = []
+    for value in env.values():
+        if not value.startswith("/") or not any(_under(_real(value), d) for d in hidden):
+            continue
+        path = _real(value)
+        if not os.path.isfile(path):
+            continue
+        if b"PRIVATE KEY" in Path(path).read_bytes():
+            raise GateError(f"the agent's environment names {path}, which holds a private key",
+                            hint="a lock shows the CA certificate, never its key")
+        out.append(path)
+    return tuple(dict.fromkeys(out))
+
+
+def _real(path: str | Path) -> str:
+    return os.path.realpath(path)
+
+
+def _unique(*paths: str | Path) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(_real(p) for p in paths))
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")

@@ -1,0 +1,227 @@
+"""`gate run --lock`: a probe run as the agent tries every way around gate, and fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import socketserver
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from socketserver import BaseRequestHandler
+from typing import Any
+
+import pytest
+
+import gate as gate_package
+from ask.ask_kit import github_token
+from conftest import fake_secret
+from fake_provider import FakeProvider
+from gate.ask.client import ControlClient
+from gate.errors import GateError
+from gate.lock.plan import Plan
+from gate.lock.run import run
+from gate.proxy import ca
+from loopback import LoopbackServer
+
+PROBE = Path(__file__).with_name("probe.py")
+pytestmark = pytest.mark.timeout(180)
+
+
+class Listener(LoopbackServer):
+    """A host loopback service the locked agent must not reach."""
+
+    def __init__(self) -> None:
+        self.serve(BaseRequestHandler, socketserver.TCPServer)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+
+def _project(gate_dirs: dict[str, Path]) -> tuple[Path, str]:
+    project, home, config = gate_dirs["project"], gate_dirs["home"], gate_dirs["config"]
+    secret = fake_secret("env-")
+    (project / ".env").write_text(f"API_TOKEN={secret}\n")
+    (project / ".gate").mkdir()
+    (project / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./secrets/**)\n")
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"permissions": {"deny": []}}')
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text('{"permissions": {"deny": []}}')
+    config.mkdir(exist_ok=True)
+    (config / "rules.yaml").write_text("deny:\n  - Read(~/.aws/**)\n")
+    return project, secret
+
+
+def _wait_for_question(data: Path, deadline: float) -> dict[str, object]:
+    while time.monotonic() < deadline:
+        try:
+            if pending := ControlClient.find(data).pending():
+                return pending[0]
+        except GateError:
+            pass  # the run's gate is not up yet
+        time.sleep(0.1)
+    raise AssertionError("no question was parked")
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
+        provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path, mode: str) -> None:
+    project, secret = _project(gate_dirs)
+    token = github_token()
+    other = socket.socket(socket.AF_UNIX)  # like tmux's or ssh-agent's socket, outside
+    other.bind(str(tmp_path / "agent.sock"))
+    other.listen(1)
+    data, config, home = gate_dirs["data"], gate_dirs["config"], gate_dirs["home"]
+    protected = [project / ".gate" / "rules.yaml", project / ".claude" / "settings.json",
+                 home / ".claude" / "settings.json"]
+    service = Listener()
+    try:
+        spec = {"host_ports": {"provider": int(provider.url.rsplit(":", 1)[1]),
+                               "service": service.port},
+                "gate_files": [str(data / "control.token"), str(data / "audit.db"),
+                               str(config / "rules.yaml"), str(ca.paths(data).key),
+                               str(data / "secret.key")],
+                "data_dir": str(data), "protected": [str(p) for p in protected],
+                "created": str(project / ".gate" / "rules.local.yaml"),
+                "mounts": [str(project / ".gate"), str(data)],
+                "host_pid": os.getpid(), "host_socket": str(tmp_path / "agent.sock"),
+                "token": token, "qid_file": str(project / "qid")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gate", "run", "--lock",
+             *(["--reverse"] if mode == "reverse" else []), "--upstream",
+             f"anthropic={provider.url}", "--", sys.executable, str(PROBE), json.dumps(spec)],
+            cwd=project, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            question = _wait_for_question(data, time.monotonic() + 60)
+            (project / "qid").write_text(str(question["id"]))
+            tried = project / "qid.tried"
+            deadline = time.monotonic() + 60
+            while not tried.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            # The agent's attempts left the question open; the person answers it.
+            still = [q["id"] for q in ControlClient.find(data).pending()]
+            ControlClient.find(data).answer(str(question["id"]), "redact")
+            stdout, stderr = proc.communicate(timeout=90)
+        finally:
+            proc.kill()
+    finally:
+        service.stop()
+        other.close()
+    assert proc.returncode == 0, stderr
+    out = json.loads(stdout)
+    assert still == [question["id"]], out
+    assert_isolated(out, spec, protected)
+    # Forward mode, the lock's default: no tunnel through gate to a host port either, and
+    # the CA certificate (never its key) readable.
+    if mode == "forward":
+        for name in spec["host_ports"]:
+            assert out[f"tunnel {name}"].startswith("HTTP/1.1 403"), out
+        assert out["read NODE_EXTRA_CA_CERTS"] == out["read SSL_CERT_FILE"] == "read"
+    else:
+        assert "tunnel provider" not in out
+    assert out["gate approve"].startswith("exit 1") and "--lock" in out["gate approve"], out
+    assert out["gate pending"].startswith("exit 1"), out
+    assert out["control api"].startswith("HTTP 403"), out
+    # Both requests went through gate, screened: the person's redact, the .env withheld.
+    assert out["parked reply"].startswith("msg_") and out["env reply"].startswith("msg_"), out
+    bodies = [s.body for s in provider.seen]
+    assert len(bodies) == 2
+    assert all(token.encode() not in b and secret.encode() not in b for b in bodies)
+    assert all(b"[gate: " in b for b in bodies)
+
+
+def assert_isolated(out: dict[str, str], spec: dict[str, Any], protected: list[Path]) -> None:
+    """What the probe found: no way out but gate, nothing of gate's, no rule file to edit."""
+    for name in (*(f"connect {n}" for n in spec["host_ports"]), "connect off-machine", "dns",
+                 "socket outside"):
+        assert out[name].startswith("refused"), (name, out[name])
+    for path in spec["gate_files"]:
+        assert out[f"read {path}"].startswith("refused"), out
+    # Only the lock's mark, and in forward mode the CA certificate (alone and in the bundle).
+    assert "LOCKED" in out["data dir lists"]
+    assert set(out["data dir lists"]) <= {"LOCKED", "ca-bundle.pem",
+                                          "mitmproxy/mitmproxy-ca-cert.pem"}, out
+    for path in spec["protected"]:
+        assert out[f"write {path}"] == "refused: Read-only file system", out
+        for how in ("umount", "remount", "unshare umount", "unshare remount"):
+            assert not out[f"{how} {path}"].startswith("exit 0"), (how, out[f"{how} {path}"])
+        assert out[f"nested umount {path}"] != "unmounted", out
+    assert out["nested umount data"] != "unmounted"
+    assert out["create"] == "refused: Read-only file system"
+    for path in protected:  # and nothing changed on the host
+        assert "allow" not in path.read_text()
+    assert not Path(spec["created"]).exists()
+    for mount in spec["mounts"]:
+        assert "WROTE" not in out[f"lift {mount}"], out[f"lift {mount}"]
+        assert not Path(mount, "w").exists()
+    assert out["host pid"] == "hidden" and out["pids"] < 10, out
+    assert out["CapEff"] == out["CapBnd"] == "0000000000000000"
+    assert out["NoNewPrivs"] == "1"
+
+
+NOBODY = 65534
+SYSTEM_PYTHON = "/usr/bin/python3"  # one an unprivileged user can run (ours is under /root)
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv")
+                    or not os.access(SYSTEM_PYTHON, os.X_OK),
+                    reason="needs root to become an unprivileged user, setpriv and a system Python")
+def test_an_unprivileged_user_gets_the_same_lock() -> None:
+    """The rootless path: the launcher runs as uid 65534, who maps only itself."""
+    base = Path(tempfile.mkdtemp(prefix="gate-lock-"))
+    try:
+        dirs = {n: base / n for n in ("data", "config", "home", "project")}
+        for d in dirs.values():
+            d.mkdir()
+        (dirs["data"] / "control.token").write_text(fake_secret())
+        (dirs["project"] / ".gate").mkdir()
+        rules = dirs["project"] / ".gate" / "rules.yaml"
+        rules.write_text("deny:\n  - Read(./secrets/**)\n")
+        (dirs["project"] / ".env").write_text(f"API_TOKEN={fake_secret()}\n")
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(base / "agent.sock"))
+        sock.listen(1)
+        for p in (base, *base.rglob("*")):
+            os.chown(p, NOBODY, NOBODY)
+        service, gate = Listener(), Listener()
+        spec = {"host_ports": {"service": service.port},
+                "gate_files": [str(dirs["data"] / "control.token")],
+                "data_dir": str(dirs["data"]), "protected": [str(rules)],
+                "created": str(dirs["project"] / ".gate" / "rules.local.yaml"),
+                "mounts": [str(dirs["project"] / ".gate"), str(dirs["data"])],
+                "host_pid": os.getpid(), "host_socket": str(base / "agent.sock"),
+                "send": False}
+        out_file = dirs["project"] / "out.json"
+        plan = Plan(argv=("sh", "-c", f'{SYSTEM_PYTHON} {PROBE} "$0" > {out_file}',
+                          json.dumps(spec)),
+                    port=gate.port, hidden=(str(dirs["data"]), str(dirs["config"])),
+                    readonly=(str(dirs["project"] / ".gate"),),
+                    keep=(str(dirs["project"]), str(dirs["home"])), uid=NOBODY, gid=NOBODY)
+        launcher = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                    "env", f"PYTHONPATH={Path(gate_package.__file__).parent.parent}",
+                    SYSTEM_PYTHON, "-P", "-m", "gate.lock.launcher")
+        env = {"PATH": os.environ["PATH"], "HOME": str(dirs["home"])}
+        old = os.getcwd()
+        os.chdir(dirs["project"])
+        try:
+            code = run(plan, env, "127.0.0.1", gate.port, launcher=launcher)
+        finally:
+            os.chdir(old)
+            service.stop()
+            gate.stop()
+            sock.close()
+        assert code == 0
+        out = json.loads(out_file.read_text())
+        assert_isolated(out, spec, [rules])
+        # Unprivileged, a nested user namespace is allowed; the kernel keeps our mounts.
+        assert out[f"nested umount {rules}"] == "umount refused", out
+        assert "write failed" not in out[f"unshare umount {rules}"], out
+        assert "write failed" not in out[f"unshare remount {rules}"], out
+    finally:
+        shutil.rmtree(base)
