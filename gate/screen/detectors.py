@@ -30,7 +30,8 @@ _KEYS = frozenset({"id", "kind", "tier", "pattern", "plugin", "keywords", "docs"
                    "check", "before", "after", "anchor"})
 _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
 # After an anchored detector's keyword: the rest of the name, a closing quote, an operator.
-_ASSIGNED = re.compile(r"""[\w.-]*(?:[ \t]?["'`])?\]?[ \t]*[=:?]""")
+_ASSIGNED = re.compile(r"""[\w.-]*(?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
+                       r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,)""")
 _ID = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 
 

@@ -1,0 +1,121 @@
+"""Positives for the vendor detectors of rules/secrets/devtools.yaml and saas.yaml.
+
+Each token is built here from the format its vendor documents, with random characters,
+never from the detector's own regex (a test that derived its input from the pattern
+would only check that the pattern matches itself).
+"""
+
+from __future__ import annotations
+
+import base64
+import string
+from collections.abc import Callable, Iterator
+from typing import Any
+
+ALNUM = string.ascii_letters + string.digits
+B64URL = ALNUM + "-_"
+UP = string.ascii_uppercase + string.digits
+LOW = string.ascii_lowercase + string.digits
+BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l".upper()
+
+
+def _b64json(g: Any, n: int) -> str:
+    return "eyJ" + g.chars(B64URL, n)
+
+
+TOKENS: dict[str, Callable[[Any], str]] = {
+    "onepassword.secret-key": lambda g: (f"A3-{g.chars(UP, 6)}-{g.chars(UP, 6)}-{g.chars(UP, 5)}"
+                                         f"-{g.chars(UP, 5)}-{g.chars(UP, 5)}-{g.chars(UP, 5)}"),
+    "onepassword.service-account-token": lambda g: "ops_" + _b64json(g, 600),
+    "age.secret-key": lambda g: "AGE-SECRET-KEY-1" + g.chars(BECH32, 58),
+    "atlassian.api-token": lambda g: "ATATT3" + g.chars(B64URL, 186),
+    "bitbucket.app-password": lambda g: "ATBB" + g.chars(ALNUM, 32),
+    "clojars.token": lambda g: "CLOJARS_" + g.chars(LOW, 60),
+    "databricks.token": lambda g: "dapi" + g.hex(32),
+    "digitalocean.token": lambda g: "dop_v1_" + g.hex(64),
+    "docker.hub-token": lambda g: "dckr_pat_" + g.chars(B64URL, 27),
+    "doppler.token": lambda g: "dp.st." + g.chars(ALNUM, 43),
+    "dynatrace.token": lambda g: f"dt0c01.{g.chars(UP, 24)}.{g.chars(UP, 64)}",
+    "flyio.token": lambda g: "fo1_" + g.chars(B64URL, 43),
+    "gitlab.runner-registration-token": lambda g: "GR1348941" + g.chars(B64URL, 20),
+    "gitlab.session-cookie": lambda g: g.chars(LOW, 32),
+    "grafana.token": lambda g: "glsa_" + g.chars(ALNUM, 32) + "_" + g.hex(8),
+    "harness.token": lambda g: (f"pat.{g.chars(B64URL, 22)}.{g.chars(ALNUM, 24)}"
+                                f".{g.chars(ALNUM, 20)}"),
+    "terraform.cloud-token": lambda g: f"{g.chars(ALNUM, 14)}.atlasv1.{g.chars(ALNUM, 67)}",
+    "heroku.api-key": lambda g: "HRKU-AA" + g.chars(B64URL, 58),
+    "jfrog.token": lambda g: "AKCp" + g.chars(ALNUM, 69),
+    "openshift.token": lambda g: "sha256~" + g.chars(B64URL, 43),
+    "sourcegraph.token": lambda g: f"sgp_{g.hex(16)}_{g.hex(40)}",
+    "sentry.token": lambda g: "sntryu_" + g.hex(64),
+    "sonar.token": lambda g: "squ_" + g.hex(40),
+    "rubygems.api-key": lambda g: "rubygems_" + g.hex(48),
+    "pulumi.token": lambda g: "pul-" + g.hex(40),
+    "postman.api-key": lambda g: f"PMAK-{g.hex(24)}-{g.hex(34)}",
+    "planetscale.token": lambda g: "pscale_tkn_" + g.chars(ALNUM, 43),
+    "linear.api-key": lambda g: "lin_api_" + g.chars(ALNUM, 40),
+    "buildkite.token": lambda g: "bkua_" + g.hex(40),
+    "circleci.token": lambda g: f"CCIPAT_{g.chars(ALNUM, 22)}_{g.hex(40)}",
+    "tailscale.key": lambda g: f"tskey-auth-{g.chars(ALNUM, 12)}-{g.chars(ALNUM, 33)}",
+    "prefect.api-key": lambda g: "pnu_" + g.chars(ALNUM, 36),
+    "deno.token": lambda g: "ddp_" + g.chars(ALNUM, 36),
+    "supabase.secret-key": lambda g: "sbp_" + g.hex(40),
+    "azure.devops-pat": lambda g: (g.chars(ALNUM, 52) + "JQQJ99" + g.chars(ALNUM, 18) + "AZDO"
+                                   + g.chars(ALNUM, 4)),
+    "azure.entra-client-secret": lambda g: g.chars(ALNUM, 3) + "8Q~" + g.chars(ALNUM + "_~.-",
+                                                                                34),
+    "alibaba.access-key-id": lambda g: "LTAI" + g.chars(ALNUM, 20),
+    "aws.bedrock-api-key": lambda g: "ABSK" + base64.b64encode(g.rng.randbytes(132)).decode(),
+    "clickhouse.cloud-secret": lambda g: "4b1d" + g.chars(ALNUM, 38),
+    "discord.webhook": lambda g: (f"https://discord.com/api/webhooks/{g.chars(string.digits, 19)}"
+                                  f"/{g.chars(B64URL, 68)}"),
+    "mapbox.secret-token": lambda g: f"sk.{_b64json(g, 60)}.{g.chars(B64URL, 22)}",
+    "mapbox.token": lambda g: f"pk.{_b64json(g, 60)}.{g.chars(B64URL, 22)}",
+    "newrelic.key": lambda g: "NRAK-" + g.chars(UP, 27),
+    "newrelic.browser-key": lambda g: "NRJS-" + g.hex(19),
+    "shopify.token": lambda g: "shpat_" + g.hex(32),
+    "slack.legacy-token": lambda g: "xoxa-2-" + g.chars(ALNUM, 40),
+    "telegram.bot-token": lambda g: g.chars(string.digits, 10) + ":AA" + g.chars(B64URL, 33),
+    "perplexity.api-key": lambda g: "pplx-" + g.chars(ALNUM, 48),
+    "groq.api-key": lambda g: "gsk_" + g.chars(ALNUM, 52),
+    "xai.api-key": lambda g: "xai-" + g.chars(ALNUM, 80),
+    "openrouter.api-key": lambda g: "sk-or-v1-" + g.hex(64),
+    "langsmith.api-key": lambda g: f"lsv2_pt_{g.hex(32)}_{g.hex(10)}",
+    "replicate.token": lambda g: "r8_" + g.chars(ALNUM, 37),
+    "pinecone.api-key": lambda g: f"pcsk_{g.chars(ALNUM, 6)}_{g.chars(ALNUM, 60)}",
+    "huggingface.org-token": lambda g: "api_org_" + g.chars(string.ascii_letters, 34),
+    "notion.token": lambda g: "ntn_" + g.chars(string.digits, 11) + g.chars(ALNUM, 35),
+    "posthog.personal-key": lambda g: "phx_" + g.chars(ALNUM, 43),
+    "brevo.api-key": lambda g: f"xkeysib-{g.hex(64)}-{g.chars(ALNUM, 16)}",
+    "shippo.token": lambda g: "shippo_live_" + g.hex(40),
+    "easypost.api-key": lambda g: "EZAK" + g.chars(ALNUM, 54),
+    "figma.token": lambda g: "figd_" + g.chars(B64URL, 40),
+    "contentful.token": lambda g: "CFPAT-" + g.chars(B64URL, 43),
+    "duffel.token": lambda g: "duffel_live_" + g.chars(B64URL, 43),
+    "flutterwave.secret-key": lambda g: "FLWSECK-" + g.chars("abcdefgh0123456789", 32) + "-X",
+    "adafruit.io-key": lambda g: "aio_" + g.chars(ALNUM, 28),
+    "typeform.token": lambda g: "tfp_" + g.chars(B64URL, 59),
+    "readme.api-key": lambda g: "rdme_" + g.chars(LOW, 70),
+    "firebase.fcm-server-key": lambda g: f"AAAA{g.chars(B64URL, 7)}:APA91b{g.chars(B64URL, 134)}",
+    "airtable.pat": lambda g: f"pat{g.chars(ALNUM, 14)}.{g.hex(64)}",
+    "password-hash.crypt": lambda g: "$6$" + g.chars(ALNUM, 16) + "$" + g.chars(ALNUM + "./", 86),
+}
+# Where each token sits: a neutral name, so the vendor detector is what finds it.
+_PLACES: tuple[Callable[[str, Any], list[Any]], ...] = (
+    lambda rule, s: [f"# {rule.split('.')[0]} settings\nvalue: ", s, "\nregion: eu\n"],
+    lambda rule, s: ["$ cat out.log\n2025-03-01 INFO using ", s, " for the upload\n$ "],
+    lambda rule, s: ['{"config": {"credential": "', s, '", "retries": 3}}'],
+)
+
+
+def vendor_specs(g: Any, secret: Callable[[str], Any]) -> Iterator[tuple[str, str, list[Any]]]:
+    """(rule id, label, parts) per vendor detector; `secret` marks the token's span."""
+    for n, (rule, make) in enumerate(TOKENS.items()):
+        token = secret(make(g))
+        if rule == "gitlab.session-cookie":
+            yield rule, "cookie", ["Cookie: _gitlab_session=", token, "; path=/\n"]
+        elif rule == "password-hash.crypt":
+            yield rule, "shadow", ["root:", token, ":19700:0:99999:7:::\n"]
+        else:
+            yield rule, "place", _PLACES[n % len(_PLACES)](rule, token)
+
