@@ -31,9 +31,22 @@ def is_binary(head: bytes) -> bool:
 def _git_files(root: Path) -> list[Path] | None:
     try:
         proc = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
-             "--exclude-standard", "--", "."],
-            capture_output=True, timeout=60, check=False)
+            [
+                "git",
+                "-C",
+                str(root),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+                "--",
+                ".",
+            ],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
@@ -90,7 +103,8 @@ def _ignored(path: Path, is_dir: bool, rules: Rules) -> bool:
             hit = fnmatch.fnmatch(rel, pattern.lstrip("/"), flags=_FLAGS)
         else:
             hit = fnmatch.fnmatch(path.name, pattern.lstrip("/"), flags=_FLAGS) and (
-                not pattern.startswith("/") or "/" not in rel)
+                not pattern.startswith("/") or "/" not in rel
+            )
         if hit:
             ignored = not negated
     return ignored

@@ -37,8 +37,10 @@ def describe(det: Detector, sources: dict[str, list[str]]) -> str:
 def markdown(detectors: Sequence[Detector] | None = None, directory: Path | None = None) -> str:
     detectors = load_detectors() if detectors is None else detectors
     directory = directory or secrets_dir()
-    sources = {f"rules/secrets/{p.name}": p.read_text(encoding="utf-8").splitlines()
-               for p in sorted(directory.glob("*.yaml"))}
+    sources = {
+        f"rules/secrets/{p.name}": p.read_text(encoding="utf-8").splitlines()
+        for p in sorted(directory.glob("*.yaml"))
+    }
     rows = []
     for det in sorted(detectors, key=lambda d: d.id):
         what = describe(det, sources).replace("|", "\\|") or "-"

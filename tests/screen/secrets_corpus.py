@@ -340,6 +340,7 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
                                            Secret(g.password()),
                                            "</password>\n  </server>\n</servers>\n"]
     yield from vendor_corpus.vendor_specs(g, Secret)
+    yield from vendor_corpus.form_specs(g, Secret, g.crc_token)
 
 
 def positives(seed: int = 5) -> list[Sample]:

@@ -1,4 +1,5 @@
-"""Positives for the vendor detectors of rules/secrets/devtools.yaml and saas.yaml.
+"""Positives for the vendor detectors (rules/secrets/devtools.yaml, saas.yaml), the format
+detectors (forms.yaml), and tokens hidden by invisible characters, folds or base64.
 
 Each token is built here from the format its vendor documents, with random characters,
 never from the detector's own regex (a test that derived its input from the pattern
@@ -24,8 +25,10 @@ def _b64json(g: Any, n: int) -> str:
 
 
 TOKENS: dict[str, Callable[[Any], str]] = {
-    "onepassword.secret-key": lambda g: (f"A3-{g.chars(UP, 6)}-{g.chars(UP, 6)}-{g.chars(UP, 5)}"
-                                         f"-{g.chars(UP, 5)}-{g.chars(UP, 5)}-{g.chars(UP, 5)}"),
+    "onepassword.secret-key": lambda g: (
+        f"A3-{g.chars(UP, 6)}-{g.chars(UP, 6)}-{g.chars(UP, 5)}"
+        f"-{g.chars(UP, 5)}-{g.chars(UP, 5)}-{g.chars(UP, 5)}"
+    ),
     "onepassword.service-account-token": lambda g: "ops_" + _b64json(g, 600),
     "age.secret-key": lambda g: "AGE-SECRET-KEY-1" + g.chars(BECH32, 58),
     "atlassian.api-token": lambda g: "ATATT3" + g.chars(B64URL, 186),
@@ -40,8 +43,9 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "gitlab.runner-registration-token": lambda g: "GR1348941" + g.chars(B64URL, 20),
     "gitlab.session-cookie": lambda g: g.chars(LOW, 32),
     "grafana.token": lambda g: "glsa_" + g.chars(ALNUM, 32) + "_" + g.hex(8),
-    "harness.token": lambda g: (f"pat.{g.chars(B64URL, 22)}.{g.chars(ALNUM, 24)}"
-                                f".{g.chars(ALNUM, 20)}"),
+    "harness.token": lambda g: (
+        f"pat.{g.chars(B64URL, 22)}.{g.chars(ALNUM, 24)}.{g.chars(ALNUM, 20)}"
+    ),
     "terraform.cloud-token": lambda g: f"{g.chars(ALNUM, 14)}.atlasv1.{g.chars(ALNUM, 67)}",
     "heroku.api-key": lambda g: "HRKU-AA" + g.chars(B64URL, 58),
     "jfrog.token": lambda g: "AKCp" + g.chars(ALNUM, 69),
@@ -60,15 +64,16 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "prefect.api-key": lambda g: "pnu_" + g.chars(ALNUM, 36),
     "deno.token": lambda g: "ddp_" + g.chars(ALNUM, 36),
     "supabase.secret-key": lambda g: "sbp_" + g.hex(40),
-    "azure.devops-pat": lambda g: (g.chars(ALNUM, 52) + "JQQJ99" + g.chars(ALNUM, 18) + "AZDO"
-                                   + g.chars(ALNUM, 4)),
-    "azure.entra-client-secret": lambda g: g.chars(ALNUM, 3) + "8Q~" + g.chars(ALNUM + "_~.-",
-                                                                                34),
+    "azure.devops-pat": lambda g: (
+        g.chars(ALNUM, 52) + "JQQJ99" + g.chars(ALNUM, 18) + "AZDO" + g.chars(ALNUM, 4)
+    ),
+    "azure.entra-client-secret": lambda g: g.chars(ALNUM, 3) + "8Q~" + g.chars(ALNUM + "_~.-", 34),
     "alibaba.access-key-id": lambda g: "LTAI" + g.chars(ALNUM, 20),
     "aws.bedrock-api-key": lambda g: "ABSK" + base64.b64encode(g.rng.randbytes(132)).decode(),
     "clickhouse.cloud-secret": lambda g: "4b1d" + g.chars(ALNUM, 38),
-    "discord.webhook": lambda g: (f"https://discord.com/api/webhooks/{g.chars(string.digits, 19)}"
-                                  f"/{g.chars(B64URL, 68)}"),
+    "discord.webhook": lambda g: (
+        f"https://discord.com/api/webhooks/{g.chars(string.digits, 19)}/{g.chars(B64URL, 68)}"
+    ),
     "mapbox.secret-token": lambda g: f"sk.{_b64json(g, 60)}.{g.chars(B64URL, 22)}",
     "mapbox.token": lambda g: f"pk.{_b64json(g, 60)}.{g.chars(B64URL, 22)}",
     "newrelic.key": lambda g: "NRAK-" + g.chars(UP, 27),
@@ -119,3 +124,116 @@ def vendor_specs(g: Any, secret: Callable[[str], Any]) -> Iterator[tuple[str, st
         else:
             yield rule, "place", _PLACES[n % len(_PLACES)](rule, token)
 
+
+def form_specs(
+    g: Any, secret: Callable[[str], Any], crc_token: Callable[[str], str]
+) -> Iterator[tuple[str, str, list[Any]]]:
+    """Secrets known by the format around them, and tokens written to evade a scanner."""
+    akid = "AKIA" + g.chars(UP, 16)
+    yield (
+        "aws.credentials-pair",
+        "csv",
+        [
+            "$ cat ~/Downloads/ci_accessKeys.csv\nAccess key ID,Secret access key\n" + akid + ",",
+            secret(g.chars(ALNUM + "+/", 40)),
+            "\n$ ",
+        ],
+    )
+    yield (
+        "pgpass.password",
+        "pgpass",
+        [
+            "$ cat ~/.pgpass\ndb.internal:5432:app:app_user:",
+            secret(g.password(18)),
+            "\n*:*:*:replica:",
+            secret(g.password(20)),
+            "\n$ ",
+        ],
+    )
+    yield (
+        "dockerfile.env",
+        "dockerfile",
+        [
+            "FROM python:3.12-slim\nENV PYTHONUNBUFFERED 1\nENV DATABASE_PASSWORD ",
+            secret(g.password(16)),
+            '\nCMD ["python", "app.py"]\n',
+        ],
+    )
+    yield (
+        "yaml.block-scalar",
+        "k8s",
+        [
+            "apiVersion: v1\nkind: Secret\nstringData:\n  db_password: |\n    ",
+            secret(g.password(20)),
+            "\n  username: app\n",
+        ],
+    )
+    yield (
+        "http.session-cookie",
+        "curl",
+        [
+            "$ curl -v https://app.acme.dev/account\n> GET /account HTTP/1.1\n> Cookie: theme=dark;"
+            " sessionid=",
+            secret(g.chars(ALNUM, 32)),
+            "; lang=en\n< HTTP/1.1 200 OK\n",
+        ],
+    )
+    yield (
+        "http.authorization",
+        "okta",
+        [
+            "curl -H 'Accept: application/json' -H 'Authorization: SSWS ",
+            secret(g.chars(B64URL, 42)),
+            "' https://acme.okta.com/api/v1/users\n",
+        ],
+    )
+    yield (
+        "generic.assignment",
+        "passphrase",
+        [
+            "DB_HOST=db.internal\nDB_PASSWORD=",
+            secret(
+                "".join(
+                    g.rng.choice(["copper", "lantern", "meadow", "violin", "harbor", "pepper"])
+                    for _ in range(4)
+                )
+            ),
+            "\nDB_PORT=5432\n",
+        ],
+    )
+    tok = crc_token("ghp_")
+    yield (
+        "github.token",
+        "zero-width",
+        [
+            "export GITHUB_TOKEN=",
+            secret(tok[:9] + "\u200b" + tok[9:21] + "\u2060" + tok[21:]),
+            "\n",
+        ],
+    )
+    tok = crc_token("ghp_")
+    yield (
+        "github.token",
+        "folded",
+        ["$ fold -w 20 token.txt\n", secret(tok[:20] + "\n" + tok[20:]), "\n$ "],
+    )
+    tok = crc_token("ghs_")
+    yield (
+        "github.token",
+        "continued",
+        ["git clone https://x:", secret(tok[:18] + "\\\n" + tok[18:]), "@github.com/acme/api\n"],
+    )
+    inner = f"[default]\naws_access_key_id = {akid}\naws_secret_access_key = {g.chars(ALNUM, 40)}\n"
+    yield (
+        "aws.secret-access-key",
+        "base64",
+        [
+            "apiVersion: v1\nkind: Secret\ndata:\n  credentials: ",
+            secret(base64.b64encode(inner.encode()).decode()),
+            "\n",
+        ],
+    )
+    twice = base64.b64encode(
+        base64.b64encode(f"STRIPE_SECRET_KEY=sk_live_{g.chars(ALNUM, 40)}\n".encode())
+    ).decode()
+    yield "stripe.live-key", "base64-twice", ['{"blob": "', secret(twice), '"}']
