@@ -362,6 +362,7 @@ def positives(seed: int = 5) -> list[Sample]:
 
 def _negative_texts(g: Gen) -> Iterator[tuple[str, str]]:
     """(family, text) pairs."""
+    yield from vendor_corpus.harmless_texts(g)
     for _ in range(6):
         pkg = g.rng.choice(["lodash", "react-dom", "@babel/core", "typescript", "zod", "esbuild"])
         yield "lockfile", (

@@ -129,3 +129,16 @@ def test_pathological_keyword_floods_finish_within_the_default_budget(scanner: S
         found = Scanner(scanner.detectors).scan(flood)
         assert time.perf_counter() - t0 < scanner.budget
         assert all(f.rule_id != UNSCREENED_ID for f in found)
+
+
+def test_firebase_web_config_is_low_and_a_key_beside_it_is_still_redacted(
+        scanner: Scanner) -> None:
+    """Firebase web API keys are public: no question. But an agent that writes
+    `authDomain` next to a server key must not get it through, so it stays low (redacted)."""
+    g = Gen(11)
+    key = "AIza" + g.chars(ALNUM, 35)
+    web = f'const firebaseConfig = {{ apiKey: "{key}", authDomain: "a.firebaseapp.com" }};'
+    server = f'GOOGLE_MAPS_SERVER_KEY="{key}"'
+    assert [(f.rule_id, f.tier) for f in scanner.scan(web)] == [("google.api-key", Tier.LOW)]
+    assert [(f.rule_id, f.tier) for f in scanner.scan(server)] == [("google.api-key", Tier.HIGH)]
+    assert "█" in _redact(web, scanner) and key not in _redact(web, scanner)
