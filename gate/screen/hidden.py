@@ -27,7 +27,8 @@ _FOLD = re.compile(
 )
 # A shell line continuation inside a token, raw (`\` newline) or JSON-escaped (which the
 # unescaped view shows as three spaces and a newline).
-_CONTINUED = re.compile(r"(?<=[A-Za-z0-9_+/.~-])(?:\\|[ ]{3})\r?\n[ \t]*(?=[A-Za-z0-9_+/.~-])")
+_CONTINUED = re.compile(r"(?<=[A-Za-z0-9_+/.~-])(?:\\|[ ]{3})\r?\n[ \t]*(?:\d{1,7}→)?"
+                        r"(?=[A-Za-z0-9_+/.~-])")
 _B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 _B64_TABLE = bytes(ord("a") if c in _B64_CHARS else ord(" ") for c in range(256))
 _RUN = b"a" * 40

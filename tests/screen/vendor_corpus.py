@@ -70,6 +70,11 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "azure.entra-client-secret": lambda g: g.chars(ALNUM, 3) + "8Q~" + g.chars(ALNUM + "_~.-", 34),
     "alibaba.access-key-id": lambda g: "LTAI" + g.chars(ALNUM, 20),
     "aws.bedrock-api-key": lambda g: "ABSK" + base64.b64encode(g.rng.randbytes(132)).decode(),
+    "docker.swarm-token": lambda g: f"SWMTKN-1-{g.chars(LOW, 50)}-{g.chars(LOW, 25)}",
+    "cockroachlabs.api-key": lambda g: f"CCDB1_{g.chars(ALNUM, 22)}_{g.chars(ALNUM, 40)}",
+    "apify.token": lambda g: "apify_api_" + g.chars(ALNUM, 36),
+    "datastax.astra-token": lambda g: f"AstraCS:{g.chars(ALNUM, 24)}:{g.hex(64)}",
+    "devcycle.server-key": lambda g: "dvc_server_" + g.chars(LOW + "_", 36),
     "clickhouse.cloud-secret": lambda g: "4b1d" + g.chars(ALNUM, 38),
     "discord.webhook": lambda g: (
         f"https://discord.com/api/webhooks/{g.chars(string.digits, 19)}/{g.chars(B64URL, 68)}"
