@@ -33,13 +33,16 @@ def _position(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def _record(path: str, text: str, f: Finding) -> dict[str, Any]:
+def _record(path: str, text: str, f: Finding, fingerprint: bool) -> dict[str, Any]:
+    """One finding for output; the fingerprint (a slow hash) only when something uses it."""
     line, col = _position(text, f.start)
     end_line, end_col = _position(text, f.end)
     value = text[f.start:f.end]
-    return {"path": path, "line": line, "col": col, "end_line": end_line, "end_col": end_col,
-            "kind": f.kind, "tier": str(f.tier), "rule_id": f.rule_id, "preview": mask(value),
-            "fingerprint": baseline.fingerprint(f.rule_id, path, value)}
+    record = {"path": path, "line": line, "col": col, "end_line": end_line, "end_col": end_col,
+              "kind": f.kind, "tier": str(f.tier), "rule_id": f.rule_id, "preview": mask(value)}
+    if fingerprint:
+        record["fingerprint"] = baseline.fingerprint(f.rule_id, path, value)
+    return record
 
 
 def _inputs(paths: tuple[str, ...]) -> list[tuple[str, Path | None]]:
@@ -101,6 +104,7 @@ def scan_cmd(paths: tuple[str, ...], jsonl: bool, as_json: bool, as_sarif: bool,
         click.echo(f"gate: {exc.diagnostics()}", err=True)
         sys.exit(EXIT_UNREADABLE)
     found: list[dict[str, Any]] = []
+    prints = baseline_file is not None or as_json or as_sarif
     for name, path in _inputs(paths):
         try:
             text = _read(name, path)
@@ -108,7 +112,7 @@ def scan_cmd(paths: tuple[str, ...], jsonl: bool, as_json: bool, as_sarif: bool,
             click.echo(f"gate: {name}: cannot read: {exc.strerror}", err=True)
             sys.exit(EXIT_UNREADABLE)
         if text is not None:
-            found += [_record(name, text, f) for f in scanner.scan(text)
+            found += [_record(name, text, f, prints) for f in scanner.scan(text)
                       if tier == Tier.LOW or f.tier is Tier.HIGH]
     if update_baseline:
         assert baseline_file is not None
@@ -116,7 +120,7 @@ def scan_cmd(paths: tuple[str, ...], jsonl: bool, as_json: bool, as_sarif: bool,
                                                      r["line"]) for r in found])
         click.echo(f"{baseline_file}: {len(found)} known findings", err=True)
         return
-    found = [r for r in found if r["fingerprint"] not in known]
+    found = [r for r in found if r.get("fingerprint") not in known]
     if as_sarif:
         echo_json(sarif.document(found, scanner.detectors))
     elif as_json:
