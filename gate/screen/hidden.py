@@ -13,10 +13,9 @@ from gate.screen.detectors import Finding
 
 # Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible in a terminal or a
 # diff, and enough to break every token regex.
-_INVISIBLE = re.compile(
-    "(?:[\u200b-\u200d\u2060\ufeff\u00ad]"
-    r"|\\u(?i:200[bcd]|2060|feff|00ad))+"
-)  # also JSON-escaped
+_INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad]+")
+# The same JSON-escaped; a pattern starting with a literal (\\u) is searched at C speed.
+_ESCAPED = re.compile(r"(?:\\u(?i:200[bcd]|2060|feff|00ad))+")
 # A token folded over lines (fold -w, a wrapped log, a shell `\` continuation): a line of
 # token characters only, ending in a newline (escaped ones read as spaces and a newline in
 # the unescaped view) and continued by more token characters; a Read tool's line numbers
@@ -27,15 +26,18 @@ _FOLD = re.compile(
 )
 # A shell line continuation inside a token, raw (`\` newline) or JSON-escaped (which the
 # unescaped view shows as three spaces and a newline).
-_CONTINUED = re.compile(r"(?<=[A-Za-z0-9_+/.~-])(?:\\|[ ]{3})\r?\n[ \t]*(?:\d{1,7}→)?"
-                        r"(?=[A-Za-z0-9_+/.~-])")
+_CONTINUED = re.compile(
+    r"(?<=[A-Za-z0-9_+/.~-])(?:\\|[ ]{3})\r?\n[ \t]*(?:\d{1,7}→)?"
+    r"(?=[A-Za-z0-9_+/.~-])"
+)
 _B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 _B64_TABLE = bytes(ord("a") if c in _B64_CHARS else ord(" ") for c in range(256))
 _RUN = b"a" * 40
-MAX_BLOBS = 32  # base64 runs decoded per string
-MAX_BLOB = 256 * 1024  # longer runs are images or archives, not configs
 REACH = 512  # characters rescanned on each side of a cut
 LAYERS = 2  # base64 inside base64, no deeper
+# In binary data, a token could hide in a stretch of 16+ printable bytes.
+_TEXT_TABLE = bytes(ord("a") if 32 <= c < 127 or c in b"\t\n\r" else ord(" ") for c in range(256))
+_TEXT_RUN = b"a" * 16
 PRINTABLE = 0.95  # share of printable characters for decoded bytes to count as text
 
 Scan = Callable[[str, int], Sequence[Finding]]
@@ -45,8 +47,9 @@ def cuts(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]
     """Spans to take out of `view`: invisible characters anywhere, line folds inside
     `regions` (the windows around vendor keywords: a folded token keeps its prefix on
     its first line)."""
-    hidden = not view.isascii() or "\\u" in view
-    out = [m.span() for m in _INVISIBLE.finditer(view)] if hidden else []
+    out = [] if view.isascii() else [m.span() for m in _INVISIBLE.finditer(view)]
+    if "\\u" in view:
+        out += [m.span() for m in _ESCAPED.finditer(view)]
     merged: list[tuple[int, int]] = []
     for start, end in sorted(regions):
         if merged and start <= merged[-1][1]:
@@ -112,8 +115,9 @@ def base64_runs(view: str) -> Iterator[tuple[int, int]]:
         if not ascii_only:  # byte offsets to character offsets
             start = len(raw[:pos].decode("utf-8", "surrogatepass"))
             stop = start + end - pos
-        while stop < len(view) and stop - start < MAX_BLOB and view[stop] == "=":
-            stop += 1
+        for _ in range(2):  # padding
+            if stop < len(view) and view[stop] == "=":
+                stop += 1
         yield start, stop
         pos = data.find(_RUN, end)
 
@@ -124,13 +128,9 @@ def base64_findings(view: str, scan: Scan, depth: int) -> list[Finding]:
     if depth >= LAYERS:
         return []
     found = []
-    for n, (start, end) in enumerate(base64_runs(view)):
-        if n >= MAX_BLOBS:
-            break
-        if end - start > MAX_BLOB:
-            continue
-        if decode(view[start : start + 64]) is None:
-            continue  # the first 48 bytes are not text: an image, a digest, a key
+    # No cap on how many runs or how long: junk runs first, or a secret after a megabyte
+    # of padding, would walk past one. The string's time budget bounds the work instead.
+    for start, end in base64_runs(view):
         text = decode(view[start:end])
         if text is None:
             continue
@@ -142,7 +142,8 @@ def base64_findings(view: str, scan: Scan, depth: int) -> list[Finding]:
 
 
 def decode(run: str) -> str | None:
-    """The text a base64 (or base64url) run encodes; None when it is not mostly text."""
+    """The text a base64 (or base64url) run encodes; for binary data (an image, a key, or
+    a secret behind a few bytes of junk) its printable stretches; None when it has none."""
     altchars = b"-_" if ("-" in run or "_" in run) else None
     if altchars and ("+" in run or "/" in run):
         return None
@@ -154,7 +155,14 @@ def decode(run: str) -> str | None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return None
-    if not text or sum(c.isprintable() or c in "\n\r\t" for c in text) < PRINTABLE * len(text):
-        return None
-    return text
+        text = ""
+    if text and sum(c.isprintable() or c in "\n\r\t" for c in text) >= PRINTABLE * len(text):
+        return text
+    marked = data.translate(_TEXT_TABLE)  # printable bytes to "a": runs found by find()
+    runs, pos = [], marked.find(_TEXT_RUN)
+    while pos != -1:
+        end = marked.find(b" ", pos)
+        end = len(data) if end == -1 else end
+        runs.append(data[pos:end])
+        pos = marked.find(_TEXT_RUN, end)
+    return b"\n".join(runs).decode("ascii") if runs else None

@@ -131,8 +131,7 @@ def test_pathological_keyword_floods_finish_within_the_default_budget(scanner: S
         assert all(f.rule_id != UNSCREENED_ID for f in found)
 
 
-def test_firebase_web_config_is_low_and_a_key_beside_it_is_still_redacted(
-        scanner: Scanner) -> None:
+def test_firebase_web_config_is_low_and_a_key_beside_it_is_still_redacted(scanner: Scanner) -> None:
     """Firebase web API keys are public: no question. But an agent that writes
     `authDomain` next to a server key must not get it through, so it stays low (redacted)."""
     g = Gen(11)
@@ -142,3 +141,20 @@ def test_firebase_web_config_is_low_and_a_key_beside_it_is_still_redacted(
     assert [(f.rule_id, f.tier) for f in scanner.scan(web)] == [("google.api-key", Tier.LOW)]
     assert [(f.rule_id, f.tier) for f in scanner.scan(server)] == [("google.api-key", Tier.HIGH)]
     assert "█" in _redact(web, scanner) and key not in _redact(web, scanner)
+
+
+def test_base64_cannot_be_hidden_behind_junk_runs_binary_or_padding(scanner: Scanner) -> None:
+    """No count or size cap to walk past: forty junk base64 runs first, a secret behind
+    binary bytes, or a secret at the end of a megabyte of encoded text are all found."""
+    g = Gen(21)
+    secret = f"STRIPE_SECRET_KEY=sk_live_{g.chars(ALNUM, 40)}\n".encode()
+    junk = " ".join(base64.b64encode(g.rng.randbytes(60)).decode() for _ in range(40))
+    behind_binary = base64.b64encode(g.rng.randbytes(48) + b"\0" + secret).decode()
+    padded = base64.b64encode(b"# padding line\n" * 70_000 + secret).decode()
+    for text in (
+        f"{junk} {base64.b64encode(secret).decode()}",
+        f"blob: {behind_binary}",
+        f"blob: {padded}",
+    ):
+        found = Scanner(scanner.detectors).scan(text)
+        assert [f.rule_id for f in found] == ["stripe.live-key"], len(text)
