@@ -196,11 +196,36 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
             return None
     elif _opens_before(m):
         return None
-    if not is_plausible_value(value, 6 if strength == 2 else 16):
+    if not is_plausible_value(value, 6 if strength == 2 else 16) and not (
+            strength == 2 and _says_password(name) and is_passphrase(value)):
         return None
     if strength == 1 and (entropy(value) < 3.0 or is_potential_uuid(value)):
         return None
     return "keep"
+
+
+def _says_password(name: str) -> bool:
+    lower = name.lower()
+    return any(w in lower for w in ("pass", "pwd", "secret"))
+
+
+def is_passphrase(value: str) -> bool:
+    """A password made of letters only (`correcthorsebattery`, `Sunflower`), the kind
+    people choose: long enough, not a stand-in word, not an identifier (`getPassword`)."""
+    lower = value.lower()
+    return (value.isalpha() and value.isascii() and len(value) >= 8
+            and lower not in _WEAK and not any(w in lower for w in _WEAK_PARTS)
+            and not re.search(r"[a-z][A-Z]", value) and len(set(lower)) >= 5)
+
+
+def _firebase(m: re.Match[str], value: str) -> Verdict:
+    """Google API keys in a Firebase web config are public by design (they identify the
+    project to the browser): redacted, never asked about."""
+    around = m.string[max(0, m.start() - 400):m.end() + 400]
+    return "demote" if any(w in around for w in _FIREBASE) else "keep"
+
+
+_FIREBASE = ("authDomain", "firebaseapp.com", "firebaseConfig", "messagingSenderId")
 
 
 def _opens_before(m: re.Match[str]) -> bool:
@@ -264,5 +289,5 @@ def _b64url(part: str) -> bytes:
 
 CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
     "assignment": _assignment, "value": _value, "jwt": _jwt, "basic-auth": _basic_auth,
-    "crc32": _crc32,
+    "crc32": _crc32, "firebase": _firebase,
 }

@@ -25,6 +25,7 @@ import ahocorasick_rs
 from loguru import logger
 
 from gate import dirs
+from gate.screen import hidden
 from gate.screen.detectors import Detector, Finding, Tier, load_detectors
 
 __all__ = ["Finding", "Scanner", "Tier", "content_key", "keyed_hash", "load_or_create_key",
@@ -34,6 +35,9 @@ CACHE_ENTRIES = 8192  # distinct strings remembered (findings only, never the te
 KEY_FILE = "secret.key"
 KEY_BYTES = 32
 MIN_TEXT = 8
+BUDGET = 2.0  # seconds of screening per string; past it the string is asked about
+FOLDED_MAX = 4096  # detectors with longer windows (PEM blocks) read line breaks themselves
+UNSCREENED_KIND, UNSCREENED_ID = "unscreened", "gate.scan-budget"
 # Each escape becomes as many characters, so view offsets are text offsets.
 _PLAIN = {"\\\\n": "  \n", "\\\\": "  ", '\\"': ' "', "\\'": " '", "\\n": " \n",
           "\\r": " \r", "\\t": " \t"}
@@ -44,7 +48,8 @@ class Scanner:
     """Finds secrets in decoded strings. Thread-safe; one per process is enough."""
 
     def __init__(self, detectors: Sequence[Detector] | None = None, *,
-                 cache_entries: int = CACHE_ENTRIES):
+                 cache_entries: int = CACHE_ENTRIES, budget: float = BUDGET):
+        self.budget = budget
         self.detectors = tuple(load_detectors() if detectors is None else detectors)
         by_word: dict[str, list[int]] = {}
         for i, det in enumerate(self.detectors):
@@ -80,15 +85,50 @@ class Scanner:
                 self._cache.popitem(last=False)
         return list(found)
 
-    def _scan(self, text: str) -> tuple[Finding, ...]:
+    def _scan(self, text: str, depth: int = 0, deadline: float | None = None
+              ) -> tuple[Finding, ...]:
+        """Findings of every detector in `text`, then in the views that undo hiding
+        (invisible characters, folds, base64 layers). Past the time budget the whole
+        string is one high-tier finding: what could not be screened is asked about."""
+        if deadline is None:
+            deadline = time.perf_counter() + self.budget
         view = unescaped_view(text)
         ranked: list[tuple[tuple[bool, bool, int, int], Finding]] = []
+        regions: list[tuple[int, int]] = []  # where a vendor token may sit folded
         for i, windows in self.windows(view).items():
+            if time.perf_counter() > deadline:
+                return (self._over_budget(text),)
             det = self.detectors[i]
+            if not det.generic and det.after < FOLDED_MAX:
+                regions += windows
             for f in det.find(view, windows):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start),
                                f))
+        plain = _resolve(ranked)
+
+        def inner(sub: str, level: int) -> tuple[Finding, ...]:
+            return self._scan(sub, level, deadline) if len(sub) >= MIN_TEXT else ()
+
+        regions.sort()
+        extra = [*hidden.split_findings(view, regions, inner, depth),
+                 *hidden.base64_findings(view, inner, depth)]
+        if time.perf_counter() > deadline:
+            return (self._over_budget(text),)
+        if not extra:
+            return plain
+        generic = {d.id for d in self.detectors if d.generic}
+        for f in extra:
+            if f.rule_id in generic and any(p.start < f.end and f.start < p.end for p in plain):
+                continue  # a generic match across a fold is no better than the one found
+            ranked.append(((f.tier is not Tier.HIGH, f.rule_id in generic, f.start - f.end,
+                            f.start), f))
         return _resolve(ranked)
+
+    @staticmethod
+    def _over_budget(text: str) -> Finding:
+        logger.warning("secret screening of a {}-character string ran past its budget;"
+                       " it is held for a person", len(text))
+        return Finding(0, len(text), UNSCREENED_KIND, UNSCREENED_ID, Tier.HIGH)
 
     def windows(self, view: str) -> dict[int, list[tuple[int, int]]]:
         """Per detector index, the merged windows around its keywords' hits (for an

@@ -50,3 +50,88 @@ def test_scan_jsonl_batch() -> None:
     assert lines[0]["text"][f["start"]:f["end"]] == token and f["tier"] == "high"
     bad = _scan("--jsonl", stdin='{"id": 1}\n')
     assert bad.returncode == 1 and "stdin line 1" in bad.stderr
+
+
+def _password() -> str:
+    return Gen(random.SystemRandom().randrange(1 << 30)).password(16)
+
+
+def _tree(root: Path, token: str, password: str) -> None:
+    (root / "src").mkdir()
+    (root / "build").mkdir()
+    (root / "src" / "app.env").write_text(f"GITHUB_TOKEN={token}\nDB_PASSWORD={password}\n")
+    (root / "build" / "out.env").write_text(f"GITHUB_TOKEN={token}\n")  # ignored directory
+    (root / "src" / "debug.log").write_text(f"token={token}\n")  # ignored by pattern
+    (root / "src" / "keep.log").write_text(f"token={token}\n")  # re-included by !keep.log
+    (root / "src" / "blob.bin").write_bytes(b"\0\1" + token.encode())  # binary: skipped
+    (root / ".gitignore").write_text("build/\n*.log\n!keep.log\n")
+
+
+def _paths(proc: subprocess.CompletedProcess[str]) -> set[str]:
+    return {line.split(":", 1)[0] for line in proc.stdout.splitlines()}
+
+
+def test_scan_directories_honour_gitignore_with_and_without_git(tmp_path: Path) -> None:
+    token, password = _token(), _password()
+    for name, use_git in (("plain", False), ("repo", True)):
+        root = tmp_path / name
+        root.mkdir()
+        _tree(root, token, password)
+        if use_git:
+            subprocess.run(["git", "init", "-q", str(root)], check=True)
+        proc = _scan(str(root))
+        assert proc.returncode == 1, proc.stderr
+        assert _paths(proc) == {str(root / "src" / "app.env"), str(root / "src" / "keep.log")}
+        assert token not in proc.stdout and password not in proc.stdout
+
+
+def test_scan_exit_codes_and_tier(tmp_path: Path) -> None:
+    clean, mixed = tmp_path / "clean.txt", tmp_path / "mixed.env"
+    clean.write_text("nothing to see\n")
+    mixed.write_text(f"DB_PASSWORD={_password()}\n")  # a low-tier finding only
+    assert _scan(str(clean)).returncode == 0
+    assert _scan(str(mixed)).returncode == 1
+    assert _scan("--tier", "high", str(mixed)).returncode == 0
+    assert _scan("--tier", "medium", str(mixed)).returncode == 2
+    assert _scan("--json", "--sarif", str(mixed)).returncode == 2
+    missing = _scan(str(tmp_path / "nope.txt"))
+    assert missing.returncode == 3 and "nope.txt" in missing.stderr
+    unreadable = tmp_path / "bad.json"
+    unreadable.write_text("{not json")
+    bad = _scan("--baseline", str(unreadable), str(mixed))
+    assert bad.returncode == 3 and "bad.json" in bad.stderr
+
+
+def test_scan_sarif_lists_rules_and_locations_without_values(tmp_path: Path) -> None:
+    token = _token()
+    f = tmp_path / "deploy.sh"
+    f.write_text(f"#!/bin/sh\nexport GITHUB_TOKEN={token}\n")
+    proc = _scan("--sarif", str(f))
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    (result,) = run["results"]
+    rule = run["tool"]["driver"]["rules"][result["ruleIndex"]]
+    assert rule["id"] == result["ruleId"] == "github.token" and rule["helpUri"].startswith("https")
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == (2, 21)
+    assert region["endColumn"] - region["startColumn"] == len(token)
+    assert result["level"] == "error"
+    assert token not in proc.stdout and token[4:-4] not in proc.stdout
+
+
+def test_scan_baseline_hides_known_findings_and_holds_no_values(tmp_path: Path) -> None:
+    token, password = _token(), _password()
+    f, base = tmp_path / "app.env", tmp_path / "gate-baseline.json"
+    f.write_text(f"GITHUB_TOKEN={token}\nDB_PASSWORD={password}\n")
+    assert _scan("--baseline", str(base), "--update-baseline", str(f)).returncode == 0
+    saved = base.read_text()
+    assert token not in saved and password not in saved and token[4:-4] not in saved
+    assert len(json.loads(saved)["findings"]) == 2
+    f.write_text(f"# moved down a line\nGITHUB_TOKEN={token}\nDB_PASSWORD={password}\n")
+    assert _scan("--baseline", str(base), str(f)).returncode == 0  # known, though moved
+    other = _token()
+    f.write_text(f"GITHUB_TOKEN={other}\nDB_PASSWORD={password}\n")
+    proc = _scan("--baseline", str(base), "--json", str(f))
+    assert proc.returncode == 1  # a new value under the same name is a new finding
+    assert [r["rule_id"] for r in json.loads(proc.stdout)["findings"]] == ["github.token"]

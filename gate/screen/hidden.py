@@ -1,0 +1,168 @@
+"""Secrets written so that no detector sees them whole: split by invisible characters or
+line folds, or wrapped in base64. Found in rebuilt views, reported at original offsets."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import re
+from collections.abc import Callable, Iterator, Sequence
+
+from gate.screen.detectors import Finding
+
+# Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible in a terminal or a
+# diff, and enough to break every token regex.
+_INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad]+")
+# The same JSON-escaped; a pattern starting with a literal (\\u) is searched at C speed.
+_ESCAPED = re.compile(r"(?:\\u(?i:200[bcd]|2060|feff|00ad))+")
+# A token folded over lines (fold -w, a wrapped log, a shell `\` continuation): a line of
+# token characters only, ending in a newline (escaped ones read as spaces and a newline in
+# the unescaped view) and continued by more token characters; a Read tool's line numbers
+# (`  12→`) may start either line.
+_FOLD = re.compile(
+    r"(?m)^[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]{16,}"
+    r"(\\?[ ]{0,2}\r?\n[ \t]*(?:\d{1,7}→)?)(?=[A-Za-z0-9_+/.~-]{4})"
+)
+# A shell line continuation inside a token, raw (`\` newline) or JSON-escaped (which the
+# unescaped view shows as three spaces and a newline).
+_CONTINUED = re.compile(
+    r"(?<=[A-Za-z0-9_+/.~-])(?:\\|[ ]{3})\r?\n[ \t]*(?:\d{1,7}→)?"
+    r"(?=[A-Za-z0-9_+/.~-])"
+)
+_B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
+_B64_TABLE = bytes(ord("a") if c in _B64_CHARS else ord(" ") for c in range(256))
+_RUN = b"a" * 40
+REACH = 512  # characters rescanned on each side of a cut
+LAYERS = 2  # base64 inside base64, no deeper
+# In binary data, a token could hide in a stretch of 16+ printable bytes.
+_TEXT_TABLE = bytes(ord("a") if 32 <= c < 127 or c in b"\t\n\r" else ord(" ") for c in range(256))
+_TEXT_RUN = b"a" * 16
+PRINTABLE = 0.95  # share of printable characters for decoded bytes to count as text
+
+Scan = Callable[[str, int], Sequence[Finding]]
+
+
+def cuts(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans to take out of `view`: invisible characters anywhere, line folds inside
+    `regions` (the windows around vendor keywords: a folded token keeps its prefix on
+    its first line)."""
+    out = [] if view.isascii() else [m.span() for m in _INVISIBLE.finditer(view)]
+    if "\\u" in view:
+        out += [m.span() for m in _ESCAPED.finditer(view)]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(regions):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    for start, end in merged:
+        if view.find("\n", start, end) == -1:
+            continue
+        line = view.rfind("\n", 0, start) + 1  # ^ needs the line's start
+        out += [m.span(1) for m in _FOLD.finditer(view, line, end)]
+        out += [m.span() for m in _CONTINUED.finditer(view, line, end)]
+    return sorted(set(out))
+
+
+def split_findings(
+    view: str, regions: Sequence[tuple[int, int]], scan: Scan, depth: int
+) -> list[Finding]:
+    """Findings that only exist once the hidden separators are taken out. Only the text
+    around each group of cuts is rebuilt and scanned again, not the whole string."""
+    found: list[Finding] = []
+    pending = cuts(view, regions)
+    while pending:
+        group = [pending.pop(0)]
+        while pending and pending[0][0] - group[-1][1] < REACH:
+            group.append(pending.pop(0))
+        lo, hi = max(0, group[0][0] - REACH), min(len(view), group[-1][1] + REACH)
+        parts, out_starts, in_starts, pos, size = [], [], [], lo, 0
+        for start, end in group:
+            start = max(start, pos)
+            out_starts.append(size)
+            in_starts.append(pos)
+            parts.append(view[pos:start])
+            size += start - pos
+            pos = max(pos, end)
+        out_starts.append(size)
+        in_starts.append(pos)
+        parts.append(view[pos:hi])
+        for f in scan("".join(parts), depth):
+            start = to_view(f.start, out_starts, in_starts)
+            end = to_view(f.end - 1, out_starts, in_starts) + 1
+            if end - start != f.end - f.start:  # it spans a separator: new
+                found.append(Finding(start, end, f.kind, f.rule_id, f.tier))
+    return found
+
+
+def to_view(offset: int, out_starts: list[int], in_starts: list[int]) -> int:
+    i = bisect.bisect_right(out_starts, offset) - 1
+    return in_starts[i] + offset - out_starts[i]
+
+
+def base64_runs(view: str) -> Iterator[tuple[int, int]]:
+    """Spans of base64 runs of 40+ characters, found by C-speed byte operations (a regex
+    over every character would cost more than all the detectors together)."""
+    raw = view.encode("utf-8", "surrogatepass")
+    data = raw.translate(_B64_TABLE)
+    ascii_only = len(data) == len(view)
+    pos = data.find(_RUN)
+    while pos != -1:
+        end = data.find(b" ", pos)
+        end = len(data) if end == -1 else end
+        start, stop = pos, end
+        if not ascii_only:  # byte offsets to character offsets
+            start = len(raw[:pos].decode("utf-8", "surrogatepass"))
+            stop = start + end - pos
+        for _ in range(2):  # padding
+            if stop < len(view) and view[stop] == "=":
+                stop += 1
+        yield start, stop
+        pos = data.find(_RUN, end)
+
+
+def base64_findings(view: str, scan: Scan, depth: int) -> list[Finding]:
+    """A base64 run whose decoded text holds a secret is that secret: the whole run is
+    the finding, with the inner finding's kind, id and tier."""
+    if depth >= LAYERS:
+        return []
+    found = []
+    # No cap on how many runs or how long: junk runs first, or a secret after a megabyte
+    # of padding, would walk past one. The string's time budget bounds the work instead.
+    for start, end in base64_runs(view):
+        text = decode(view[start:end])
+        if text is None:
+            continue
+        inner = scan(text, depth + 1)
+        if inner:
+            best = min(inner, key=lambda f: (f.tier != "high", f.start - f.end))
+            found.append(Finding(start, end, best.kind, best.rule_id, best.tier))
+    return found
+
+
+def decode(run: str) -> str | None:
+    """The text a base64 (or base64url) run encodes; for binary data (an image, a key, or
+    a secret behind a few bytes of junk) its printable stretches; None when it has none."""
+    altchars = b"-_" if ("-" in run or "_" in run) else None
+    if altchars and ("+" in run or "/" in run):
+        return None
+    body = run.rstrip("=")
+    try:
+        data = base64.b64decode(body + "=" * (-len(body) % 4), altchars=altchars, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    if text and sum(c.isprintable() or c in "\n\r\t" for c in text) >= PRINTABLE * len(text):
+        return text
+    marked = data.translate(_TEXT_TABLE)  # printable bytes to "a": runs found by find()
+    runs, pos = [], marked.find(_TEXT_RUN)
+    while pos != -1:
+        end = marked.find(b" ", pos)
+        end = len(data) if end == -1 else end
+        runs.append(data[pos:end])
+        pos = marked.find(_TEXT_RUN, end)
+    return b"\n".join(runs).decode("ascii") if runs else None

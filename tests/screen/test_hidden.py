@@ -1,0 +1,160 @@
+"""Tokens written so no detector sees them whole are still found, at original offsets, and a
+string that cannot be screened in time is held for a person, never passed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import time
+
+import pytest
+
+from gate.screen.detectors import Tier
+from gate.screen.secrets import UNSCREENED_ID, Scanner
+from screen.secrets_corpus import ALNUM, Gen
+
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"]
+
+
+@pytest.fixture(scope="module")
+def scanner() -> Scanner:
+    return Scanner()
+
+
+def _tokens(g: Gen) -> dict[str, str]:
+    return {
+        "github.token": g.crc_token("ghp_"),
+        "anthropic.api-key": "sk-ant-api03-" + g.chars(ALNUM, 93) + "AA",
+        "stripe.live-key": "sk_live_" + g.chars(ALNUM, 40),
+        "slack.token": f"xoxb-{g.chars('0123456789', 12)}-{g.chars(ALNUM, 24)}",
+    }
+
+
+def _redact(text: str, scanner: Scanner) -> str:
+    out = text
+    for f in reversed(scanner.scan(text)):
+        out = out[: f.start] + "█" + out[f.end :]
+    return out
+
+
+def _leaks(token: str, redacted: str) -> bool:
+    """Any 12 characters of the token still visible, once invisible characters are gone."""
+    plain = "".join(c for c in redacted if c not in INVISIBLE)
+    return any(token[i : i + 12] in plain for i in range(len(token) - 11))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_invisible_characters_anywhere_in_a_token(scanner: Scanner, seed: int) -> None:
+    g = Gen(seed)
+    for rule, token in _tokens(g).items():
+        cuts = sorted(g.rng.sample(range(1, len(token)), g.rng.randint(1, 4)))
+        hidden = "".join(
+            token[a:b] + g.rng.choice(INVISIBLE)
+            for a, b in zip([0, *cuts], [*cuts, len(token)], strict=True)
+        )[:-1]
+        for text in (f"export TOKEN={hidden}\n", json.dumps({"out": f"key: {hidden}"})):
+            found = scanner.scan(text)
+            assert any(f.rule_id == rule and f.tier is Tier.HIGH for f in found), (rule, text)
+            assert not _leaks(token, _redact(text, scanner)), rule
+
+
+@pytest.mark.parametrize("width", [16, 20, 33, 40])
+def test_tokens_folded_over_lines_raw_escaped_and_numbered(scanner: Scanner, width: int) -> None:
+    g = Gen(width)
+    for rule, token in _tokens(g).items():
+        lines = [token[i : i + width] for i in range(0, len(token), width)]
+        raw = f"$ fold -w {width} t.txt\n" + "\n".join(lines) + "\n$ "
+        numbered = "\n".join(f"{n:>6}→{line}" for n, line in enumerate(lines, 1))
+        for text in (raw, json.dumps({"output": raw})[1:-1], numbered):
+            found = scanner.scan(text)
+            assert any(f.rule_id == rule for f in found), (rule, width, text)
+            assert not _leaks(token, _redact(text, scanner)), (rule, width)
+
+
+def test_a_fold_does_not_swallow_the_next_line(scanner: Scanner) -> None:
+    """A whole token followed by an unrelated line is found as exactly itself."""
+    g = Gen(3)
+    token = g.crc_token("ghp_")
+    text = f"GITHUB_TOKEN:\n{token}\nREADME_SECTION_TITLE\n"
+    (f,) = scanner.scan(text)
+    assert text[f.start : f.end] == token
+
+
+def test_base64_layers_are_decoded_up_to_two(scanner: Scanner) -> None:
+    g = Gen(9)
+    inner = f"STRIPE_SECRET_KEY=sk_live_{g.chars(ALNUM, 40)}\n".encode()
+    once = base64.b64encode(inner).decode()
+    twice = base64.b64encode(once.encode()).decode()
+    thrice = base64.b64encode(twice.encode()).decode()
+    url = base64.urlsafe_b64encode(b'{"k": "' + inner + b'"}').decode()
+    for blob in (once, twice, url):
+        text = f"data:\n  creds: {blob}\n"
+        (f,) = scanner.scan(text)
+        assert (text[f.start : f.end], f.rule_id, f.tier) == (blob, "stripe.live-key", Tier.HIGH)
+    # The bound is documented (hidden.LAYERS): three layers are not unpacked.
+    assert scanner.scan(f"creds: {thrice}") == []
+
+
+def test_base64_that_is_not_text_costs_little_and_finds_nothing(scanner: Scanner) -> None:
+    g = Gen(4)
+    image = base64.b64encode(g.rng.randbytes(200_000)).decode()
+    text = f'<img src="data:image/png;base64,{image}">' * 5
+    t0 = time.process_time()
+    assert Scanner(scanner.detectors).scan(text) == []
+    assert time.process_time() - t0 < 1.0
+
+
+def test_a_string_past_its_budget_is_held_not_passed() -> None:
+    """Whatever makes screening slow (here a budget no scan can meet, standing for a
+    pathological input), the string comes back as one high-tier finding over all of it."""
+    slow = Scanner(budget=0.0)
+    text = "password=" + "x" * 50 + " " + "sk-" * 20_000
+    (f,) = slow.scan(text)
+    assert (f.start, f.end, f.rule_id, f.tier) == (0, len(text), UNSCREENED_ID, Tier.HIGH)
+
+
+def test_pathological_keyword_floods_finish_within_the_default_budget(scanner: Scanner) -> None:
+    """Inputs made of keyword hits (every detector's prefix, repeated) do not make the
+    scan run away: each finishes well inside the budget, so the budget is a backstop."""
+    words = [w for d in scanner.detectors for w in d.keywords]
+    rng = random.Random(1)
+    for flood in (
+        " ".join(rng.choice(words) for _ in range(40_000)),
+        "".join(words) * 50,
+        "a" * 200_000 + "=" * 3,
+        ("A3-" + "B" * 7) * 20_000,
+    ):
+        t0 = time.perf_counter()
+        found = Scanner(scanner.detectors).scan(flood)
+        assert time.perf_counter() - t0 < scanner.budget
+        assert all(f.rule_id != UNSCREENED_ID for f in found)
+
+
+def test_firebase_web_config_is_low_and_a_key_beside_it_is_still_redacted(scanner: Scanner) -> None:
+    """Firebase web API keys are public: no question. But an agent that writes
+    `authDomain` next to a server key must not get it through, so it stays low (redacted)."""
+    g = Gen(11)
+    key = "AIza" + g.chars(ALNUM, 35)
+    web = f'const firebaseConfig = {{ apiKey: "{key}", authDomain: "a.firebaseapp.com" }};'
+    server = f'GOOGLE_MAPS_SERVER_KEY="{key}"'
+    assert [(f.rule_id, f.tier) for f in scanner.scan(web)] == [("google.api-key", Tier.LOW)]
+    assert [(f.rule_id, f.tier) for f in scanner.scan(server)] == [("google.api-key", Tier.HIGH)]
+    assert "█" in _redact(web, scanner) and key not in _redact(web, scanner)
+
+
+def test_base64_cannot_be_hidden_behind_junk_runs_binary_or_padding(scanner: Scanner) -> None:
+    """No count or size cap to walk past: forty junk base64 runs first, a secret behind
+    binary bytes, or a secret at the end of a megabyte of encoded text are all found."""
+    g = Gen(21)
+    secret = f"STRIPE_SECRET_KEY=sk_live_{g.chars(ALNUM, 40)}\n".encode()
+    junk = " ".join(base64.b64encode(g.rng.randbytes(60)).decode() for _ in range(40))
+    behind_binary = base64.b64encode(g.rng.randbytes(48) + b"\0" + secret).decode()
+    padded = base64.b64encode(b"# padding line\n" * 70_000 + secret).decode()
+    for text in (
+        f"{junk} {base64.b64encode(secret).decode()}",
+        f"blob: {behind_binary}",
+        f"blob: {padded}",
+    ):
+        found = Scanner(scanner.detectors).scan(text)
+        assert [f.rule_id for f in found] == ["stripe.live-key"], len(text)
