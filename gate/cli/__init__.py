@@ -12,6 +12,7 @@ from gate.cli import (
     ask,
     audit,
     decisions,
+    history,
     integrity,
     paths,
     report,
@@ -47,7 +48,8 @@ def cli() -> None:
 
 for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
                 *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
-                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS):
+                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS,
+                *history.COMMANDS):
     cli.add_command(command)
 
 

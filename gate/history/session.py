@@ -1,0 +1,62 @@
+"""One history scan from start to end: the stores found, their findings, and what the
+audit says about each value."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.history import engine, sent, summary
+from gate.history.engine import Filters, Found, Progress, Screens
+from gate.history.model import Agent, Form
+from gate.history.readers import Env
+from gate.history.registry import READERS
+from gate.rules.layers import PolicyStore
+from gate.screen.content import SecretScreen
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    found: tuple[Found, ...]  # values in memory only, for redaction
+    groups: list[summary.Group]
+    stores: int
+    forms: dict[Path, Form]
+    errors: list[str]
+
+
+def run(
+    env: Env,
+    data_dir: Path,
+    agents: Iterable[Agent] = (),
+    filters: Filters | None = None,
+    progress: Progress | None = None,
+    audit: Path | None = None,
+) -> Result:
+    filters = filters or Filters()
+    wanted = set(agents) or set(READERS)
+    stores = engine.discover((r for a, r in READERS.items() if a in wanted), env)
+    if filters.since is not None:  # a store untouched since then holds nothing newer
+        stores = [(r, s) for r, s in stores if _mtime(s.path) >= filters.since]
+    screens = Screens(SecretScreen.load(data_dir), PolicyStore(warn=False))
+    screens.add_projects([str(p) for p in env.projects])
+    errors: list[str] = []
+    found = tuple(engine.scan(stores, screens, filters, progress, errors))
+    values = {f.finding.digest: sent.Value(f.value, f.finding.source) for f in found}
+    gates = sent.check(audit or data_dir / "audit.db", values)
+    return Result(
+        found,
+        summary.group((f.finding for f in found), gates),
+        len(stores),
+        {s.path: s.form for _, s in stores},
+        errors,
+    )
+
+
+def _mtime(path: Path) -> float:
+    try:
+        newest = path.stat().st_mtime
+        wal = Path(f"{path}-wal")
+        return max(newest, wal.stat().st_mtime) if wal.exists() else newest
+    except OSError:
+        return 0.0
