@@ -34,6 +34,8 @@ class Backup:
 
     def __init__(self, data_dir: Path) -> None:
         self.id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        dirs.private_dir(data_dir)
+        dirs.private_dir(root(data_dir))
         self.dir = dirs.private_dir(root(data_dir) / self.id)
         self.saved: list[Saved] = []
 

@@ -7,7 +7,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gate.history import sources, sqlite_ro
@@ -144,10 +144,21 @@ def scan_store(
     reader: Reader, store: Store, screens: Screens, filters: Filters = Filters()
 ) -> Iterator[Found]:
     notes = Notes()
+    kept: list[Found] = []
     for item, text in sources.pieces(reader, store, notes, screens.worth):
-        for found in _screen(reader, item, text, notes, screens):
-            if filters.keep(found.finding):
-                yield found
+        kept += (f for f in _screen(reader, item, text, notes, screens) if filters.keep(f.finding))
+    for found in kept:
+        # A title can come after the lines it names (Claude Code appends ai-title lines).
+        w = found.finding.where
+        if (
+            w.title is None
+            and notes.title is not None
+            and w.session == notes.session
+            or (w.title is None and notes.title is not None and notes.session is None)
+        ):
+            w = replace(w, title=notes.title)
+            found = Found(replace(found.finding, where=w), found.value)
+        yield found
 
 
 def _screen(

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from gate.history import sqlite_ro
+from gate.history.item import strings
 from gate.history.model import Form
 
 Pairs = list[tuple[bytes, bytes]]
@@ -54,6 +55,8 @@ def rewrite(path: Path, form: Form, values: Mapping[str, str]) -> int:
         changed = 0
         for i, raw in enumerate(lines):
             new = substitute(raw, pairs)
+            if new == raw and b"\\u" in raw:
+                new = _escaped(raw, values)
             if new != raw:
                 lines[i] = _valid_line(raw, new, values)
                 changed += 1
@@ -70,6 +73,17 @@ def rewrite(path: Path, form: Form, values: Mapping[str, str]) -> int:
         _replace(path, new)
         return 1
     return 0
+
+
+def _escaped(raw: bytes, values: Mapping[str, str]) -> bytes:
+    """A line whose strings hold a value only once their \\u escapes are decoded."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw
+    if not any(v in s for _, s in strings(doc) for v in values):
+        return raw
+    return _redump(raw, values) + raw[len(raw.rstrip(b"\r\n")) :]
 
 
 def _valid_line(raw: bytes, new: bytes, values: Mapping[str, str]) -> bytes:

@@ -39,7 +39,9 @@ def _jsonl(reader: Reader, store: Store, notes: Notes, worth: Worth) -> Iterator
         for n, raw in enumerate(f, 1):
             line = raw.decode("utf-8", "replace")
             noted = any(m in line for m in reader.markers)
-            if not noted and not worth(line):
+            # \u escapes can hide a keyword from the raw-line test: such lines are decoded.
+            worthy = worth(line) or "\\u" in line
+            if not noted and not worthy:
                 continue
             try:
                 doc = orjson.loads(raw)
@@ -49,7 +51,7 @@ def _jsonl(reader: Reader, store: Store, notes: Notes, worth: Worth) -> Iterator
                 continue
             if noted:
                 reader.note(doc, notes)
-            if worth(line):
+            if worthy:
                 for path, s in strings(doc):
                     yield Item(store=store, line=n, path=path, doc=doc, calls=notes.calls), s
 

@@ -60,29 +60,35 @@ def _header(path: Path) -> bytes:
 
 @contextmanager
 def open_ro(path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection that never writes, never blocks the agent, and creates no file (a
+    read-only connection to a WAL database would create its -wal and -shm)."""
     uri = path.resolve().as_uri()
-    if is_wal(path):
-        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=2.0)
-        try:
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    if is_wal(path) and wal.exists() and shm.exists():
+        with _connect(f"{uri}?mode=ro") as db:
             yield db
-        finally:
-            db.close()
-        return
-    if not holders([path]):
-        db = sqlite3.connect(f"{uri}?immutable=1", uri=True)
-        try:
+    elif not wal.exists() and not holders([path]):
+        with _connect(f"{uri}?immutable=1") as db:  # nothing else has it: no locks
             yield db
-        finally:
-            db.close()
-        return
-    with tempfile.TemporaryDirectory(prefix="gate-history-") as tmp:
-        copy = Path(tmp) / "snapshot.db"
-        shutil.copyfile(path, copy)
-        db = sqlite3.connect(f"{copy.as_uri()}?immutable=1", uri=True)
-        try:
-            yield db
-        finally:
-            db.close()
+    else:
+        # Held with a rollback journal (a reader lock could fail its next write), or a WAL
+        # without its index: read a snapshot copy instead.
+        with tempfile.TemporaryDirectory(prefix="gate-history-") as tmp:
+            copy = Path(tmp) / "snapshot.db"
+            shutil.copyfile(path, copy)
+            if wal.exists():
+                shutil.copyfile(wal, Path(f"{copy}-wal"))
+            with _connect(str(copy)) as db:
+                yield db
+
+
+@contextmanager
+def _connect(target: str) -> Iterator[sqlite3.Connection]:
+    db = sqlite3.connect(target, uri=target.startswith("file:"), timeout=2.0)
+    try:
+        yield db
+    finally:
+        db.close()
 
 
 def tables(db: sqlite3.Connection, with_fts: bool) -> list[Table]:
