@@ -151,9 +151,9 @@ def scan_store(
         # A title can come after the lines it names (Claude Code appends ai-title lines).
         w = found.finding.where
         if (
-            w.title is None
+            (w.title is None
             and notes.title is not None
-            and w.session == notes.session
+            and w.session == notes.session)
             or (w.title is None and notes.title is not None and notes.session is None)
         ):
             w = replace(w, title=notes.title)

@@ -12,12 +12,11 @@ from typing import Any
 
 import orjson
 import pytest
-
-from gate.history.item import strings
-from gate.screen.detectors import Finding, Tier
-from gate.screen.secrets import load_or_create_key, placeholder
 from history.builders import Planted, every_agent
 from history.kit import holding, integrity, invoke, scan_json, tree
+
+from gate.screen.detectors import Finding, Tier
+from gate.screen.secrets import load_or_create_key, placeholder
 
 
 @pytest.fixture
@@ -99,7 +98,7 @@ def test_placeholders_are_the_wires(planted, gate_dirs: dict[str, Path]) -> None
     text = files["claude-code"][0].read_text()
     assert tag in text
     assert (
-        f"[gate: withheld a value from .env (rule Read(./.env)" in text
+        "[gate: withheld a value from .env (rule Read(./.env)" in text
         or "[gate: withheld a value from .env" in text
     )
 

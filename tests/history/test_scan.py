@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from history.builders import BUILDERS, every_agent, plant
 from history.kit import invoke, scan_json
 
