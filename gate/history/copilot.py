@@ -37,6 +37,15 @@ def stores(env: Env) -> Iterator[Store]:
             project=meta.get("cwd"),
             title=meta.get("name"),
         )
+        # Its `name` is the first prompt, pasted tokens and all.
+        yield Store(
+            agent=Agent.COPILOT,
+            path=path.parent / "workspace.yaml",
+            form=Form.YAML,
+            session=meta.get("id") or path.parent.name,
+            project=meta.get("cwd"),
+            place=Place.USER_TEXT,
+        )
     for path in files(state, "*.jsonl"):
         yield Store(agent=Agent.COPILOT, path=path, form=Form.JSONL, session=path.stem)
     for path in sqlite_files(root, "*.db"):
@@ -67,6 +76,8 @@ def note(doc: Any, notes: Notes) -> None:
 
 def describe(item: Item, notes: Notes) -> Where:
     doc = item.doc if isinstance(item.doc, dict) else {}
+    if item.store.place is not None:
+        return where(item, notes, item.store.place)
     if item.table is not None:
         place = {
             "turns": Place.USER_TEXT,

@@ -25,6 +25,7 @@ class Form(StrEnum):
     JSON = "json"  # one JSON document
     SQLITE = "sqlite"  # a database (its WAL too)
     TEXT = "text"  # plain text: markdown logs, prompt logs, file backups
+    YAML = "yaml"  # a small YAML file of plain scalars (Copilot's workspace.yaml)
 
 
 class Place(StrEnum):

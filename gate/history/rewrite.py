@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -63,6 +64,11 @@ def rewrite(path: Path, form: Form, values: Mapping[str, str]) -> int:
         if changed:
             _replace(path, b"".join(lines))
         return changed
+    if form is Form.YAML:
+        new = _yaml(data, values)
+        if new != data:
+            _replace(path, new)
+        return int(new != data)
     new = substitute(data, pairs)
     if form is Form.JSON and new != data:
         try:
@@ -84,6 +90,26 @@ def _escaped(raw: bytes, values: Mapping[str, str]) -> bytes:
     if not any(v in s for _, s in strings(doc) for v in values):
         return raw
     return _redump(raw, values) + raw[len(raw.rstrip(b"\r\n")) :]
+
+
+_YAML_LINE = re.compile(rb"^(\s*[\w.-]+:[ \t]+)(.*?)(\r?\n?)$", re.S)
+
+
+def _yaml(data: bytes, values: Mapping[str, str]) -> bytes:
+    """A placeholder holds ': ' and ' #', which end a plain YAML scalar: an edited value
+    is written double-quoted (JSON's string syntax is YAML's), other lines as they were."""
+    pairs = forms(values)
+    out = []
+    for line in data.splitlines(keepends=True):
+        new = substitute(line, pairs)
+        if new != line:
+            m = _YAML_LINE.match(line)
+            if m is None or m.group(2)[:1] in (b'"', b"'", b"|", b">"):
+                raise ValueError("a YAML line gate cannot rewrite safely (not key: plain value)")
+            value = _edit(m.group(2).decode("utf-8", "surrogateescape"), values)
+            new = m.group(1) + json.dumps(value, ensure_ascii=False).encode() + m.group(3)
+        out.append(new)
+    return b"".join(out)
 
 
 def _valid_line(raw: bytes, new: bytes, values: Mapping[str, str]) -> bytes:

@@ -28,7 +28,7 @@ def pieces(reader: Reader, store: Store, notes: Notes, worth: Worth) -> Iterator
         yield from _jsonl(reader, store, notes, worth)
     elif store.form is Form.JSON:
         yield from _json(reader, store, notes)
-    elif store.form is Form.TEXT:
+    elif store.form in (Form.TEXT, Form.YAML):
         yield from _text(store, worth)
     else:
         yield from _sqlite(reader, store, notes, worth)

@@ -37,7 +37,7 @@ def holding(top: Path, *values: str) -> list[str]:
     """Files under `top` holding any value as raw bytes (a database's pages and WAL too)."""
     out = []
     for p in sorted(top.rglob("*")):
-        if p.is_file() and p.name != ".env":
+        if p.is_file() and p.name not in (".env", ".env.local"):  # the project's own
             data = p.read_bytes()
             if any(v.encode() in data for v in values):
                 out.append(str(p.relative_to(top)))

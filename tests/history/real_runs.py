@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -37,13 +38,13 @@ class Run:
     project: Path
     secret: str
     stdout: str
-    env: dict[str, str]
+    bodies: tuple[bytes, ...]  # what the agent sent the fake model
 
 
 def github_token() -> str:
     """A fake GitHub token with a valid checksum, made now (never committed)."""
     body = "".join(_B62[b % 62] for b in os.urandom(30))
-    return f"ghp_{body}{base62(zlib.crc32(body.encode())).rjust(6, '0')}"
+    return f"ghp_{body}{base62(zlib.crc32(body.encode()))}"
 
 
 def case_for(agent: str) -> Case:
@@ -56,18 +57,17 @@ def run(
     agent: str,
     tmp: Path,
     prompt: str = PROMPT,
-    extra: list[str] | None = None,
-    home: Path | None = None,
-    project: Path | None = None,
+    edit: Callable[[list[str]], list[str]] | None = None,
     secret: str | None = None,
 ) -> Run | None:
-    """Run `agent` once; None when its binary is not installed."""
+    """Run `agent` once in tmp/home and tmp/project (kept between runs, so a second run can
+    resume the first's session); None when its binary is not installed. `edit` changes
+    the agent's arguments (a resume), `secret` reuses the first run's value."""
     c = case_for(agent)
     binary = c.binary()
     if binary is None:
         return None
-    home = home or tmp / "home"
-    project = project or tmp / "project"
+    home, project = tmp / "home", tmp / "project"
     home.mkdir(parents=True, exist_ok=True)
     project.mkdir(parents=True, exist_ok=True)
     if secret is None:
@@ -80,7 +80,8 @@ def run(
         env = environment(c, home, project, hole.url)
         spec = registry.get(c.agent)
         env.update(spec.env(models.url))
-        argv = registry.command(spec, [binary, *(extra or []), *c.argv(prompt)], models.url)
+        args = c.argv(prompt.replace("{secret}", secret))
+        argv = registry.command(spec, [binary, *(edit(args) if edit else args)], models.url)
         proc = subprocess.run(
             argv,
             cwd=project,
@@ -96,7 +97,7 @@ def run(
     finally:
         hole.stop()
         models.stop()
-    return Run(agent, home, project, secret, proc.stdout, env)
+    return Run(agent, home, project, secret, proc.stdout, tuple(s.body for s in models.seen))
 
 
 if __name__ == "__main__":  # look at what one agent writes: real_runs.py AGENT DIR

@@ -178,3 +178,23 @@ def test_a_store_in_use_is_skipped_and_named(planted) -> None:
             proc.stdout.close()
     # Everything else was redacted.
     assert p.token not in files["codex"][0].read_text()
+
+
+@pytest.mark.parametrize("name", ["deploy with {t}", "{t}", "use {t}, then {t} again"])
+def test_copilot_workspace_yaml_stays_yaml(planted, name: str) -> None:
+    """Copilot names a session after its first prompt: a pasted token sits in a plain YAML
+    scalar, where the placeholder's ': ' and ' #' would end it; it is written quoted."""
+    import yaml
+
+    p, _ = planted
+    ws = next(p.home.glob(".copilot/session-state/*/workspace.yaml"))
+    ws.write_text(f"id: x\ncwd: {p.project}\nname: {name.format(t=p.token)}\nfork_count: 0\n")
+    before = yaml.safe_load(ws.read_text())
+    code, out, _ = _redact(p, "--yes", "--agent", "copilot")
+    assert code == 0, out
+    after = yaml.safe_load(ws.read_text())
+    assert p.token not in ws.read_text()
+    assert {k: v for k, v in after.items() if k != "name"} == {
+        k: v for k, v in before.items() if k != "name"
+    }
+    assert after["name"].startswith(name.split("{t}")[0]) and "[gate: redacted" in after["name"]
