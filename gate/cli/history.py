@@ -49,6 +49,12 @@ def _options(f: Any) -> Any:
                 type=click.Path(file_okay=False, path_type=Path),
                 help="Read the stores under this home directory instead of yours.",
             ),
+            click.option(
+                "--jobs",
+                type=click.IntRange(1, 64),
+                default=None,
+                help="Processes that scan at once (default: one per core).",
+            ),
         )
     ):
         f = opt(f)
@@ -67,7 +73,11 @@ def history_group() -> None:
 
 
 def _scan(
-    agents: tuple[str, ...], since: float | None, project: Path | None, home: Path | None
+    agents: tuple[str, ...],
+    since: float | None,
+    project: Path | None,
+    home: Path | None,
+    jobs: int | None,
 ) -> Result:
     home = (home or Path.home()).expanduser()
     projects = tuple(p for p in (project, Path.cwd()) if p is not None)
@@ -77,7 +87,9 @@ def _scan(
         if total >= 50 and (sys.stderr.isatty() or n % 200 == 0 or n == total):
             click.echo(f"\rscanning {n}/{total} stores ({store.agent})", err=True, nl=n == total)
 
-    return run(env, dirs.data_dir(), [Agent(a) for a in agents], Filters(since, project), progress)
+    agent_list = [Agent(a) for a in agents]
+    jobs = jobs or os.cpu_count() or 1
+    return run(env, dirs.data_dir(), agent_list, Filters(since, project), progress, jobs=jobs)
 
 
 @history_group.command("scan")
@@ -94,6 +106,7 @@ def scan_cmd(
     since: float | None,
     project: Path | None,
     home: Path | None,
+    jobs: int | None,
     html_file: Path | None,
     as_json: bool,
 ) -> None:
@@ -103,7 +116,7 @@ def scan_cmd(
     gate (from the audit), and every copy's agent, session, project, time, store and
     place in the conversation. Exit 1 when anything is found.
     """
-    result = _scan(agents, since, project, home)
+    result = _scan(agents, since, project, home, jobs)
     if html_file is not None:
         from gate.history import page
 
@@ -134,6 +147,7 @@ def redact_cmd(
     since: float | None,
     project: Path | None,
     home: Path | None,
+    jobs: int | None,
     dry_run: bool,
     yes: bool,
     no_backup: bool,
@@ -145,7 +159,7 @@ def redact_cmd(
     indexes rebuilt, its free pages and WAL cleared). Originals go to gate's data dir
     first (owner-only) unless --no-backup. A store an agent has open is skipped.
     """
-    result = _scan(agents, since, project, home)
+    result = _scan(agents, since, project, home, jobs)
     plans = redact.plans(result.found, result.forms)
     lines = [f"{p.path}: {p.findings} copies of {len(p.values)} values ({p.agent})" for p in plans]
     if dry_run or not plans:

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import ahocorasick_rs
+
 from gate.history import sources, sqlite_ro
 from gate.history.item import Item
 from gate.history.model import Finding, Form, Store
@@ -46,6 +48,7 @@ class Screens:
     policies: PolicyStore
     denied: DeniedIndex | None = None
     roots: set[str] = field(default_factory=set)
+    _keywords: ahocorasick_rs.BytesAhoCorasick | None = None
 
     def add_projects(self, roots: Iterable[str]) -> None:
         # "/" (OpenCode's worktree outside git) would walk the whole disk; it is no project.
@@ -68,8 +71,14 @@ class Screens:
         self.denied = DeniedIndex(units)
 
     def worth(self, text: str) -> bool:
-        """Could any screen match here? (One Aho-Corasick pass each; most lines: no.)"""
-        if self.secret.scanner.windows(text):
+        """Could the screens find anything here? One pass over the detectors' keywords
+        (the scanner's own prefilter, case-folded the same way) and one over the denied
+        values; only then is a JSONL line parsed and its strings screened one by one."""
+        if self._keywords is None:
+            words = {w for d in self.secret.scanner.detectors for w in d.keywords}
+            self._keywords = ahocorasick_rs.BytesAhoCorasick([w.encode() for w in words])
+        data = text.encode("utf-8", "surrogatepass").lower()
+        if self._keywords.find_matches_as_indexes(data, overlapping=False):
             return True
         return bool(self.denied is not None and len(self.denied) and self.denied.find(text))
 

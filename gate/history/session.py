@@ -7,13 +7,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.history import engine, sent, summary
+from gate.history import engine, sent, summary, workers
 from gate.history.engine import Filters, Found, Progress, Screens
 from gate.history.model import Agent, Form
 from gate.history.readers import Env
 from gate.history.registry import READERS
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
+
+PARALLEL_BYTES = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,8 @@ def run(
     filters: Filters | None = None,
     progress: Progress | None = None,
     audit: Path | None = None,
+    jobs: int = 1,
+    parallel_bytes: int = PARALLEL_BYTES,
 ) -> Result:
     filters = filters or Filters()
     wanted = set(agents) or set(READERS)
@@ -41,7 +45,12 @@ def run(
     screens = Screens(SecretScreen.load(data_dir), PolicyStore(warn=False))
     screens.add_projects([str(p) for p in env.projects])
     errors: list[str] = []
-    found = tuple(engine.scan(stores, screens, filters, progress, errors))
+    # Worker processes start in about a second: worth it only for a large history.
+    if jobs > 1 and len(stores) > 1 and sum(_size(s.path) for _, s in stores) > parallel_bytes:
+        roots = sorted(screens.roots | engine.project_hints(stores))
+        found = tuple(workers.scan(stores, data_dir, roots, filters, jobs, progress, errors))
+    else:
+        found = tuple(engine.scan(stores, screens, filters, progress, errors))
     values = {f.finding.digest: sent.Value(f.value, f.finding.source) for f in found}
     gates = sent.check(audit or data_dir / "audit.db", values)
     return Result(
@@ -51,6 +60,13 @@ def run(
         {s.path: s.form for _, s in stores},
         errors,
     )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _mtime(path: Path) -> float:

@@ -5,6 +5,7 @@ blocks, SQLite through a read-only connection."""
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from gate.history.readers import Notes, Reader
 BLOCK = 1 << 20  # text files are screened a megabyte of whole lines at a time
 # (item, string): one string to screen, and where it sits.
 Piece = tuple[Item, str]
+_HIDING = re.compile(r"\\u00[2-7][0-9a-fA-F]|\\/")
 _FIRST = {"session": 0, "sessions": 0, "threads": 0, "message": 1, "messages": 1}
 Worth = Callable[[str], bool]  # could a screen match anything in this text?
 
@@ -39,8 +41,9 @@ def _jsonl(reader: Reader, store: Store, notes: Notes, worth: Worth) -> Iterator
         for n, raw in enumerate(f, 1):
             line = raw.decode("utf-8", "replace")
             noted = any(m in line for m in reader.markers)
-            # \u escapes can hide a keyword from the raw-line test: such lines are decoded.
-            worthy = worth(line) or "\\u" in line
+            # An ASCII character written as a \u escape, or an escaped slash, can hide a
+            # value from the raw-line screen: such lines are decoded, strings screened.
+            worthy = bool(_HIDING.search(line)) or worth(line)
             if not noted and not worthy:
                 continue
             try:

@@ -164,3 +164,19 @@ def test_a_token_split_across_json_escapes_is_found(
     path.write_text('{"type":"user","message":{"role":"user","content":"' + escaped + '"}}\n')
     _, doc = scan_json(p.home)
     assert doc["copies"] == 1, json.dumps(doc)
+
+
+def test_worker_processes_find_the_same(planted, gate_dirs: dict[str, Path]) -> None:
+    """A large history is scanned by one process per core: the same findings."""
+    from gate.history.readers import Env
+    from gate.history.session import run
+
+    p, _ = planted
+    env = Env(p.home, {}, (p.project,))
+    one = run(env, gate_dirs["data"], jobs=1)
+    two = run(env, gate_dirs["data"], jobs=2, parallel_bytes=0)
+
+    def key(r) -> list[tuple[str, str, str]]:
+        return sorted((str(f.finding.store), f.finding.where.at, f.finding.digest) for f in r.found)
+
+    assert key(one) == key(two) and len(one.found) > 20
