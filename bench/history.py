@@ -39,6 +39,7 @@ from gate.screen.secrets import Scanner  # noqa: E402
 
 B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 FILE_BYTES = 4 << 20  # one session file
+SUBS = 40  # project directories
 
 
 def token(rng: random.Random) -> str:
@@ -90,7 +91,9 @@ class Writer:
 def generate(root: Path, size: int, planted: int) -> Writer:
     w = Writer(root, clean_pool(), planted, size)
     home, project = root / "home", root / "project"
-    project.mkdir(parents=True)
+    for i in range(SUBS):
+        (project / f"sub{i}").mkdir(parents=True)
+    aider = 0
     n = 0
     share = {"claude": 0.45, "codex": 0.25, "gemini": 0.1, "opencode": 0.1, "aider": 0.1}
     for agent, part in share.items():
@@ -103,7 +106,7 @@ def generate(root: Path, size: int, planted: int) -> Writer:
                     lambda t, n=n: {
                         "type": "user",
                         "sessionId": f"s{n}",
-                        "cwd": str(project),
+                        "cwd": str(project / f"sub{n % SUBS}"),
                         "timestamp": "2026-11-20T10:00:00Z",
                         "message": {
                             "role": "user",
@@ -129,8 +132,11 @@ def generate(root: Path, size: int, planted: int) -> Writer:
             elif agent == "opencode":
                 _opencode(w, home / ".local" / "share" / "opencode" / "opencode.db", stop)
             else:
-                path = project / f"sub{n}" / ".aider.chat.history.md"
-                path.parent.mkdir(parents=True)
+                # Aider keeps its log in each project: here in the dirs the Claude Code
+                # sessions ran in (gate looks for Aider's logs in the projects it knows).
+                aider += 1
+                name = ".aider.chat.history.md" if aider <= SUBS else ".aider.llm.history"
+                path = project / f"sub{aider % SUBS}" / name
                 with open(path, "w") as f:
                     size_here = 0
                     while size_here < FILE_BYTES and w.written < min(stop, size):

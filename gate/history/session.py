@@ -4,7 +4,7 @@ audit says about each value."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gate.history import engine, sent, summary, workers
@@ -39,7 +39,16 @@ def run(
 ) -> Result:
     filters = filters or Filters()
     wanted = set(agents) or set(READERS)
-    stores = engine.discover((r for a, r in READERS.items() if a in wanted), env)
+    readers = [r for a, r in READERS.items() if a in wanted]
+    stores = engine.discover(readers, env)
+    # Aider keeps its history inside each project: look in every project the other
+    # agents' sessions name too.
+    known = {str(p) for p in env.projects}
+    more = sorted(h for h in engine.project_hints(stores) if h not in known and Path(h).is_dir())
+    if more:
+        seen = {s.path for _, s in stores}
+        wider = replace(env, projects=(*env.projects, *map(Path, more)))
+        stores += [(r, s) for r, s in engine.discover(readers, wider) if s.path not in seen]
     if filters.since is not None:  # a store untouched since then holds nothing newer
         stores = [(r, s) for r, s in stores if _mtime(s.path) >= filters.since]
     screens = Screens(SecretScreen.load(data_dir), PolicyStore(warn=False))

@@ -180,3 +180,18 @@ def test_worker_processes_find_the_same(planted, gate_dirs: dict[str, Path]) -> 
         return sorted((str(f.finding.store), f.finding.where.at, f.finding.digest) for f in r.found)
 
     assert key(one) == key(two) and len(one.found) > 20
+
+
+def test_aider_logs_in_projects_other_agents_name(
+    tmp_path: Path, gate_dirs: dict[str, Path]
+) -> None:
+    """Aider keeps its log in each project: one that only a Claude Code session names
+    (not the current directory) is found too."""
+    from history.builders import aider, claude_code
+
+    p = plant(tmp_path / "user")
+    claude_code(p)
+    aider(p)
+    _, doc = scan_json(p.home)  # run from the test's cwd, not the project
+    stores = {Path(f["store"]).name for g in doc["groups"] for f in g["findings"]}
+    assert {".aider.chat.history.md", ".aider.input.history"} <= stores
