@@ -132,29 +132,15 @@ def _rows(
             if text is None or not worth(text):
                 continue
             parsed: Any = row[col]
-            if isinstance(parsed, dict | list):
-                for path, s in strings(parsed):
-                    yield (
-                        Item(
-                            store=store,
-                            table=table.name,
-                            rowid=rowid,
-                            column=col,
-                            path=path,
-                            doc=row,
-                            calls=notes.calls,
-                        ),
-                        s,
-                    )
-            else:
-                yield (
-                    Item(
-                        store=store,
-                        table=table.name,
-                        rowid=rowid,
-                        column=col,
-                        doc=row,
-                        calls=notes.calls,
-                    ),
-                    text,
+            found = strings(parsed) if isinstance(parsed, dict | list) else [((), text)]
+            for path, piece in found:
+                item = Item(
+                    store=store,
+                    table=table.name,
+                    rowid=rowid,
+                    column=col,
+                    path=path,
+                    doc=row,
+                    calls=notes.calls,
                 )
+                yield item, piece
