@@ -22,6 +22,7 @@ class Seen(StrEnum):
     SENT = "sent"
     WITHHELD = "withheld"
     NOT_SEEN = "not-seen"
+    UNKNOWN = "unknown"  # the audit could not be read
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,8 @@ class Gate:
             return f"sent via gate on {day}"
         if self.seen is Seen.WITHHELD:
             return f"withheld by gate on {day}"
+        if self.seen is Seen.UNKNOWN:
+            return "unknown (gate's audit could not be read)"
         return "not seen by gate"
 
 
@@ -52,14 +55,18 @@ def check(audit: Path, values: dict[str, Value]) -> dict[str, Gate]:
     """Per digest: sent (the value is in a body gate forwarded), else withheld (gate
     replaced it), else not seen. No audit: nothing was seen."""
     out = {d: Gate(Seen.NOT_SEEN) for d in values}
-    db = report.connect(audit) if values else None
-    if db is None:
-        return out
     try:
-        withheld = _withheld(db, values)
-        sent = _sent(db, values)
-    finally:
-        db.close()
+        db = report.connect(audit) if values else None
+        if db is None:
+            return out
+        try:
+            withheld = _withheld(db, values)
+            sent = _sent(db, values)
+        finally:
+            db.close()
+    except (sqlite3.Error, report.BadRow):
+        # Never "not seen" when gate cannot tell: an unreadable audit says nothing.
+        return {d: Gate(Seen.UNKNOWN) for d in values}
     for d in values:
         if d in sent:
             out[d] = Gate(Seen.SENT, sent[d])

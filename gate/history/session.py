@@ -61,7 +61,10 @@ def run(
     else:
         found = tuple(engine.scan(stores, screens, filters, progress, errors))
     values = {f.finding.digest: sent.Value(f.value, f.finding.source) for f in found}
-    gates = sent.check(audit or data_dir / "audit.db", values)
+    audit = audit or data_dir / "audit.db"
+    gates = sent.check(audit, values)
+    if any(g.seen is sent.Seen.UNKNOWN for g in gates.values()):
+        errors.append(f"{audit}: cannot read gate's audit; 'through gate' is unknown")
     return Result(
         found,
         summary.group((f.finding for f in found), gates),

@@ -10,7 +10,7 @@ from typing import Any
 from gate.history.model import Finding
 from gate.history.sent import Gate, Seen
 
-_SEEN_RANK = {Seen.SENT: 0, Seen.NOT_SEEN: 1, Seen.WITHHELD: 2}
+_SEEN_RANK = {Seen.SENT: 0, Seen.UNKNOWN: 1, Seen.NOT_SEEN: 1, Seen.WITHHELD: 2}
 _TIER_RANK = {"high": 0, "denied": 1, "low": 2}
 
 

@@ -61,3 +61,16 @@ def test_sent_withheld_and_not_seen(
     # Rotate first what left: the sent value leads the list.
     assert doc["groups"][0]["gate"] == "sent"
     assert next(g for g in doc["groups"] if g["gate"] == "not-seen")["preview"][-4:] == unseen[-4:]
+
+
+def test_an_unreadable_audit_says_unknown(tmp_path: Path, gate_dirs: dict[str, Path]) -> None:
+    """A damaged audit never turns into 'not seen by gate'."""
+    p = plant(tmp_path / "user")
+    gate_dirs["data"].mkdir(parents=True, exist_ok=True)
+    (gate_dirs["data"] / "audit.db").write_bytes(b"not a database" * 100)
+    path = p.home / ".claude" / "projects" / "-p" / "s.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"type":"user","message":{"role":"user","content":"' + p.token + '"}}\n')
+    code, doc = scan_json(p.home)
+    assert code == 1 and [g["gate"] for g in doc["groups"]] == ["unknown"]
+    assert any("cannot read gate's audit" in e for e in doc["errors"])
