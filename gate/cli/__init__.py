@@ -15,6 +15,7 @@ from gate.cli import (
     decisions,
     demo,
     doctor,
+    history,
     integrity,
     paths,
     report,
@@ -51,7 +52,7 @@ def cli() -> None:
 for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
                 *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
                 *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS, *ca.COMMANDS,
-                *doctor.COMMANDS, *demo.COMMANDS):
+                *doctor.COMMANDS, *demo.COMMANDS, *history.COMMANDS):
     cli.add_command(command)
 
 
