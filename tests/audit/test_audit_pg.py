@@ -267,3 +267,62 @@ def _everything(url: str) -> str:
                         value = value.decode("utf-8", "replace")
                     out.append(str(value))
     return "\n".join(out)
+
+
+def test_every_audit_command_prints_the_same_on_both_engines(
+    pg_url: str, gate_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from gate.cli import cli
+
+    rows = _rows(11, 30)
+    for store in (
+        AuditStore(gate_dirs["data"] / "audit.db"),
+        AuditStore(gate_dirs["data"] / "unused.db", AuditSettings(url=pg_url)),
+    ):
+        _fill(store, rows)
+        store.close()
+    values = gate_dirs["project"] / "leak.env"
+    values.write_text("A=turn 12 quick\nB=never-there-at-all\n")
+    commands = [
+        ["log"],
+        ["log", "--json", "--agent", "a"],
+        ["show", "5", "--json", "--body"],
+        ["show", "7", "--new"],
+        ["search", "quick brown fox", "--json"],
+        ["search", "lorem"],
+        ["search", "--value-of", str(values), "--json"],
+        ["report", "--json"],
+        ["report"],
+        ["export"],
+        ["audit", "verify", "--json"],
+        ["audit", "verify"],
+    ]
+
+    def run(args: list[str]) -> tuple[int, str]:
+        result = CliRunner().invoke(cli, args)
+        out = result.stdout
+        if args[0] == "report":  # when it was generated
+            out = "\n".join(line for line in out.splitlines() if "generated" not in line)
+        if args == ["audit", "verify", "--json"]:  # PostgreSQL also says what the chain spans
+            data = json.loads(out)
+            data.pop("chain", None)
+            out = json.dumps(data)
+        elif args[:2] == ["audit", "verify"]:
+            out = "\n".join(
+                line for line in out.splitlines() if "one chain for every gate" not in line
+            )
+        return result.exit_code, out
+
+    monkeypatch.delenv("GATE_AUDIT_URL", raising=False)
+    lite = [run(c) for c in commands]
+    monkeypatch.setenv("GATE_AUDIT_URL", pg_url)
+    pg = [run(c) for c in commands]
+    for args, a, b in zip(commands, lite, pg, strict=True):
+        assert a == b, args
+        assert a[1].strip(), args
+    result = CliRunner().invoke(cli, ["audit", "verify", "--json"])
+    assert (
+        result.exit_code == 0 and "one chain for every gate" in json.loads(result.stdout)["chain"]
+    )
