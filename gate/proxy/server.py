@@ -20,6 +20,7 @@ from mitmproxy.tools.dump import DumpMaster
 from gate import dirs
 from gate.audit.store import AuditStore
 from gate.config import Config, base_url
+from gate.proxy import team
 from gate.proxy.addon import GateAddon
 from gate.rules.layers import PolicyStore
 
@@ -72,6 +73,7 @@ async def serve(config: Config, data_dir: Path, *,
                 on_ready: Callable[[Listening], None] | None = None,
                 stop: asyncio.Event | None = None, advertise: bool = False) -> None:
     """Serve until `stop` is set (or the master shuts down); audit writes finish first."""
+    team.check_listen(config.host)  # before anything listens or opens the audit
     check_port(config.host, config.port)
     audit = AuditStore(data_dir / "audit.db", config.audit, background=True)
     policies = PolicyStore()
