@@ -326,3 +326,29 @@ def test_every_audit_command_prints_the_same_on_both_engines(
     assert (
         result.exit_code == 0 and "one chain for every gate" in json.loads(result.stdout)["chain"]
     )
+
+
+def test_a_real_gate_blocks_while_its_database_is_down_and_serves_once_it_is_back(
+    pg_server: postgres.Server,
+    provider: FakeProvider,
+    monkeypatch: pytest.MonkeyPatch,
+    gate_dirs: dict[str, Path],
+) -> None:
+    monkeypatch.setenv("GATE_AUDIT_URL", pg_server.new_database())
+    proc, base = serve_kit.start(provider.url)
+    body = b'{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}'
+    try:
+        assert serve_kit.post(base, body).status_code == 200
+        postgres.restart(pg_server, stop=True)
+        try:
+            reply = serve_kit.post(base, body)
+        finally:
+            postgres.restart(pg_server, stop=False)
+        assert reply.status_code >= 400 and "audit" in reply.text
+        assert len(provider.seen) == 1  # nothing was forwarded unrecorded
+        assert serve_kit.post(base, body).status_code == 200
+        assert len(provider.seen) == 2
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    assert "audit" in err  # the reason is logged
