@@ -1,6 +1,9 @@
 """The audit's two engines side by side in one run: SQLite (audit.db) and PostgreSQL (a
 throwaway server on 127.0.0.1 unless --pg-url names one).
 
+The throwaway server keeps fsync on (a commit waits for its WAL flush, as in use); SQLite
+runs as gate runs it (WAL, synchronous=NORMAL: no fsync per commit).
+
 1. Per request: record_request wall and CPU time for the turns of one session, and disk
    per request once the background pass has run.
 2. Eight gates at once: eight processes, each its own store on the same database (one
@@ -104,7 +107,7 @@ def _pg_server(url: str | None) -> Iterator[str]:
         return
     import postgres
 
-    for server in postgres.start_server():
+    for server in postgres.start_server(durable=True):
         yield server.new_database()
         yield server.new_database()
 

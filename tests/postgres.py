@@ -54,7 +54,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server() -> Iterator[Server]:
+def _options(port: int, sockets: Path, durable: bool) -> str:
+    # Tests skip fsync (nothing to keep after the run); a benchmark keeps it, as a real
+    # server does, so a commit costs what it costs in use.
+    return f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c max_connections=200" + (
+        "" if durable else " -c fsync=off -c full_page_writes=off"
+    )
+
+
+def start_server(durable: bool = False) -> Iterator[Server]:
     initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
     if not initdb or not pg_ctl:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
@@ -83,10 +91,7 @@ def start_server() -> Iterator[Server]:
         capture_output=True,
     )
     port = _free_port()
-    options = (
-        f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
-        " -c max_connections=200 -c full_page_writes=off"
-    )
+    options = _options(port, sockets, durable)
     subprocess.run(
         _as_owner(
             [
@@ -128,10 +133,7 @@ def restart(server: Server, stop: bool = True) -> None:
         )
         return
     sockets = server.data.parent / "sock"
-    options = (
-        f"-p {server.port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
-        " -c max_connections=200 -c full_page_writes=off"
-    )
+    options = _options(server.port, sockets, durable=False)
     subprocess.run(
         _as_owner(
             [
