@@ -16,6 +16,8 @@
 Times are wall clock (what a request waits) with the thread's CPU time beside them: on a
 loaded machine the wall clock includes waiting for a core. Prints numbers; nothing passes
 or fails. Run: .venv/bin/python bench/audit.py [--quick]
+3. SQLite beside PostgreSQL (bench/audit_engines.py; alone with --engines): write cost and
+   disk per request, and throughput with 8 gates writing at once.
 """
 
 from __future__ import annotations
@@ -269,6 +271,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="fewer samples (CI smoke run)")
     ap.add_argument("--baseline", default=BASELINE, metavar="REV",
                     help=f"git revision whose gate/ is timed beside this one (default {BASELINE})")
+    ap.add_argument("--pg-url", metavar="URL",
+                    help="PostgreSQL database for the engines section (default: a throwaway"
+                    " server started on 127.0.0.1 with initdb/pg_ctl)")
+    ap.add_argument("--engines", action="store_true",
+                    help="only the SQLite-beside-PostgreSQL section")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--samples", type=int, default=20, help=argparse.SUPPRESS)
     ap.add_argument("--turns", type=int, default=100, help=argparse.SUPPRESS)
@@ -277,6 +284,11 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(turn_times(args.child, args.samples, args.turns)))
         return
     samples, rounds = (5, 1) if args.quick else (20, 3)
+    if args.engines:
+        import audit_engines
+
+        audit_engines.report(session, disk, args.pg_url, args.quick)
+        return
     print("== audit size ==")
     for final in (500_000, 2_000_000):
         size_report(100, final)
@@ -290,6 +302,9 @@ def main(argv: list[str] | None = None) -> None:
         print(" turn 600 of a session of small messages (~3 KB a turn at 2 MB):")
         for label, final in (("500 KB", 500_000), ("2 MB", 2_000_000)):
             timing_report(final, label, samples, 600, baseline, rounds)
+    import audit_engines
+
+    audit_engines.report(session, disk, args.pg_url, args.quick)
 
 
 if __name__ == "__main__":

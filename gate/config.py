@@ -33,7 +33,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 _KEYS = frozenset({"schemaVersion", "host", "port", "upstreams", "screen", "audit", "ask",
                    "decisions", "projects", "egress"})
 _SCREEN_KEYS = {"max_files": 20_000, "max_file_bytes": 256 << 10}
-_AUDIT_KEYS = frozenset({"retention_days", "max_size_mb", "lock_timeout_ms"})
+_AUDIT_KEYS = frozenset({"retention_days", "max_size_mb", "lock_timeout_ms", "url"})
 
 
 
@@ -45,11 +45,13 @@ def base_url(host: str, port: int) -> str:
 class AuditSettings:
     """config.yaml `audit:`. Requests older than retention_days are pruned, then the oldest
     until the database uses at most max_size_mb (None: no size cap). A write that waits
-    longer than lock_timeout_ms for the database lock fails, and the request is blocked."""
+    longer than lock_timeout_ms for the database lock fails, and the request is blocked.
+    url: a PostgreSQL database many gates share (postgresql://...), instead of audit.db."""
 
     retention_days: int = 90
     max_size_mb: int | None = None
     lock_timeout_ms: int = 5000
+    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -271,8 +273,11 @@ def _audit(section: Any, path: Path) -> AuditSettings:
     values: dict[str, Any] = {}
     for key, value in _section(section, "audit", _AUDIT_KEYS, path).items():
         where = f"{path}: audit.{key}"
-        if value is None and key == "max_size_mb":
+        if value is None and key in ("max_size_mb", "url"):
             values[key] = None
+            continue
+        if key == "url":
+            values[key] = audit_url(value, where)
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"must be a positive integer, not {value!r}", where=where,
@@ -280,6 +285,16 @@ def _audit(section: Any, path: Path) -> AuditSettings:
                               if key == "max_size_mb" else None)
         values[key] = value
     return replace(AuditSettings(), **values)
+
+
+def audit_url(value: Any, where: str) -> str:
+    """A PostgreSQL URL (postgresql:// or postgres://); the message never repeats it, as
+    it may hold a password."""
+    if not isinstance(value, str) or urlsplit(value).scheme not in ("postgresql", "postgres"):
+        raise ConfigError("must be a PostgreSQL URL (postgresql://user@host/db)", where=where,
+                          hint="leave audit.url out for the audit.db in the data dir; a"
+                          " password is better kept in ~/.pgpass or PGPASSWORD")
+    return value
 
 
 def _section(data: Any, name: str, keys: frozenset[str], path: Path) -> dict[str, Any]:

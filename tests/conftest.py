@@ -12,6 +12,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
+import postgres
 from fake_provider import FakeProvider
 from gate.config import AskConfig, Config, parse_upstream
 from gate.proxy.server import BackgroundGate, Listening
@@ -36,9 +37,27 @@ def no_leaks() -> Iterator[None]:
     assert not alive, f"a background gate is still running after the test: {alive}"
 
 
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[postgres.Server]:
+    """One real PostgreSQL on 127.0.0.1 for the whole run, started and stopped here."""
+    yield from postgres.start_server()
+
+
+@pytest.fixture
+def pg_url(pg_server: postgres.Server) -> str:
+    """A fresh, empty database on it."""
+    return pg_server.new_database()
+
+
 @pytest.fixture(autouse=True)
-def gate_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """Every test gets its own config/data dirs, home and managed-rules path."""
+def gate_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+              request: pytest.FixtureRequest) -> dict[str, Path]:
+    """Every test gets its own config/data dirs, home and managed-rules path. With
+    GATE_TEST_ENGINE=postgresql, every audit is a fresh PostgreSQL database instead (the
+    engines' parity check: `GATE_TEST_ENGINE=postgresql pytest tests/audit tests/report`)."""
+    if os.environ.get("GATE_TEST_ENGINE") == "postgresql":
+        server: postgres.Server = request.getfixturevalue("pg_server")
+        monkeypatch.setenv("GATE_AUDIT_URL", server.new_database())
     paths = {
         "config": tmp_path / "config",
         "data": tmp_path / "data",

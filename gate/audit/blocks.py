@@ -40,9 +40,9 @@ def store(db: sqlite3.Connection, body: memoryview, spans: chunks.Spans, hashes:
     if missing:
         block, starts = write(db, list(missing.values()))
         for (digest, piece), start in zip(missing.items(), starts, strict=True):
-            cur = db.execute("INSERT INTO chunks (hash, block, start, size) VALUES (?,?,?,?)",
-                             (digest, block, start, len(piece)))
-            found[digest] = int(cur.lastrowid or 0)
+            found[digest] = int(db.execute(
+                "INSERT INTO chunks (hash, block, start, size) VALUES (?,?,?,?) RETURNING id",
+                (digest, block, start, len(piece))).fetchone()[0])
     return have + [known.get(d) or found[d] for d in new_hashes], found
 
 
@@ -54,9 +54,10 @@ def write(db: sqlite3.Connection, pieces: Sequence[memoryview]) -> tuple[int, li
         at += len(p)
     data = b"".join(pieces)
     packed = at <= INLINE
-    cur = db.execute("INSERT INTO blocks (codec, data) VALUES (?, ?)",
-                     ("zstd" if packed else "raw", chunks.pack(data) if packed else data))
-    return int(cur.lastrowid or 0), starts
+    row = db.execute("INSERT INTO blocks (codec, data) VALUES (?, ?) RETURNING id",
+                     ("zstd" if packed else "raw", chunks.pack(data) if packed else data)
+                     ).fetchone()
+    return int(row[0]), starts
 
 
 def read(db: sqlite3.Connection, ids: Sequence[int]) -> dict[int, bytes]:

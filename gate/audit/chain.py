@@ -68,7 +68,8 @@ def next_link(db: sqlite3.Connection) -> tuple[int, bytes]:
 
 
 def set_anchor(db: sqlite3.Connection, row_id: int, digest: bytes) -> None:
-    db.execute("INSERT OR REPLACE INTO audit_state (key, value) VALUES ('anchor', ?)",
+    db.execute("INSERT INTO audit_state (key, value) VALUES ('anchor', ?)"
+               " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                (json.dumps({"id": row_id, "hash": digest.hex()}),))
 
 

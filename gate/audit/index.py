@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from gate.audit import blocks, chunks
+from gate.audit import blocks, chunks, fulltext
 
 _BATCH = 256  # chunks per write transaction: keeps the lock short for the hot path
 
@@ -28,7 +28,7 @@ def index_pending(db: sqlite3.Connection) -> int:
             for cid, text in texts.items():
                 cur = db.execute("UPDATE chunks SET indexed=1 WHERE id=? AND indexed=0", (cid,))
                 if cur.rowcount:
-                    db.execute("INSERT INTO chunk_text (rowid, text) VALUES (?, ?)", (cid, text))
+                    fulltext.add(db, cid, text)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -41,7 +41,7 @@ def index_pending(db: sqlite3.Connection) -> int:
 def forget(db: sqlite3.Connection, ids: list[int]) -> None:
     """Remove chunks and their index entries (inside the caller's transaction). A
     contentless FTS5 table deletes by being given the text it indexed, so it is rebuilt
-    from the chunk; blocks left with no chunk are deleted."""
+    from the chunk (fulltext.py); blocks left with no chunk are deleted."""
     if not ids:
         return
     rows = db.execute(
@@ -49,7 +49,6 @@ def forget(db: sqlite3.Connection, ids: list[int]) -> None:
         ids).fetchall()
     indexed = sorted(cid for cid, _, flag in rows if flag)
     for cid, raw in blocks.read(db, indexed).items():
-        db.execute("INSERT INTO chunk_text (chunk_text, rowid, text) VALUES ('delete', ?, ?)",
-                   (cid, chunks.text_of(raw)))
+        fulltext.forget(db, cid, chunks.text_of(raw))
     db.executemany("DELETE FROM chunks WHERE id=?", [(cid,) for cid in ids])
     blocks.drop_unused(db, {block for _, block, _ in rows})

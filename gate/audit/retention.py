@@ -25,7 +25,12 @@ class Pruned:
 
 def prune(store: AuditStore, now: float | None = None) -> Pruned:
     """Apply audit.retention_days, then audit.max_size_mb. Rows go oldest first (a prefix,
-    so the chain stays one piece); the last one dropped becomes the chain's anchor."""
+    so the chain stays one piece); the last one dropped becomes the chain's anchor. On
+    PostgreSQL, whole days go (pg_schema.py)."""
+    if store.engine.postgres:
+        from gate.audit import pg_schema
+
+        return pg_schema.prune(store, now)
     db = store.conn()
     settings = store.settings
     before = used_bytes(db)
@@ -90,7 +95,8 @@ def collect_garbage(db: sqlite3.Connection) -> int:
         for i in range(0, len(doomed), 500):
             index.forget(db, doomed[i:i + 500])
         # Other stores' hash → id caches may name what was just deleted: they drop them.
-        db.execute("INSERT OR REPLACE INTO audit_state (key, value) VALUES ('chunk_gen', ?)",
+        db.execute("INSERT INTO audit_state (key, value) VALUES ('chunk_gen', ?)"
+                   " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                    (os.urandom(8).hex(),))
         db.execute("COMMIT")
     except BaseException:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gate.audit import chunks, index
+from gate.audit import chunks, fulltext, index
 
 if TYPE_CHECKING:
     from gate.audit.store import AuditStore
@@ -44,9 +44,7 @@ def text_search(store: AuditStore, text: str, since: float | None = None,
         raise ValueError(f"nothing to search for in {text!r}: give at least one word")
     db = store.conn()
     index.index_pending(db)  # chunks a killed or busy gate left unindexed
-    query = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
-    candidates = {cid for (cid,) in db.execute(
-        "SELECT rowid FROM chunk_text WHERE chunk_text MATCH ?", (query,))}
+    candidates = fulltext.match(db, words)
     phrase = re.compile(r"\s+".join(re.escape(part) for part in text.split()), re.I)
     found: dict[int, str] = {}
     for cid, raw in store.chunk_data(sorted(candidates)).items():

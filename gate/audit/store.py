@@ -21,6 +21,7 @@ from loguru import logger
 
 from gate import dirs
 from gate.audit import blocks, chain, chunks, files, recent, schema
+from gate.audit.engine import engine_for
 from gate.config import AuditSettings
 from gate.errors import GateError
 
@@ -42,7 +43,9 @@ class Usage:
 
 class AuditStore:
     """One connection per thread (WAL); writers serialised by BEGIN IMMEDIATE, which waits
-    up to audit.lock_timeout_ms for the lock and then fails (the request is blocked)."""
+    up to audit.lock_timeout_ms for the lock and then fails (the request is blocked).
+    With audit.url (or GATE_AUDIT_URL), the same store on PostgreSQL (engine.py, pg.py):
+    pooled connections, and one advisory lock in place of SQLite's write lock."""
 
     def __init__(self, path: Path, settings: AuditSettings | None = None, *,
                  background: bool = False, reader: bool = False):
@@ -57,7 +60,10 @@ class AuditStore:
         self._gen = ""                        # chunk generation the cache belongs to
         # With a background pass, it checkpoints the WAL: not the request's commit.
         self._background = background
-        dirs.private_dir(path.parent)
+        self.engine = engine_for(path, self.settings)
+        self.where = self.engine.where
+        if not self.engine.postgres:
+            dirs.private_dir(path.parent)
         self._open()
         self.worker = None
         if background:
@@ -69,6 +75,9 @@ class AuditStore:
     # -- opening -----------------------------------------------------------------------
 
     def _open(self) -> None:
+        if self.engine.postgres:
+            self._open_remote()
+            return
         try:
             schema.migrate(self.conn())
         except schema.NewerSchema as exc:
@@ -87,11 +96,29 @@ class AuditStore:
                            " fresh one", self.path, exc, moved)
             schema.migrate(self.conn())
 
+    def _open_remote(self) -> None:
+        """Fail closed: a gate that cannot reach or migrate its audit database does not start."""
+        try:
+            self.engine.migrate(self.conn())
+        except schema.NewerSchema as exc:
+            self.close_thread()
+            raise AuditError(str(exc), where=self.where,
+                             hint="upgrade gate; the database was left untouched") from exc
+        except self.engine.errors as exc:
+            self.close_thread()
+            self.engine.close()
+            raise AuditError(f"cannot open the audit database: {exc}", where=self.where,
+                             hint=self.engine.hint(exc)) from exc
+
     def conn(self) -> sqlite3.Connection:
-        """This thread's connection (autocommit; transactions are explicit)."""
+        """This thread's connection (autocommit; transactions are explicit). A PostgreSQL
+        connection that broke (a restarted server) is replaced by a fresh one."""
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is not None and getattr(db, "broken", False):
+            self.close_thread()
+            db = None
         if db is None:
-            db = self._local.db = files.connect(self.path, self.settings, self._background)
+            db = self._local.db = self.engine.connect(self._background)
         return db
 
     def close_thread(self) -> None:
@@ -112,12 +139,12 @@ class AuditStore:
         try:
             with self._write:
                 return self._insert(fields, body)
-        except sqlite3.Error as exc:
+        except self.engine.errors as exc:
+            self.engine.forget_partition_cache()
             # Fail closed: a request whose record is not committed never leaves.
             raise AuditError(
                 f"gate could not write the audit record ({exc}); the request was not sent",
-                where=str(self.path),
-                hint=files.hint(exc, self.settings)) from exc
+                where=self.where, hint=self.engine.hint(exc)) from exc
 
     def _insert(self, fields: dict[str, Any], body: bytes | None) -> int:
         turn, prev, keep = (self._recent.split(body, fields.get("session"))
@@ -126,6 +153,7 @@ class AuditStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             self._check_generation(db)
+            self.engine.before_link(db, fields)
             fresh: dict[bytes, int] = {}
             if turn is not None:
                 ids, deltas, fresh = recent.chunk_ids(db, turn, prev, keep, self._known,
@@ -141,7 +169,7 @@ class AuditStore:
                        tuple(fields.values()))
             db.execute("COMMIT")
         except BaseException:
-            if db.in_transaction:
+            if not getattr(db, "broken", False) and db.in_transaction:
                 db.execute("ROLLBACK")
             raise
         # Only now: a rolled-back chunk id must never be reused from the cache.
@@ -234,7 +262,7 @@ class AuditStore:
         out = dict(row)
         out["withheld"] = json.loads(out["withheld"])
         for key in ("body", "body_codec", "chunk_refs", "body_digest", "prev_hash",
-                    "response_hash"):
+                    "response_hash", "day"):
             out.pop(key, None)
         out["record_hash"] = out["record_hash"].hex() if out["record_hash"] else None
         if with_body:
@@ -248,3 +276,4 @@ class AuditStore:
             self.worker.stop()
             self.worker = None
         self.close_thread()
+        self.engine.close()

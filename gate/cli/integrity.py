@@ -24,17 +24,24 @@ def verify_cmd(as_json: bool) -> None:
     Exit 0 when intact, 1 naming the first broken or missing link. The head hash printed
     can be kept elsewhere: a later head that does not extend it means rewritten history.
     """
-    verdict = chain.verify(open_store().conn())
+    store = open_store()
+    verdict = chain.verify(store.conn())
+    # On PostgreSQL, say what the chain spans: every gate of the team, in one sequence.
+    scope = (f"one chain for every gate writing to {store.where}, kept in daily partitions;"
+             " retention drops the oldest days and the chain goes on from the last request"
+             " dropped" if store.engine.postgres else None)
     if as_json:
         echo_json({"ok": verdict.ok, "requests": verdict.requests, "chunks": verdict.chunks,
                    "head": verdict.head, "broken_id": verdict.broken_id,
-                   "problem": verdict.problem})
+                   "problem": verdict.problem, **({"chain": scope} if scope else {})})
     elif verdict.ok:
         click.echo(f"audit intact: {verdict.requests} requests, {verdict.chunks} chunks;"
                    f" head {verdict.head or '-'}")
     else:
         click.echo(f"audit BROKEN: {verdict.problem} (the {verdict.requests} requests before"
                    " it verify)")
+    if scope and not as_json:
+        click.echo(scope)
     sys.exit(0 if verdict.ok else 1)
 
 

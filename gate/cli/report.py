@@ -13,7 +13,9 @@ import click
 
 from gate import dirs
 from gate.audit import html, report, tables
-from gate.cli.common import echo_json, json_option, since_option
+from gate.audit.engine import engine_for
+from gate.audit.store import AuditStore
+from gate.cli.common import echo_json, json_option, load_config, since_option
 from gate.errors import GateError, StateError
 
 
@@ -22,6 +24,16 @@ def _audit() -> Iterator[sqlite3.Connection | None]:
     """The audit, read-only (None when there is none yet); a damaged one is an error that
     names the file, never an empty report."""
     path = dirs.data_dir() / "audit.db"
+    settings = load_config().audit
+    if engine_for(path, settings).postgres:  # shared by many gates: read through the store
+        store = AuditStore(path, settings, reader=True)
+        try:
+            yield store.conn()
+        except report.BadRow as exc:
+            raise StateError(str(exc), where=store.where) from exc
+        finally:
+            store.close()
+        return
     try:
         db = report.connect(path)
     except sqlite3.Error as exc:

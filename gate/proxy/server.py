@@ -22,7 +22,7 @@ from mitmproxy.tools.dump import DumpMaster
 from gate import dirs
 from gate.audit.store import AuditStore
 from gate.config import Config, base_url
-from gate.proxy import ca, replies
+from gate.proxy import ca, replies, team
 from gate.proxy.addon import GateAddon
 from gate.proxy.forward import ForwardAddon
 from gate.rules.layers import PolicyStore
@@ -108,6 +108,7 @@ async def serve(config: Config, data_dir: Path, *,
                 on_ready: Callable[[Listening], None] | None = None,
                 stop: asyncio.Event | None = None, advertise: bool = False) -> None:
     """Serve until `stop` is set (or the master shuts down); audit writes finish first."""
+    team.check_listen(config.host)  # before anything listens or opens the audit
     check_port(config.host, config.port)
     audit = AuditStore(data_dir / "audit.db", config.audit, background=True)
     policies = PolicyStore()

@@ -1,0 +1,6 @@
+#!/bin/sh
+# The container's command: `gate serve` on loopback (gate refuses any other address), with
+# the port and extra options from the environment. Agents reach it from containers that
+# share this one's network namespace (compose: network_mode: "service:gate").
+set -eu
+exec gate serve --host 127.0.0.1 --port "${GATE_PORT:-8787}" ${GATE_SERVE_ARGS:-} "$@"
