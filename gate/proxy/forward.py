@@ -21,8 +21,8 @@ from gate.audit import tunnels
 from gate.audit.store import AuditStore
 from gate.config import Config
 from gate.lock import BRIDGE_SOURCE
-from gate.proxy.intercept import Intercepts
 from gate.proxy import routing
+from gate.proxy.intercept import Intercepts
 from gate.proxy.routing import Route
 
 RUN_USER = "run"  # the proxy URL's user name; its password is the run id
