@@ -13,17 +13,20 @@ from gate.screen.detectors import Finding
 
 # Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible in a terminal or a
 # diff, and enough to break every token regex.
-_INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad]+")
+_INVISIBLE_CHARS = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+_INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]+")
 # The same JSON-escaped; a pattern starting with a literal (\\u) is searched at C speed.
 _ESCAPED = re.compile(r"(?:\\u(?i:200[bcd]|2060|feff|00ad))+")
 # A token folded over lines (fold -w, a wrapped log, a shell `\` continuation): a line of
 # token characters only, ending in a newline (escaped ones read as spaces and a newline in
 # the unescaped view) and continued by more token characters; a Read tool's line numbers
 # (`  12→`) may start either line.
-_FOLD = re.compile(
-    r"(?m)^[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]{16,}"
+_FOLD = re.compile(  # matched at a line's start
+    r"[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]{16,}"
     r"(\\?[ ]{0,2}\r?\n[ \t]*(?:\d{1,7}→)?)(?=[A-Za-z0-9_+/.~-]{4})"
 )
+# The line a folded token starts on: token characters to its end (or a continuation).
+_TOKEN_LINE = re.compile(r"[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]{16,}\\?[ ]{0,3}\r?")
 # A shell line continuation inside a token, raw (`\` newline) or JSON-escaped (which the
 # unescaped view shows as three spaces and a newline).
 _CONTINUED = re.compile(
@@ -47,21 +50,41 @@ def cuts(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]
     """Spans to take out of `view`: invisible characters anywhere, line folds inside
     `regions` (the windows around vendor keywords: a folded token keeps its prefix on
     its first line)."""
-    out = [] if view.isascii() else [m.span() for m in _INVISIBLE.finditer(view)]
+    out = (
+        [m.span() for m in _INVISIBLE.finditer(view)]
+        if not view.isascii() and any(c in view for c in _INVISIBLE_CHARS)
+        else []
+    )
     if "\\u" in view:
         out += [m.span() for m in _ESCAPED.finditer(view)]
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(regions):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    for start, end in merged:
-        if view.find("\n", start, end) == -1:
+    # Every line a window touches is tried on its own (one anchored match each), so a
+    # decoy keyword on an earlier line, merged into the same window, hides nothing.
+    reach: dict[int, int] = {}  # line start: the furthest a window over it reaches
+    for start, end in regions:
+        line = view.rfind("\n", 0, start) + 1
+        while line < end:
+            reach[line] = max(reach.get(line, 0), end)
+            nl = view.find("\n", line, end)
+            if nl == -1:
+                break
+            line = nl + 1
+    for line, end in sorted(reach.items()):
+        # A folded token starts on a line that is all token (or ends in a continuation).
+        nl = view.find("\n", line, end)
+        if nl == -1:
             continue
-        line = view.rfind("\n", 0, start) + 1  # ^ needs the line's start
-        out += [m.span(1) for m in _FOLD.finditer(view, line, end)]
-        out += [m.span() for m in _CONTINUED.finditer(view, line, end)]
+        continued = view.endswith(("\\", "   ", "\\\r", "   \r"), line, nl)
+        if not continued and not _TOKEN_LINE.fullmatch(view, line, nl):
+            continue
+        while nl != -1:
+            if (m := _FOLD.match(view, line, end)) and m.start(1) <= nl < m.end(1):
+                out.append(m.span(1))
+            elif m := _CONTINUED.search(view, max(line, nl - 4), min(end, nl + 40)):
+                out.append(m.span())
+            else:
+                break  # the fold, if any, ends here
+            line = nl + 1
+            nl = view.find("\n", line, end)
     return sorted(set(out))
 
 

@@ -35,7 +35,8 @@ CACHE_ENTRIES = 8192  # distinct strings remembered (findings only, never the te
 KEY_FILE = "secret.key"
 KEY_BYTES = 32
 MIN_TEXT = 8
-BUDGET = 2.0  # seconds of screening per string; past it the string is asked about
+BUDGET = 2.0  # CPU seconds (this thread's, so load elsewhere does not count) per string;
+# past it the string is asked about
 FOLDED_MAX = 4096  # detectors with longer windows (PEM blocks) read line breaks themselves
 UNSCREENED_KIND, UNSCREENED_ID = "unscreened", "gate.scan-budget"
 # Each escape becomes as many characters, so view offsets are text offsets.
@@ -91,15 +92,15 @@ class Scanner:
         (invisible characters, folds, base64 layers). Past the time budget the whole
         string is one high-tier finding: what could not be screened is asked about."""
         if deadline is None:
-            deadline = time.perf_counter() + self.budget
+            deadline = time.thread_time() + self.budget
         view = unescaped_view(text)
         ranked: list[tuple[tuple[bool, bool, int, int], Finding]] = []
         regions: list[tuple[int, int]] = []  # where a vendor token may sit folded
         for i, windows in self.windows(view).items():
-            if time.perf_counter() > deadline:
+            if time.thread_time() > deadline:
                 return (self._over_budget(text),)
             det = self.detectors[i]
-            if not det.generic and det.after < FOLDED_MAX:
+            if det.tier is Tier.HIGH and det.after < FOLDED_MAX:  # vendor formats
                 regions += windows
             for f in det.find(view, windows):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start),
@@ -112,7 +113,7 @@ class Scanner:
         regions.sort()
         extra = [*hidden.split_findings(view, regions, inner, depth),
                  *hidden.base64_findings(view, inner, depth)]
-        if time.perf_counter() > deadline:
+        if time.thread_time() > deadline:
             return (self._over_budget(text),)
         if not extra:
             return plain

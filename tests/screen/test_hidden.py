@@ -100,9 +100,9 @@ def test_base64_that_is_not_text_costs_little_and_finds_nothing(scanner: Scanner
     g = Gen(4)
     image = base64.b64encode(g.rng.randbytes(200_000)).decode()
     text = f'<img src="data:image/png;base64,{image}">' * 5
-    t0 = time.process_time()
+    t0 = time.thread_time()
     assert Scanner(scanner.detectors).scan(text) == []
-    assert time.process_time() - t0 < 1.0
+    assert time.thread_time() - t0 < 1.0
 
 
 def test_a_string_past_its_budget_is_held_not_passed() -> None:
@@ -125,9 +125,9 @@ def test_pathological_keyword_floods_finish_within_the_default_budget(scanner: S
         "a" * 200_000 + "=" * 3,
         ("A3-" + "B" * 7) * 20_000,
     ):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()  # the budget's clock: CPU of this thread, not the load
         found = Scanner(scanner.detectors).scan(flood)
-        assert time.perf_counter() - t0 < scanner.budget
+        assert time.thread_time() - t0 < scanner.budget / 2
         assert all(f.rule_id != UNSCREENED_ID for f in found)
 
 
@@ -158,3 +158,12 @@ def test_base64_cannot_be_hidden_behind_junk_runs_binary_or_padding(scanner: Sca
     ):
         found = Scanner(scanner.detectors).scan(text)
         assert [f.rule_id for f in found] == ["stripe.live-key"], len(text)
+
+
+def test_a_decoy_keyword_before_a_folded_token_hides_nothing(scanner: Scanner) -> None:
+    g = Gen(5)
+    token = "sk-ant-api03-" + g.chars(ALNUM, 93) + "AA"
+    folded = "\n".join(token[i : i + 24] for i in range(0, len(token), 24))
+    for decoy in ("sk-ant- keys look like this:\n", "use sk- keys\n", "ghp_ and sk-\n"):
+        text = decoy + folded + "\n"
+        assert not _leaks(token, _redact(text, scanner)), decoy
