@@ -159,9 +159,7 @@ def scan_store(
     for found in kept:
         # A title can come after the lines it names (Claude Code appends ai-title lines).
         w = found.finding.where
-        if (w.title is None and notes.title is not None and w.session == notes.session) or (
-            w.title is None and notes.title is not None and notes.session is None
-        ):
+        if w.title is None and notes.title is not None and notes.session in (None, w.session):
             w = replace(w, title=notes.title)
             found = Found(replace(found.finding, where=w), found.value)
         yield found
