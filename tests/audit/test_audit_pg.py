@@ -352,3 +352,26 @@ def test_a_real_gate_blocks_while_its_database_is_down_and_serves_once_it_is_bac
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
     assert "audit" in err  # the reason is logged
+
+
+@pytest.mark.parametrize("value", ["mysql://u@h/db", "sqlite:///x.db", "db.internal", 5, True])
+def test_audit_url_must_be_a_postgresql_url_and_is_named_in_the_error(
+    tmp_path: Path, value: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gate.config import load
+    from gate.errors import ConfigError
+
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps({"audit": {"url": value}}))
+    with pytest.raises(ConfigError) as info:
+        load(path)
+    assert "audit.url" in info.value.diagnostics()
+    path.write_text(json.dumps({"audit": {"uri": "postgresql://h/db"}}))
+    with pytest.raises(ConfigError, match="unknown key 'uri'"):
+        load(path)
+    if isinstance(value, str):
+        monkeypatch.setenv("GATE_AUDIT_URL", value)
+        with pytest.raises(ConfigError) as info:
+            AuditStore(tmp_path / "a.db")
+        assert "GATE_AUDIT_URL" in info.value.diagnostics()
+        assert not (tmp_path / "a.db").exists()  # no SQLite fallback
