@@ -20,7 +20,7 @@ import zstandard
 
 from agent_script import ANTHROPIC, CHAT, GEMINI, RESPONSES, Call, Say, Script, Turn
 from fake_provider import FakeProvider, Seen
-from loopback import LoopbackServer
+from loopback import LoopbackServer, event_stream
 
 
 def format_of(path: str) -> str | None:
@@ -104,17 +104,11 @@ class FakeModels(LoopbackServer):
                 self.wfile.write(data)
 
             def _sse(self, events: list[tuple[str | None, Any]]) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("cache-control", "no-cache")
-                self.send_header("connection", "close")
-                self.end_headers()
-                for name, data in events:
-                    head = f"event: {name}\n" if name else ""
-                    text = data if isinstance(data, str) else json.dumps(data)
-                    self.wfile.write(f"{head}data: {text}\n\n".encode())
-                    self.wfile.flush()
-                self.close_connection = True
+                with event_stream(self) as send:
+                    for name, data in events:
+                        head = f"event: {name}\n" if name else ""
+                        text = data if isinstance(data, str) else json.dumps(data)
+                        send(f"{head}data: {text}\n\n".encode())
 
         self.serve(Handler)
         return self

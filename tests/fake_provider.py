@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from loopback import LoopbackServer
+from loopback import LoopbackServer, event_stream
 
 _IDS = itertools.count(1)
 
@@ -94,31 +94,20 @@ class FakeProvider(LoopbackServer):
                 if not req.get("stream"):
                     self._json(200, provider.chat(req) if chat else provider.response(req))
                     return
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("connection", "close")
-                self.end_headers()
-                for event in provider.openai_events(req, chat):
-                    head = "" if chat else f"event: {event.get('type')}\n"
-                    self.wfile.write(f"{head}data: {json.dumps(event)}\n\n".encode())
-                    self.wfile.flush()
-                if chat:
-                    self.wfile.write(b"data: [DONE]\n\n")
-                self.close_connection = True
+                with event_stream(self) as send:
+                    for event in provider.openai_events(req, chat):
+                        head = "" if chat else f"event: {event.get('type')}\n"
+                        send(f"{head}data: {json.dumps(event)}\n\n".encode())
+                    if chat:
+                        send(b"data: [DONE]\n\n")
 
             def _sse(self, req: dict[str, Any]) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("cache-control", "no-cache")
-                self.send_header("connection", "close")
-                self.end_headers()
-                for name, data in provider.events(req, self.path):
-                    self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                    self.wfile.flush()
-                    if provider.sse_delay:
-                        time.sleep(provider.sse_delay)
+                with event_stream(self) as send:
+                    for name, data in provider.events(req, self.path):
+                        send(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                        if provider.sse_delay:
+                            time.sleep(provider.sse_delay)
                 provider.streams_finished.append(time.monotonic())
-                self.close_connection = True
 
         self.serve(Handler)
         return self

@@ -16,7 +16,7 @@ import fake_gemini
 
 from agent_script import GEMINI, Say, Script
 from fake_provider import Seen
-from loopback import LoopbackServer
+from loopback import LoopbackServer, event_stream
 
 USAGE = {"promptTokenCount": 31, "candidatesTokenCount": 7, "cachedContentTokenCount": 5,
          "totalTokenCount": 38}
@@ -99,17 +99,12 @@ class FakeGemini(LoopbackServer):
                 self.wfile.write(data)
 
             def _sse(self, chunks: list[dict[str, Any]]) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("connection", "close")
-                self.end_headers()
-                for chunk in chunks:
-                    self.wfile.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
-                    self.wfile.flush()
-                    if fake.sse_delay:
-                        time.sleep(fake.sse_delay)
+                with event_stream(self) as send:
+                    for chunk in chunks:
+                        send(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
+                        if fake.sse_delay:
+                            time.sleep(fake.sse_delay)
                 fake.streams_finished.append(time.monotonic())
-                self.close_connection = True
 
         self.serve(Handler)
         return self

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import socketserver
 import threading
-from http.server import ThreadingHTTPServer
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
@@ -25,3 +27,22 @@ class LoopbackServer:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@contextmanager
+def event_stream(handler: BaseHTTPRequestHandler) -> Iterator[Any]:
+    """An SSE response framed as the real APIs frame it (chunked transfer encoding, the
+    connection kept alive), not ended by closing the connection. Yields `send(bytes)`."""
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.send_header("cache-control", "no-cache")
+    handler.send_header("transfer-encoding", "chunked")
+    handler.end_headers()
+
+    def send(data: bytes) -> None:
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        handler.wfile.flush()
+
+    yield send
+    handler.wfile.write(b"0\r\n\r\n")
+    handler.wfile.flush()

@@ -50,12 +50,7 @@ class ResponseRecorder:
             return
         tap: UsageTap | None = flow.metadata.get("gate_tap")
         enc = flow.response.headers.get("content-encoding")
-        usage = Usage()
-        if tap is not None:
-            try:
-                usage = tap.finish(lambda raw: encoding.decode(raw, enc) if enc else raw)
-            except Exception as exc:  # usage is best effort; the row still gets its status
-                logger.warning("flow {}: usage not read ({})", flow.id, type(exc).__name__)
+        usage = _usage(flow)
         calls: chains.CallsTap | None = flow.metadata.get("gate_calls")
         if calls is not None:
             try:
@@ -73,7 +68,9 @@ class ResponseRecorder:
         if row is not None:
             msg = flow.error.msg if flow.error else "unknown error"
             status = flow.response.status_code if flow.response else None
-            self._finish(row, flow, status, Usage(), msg)
+            # A client that closes the stream first still consumed the tokens streamed so
+            # far: the usage the tap saw is recorded with the error.
+            self._finish(row, flow, status, _usage(flow), msg)
 
     def _finish(self, row: int, flow: http.HTTPFlow, status: int | None, usage: Usage,
                 error: str | None) -> None:
@@ -88,3 +85,16 @@ class ResponseRecorder:
             self.audit.record_response(row, **fields)
         except Exception as exc:
             logger.error("audit update failed for request {}: {}", row, type(exc).__name__)
+
+
+def _usage(flow: http.HTTPFlow) -> Usage:
+    """The token usage the response's tap saw (best effort: the row still gets its status)."""
+    tap: UsageTap | None = flow.metadata.get("gate_tap")
+    if tap is None or flow.response is None:
+        return Usage()
+    enc = flow.response.headers.get("content-encoding")
+    try:
+        return tap.finish(lambda raw: encoding.decode(raw, enc) if enc else raw)
+    except Exception as exc:
+        logger.warning("flow {}: usage not read ({})", flow.id, type(exc).__name__)
+        return Usage()

@@ -143,9 +143,13 @@ class BackgroundGate:
         return self.listening
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop and wait; raises when the gate is still running after `timeout` seconds."""
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise RuntimeError(f"the gate did not stop within {timeout:g} s")
 
     def _main(self) -> None:
         async def main() -> None:
