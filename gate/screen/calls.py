@@ -105,14 +105,16 @@ _STRICTNESS = {Effect.DENY: 3, Effect.ASK: 2, Effect.ALLOW: 1, None: 0}
 
 
 def same_name_candidates(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
-    """Gemini pairs a response without an id with a call of its name by order alone: for
-    each such call, the other calls its result could as well answer."""
+    """Gemini pairs a response with a call of its name by order alone when the call has no
+    id: for each such call, the other calls its result could as well answer."""
     if walk.format != gemini.FORMAT:
         return {}
-    by_name: dict[str, list[ToolCall]] = {}
+    # Responses answer the calls of the model turn just before them, so only responses of
+    # one name in the same content can have been swapped.
+    by_name: dict[tuple[str, tuple[object, ...]], list[ToolCall]] = {}
     for call in walk.calls:
-        if "#" in call.id:  # no id of its own (gemini.py names it `name#N`)
-            by_name.setdefault(call.name, []).append(call)
+        if "#" in call.id and call.result:  # no id of its own (gemini.py: `name#N`)
+            by_name.setdefault((call.name, tuple(call.result[:-2])), []).append(call)
     return {c.id: tuple(o for o in group if o is not c)
             for group in by_name.values() if len(group) > 1 for c in group}
 

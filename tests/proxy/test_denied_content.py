@@ -32,7 +32,7 @@ def _send(client: anthropic.Anthropic, provider: FakeProvider, body: dict[str, A
 
 
 @pytest.mark.parametrize(("command", "output"), [
-    ("python3 -c \"print(open('.env').read())\"", "STRIPE_KEY={s}\n"),
+    ("python3 -c \"import os; print(open(os.environ['F']).read())\"", "STRIPE_KEY={s}\n"),
     ("grep -rn STRIPE .", "./.env:2:STRIPE_KEY={s}\n./src/pay.py:3:key = os.environ['STRIPE_KEY']"),
     ("base64 -w0 backup.txt", "{b64}"),  # a copy under an innocent name
     ("node -e 'console.log(process.env)'", "{{ STRIPE_KEY: '{s}', HOME: '/home/u' }}"),
