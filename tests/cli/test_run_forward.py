@@ -78,3 +78,21 @@ def test_env_forward_prints_the_same_settings(gate_dirs: dict[str, Path]) -> Non
     assert exports["CODEX_CA_CERTIFICATE"] == str(data / "ca-bundle.pem")
     assert exports["NODE_EXTRA_CA_CERTS"] == str(data / "mitmproxy" / "mitmproxy-ca-cert.pem")
     assert set(exports) == set(registry.forward_env("p", "c", "b"))
+
+
+def test_ca_export_trust_and_paths(gate_dirs: dict[str, Path]) -> None:
+    def gate(*args: str) -> str:
+        return subprocess.run([*GATE, *args], capture_output=True, text=True, timeout=60,
+                              check=True).stdout
+
+    pem = gate("ca", "export")  # made on first use
+    data = gate_dirs["data"]
+    cert = data / "mitmproxy" / "mitmproxy-ca-cert.pem"
+    assert pem == cert.read_text() and "PRIVATE KEY" not in pem
+    assert gate("ca", "export", "--bundle", "--path").strip() == str(data / "ca-bundle.pem")
+    assert gate("ca", "export") == pem  # the same CA the next time
+    assert str(cert) in gate("ca", "trust")
+    paths = json.loads(gate("paths", "--json"))
+    assert paths["ca_cert"] == str(cert) and paths["ca_bundle"] == str(data / "ca-bundle.pem")
+    key = Path(paths["ca_key"])
+    assert "PRIVATE KEY" in key.read_text() and key.stat().st_mode & 0o777 == 0o600
