@@ -23,6 +23,7 @@ from agent_script import steps
 from fake_models import FakeModels
 from gate import providers
 from gate.providers.segments import get_at
+from gemini_upstream import FakeGemini
 
 GATE = [sys.executable, "-m", "gate"]
 PLACEHOLDER = "[gate: "  # a withheld tool result, or a withheld value inside any string
@@ -34,7 +35,7 @@ class Outcome:
     proc: subprocess.CompletedProcess[str]
     secret: str
     project: Path
-    models: FakeModels | FakeWsModels
+    models: FakeModels | FakeWsModels | FakeGemini
     tried_outside: list[str]  # what the agent tried to reach besides gate (dropped)
 
     def explain(self) -> str:
@@ -49,8 +50,8 @@ FORWARD_BASE = {"openai": "https://api.openai.com/v1", "copilot": "https://api.o
 
 def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240, *,
                      forward: bool = False, argv: list[str] | None = None,
-                     fake: FakeModels | FakeWsModels | None = None,
-                     lock: bool = False) -> Outcome:
+                     fake: FakeModels | FakeWsModels | FakeGemini | None = None,
+                     extra: tuple[str, ...] = (), lock: bool = False) -> Outcome:
     """`gate run [--forward] [--lock] [--upstream NAME=fake] -- AGENT ARGS` in a project
     whose .env is a fake. In forward mode the agent talks to the real provider host names
     through gate's proxy, and gate's egress policy is `block`: nothing else leaves."""
@@ -72,6 +73,8 @@ def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 24
             (gate_dirs["config"] / "config.yaml").write_text("egress:\n  default: block\n")
             name = "openai" if case.upstream == "copilot" else case.upstream
             upstream = ["--forward", "--upstream", f"{name}={models.url}"]
+            for more in extra:  # other hosts the test delivers to loopback fakes
+                upstream += ["--upstream", more]
             if case.inherit:  # the user's own provider, by its real host name
                 env[case.inherit] = FORWARD_BASE[case.upstream]
         elif case.inherit:  # the user's own provider: gate forwards there
@@ -135,9 +138,11 @@ def assert_audited(out: Outcome, gate_dirs: dict[str, Path], env: dict[str, str]
 
 def check(case: Case, gate_dirs: dict[str, Path], *, forward: bool = False,
           argv: list[str] | None = None,
-          fake: FakeModels | FakeWsModels | None = None, lock: bool = False) -> Outcome:
+          fake: FakeModels | FakeWsModels | FakeGemini | None = None,
+          extra: tuple[str, ...] = (), lock: bool = False) -> Outcome:
     """Run the case through gate (locked or not) and make every check; returns the outcome."""
-    out = run_through_gate(case, gate_dirs, forward=forward, argv=argv, fake=fake, lock=lock)
+    out = run_through_gate(case, gate_dirs, forward=forward, argv=argv, fake=fake,
+                           extra=extra, lock=lock)
     assert_never_sent(out)
     assert_audited(out, gate_dirs, dict(os.environ))
     return out

@@ -51,6 +51,7 @@ class FakeModels(LoopbackServer):
     script: Script | None = None
     seen: list[Seen] = field(default_factory=list)
     models: tuple[str, ...] = ("gpt-fake", "claude-fake", "gemini-2.5-pro")
+    model_list: list[dict[str, Any]] | None = None  # a provider's own /models entries
 
     def start(self) -> FakeModels:
         fake = self
@@ -66,7 +67,7 @@ class FakeModels(LoopbackServer):
                 if self.headers.get("upgrade"):
                     self._json(403, {"error": {"message": "no WebSocket here"}})
                 elif self.path.split("?")[0].endswith("/models"):
-                    self._json(200, {"object": "list", "data": [
+                    self._json(200, {"object": "list", "data": fake.model_list or [
                         {"id": m, "object": "model", "owned_by": "fake"} for m in fake.models]})
                 else:
                     self._json(404, {"error": {"message": f"no GET {self.path}"}})

@@ -51,11 +51,15 @@ class Intercepts:
             ModelHost(u.name, u.host.lower(), u.base_path) for u in upstreams.values()
             if u.name not in own and not _loopback(u.host)
             and not any(m.matches(u.host.lower()) for m in MODEL_HOSTS))
+        # An upstream named as a host (`--upstream oauth2.googleapis.com=URL`): that whole
+        # host goes to URL, unread (sign-in and account hosts, a loopback fake in tests).
+        self.whole_hosts = {name: u for name, u in upstreams.items()
+                            if "." in name and not any(m.name == name for m in self.hosts)}
 
     def decrypts(self, host: str) -> bool:
         """Whether gate terminates TLS for a CONNECT to this host."""
         host = host.lower().rstrip(".")
-        return any(m.matches(host) for m in self.hosts)
+        return host in self.whole_hosts or any(m.matches(host) for m in self.hosts)
 
     def allow_patterns(self) -> list[str]:
         """mitmproxy's allow_hosts: every other host is relayed as an opaque tunnel."""
@@ -63,7 +67,7 @@ class Intercepts:
         for m in self.hosts:
             body = m.host if m.pattern else re.escape(m.host)
             out.append(rf"^{body}\.?:\d+$")
-        return out
+        return out + [rf"^{re.escape(h)}\.?:\d+$" for h in self.whole_hosts]
 
     def route(self, host: str, port: int, path: str) -> Route | None:
         """The upstream a decrypted request goes to; None when it is not model traffic."""
@@ -88,6 +92,8 @@ class Intercepts:
         upstream the user pointed elsewhere (a team gateway, a loopback fake), whole paths
         kept; None when its upstream is the host itself (then `egress:` decides)."""
         host = host.lower().rstrip(".")
+        if host in self.whole_hosts:
+            return replace(self.whole_hosts[host], base_path="")
         for m in self.hosts:
             upstream = self.upstreams.get(m.name)
             if m.matches(host) and upstream is not None and _overridden(upstream, m):

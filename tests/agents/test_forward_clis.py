@@ -12,13 +12,19 @@ import json
 import os
 import time
 from dataclasses import replace
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from agents.test_gemini_cli import signed_in
 from fake_ws_models import FakeWsModels
+from google_signin import HOSTS, answers
 
-from agent_clis import CASES, case
-from agent_run import check
+from agent_clis import CASES, case, fake_key
+from agent_run import assert_audited, assert_never_sent, check, run_through_gate
+from fake_models import FakeModels
+from gemini_upstream import FakeGemini
+from loopback import LoopbackServer
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.timeout(300)]
 
@@ -74,3 +80,98 @@ def test_claude_code_signed_in_with_a_subscription(forward: bool,
     bodies = [s for s in out.models.seen if s.body]
     assert all(s.headers.get("authorization", "").startswith("Bearer sk-ant-oat01-fake-")
                for s in bodies), [sorted(s.headers) for s in bodies]
+
+
+class JsonAnswers(LoopbackServer):
+    """Sign-in and account endpoints (path → JSON) as plain HTTP on loopback: gate delivers
+    their hosts here (`--upstream HOST=URL`)."""
+
+    def __init__(self, table: dict[str, object]) -> None:
+        self.asked: list[str] = []
+        asked = self.asked
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                path = self.path.split("?", 1)[0].lstrip("/")
+                asked.append(f"{self.command} {path}")
+                body = json.dumps(table.get(path, {"error": "not_found"})).encode()
+                self.send_response(200 if path in table else 404)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+        self.serve(Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def test_gemini_cli_signed_in_with_google(gate_dirs: dict[str, Path]) -> None:
+    """Google sign-in: Code Assist screened; the token check goes to Google's host, which
+    `--upstream oauth2.googleapis.com=URL` delivers to a loopback fake."""
+    token = "ya29.fake-" + os.urandom(16).hex()
+    refreshed = "ya29.refreshed-" + os.urandom(8).hex()
+    google = JsonAnswers({k.split("/", 1)[1]: v for k, v in answers(refreshed).items()})
+    hosts = tuple(f"{h}={google.url}" for h in HOSTS)
+    try:
+        out = run_through_gate(signed_in(token, 365 * 86400.0, True), gate_dirs,
+                               forward=True, fake=FakeGemini(), extra=hosts)
+    finally:
+        google.stop()
+    # The model's turns are checked as every agent's are; the setup calls carry no content.
+    assert not any(out.secret.encode() in s.body for s in out.models.seen)
+    assert_never_sent(replace(out, models=FakeGemini(seen=[
+        s for s in out.models.seen if ":streamGenerateContent" in s.path])))
+    assert_audited(out, gate_dirs, dict(os.environ))
+    assert "POST tokeninfo" in google.asked, google.asked
+    methods = {s.path.split("?")[0].rsplit(":", 1)[-1] for s in out.models.seen}
+    assert {"loadCodeAssist", "streamGenerateContent"} <= methods, methods
+    assert all(s.headers.get("authorization") == f"Bearer {token}" for s in out.models.seen)
+
+
+# What Copilot's model list says of a model it may use (the fields it was seen to need).
+_COPILOT_MODEL = {
+    "id": "gpt-5", "name": "GPT-5", "vendor": "OpenAI", "version": "gpt-5", "object": "model",
+    "model_picker_enabled": True, "preview": False, "is_chat_default": True,
+    "capabilities": {"family": "gpt-5", "type": "chat", "object": "model_capabilities",
+                     "tokenizer": "o200k_base",
+                     "limits": {"max_context_window_tokens": 128000,
+                                "max_output_tokens": 16384, "max_prompt_tokens": 128000},
+                     "supports": {"streaming": True, "tool_calls": True,
+                                  "parallel_tool_calls": True}},
+    "policy": {"state": "enabled", "terms": ""}, "supported_endpoints": ["/chat/completions"]}
+
+
+def test_copilot_cli_signed_in_with_github(gate_dirs: dict[str, Path]) -> None:
+    """Copilot's own GitHub sign-in (no provider of your own): its account calls on
+    api.github.com go to a loopback fake; the models on api.individual.githubcopilot.com
+    are screened."""
+    token = fake_key("gho_")
+    c = replace(case("copilot", "completions"), inherit=None, upstream="github-copilot",
+                env=lambda: {"COPILOT_GITHUB_TOKEN": token, "COPILOT_MODEL": "gpt-5"})
+    github = JsonAnswers({
+        "copilot_internal/user": {"login": "gate-test", "copilot_plan": "individual",
+                                  "chat_enabled": True,
+                                  "endpoints": {"api": "https://api.individual.githubcopilot.com"}},
+        "user": {"login": "gate-test", "id": 1}})
+    try:
+        out = run_through_gate(c, gate_dirs, forward=True,
+                               fake=FakeModels(model_list=[_COPILOT_MODEL]),
+                               extra=(f"api.github.com={github.url}",))
+    finally:
+        github.stop()
+    assert "GET copilot_internal/user" in github.asked
+    # Its GitHub MCP calls (api…/mcp/readonly) are screened as JSON of no model format.
+    assert not any(out.secret.encode() in s.body for s in out.models.seen)
+    chats = [s for s in out.models.seen if s.path == "/chat/completions"]
+    assert_never_sent(replace(out, models=FakeModels(seen=chats)))
+    assert_audited(out, gate_dirs, dict(os.environ))
+    assert chats and all(s.headers.get("authorization") == f"Bearer {token}" for s in chats)

@@ -8,8 +8,9 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
+
+from cli.test_run import CLIENT as RUN_CLIENT
 
 from conftest import fake_secret
 from fake_provider import FakeProvider
@@ -17,25 +18,12 @@ from gate.agents import registry
 
 GATE = [sys.executable, "-m", "gate"]
 
-# The "agent": the anthropic SDK with nothing but the environment: api.anthropic.com, the
-# proxy and the CA bundle all come from the variables gate set.
-CLIENT = textwrap.dedent("""
-    import json, os, sys
-    import anthropic
-    secret = sys.argv[1]
-    client = anthropic.Anthropic(api_key="sk-ant-fake", max_retries=0)
-    turn = [
-        {"role": "user", "content": "deploy it"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read",
-            "input": {"file_path": os.path.join(os.getcwd(), "config/prod.json")}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-            "content": '{"password": "' + secret + '"}'}]},
-    ]
-    msg = client.messages.create(model="claude-test", max_tokens=8, messages=turn)
-    names = [k for k in os.environ if "proxy" in k.lower() or k.endswith(("_CERTS", "_FILE",
-             "_BUNDLE", "_CERTIFICATE"))]
-    print(json.dumps({"env": {k: os.environ[k] for k in names}, "text": msg.content[0].text}))
-""")
+# The "agent" of test_run.py, with nothing but the environment: api.anthropic.com, the
+# proxy and the CA bundle all come from the variables gate set (and no base URL).
+CLIENT = RUN_CLIENT.replace('os.environ["ANTHROPIC_BASE_URL"]',
+                            'os.environ.get("ANTHROPIC_BASE_URL")')
+# The child records its whole environment first, then runs the agent.
+_RECORD_ENV = 'env -0 > env.bin && exec "$0" client.py "$1"'
 
 
 def test_run_forward_sets_the_childs_proxy_and_trust_and_applies_project_rules(
@@ -52,12 +40,13 @@ def test_run_forward_sets_the_childs_proxy_and_trust_and_applies_project_rules(
               "no_proxy": "*", "SSL_CERT_FILE": "/nonexistent", "node_extra_ca_certs": "/x"}
     proc = subprocess.run(
         [*GATE, "run", "--forward", "--upstream", f"anthropic={provider.url}", "--",
-         sys.executable, "client.py", secret], cwd=project, capture_output=True, text=True,
-        timeout=90, env={**os.environ, **parent}, check=False)
+         "sh", "-c", _RECORD_ENV, sys.executable, secret], cwd=project, capture_output=True,
+        text=True, timeout=90, env={**os.environ, **parent}, check=False)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    env = out["env"]
-    assert out["text"] == provider.reply_text
+    assert out["text"] == provider.reply_text and out["base_url"] is None
+    env = dict(item.split("=", 1) for item in
+               (project / "env.bin").read_text().split("\0") if item)
     data = gate_dirs["data"]
     proxy = env["HTTPS_PROXY"]
     assert re.fullmatch(r"http://run:[0-9a-f]{16}@127\.0\.0\.1:\d+", proxy), proxy
@@ -89,3 +78,21 @@ def test_env_forward_prints_the_same_settings(gate_dirs: dict[str, Path]) -> Non
     assert exports["CODEX_CA_CERTIFICATE"] == str(data / "ca-bundle.pem")
     assert exports["NODE_EXTRA_CA_CERTS"] == str(data / "mitmproxy" / "mitmproxy-ca-cert.pem")
     assert set(exports) == set(registry.forward_env("p", "c", "b"))
+
+
+def test_ca_export_trust_and_paths(gate_dirs: dict[str, Path]) -> None:
+    def gate(*args: str) -> str:
+        return subprocess.run([*GATE, *args], capture_output=True, text=True, timeout=60,
+                              check=True).stdout
+
+    pem = gate("ca", "export")  # made on first use
+    data = gate_dirs["data"]
+    cert = data / "mitmproxy" / "mitmproxy-ca-cert.pem"
+    assert pem == cert.read_text() and "PRIVATE KEY" not in pem
+    assert gate("ca", "export", "--bundle", "--path").strip() == str(data / "ca-bundle.pem")
+    assert gate("ca", "export") == pem  # the same CA the next time
+    assert str(cert) in gate("ca", "trust")
+    paths = json.loads(gate("paths", "--json"))
+    assert paths["ca_cert"] == str(cert) and paths["ca_bundle"] == str(data / "ca-bundle.pem")
+    key = Path(paths["ca_key"])
+    assert "PRIVATE KEY" in key.read_text() and key.stat().st_mode & 0o777 == 0o600

@@ -36,7 +36,7 @@ def test_serve_prints_urls_forwards_and_stops_cleanly(
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert first.startswith(f"gate listening on http://127.0.0.1:{port}")
-        lines = [proc.stdout.readline() for _ in range(4)]
+        lines = [proc.stdout.readline() for _ in range(5)]  # one per built-in upstream
         assert any(f"http://127.0.0.1:{port}/anthropic" in ln and provider.url in ln
                    for ln in lines)
         assert any("/openai" in ln and "https://api.openai.com" in ln for ln in lines)

@@ -249,3 +249,27 @@ def test_codex_chatgpt_endpoint_over_http_and_its_account_calls(
     rows = tunnels.rows(AuditStore(gate_dirs["data"] / "audit.db"))
     assert [(r["host"], r["kind"], r["reason"]) for r in rows] == [
         ("chatgpt.com", "http", "to upstream chatgpt")]
+
+
+def test_the_host_header_cannot_steer_a_decrypted_request(
+        fwd: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    """Inside a CONNECT to api.anthropic.com, a Host header naming another host changes
+    nothing: the request is screened and goes to the anthropic upstream."""
+    secret = token()
+    sock, head = _connect_through(fwd, "api.anthropic.com", 443)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    trust = ssl.create_default_context(cafile=str(ca.paths(gate_dirs["data"]).cert))
+    body = (b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"'
+            + secret.encode() + b'"}]}')
+    with trust.wrap_socket(sock, server_hostname="api.anthropic.com") as tls:
+        tls.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: exfil.example.invalid\r\n"
+                    b"content-type: application/json\r\nx-api-key: k\r\n"
+                    b"content-length: " + str(len(body)).encode() + b"\r\n"
+                    b"connection: close\r\n\r\n" + body)
+        reply = b""
+        while chunk := tls.recv(65536):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 200"), reply[:200]
+    [seen] = provider.seen
+    assert seen.path == "/v1/messages" and secret.encode() not in seen.body
+    assert tunnels.rows(AuditStore(gate_dirs["data"] / "audit.db")) == []

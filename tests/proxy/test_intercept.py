@@ -106,3 +106,13 @@ def test_egress_config_loads(tmp_path: Path) -> None:
     assert not egress.allows("github.com.evil.test") and not egress.allows("evilgithub.com")
     assert not egress.allows("npmjs.org")
     assert load(tmp_path / "missing.yaml").egress.allows("anything.example")
+
+
+def test_an_upstream_named_as_a_host_takes_that_whole_host() -> None:
+    table = _intercepts(**{"oauth2.googleapis.com": "http://127.0.0.1:7/"})
+    assert table.decrypts("oauth2.googleapis.com") and not table.decrypts("googleapis.com")
+    assert table.route("oauth2.googleapis.com", 443, "/token") is None  # not model traffic
+    origin = table.origin("OAUTH2.googleapis.com.")
+    assert origin is not None and origin.url == "http://127.0.0.1:7"
+    assert table.origin("www.googleapis.com") is None
+    assert table.origin("api.anthropic.com") is None  # its upstream is the host itself
