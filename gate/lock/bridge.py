@@ -27,6 +27,9 @@ class Bridge:
 
     def start(self) -> None:
         self.listener.setblocking(False)
+        # Listening before the thread runs the loop: a stop() right after is then safe.
+        self._server = self.loop.run_until_complete(
+            asyncio.start_server(self._relay, sock=self.listener))
         self._thread.start()
 
     def stop(self) -> None:
@@ -37,12 +40,11 @@ class Bridge:
 
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self._server = self.loop.run_until_complete(
-            asyncio.start_server(self._relay, sock=self.listener))
         try:
             self.loop.run_forever()
         finally:
-            self._server.close()
+            if self._server is not None:
+                self._server.close()
             for task in asyncio.all_tasks(self.loop):
                 task.cancel()
             self.loop.run_until_complete(asyncio.sleep(0))

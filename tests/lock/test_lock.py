@@ -23,6 +23,7 @@ from conftest import fake_secret
 from fake_provider import FakeProvider
 from gate.ask.client import ControlClient
 from gate.errors import GateError
+from gate.lock import scope
 from gate.lock.plan import Plan
 from gate.lock.run import run
 from gate.proxy import ca
@@ -225,3 +226,18 @@ def test_an_unprivileged_user_gets_the_same_lock() -> None:
         assert "write failed" not in out[f"unshare remount {rules}"], out
     finally:
         shutil.rmtree(base)
+
+
+def test_an_agent_that_exits_at_once_leaves_no_error(gate_dirs: dict[str, Path],
+                                                     capfd: pytest.CaptureFixture[str]) -> None:
+    """The bridge stops cleanly however soon the agent exits (it once raised in its thread
+    when stopped before it was listening)."""
+    gate = Listener()
+    try:
+        for code in (0, 3, 0, 3, 0):
+            plan = scope.plan_for(("sh", "-c", f"exit {code}"), gate.port,
+                                  str(gate_dirs["project"]), os.environ)
+            assert run(plan, os.environ, "127.0.0.1", gate.port) == code
+    finally:
+        gate.stop()
+    assert "Traceback" not in capfd.readouterr().err
