@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from gate import dirs
+from gate.audit.report import approved, shown_verdict
 from gate.audit.store import AuditStore
 from gate.cli.common import echo_json, json_option, load_config, since_option
 
@@ -40,11 +41,11 @@ def log_cmd(since: float | None, agent: str | None, limit: int, as_json: bool) -
         return
     for r in reversed(rows):
         tokens = f"{r['input_tokens'] or '-'}/{r['output_tokens'] or '-'}"
-        kept = [w for w in r["withheld"] if (w.get("decision") or {}).get("answer") != "approve"]
+        kept = [w for w in r["withheld"] if not approved(w.get("decision"))]
         sent = len(r["withheld"]) - len(kept)  # findings a person or memory approved
         withheld = (f" withheld={len(kept)}" if kept else "") + (
             f" approved={sent}" if sent else "")
-        click.echo(f"{r['id']:>6}  {when(r['ts'])}  {r['agent'] or '-':<12} {r['verdict']:<9}"
+        click.echo(f"{r['id']:>6}  {when(r['ts'])}  {r['agent'] or '-':<12} {shown_verdict(r):<9}"
                    f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
                    f"  {r['model'] or '-'}  {r['request_bytes']}B  tok={tokens}{withheld}")
 

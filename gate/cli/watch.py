@@ -40,7 +40,7 @@ class Audit:
         try:
             if self.store is None and self.path.exists():
                 self.store = AuditStore(self.path, reader=True)
-            return [_meta(r) for r in self.store.rows(limit)] if self.store else []
+            return [_meta(r) for r in self.store.rows(limit, body=False)] if self.store else []
         except sqlite3.Error as exc:
             raise GateError(f"cannot read the audit: {exc}", where=str(self.path),
                             hint="`gate log` shows the same error; check the file") from exc
@@ -61,7 +61,7 @@ def snapshot(data_dir: Path, audit: Audit, limit: int) -> Snapshot:
 
 def _meta(row: dict[str, Any]) -> dict[str, Any]:
     keep = ("id", "ts", "agent", "upstream", "path", "model", "verdict", "status", "withheld",
-            "request_bytes")
+            "request_bytes", "error")
     return {k: row.get(k) for k in keep}
 
 
