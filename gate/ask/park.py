@@ -91,7 +91,7 @@ class Asker:
         self._record(question, answer)
         decided = {w.asked.key: Decided(question.id, question.kind, answer.answer, By.POLICY)
                    for w in asks if w.asked}
-        _raise_if_blocked(decided)
+        _raise_if_blocked(decided, asks)
         return replace(verdict, withheld=tuple(_with_decision(w, decided)
                                                for w in verdict.withheld))
 
@@ -111,7 +111,7 @@ class Asker:
         # other flow meanwhile.
         if out and not rest and (told := self._memory_answer(out)) is not None:
             await asyncio.to_thread(self._record, self._question(asks, request), told)
-        _raise_if_blocked(out)
+        _raise_if_blocked(out, asks)
         if rest:
             question = self._question(rest, request)
             answer = await self._ask(question)
@@ -120,7 +120,7 @@ class Asker:
                 await asyncio.to_thread(self._remember, question, rest, answer, request)
             out |= {w.asked.key: Decided(question.id, question.kind, answer.answer, answer.by)
                     for w in rest if w.asked}
-            _raise_if_blocked(out)
+            _raise_if_blocked(out, asks)
         return out
 
     def _question(self, asks: list[Withheld], request: dict[str, Any]) -> Question:
@@ -191,13 +191,16 @@ def _tell(q: Question) -> None:
                    f"{what}. gate approve {q.id} | gate redact {q.id} | gate block {q.id}")
 
 
-def _raise_if_blocked(decided: dict[str, Decided]) -> None:
+def _raise_if_blocked(decided: dict[str, Decided], asks: list[Withheld]) -> None:
     if d := next((d for d in decided.values() if d.answer == "block"), None):
         why = {By.PERSON: "the user blocked it", By.MEMORY: "a remembered answer blocks it",
                By.TIMEOUT: "nobody answered in time and the default is block",
                By.POLICY: "gate may not ask (ask: never) and the default is block",
                By.HELPER: "the decision helper proposed block and nobody answered"}[d.by]
-        raise Blocked(f"{why} (question {d.id}, {d.question})")
+        # The audit keeps what was asked and how it was answered, as for a sent request.
+        records = tuple(_with_decision(w, decided).record() for w in asks
+                        if w.asked and w.asked.key in decided)
+        raise Blocked(f"{why} (question {d.id}, {d.question})", records)
 
 
 def _with_decision(w: Withheld, decided: dict[str, Decided]) -> Withheld:

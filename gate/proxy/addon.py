@@ -74,7 +74,7 @@ class GateAddon:
                                                       screened.rescreen)
                 self._send(flow, screened, verdict)
         except Blocked as exc:
-            self._block(flow, 403, str(exc))
+            self._block(flow, 403, str(exc), exc.withheld)
         except GateError as exc:  # e.g. a project rule file that became malformed
             self._block(flow, 403, exc.diagnostics())
         except Exception as exc:
@@ -160,10 +160,18 @@ class GateAddon:
             raise Blocked(f"gate cannot decode this request body (content-encoding {enc!r}:"
                           f" {type(exc).__name__}); it was not sent") from exc
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
+        # Who sent it, kept for the audit whatever the verdict (a blocked row too).
+        flow.metadata["gate_who"] = {
+            "run_id": run.id if run else None, "agent": agent,
+            "project_root": run.cwd if run else None,
+            "session": session_key(req.headers, run.id if run else None, agent,
+                                   route.upstream.name)}
         outbound = Outbound(route.path, body, agent, run.cwd if run else None,
                             route.upstream.unsafe_pass_non_json)
-        return _Screened(self, route, run, outbound,
-                         screen(outbound, self.policies, self.screens, self.chains.known))
+        verdict = screen(outbound, self.policies, self.screens, self.chains.known)
+        flow.metadata["gate_who"].update(model=verdict.model,
+                                         project_root=verdict.project_root)
+        return _Screened(self, route, run, outbound, verdict)
 
     def _send(self, flow: http.HTTPFlow, screened: _Screened, verdict: Verdict) -> None:
         """Put the decided body on the flow, audit it, and route it upstream."""
@@ -202,7 +210,8 @@ class GateAddon:
             body=sent, content_encoding=flow.request.headers.get("content-encoding"),
         )
 
-    def _block(self, flow: http.HTTPFlow, status: int, message: str) -> None:
+    def _block(self, flow: http.HTTPFlow, status: int, message: str,
+               withheld: tuple[dict[str, object], ...] = ()) -> None:
         route: routing.Route | None = flow.metadata.get("gate_route")
         name = route.upstream.name if route else ""
         path = route.path if route else flow.request.path
@@ -215,7 +224,8 @@ class GateAddon:
                 upstream=name or "?", host=route.upstream.host if route else "?",
                 method=flow.request.method, path=routing.safe_path(path),
                 request_bytes=len(flow.request.raw_content or b""), verdict="blocked",
-                reason=message, status=status)
+                reason=message, status=status, withheld=list(withheld),
+                **_attribution(flow))
         except Exception as exc:  # the request is blocked either way
             logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
 
@@ -224,6 +234,21 @@ class GateAddon:
                                 "data_dir": str(self.data_dir)}
         flow.response = http.Response.make(200, json.dumps(body).encode(),
                                            {"content-type": "application/json"})
+
+
+def _attribution(flow: http.HTTPFlow) -> dict[str, Any]:
+    """The agent, run, project, session and model of a request gate refused: the same
+    attribution a sent request's row carries. The model is read from the body when
+    screening stopped before it did (a body gate could not screen may not be JSON)."""
+    who = dict(flow.metadata.get("gate_who") or {})
+    if who and who.get("model") is None:
+        try:
+            parsed = json.loads(flow.request.get_content(strict=True) or b"")
+        except ValueError:
+            parsed = None
+        model = parsed.get("model") if isinstance(parsed, dict) else None
+        who["model"] = model[:200] if isinstance(model, str) else None
+    return who
 
 
 @dataclass(frozen=True, slots=True)
