@@ -21,6 +21,7 @@ from gate.ask.helper import check_helper_url, propose
 from gate.ask.memory import DecisionMemory
 from gate.ask.questions import (
     ANSWERS,
+    WITHDRAWN,
     Answer,
     By,
     Pending,
@@ -142,6 +143,14 @@ class Asker:
         except TimeoutError:
             logger.warning("question {}: no answer in {:.0f} s, {} applies", q.id, q.timeout,
                            answer.answer)
+        except asyncio.CancelledError:
+            # The agent went away: withdrawn at once; a later answer is refused (409).
+            answer = Answer(WITHDRAWN, By.AGENT)
+            logger.warning("question {}: withdrawn, the agent disconnected", q.id)
+            events.emit("withdrawn", id=q.id, kind=q.kind)
+            self.pending.close(q.id, answer)
+            self._record(q, answer)  # no await: the task is being cancelled
+            raise
         finally:
             # Also when the agent went away while waiting: the question is closed.
             self.pending.close(q.id, answer)

@@ -3,9 +3,11 @@ response side is gate/proxy/recorder.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -70,8 +72,12 @@ class GateAddon:
             if screened is not None:
                 verdict = screened.verdict
                 if verdict.asks:  # parked here until answered; other flows keep flowing
-                    verdict = await self.asker.settle(verdict, screened.question_info(),
-                                                      screened.rescreen)
+                    settled = await _while_connected(flow, self.asker.settle(
+                        verdict, screened.question_info(), screened.rescreen))
+                    if settled is None:
+                        self._withdrawn(flow)
+                        return
+                    verdict = settled
                 self._send(flow, screened, verdict)
         except Blocked as exc:
             self._block(flow, 403, str(exc), exc.withheld)
@@ -229,11 +235,42 @@ class GateAddon:
         except Exception as exc:  # the request is blocked either way
             logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
 
+    def _withdrawn(self, flow: http.HTTPFlow) -> None:
+        """The agent went away while its question waited: nothing is sent, and the audit
+        says so (verdict `withdrawn`), with who asked."""
+        route: routing.Route | None = flow.metadata.get("gate_route")
+        flow.kill()
+        logger.warning("flow {} withdrawn: the agent disconnected while gate asked", flow.id)
+        try:
+            self.audit.record_request(
+                upstream=route.upstream.name if route else "?",
+                host=route.upstream.host if route else "?", method=flow.request.method,
+                path=routing.safe_path(route.path if route else flow.request.path),
+                request_bytes=len(flow.request.raw_content or b""), verdict="withdrawn",
+                reason="the agent disconnected while gate was asking; nothing was sent",
+                **_attribution(flow))
+        except Exception as exc:
+            logger.error("audit write failed for a withdrawn flow: {}", type(exc).__name__)
+
     def _health(self, flow: http.HTTPFlow) -> None:
         body: dict[str, Any] = {"ok": True, "version": __version__,
                                 "data_dir": str(self.data_dir)}
         flow.response = http.Response.make(200, json.dumps(body).encode(),
                                            {"content-type": "application/json"})
+
+
+async def _while_connected(flow: http.HTTPFlow, waiting: Awaitable[Verdict]) -> Verdict | None:
+    """The settled verdict, or None when the agent disconnected first (the wait is then
+    cancelled, which withdraws its question)."""
+    task = asyncio.ensure_future(waiting)
+    while not task.done():
+        await asyncio.wait([task], timeout=0.25)
+        if not task.done() and not flow.client_conn.connected:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return None
+    return task.result()
 
 
 def _attribution(flow: http.HTTPFlow) -> dict[str, Any]:
