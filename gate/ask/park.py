@@ -102,7 +102,7 @@ class Asker:
         for w in asks:
             assert w.asked is not None
             hit = self.memory.lookup(self._fingerprint(w), finding_kind(w),
-                                     session=request.get("run_id"),
+                                     session=_conversation(request),
                                      project=request.get("project_root"))
             if hit is None:
                 rest.append(w)
@@ -179,13 +179,19 @@ class Asker:
         for w in asks:
             assert w.asked is not None
             self.memory.remember(self._fingerprint(w), finding_kind(w), answer.answer,
-                                 answer.remember, session=request.get("run_id"),
+                                 answer.remember, session=_conversation(request),
                                  project=request.get("project_root"), question_id=q.id)
 
     def _fingerprint(self, w: Withheld) -> str:
         # The memory gets the finding's keyed hash, never the value.
         assert w.asked is not None
         return self.memory.fingerprint(w.asked.key, finding_kind(w))
+
+
+def _conversation(request: dict[str, Any]) -> str | None:
+    """What the `session` scope means: this conversation (the audit's session key), else
+    the run."""
+    return request.get("session") or request.get("run_id")
 
 
 def _tell(q: Question) -> None:

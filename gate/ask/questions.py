@@ -20,6 +20,10 @@ from gate.screen.verdict import Withheld
 ANSWERS = ("approve", "redact", "block")
 WITHDRAWN = "withdrawn"  # not an answer anyone may give: the request went away unanswered
 SCOPES = ("once", "session", "project", "always")
+# An answer holds for the rest of its conversation unless the person says otherwise: agents
+# resend the whole history every turn, and content the provider already has is not worth
+# asking about again ("once": this request only).
+DEFAULT_SCOPE = "session"
 _ANSWERED_KEPT = 256  # recently answered ids, so a late second answer gets 409, not 404
 
 

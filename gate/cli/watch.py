@@ -18,6 +18,7 @@ import click
 
 from gate import dirs
 from gate.ask.client import ControlClient
+from gate.ask.questions import DEFAULT_SCOPE
 from gate.audit.store import AuditStore
 from gate.cli.common import echo_json, json_option
 from gate.cli.watchview import SCOPE_KEYS, Snapshot, View, render
@@ -143,7 +144,7 @@ def press(key: str, view: View, pending: list[dict[str, Any]], data_dir: Path) -
     if key in ("up", "k", "down", "j"):
         view.move(pending, -1 if key in ("up", "k") else 1)
     elif key in ANSWER_KEYS:
-        _answer(view, pending, data_dir, ANSWER_KEYS[key], "once")
+        _answer(view, pending, data_dir, ANSWER_KEYS[key], DEFAULT_SCOPE)
     elif key.lower() in ANSWER_KEYS and view.selected_in(pending):
         view.choosing = ANSWER_KEYS[key.lower()]
         view.message = (f"{view.choosing} and remember for: s session, p project, w always"

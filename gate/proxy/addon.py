@@ -80,9 +80,9 @@ class GateAddon:
                     verdict = settled
                 self._send(flow, screened, verdict)
         except Blocked as exc:
-            self._block(flow, 403, str(exc), exc.withheld)
+            self._block(flow, replies.BLOCK_STATUS, str(exc), exc.withheld)
         except GateError as exc:  # e.g. a project rule file that became malformed
-            self._block(flow, 403, exc.diagnostics())
+            self._block(flow, replies.BLOCK_STATUS, exc.diagnostics())
         except Exception as exc:
             logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
             self._block(flow, 500, f"gate could not screen this request ({type(exc).__name__});"
@@ -177,7 +177,7 @@ class GateAddon:
         verdict = screen(outbound, self.policies, self.screens, self.chains.known)
         flow.metadata["gate_who"].update(model=verdict.model,
                                          project_root=verdict.project_root)
-        return _Screened(self, route, run, outbound, verdict)
+        return _Screened(self, route, run, outbound, verdict, flow.metadata["gate_who"]["session"])
 
     def _send(self, flow: http.HTTPFlow, screened: _Screened, verdict: Verdict) -> None:
         """Put the decided body on the flow, audit it, and route it upstream."""
@@ -297,6 +297,7 @@ class _Screened:
     run: runs.Run | None
     req: Outbound
     verdict: Verdict
+    session: str | None = None  # the conversation, which an answer's default scope covers
 
     def rescreen(self, approved: frozenset[str]) -> Verdict:
         a = self.addon
@@ -307,5 +308,5 @@ class _Screened:
         """What a question says about its request."""
         return {"agent": self.req.agent, "upstream": self.route.upstream.name,
                 "path": routing.safe_path(self.route.path), "model": self.verdict.model,
-                "run_id": self.run.id if self.run else None,
+                "run_id": self.run.id if self.run else None, "session": self.session,
                 "project_root": self.verdict.project_root}

@@ -49,7 +49,7 @@ def test_an_answer_given_once_is_asked_again(asking: Callable[..., AskingGate],
     g = asking()
     body = env_turn(gate_dirs["project"], github_token())
     sent = g.send(body)
-    g.control().answer(g.wait_pending()[0]["id"], "redact")
+    g.control().answer(g.wait_pending()[0]["id"], "redact", "once")
     sent.wait()
     sent = g.send(body)
     [q] = g.wait_pending()  # asked again: "once" remembers nothing

@@ -41,7 +41,7 @@ def test_a_blocked_row_names_its_agent_model_run_project_session_and_answer(
         base_url=f"{blocking_gate.base_url}/_run/{run.id}/anthropic", api_key="sk-ant-test",
         max_retries=0, default_headers={"x-claude-code-session-id": "conv-1"})
     token = Gen(7).crc_token("gh" + "p_")
-    with pytest.raises(anthropic.PermissionDeniedError):
+    with pytest.raises(anthropic.BadRequestError):
         client.messages.create(model="claude-blocked", max_tokens=8, messages=[
             {"role": "user", "content": f"push with {token}"}])
     assert provider.seen == []  # nothing left
@@ -70,7 +70,7 @@ def test_a_body_gate_cannot_read_still_names_its_agent_and_run(
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(req, timeout=10)  # noqa: S310 (loopback)
     refused.value.close()
-    assert refused.value.code == 403
+    assert refused.value.code == 400
     row = newest(gate_dirs["data"])
     assert (row["verdict"], row["agent"], row["run_id"], row["model"]) == (
         "blocked", "codex", run.id, None)
