@@ -38,7 +38,7 @@ def test_an_agent_that_goes_away_withdraws_its_question(
     while gate.control().pending():
         assert time.monotonic() < deadline, "the question is still pending"
         time.sleep(0.05)
-    with pytest.raises(GateError, match="already answered .withdrawn, by agent"):
+    with pytest.raises(GateError, match=r"already answered \(withdrawn, by agent"):
         gate.control().answer(question["id"], "approve")
     assert gate.provider.seen == []  # nothing was forwarded
     rows = list(AuditStore(gate_dirs["data"] / "audit.db", reader=True).rows(5, body=False))

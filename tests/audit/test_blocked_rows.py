@@ -64,7 +64,7 @@ def test_a_blocked_row_names_its_agent_model_run_project_session_and_answer(
 def test_a_body_gate_cannot_read_still_names_its_agent_and_run(
         blocking_gate: Listening, gate_dirs: dict[str, Path]) -> None:
     run = runs.register(gate_dirs["data"], str(gate_dirs["project"]), "codex")
-    req = urllib.request.Request(
+    req = urllib.request.Request(  # noqa: S310 (loopback http)
         f"{blocking_gate.base_url}/_run/{run.id}/anthropic/v1/messages", data=b"not json {",
         headers={"content-type": "application/json"}, method="POST")
     with pytest.raises(urllib.error.HTTPError) as refused:
