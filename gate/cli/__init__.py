@@ -19,6 +19,7 @@ from gate.cli import (
     scan,
     search,
     serve,
+    sessions,
     watch,
 )
 from gate.errors import GateError
@@ -47,7 +48,8 @@ def cli() -> None:
 
 for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
                 *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
-                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS):
+                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS,
+                *sessions.COMMANDS):
     cli.add_command(command)
 
 

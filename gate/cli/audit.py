@@ -51,15 +51,38 @@ def log_cmd(since: float | None, agent: str | None, limit: int, as_json: bool) -
 
 
 @click.command("show")
-@click.argument("request_id", type=int)
-@click.option("--body", "with_body", is_flag=True, help="Also print the exact body sent.")
+@click.argument("request_id", type=int, required=False)
+@click.option("--body", "with_body", is_flag=True, help="Also print the body sent"
+              " (secrets masked unless --reveal).")
+@click.option("--raw", is_flag=True, help="Print only the exact bytes sent (for jq).")
 @click.option("--new", "only_new", is_flag=True,
               help="Print only what this request added since the previous request of the"
                    " same session.")
+@click.option("--session", help="Instead of one request: a conversation, turn by turn, as"
+              " the provider received it (see `gate sessions`).")
+@click.option("--reveal", is_flag=True, help="Show secrets a person approved (masked by"
+              " default).")
 @json_option
-def show_cmd(request_id: int, with_body: bool, only_new: bool, as_json: bool) -> None:
-    """Show one request: its metadata, what was withheld and why, and on request its body."""
+def show_cmd(request_id: int | None, with_body: bool, raw: bool, only_new: bool,
+             session: str | None, reveal: bool, as_json: bool) -> None:
+    """Show one request: its metadata, what was withheld and why, and on request its body;
+    or, with --session, a whole conversation turn by turn."""
+    if (request_id is None) == (session is None):
+        raise click.UsageError("give a REQUEST_ID or --session ID (one of them)")
+    if session is not None:
+        from gate.cli.sessions import show_session
+
+        show_session(session, reveal, as_json)
+        return
+    assert request_id is not None
     store = open_store()
+    if raw:
+        sent = store.body_of(request_id)
+        if sent is None:
+            click.echo(f"gate: no body recorded for request {request_id}", err=True)
+            sys.exit(1)
+        sys.stdout.buffer.write(sent)
+        return
     row = store.get(request_id, body=with_body)
     if row is None:
         click.echo(f"gate: no request {request_id} in the audit", err=True)
@@ -69,6 +92,10 @@ def show_cmd(request_id: int, with_body: bool, only_new: bool, as_json: bool) ->
         echo_json({"request": row, **({"new": new} if new is not None else {})})
         return
     body = row.pop("body", None)
+    if body is not None and not reveal:
+        from gate.cli.sessions import masked
+
+        body = masked(body)
     for key, value in row.items():
         if value not in (None, [], ""):
             click.echo(f"{key:<22} {json.dumps(value) if isinstance(value, list) else value}")
