@@ -54,7 +54,7 @@ def test_sessions_list_and_a_conversation_turn_by_turn(gate: Listening) -> None:
     assert "[gate: redacted" in turns[1] and "first question" not in turns[1]
     assert "+ user: third question" in turns[2] and "push with" not in turns[2]
     data = json.loads(invoke("show", "--session", one["session"], "--json").stdout)
-    assert [t["new_from"] for t in data["turns"]] == [0, 1, 3]  # each turn: the reply, then the prompt
+    assert [t["new_from"] for t in data["turns"]] == [0, 1, 3]  # reply, prompt
     missing = invoke("show", "--session", "zzzz")
     assert missing.exit_code == 1 and "gate sessions" in missing.stderr
     assert invoke("show").exit_code == 2
