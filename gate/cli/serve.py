@@ -17,6 +17,8 @@ import click
 
 from gate import dirs, log, runs
 from gate.agents import registry
+from gate.ask.client import ControlClient
+from gate.ask.terminal import Notices
 from gate.cli.common import load_config
 from gate.config import Config, base_url
 from gate.errors import GateError
@@ -119,13 +121,28 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool,
     run = runs.register(data, os.getcwd(), spec.name)
     run_base = f"{base}/_run/{run.id}"
     env = {**os.environ, **spec.env(run_base)}
+    notices = Notices(run.id, lambda: ControlClient.find(data).pending(), sys.stderr).start()
     try:
         code = _run_child(registry.command(spec, list(command), run_base), env)
     finally:
+        notices.stop()
         runs.unregister(data, run)
         if started is not None:
             started.stop()
+        _summary(data, run.id)
     sys.exit(code)
+
+
+def _summary(data: Path, run_id: str) -> None:
+    """One paragraph on stderr once the agent is gone: what this run sent and withheld."""
+    from gate.audit import summary
+    from gate.audit.store import AuditStore
+
+    try:
+        text = summary.of_run(AuditStore(data / "audit.db", reader=True), run_id)
+    except Exception as exc:  # the agent's exit code matters more than the summary
+        text = f"gate: no summary of this run ({type(exc).__name__}); see gate log"
+    click.echo(text, err=True)
 
 
 @click.command("env")
