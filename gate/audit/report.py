@@ -32,6 +32,11 @@ _SHOWN = (f"CASE WHEN verdict != 'blocked' AND error IS NOT NULL AND status IS N
           f" THEN '{FAILED}' ELSE verdict END")
 
 
+def shown_sql() -> str:
+    """shown_verdict as an SQL expression over a requests row."""
+    return _SHOWN
+
+
 def shown_verdict(row: dict[str, Any]) -> str:
     """The verdict as the reading commands show it: `failed` for a request that did not
     reach its provider, else the one recorded."""

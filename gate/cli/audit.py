@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
+import time
 from typing import Any
 
 import click
@@ -24,30 +26,86 @@ def when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
+_VERDICT_COLOURS = {"forwarded": "green", "modified": "yellow", "blocked": "red",
+                   "failed": "red", "withdrawn": "magenta", "unscreened": "red"}
+
+
+def ago(ts: float, now: float | None = None) -> str:
+    """A time as a person says it: "12 s ago", "3 min ago", "5 h ago", then the date."""
+    span = (time.time() if now is None else now) - ts
+    if span < 60:
+        return f"{max(0, int(span))} s ago"
+    if span < 3600:
+        return f"{int(span // 60)} min ago"
+    if span < 86400:
+        return f"{int(span // 3600)} h ago"
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
 @click.command("log")
 @since_option
 @click.option("--agent", help="Only requests from this agent (as `gate log` names it).")
+@click.option("--verdict", type=click.Choice(["forwarded", "modified", "blocked", "failed",
+                                              "withdrawn", "unscreened"]),
+              help="Only requests with this verdict.")
+@click.option("--session", help="Only requests of this conversation (see `gate sessions`).")
+@click.option("--run", "run_id", help="Only requests of this `gate run` (its summary names it).")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new requests as they come.")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
 @json_option
-def log_cmd(since: float | None, agent: str | None, limit: int, as_json: bool) -> None:
-    """List recent requests: when, where, model, size, what was withheld, status, tokens."""
-    rows = list(open_store().rows(limit, since=since, agent=agent, body=False))
+def log_cmd(since: float | None, agent: str | None, verdict: str | None, session: str | None,
+            run_id: str | None, follow: bool, limit: int, as_json: bool) -> None:
+    """List recent requests: when, agent, verdict, status, where, model, size, tokens,
+    what was withheld and what a person approved. Colour on a terminal (not with NO_COLOR)."""
+    store = open_store()
+    filters = {"since": since, "agent": agent, "verdict": verdict, "session": session,
+               "run_id": run_id}
+    rows = list(store.rows(limit, body=False, **filters))  # type: ignore[arg-type]
     if as_json:
-        echo_json({"requests": rows})
+        if follow:
+            raise click.UsageError("--follow prints lines; it does not combine with --json")
+        echo_json({"ok": True, "requests": rows})
         return
-    if not rows:
-        click.echo("no requests recorded" + (" matching these filters" if since or agent
-                                              else " yet"))
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    if not rows and not follow:
+        click.echo("no requests recorded" + (" matching these filters"
+                                              if any(filters.values()) else " yet"))
         return
+    click.echo(_style(f"{'ID':>6}  {'WHEN':<12}  {'AGENT':<12} {'VERDICT':<9} {'ST':>3}  "
+                      "WHERE  MODEL  SIZE  TOKENS in/out  WITHHELD", "bold", color))
+    last = 0
     for r in reversed(rows):
-        tokens = f"{r['input_tokens'] or '-'}/{r['output_tokens'] or '-'}"
-        kept = [w for w in r["withheld"] if not approved(w.get("decision"))]
-        sent = len(r["withheld"]) - len(kept)  # findings a person or memory approved
-        withheld = (f" withheld={len(kept)}" if kept else "") + (
-            f" approved={sent}" if sent else "")
-        click.echo(f"{r['id']:>6}  {when(r['ts'])}  {r['agent'] or '-':<12} {shown_verdict(r):<9}"
-                   f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
-                   f"  {r['model'] or '-'}  {r['request_bytes']}B  tok={tokens}{withheld}")
+        click.echo(_line(r, color))
+        last = max(last, r["id"])
+    while follow:
+        time.sleep(1.0)
+        new = [r for r in store.rows(500, body=False, **filters)  # type: ignore[arg-type]
+               if r["id"] > last]
+        for r in reversed(new):
+            click.echo(_line(r, color))
+            last = max(last, r["id"])
+
+
+def _line(r: dict[str, Any], color: bool) -> str:
+    from gate.audit.tables import size
+
+    tokens = f"{r['input_tokens'] or '-'}/{r['output_tokens'] or '-'}"
+    kept = [w for w in r["withheld"] if not approved(w.get("decision"))]
+    sent = len(r["withheld"]) - len(kept)  # findings a person or memory approved
+    withheld = (f" withheld={len(kept)}" if kept else "") + (
+        f" approved={sent}" if sent else "")
+    shown = shown_verdict(r)
+    colour = _VERDICT_COLOURS.get(shown, "")
+    return (f"{r['id']:>6}  {ago(r['ts']):<12}  {r['agent'] or '-':<12} "
+            f"{_style(f'{shown:<9}', colour, color)}"
+            f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
+            f"  {r['model'] or '-'}  {size(r['request_bytes'])}  tok={tokens}{withheld}")
+
+
+def _style(text: str, how: str, color: bool) -> str:
+    if not color or not how:
+        return text
+    return click.style(text, bold=True) if how == "bold" else click.style(text, fg=how)
 
 
 @click.command("show")

@@ -11,7 +11,7 @@ from typing import Any
 import anthropic
 from click.testing import CliRunner
 
-from gate.audit.store import AuditStore
+from gate.audit.store import AuditStore, Usage
 from gate.cli import cli
 from gate.proxy.server import Listening
 from screen.secrets_corpus import Gen
@@ -75,3 +75,31 @@ def test_show_masks_an_approved_secret_unless_revealed_and_raw_is_exact(
     assert raw.stdout_bytes == body
     session = invoke("show", "--session", "s:abc").stdout
     assert token not in session and "chars masked" in session
+
+
+def test_log_header_filters_and_human_units(gate_dirs: dict[str, Path]) -> None:
+    store = AuditStore(gate_dirs["data"] / "audit.db")
+    common = {"upstream": "anthropic", "host": "h", "method": "POST", "path": "/v1/messages"}
+    sent = store.record_request(**common, request_bytes=12_345, verdict="forwarded",
+                                run_id="run-1", session="s:one", agent="claude-code")
+    blocked = store.record_request(**common, request_bytes=10, verdict="blocked",
+                                   run_id="run-2", session="s:two", reason="no")
+    failed = store.record_request(**common, request_bytes=10, verdict="forwarded",
+                                  run_id="run-2", session="s:two")
+    store.record_response(failed, status=None, latency_ms=1.0, usage=Usage(),
+                          error="connection refused")
+    out = invoke("log").stdout
+    header, *lines = out.splitlines()
+    assert header.split()[:4] == ["ID", "WHEN", "AGENT", "VERDICT"]
+    assert "\x1b[" not in out  # not a terminal: no colour
+    assert any(f"{sent}  " in ln and "12.3 kB" in ln and "s ago" in ln for ln in lines)
+
+    def ids(*args: str) -> list[int]:
+        return [r["id"] for r in json.loads(invoke("log", "--json", *args).stdout)["requests"]]
+
+    assert ids("--verdict", "blocked") == [blocked]
+    assert ids("--verdict", "failed") == [failed]
+    assert ids("--verdict", "forwarded") == [sent]
+    assert ids("--run", "run-2") == [failed, blocked]
+    assert ids("--session", "s:one") == [sent]
+    assert json.loads(invoke("log", "--json").stdout)["ok"] is True
