@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -11,6 +12,7 @@ from gate import __version__
 from gate.cli import (
     ask,
     audit,
+    completion,
     decisions,
     integrity,
     paths,
@@ -26,14 +28,28 @@ from gate.errors import GateError
 
 
 class _Group(click.Group):
-    """Turns a GateError into its diagnostics and exit code 1, without a traceback."""
+    """Turns a GateError into its diagnostics and exit code 1, without a traceback; with
+    --json, every failure is one JSON object on stdout too: {"ok": false, "error": {...}}."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        wants_json = "--json" in ctx.args  # the subcommand's arguments, not parsed yet
         try:
             return super().invoke(ctx)
         except GateError as exc:
+            if wants_json:
+                _json_error(type(exc).__name__, exc.message, exc.hint, exc.where)
             click.echo(f"gate: {exc.diagnostics()}", err=True)
             sys.exit(1)
+        except click.UsageError as exc:
+            if wants_json:
+                _json_error("usage", exc.format_message(), "see --help")
+            raise
+
+
+def _json_error(code: str, message: str, hint: str | None, where: str | None = None) -> None:
+    error = {"code": code, "message": message, "hint": hint or ""}
+    click.echo(json.dumps({"ok": False, "error": {**error, **({"where": where} if where
+                                                             else {})}}, indent=2))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,7 +65,7 @@ def cli() -> None:
 for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
                 *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
                 *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS,
-                *sessions.COMMANDS):
+                *sessions.COMMANDS, *completion.COMMANDS):
     cli.add_command(command)
 
 

@@ -15,6 +15,7 @@ from gate import dirs
 from gate.audit.report import approved, shown_verdict
 from gate.audit.store import AuditStore
 from gate.cli.common import echo_json, json_option, load_config, since_option
+from gate.errors import GateError
 
 
 def open_store() -> AuditStore:
@@ -143,8 +144,8 @@ def show_cmd(request_id: int | None, with_body: bool, raw: bool, only_new: bool,
         return
     row = store.get(request_id, body=with_body)
     if row is None:
-        click.echo(f"gate: no request {request_id} in the audit", err=True)
-        sys.exit(1)
+        raise GateError(f"no request {request_id} in the audit",
+                        hint="`gate log` lists the recorded requests")
     new = _new_parts(store, request_id) if only_new else None
     if as_json:
         echo_json({"request": row, **({"new": new} if new is not None else {})})

@@ -37,7 +37,7 @@ def test_a_parked_request_is_sent_as_is_once_approved_on_the_cli(
     assert listed.exit_code == 0 and q["id"] in listed.output and token not in listed.output
     assert "Approval page: http://127.0.0.1:" in listed.output
     as_json = CliRunner().invoke(cli, ["pending", "--json"])
-    assert json.loads(as_json.output) == {"pending": [q]}
+    assert json.loads(as_json.output) == {"ok": True, "pending": [q]}
     done = CliRunner().invoke(cli, ["approve", q["id"]])
     assert done.exit_code == 0, done.output
     assert sent.wait().error is None
