@@ -53,10 +53,16 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
     """
     from gate.ask import client
     from gate.ask import events as event_stream
-    from gate.proxy.server import Listening, serve_forever
+    from gate.proxy.server import Listening, read_server_file, serve_forever
 
     config = _ask_config(load_config(host, port, upstreams), no_ask)
     data = dirs.private_dir(dirs.data_dir())
+    # One long-lived gate per data dir: two would share one audit, token and memory, and
+    # `gate run`, `gate watch` and the CLI would talk to either.
+    if (running := read_server_file(data)) and _healthy(running.base_url, data):
+        raise GateError(f"a gate already serves this data dir at {running.base_url}",
+                        where=str(data), hint="use that gate, stop it first, or set"
+                        " GATE_DATA_DIR to another directory")
     # With --events, stderr carries only the NDJSON events; the log goes to gate.log.
     log.configure(file=data / "gate.log", stderr=not events)
     if events:
@@ -161,6 +167,10 @@ def env_cmd(agent: str) -> None:
     config = load_config()
     running = read_server_file(dirs.data_dir())
     base = running.base_url if running else base_url(config.host, config.port)
+    # Exports that point at nothing make the agent fail later, far from the cause.
+    if _health(_loopback(base)) is None:
+        click.echo(f"gate: no gate answers at {base}: start one with `gate serve` (these"
+                   " exports point there)", err=True)
     if missing := sorted(registry.routes(spec) - set(config.upstreams)):
         click.echo(f"gate: {spec.name} is wired to /{missing[0]}, but gate has no upstream"
                    f" {missing[0]!r}; add it under upstreams: in config.yaml", err=True)
