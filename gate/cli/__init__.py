@@ -45,6 +45,27 @@ class _Group(click.Group):
                 _json_error("usage", exc.format_message(), "see --help")
             raise
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        named = {name for _, names in _SECTIONS for name in names}
+        sections = [*_SECTIONS, ("Other", tuple(n for n in self.list_commands(ctx)
+                                                 if n not in named))]
+        for title, names in sections:
+            rows = [(n, cmd.get_short_help_str(limit=formatter.width - 20))
+                    for n in names if (cmd := self.get_command(ctx, n)) and not cmd.hidden]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+# `gate --help` lists the commands by what a person is doing (a command not named here is
+# listed under "Other", so a new one is never hidden).
+_SECTIONS = (
+    ("Run agents through gate", ("run", "serve", "env")),
+    ("Answer its questions", ("watch", "pending", "approve", "redact", "block", "decisions")),
+    ("See what was sent", ("log", "show", "sessions", "search", "report", "export")),
+    ("Rules, secrets and setup", ("rules", "scan", "paths", "audit", "completion")),
+)
+
 
 def _json_error(code: str, message: str, hint: str | None, where: str | None = None) -> None:
     error = {"code": code, "message": message, "hint": hint or ""}

@@ -88,7 +88,9 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
                         hint="use --port to pick another port") from exc
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True})
+# Options after COMMAND are its own: `gate run claude --help` is Claude Code's help.
+@click.command("run", context_settings={"ignore_unknown_options": True,
+                                        "allow_interspersed_args": False})
 @click.option("--agent", default=None, help="Agent to wire (default: from the command name).")
 @upstream_option
 @no_ask_option

@@ -52,3 +52,26 @@ def test_completion_scripts_complete_gate_commands() -> None:
     names = {line.split(",", 1)[1] for line in done.stdout.splitlines() if "," in line}
     assert {"search", "serve", "sessions"} <= names
     assert CliRunner().invoke(cli, ["completion", "tcsh"]).exit_code == 2
+
+
+def test_gate_run_passes_help_after_the_command_to_it() -> None:
+    import subprocess
+    import sys
+
+    script = "import sys; print('argv', sys.argv[1:])"
+    done = subprocess.run([sys.executable, "-m", "gate", "run", sys.executable, "-c", script,
+                           "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "argv ['--help']" in done.stdout and "Usage: gate run" not in done.stdout
+
+
+def test_help_groups_the_commands_by_task_and_hides_none() -> None:
+    out = CliRunner().invoke(cli, ["--help"]).stdout
+    sections = ["Run agents through gate:", "Answer its questions:", "See what was sent:",
+                "Rules, secrets and setup:"]
+    assert [out.index(s) for s in sections] == sorted(out.index(s) for s in sections)
+    assert out.index("  sessions ") > out.index("See what was sent:")
+    assert "\nCommands:" not in out
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("  ")
+              and not line.strip().startswith("-")}
+    assert set(cli.commands) <= listed  # every command appears in some section
