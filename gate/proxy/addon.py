@@ -264,7 +264,11 @@ async def _while_connected(flow: http.HTTPFlow, waiting: Awaitable[Verdict]) -> 
     cancelled, which withdraws its question)."""
     task = asyncio.ensure_future(waiting)
     while not task.done():
-        await asyncio.wait([task], timeout=0.25)
+        try:
+            await asyncio.wait([task], timeout=0.25)
+        except asyncio.CancelledError:  # the gate is stopping: the question goes with it
+            task.cancel()
+            raise
         if not task.done() and not flow.client_conn.connected:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
