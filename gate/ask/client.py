@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gate import dirs
+from gate.ask.questions import DEFAULT_SCOPE
 from gate.config import base_url
 from gate.errors import GateError
 from gate.lock import LOCKED_MARK
@@ -92,7 +93,7 @@ class ControlClient:
             out += self._call(base, "GET", "/_gate/api/pending")[1].get("pending", [])
         return sorted(out, key=lambda q: q.get("created", 0))
 
-    def answer(self, qid: str, answer: str, remember: str = "once") -> dict[str, Any]:
+    def answer(self, qid: str, answer: str, remember: str = DEFAULT_SCOPE) -> dict[str, Any]:
         """Answer question `qid` on whichever gate holds it; GateError if none does."""
         body = {"answer": answer, "remember": remember}
         last: tuple[int, dict[str, Any]] = (404, {})

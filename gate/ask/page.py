@@ -12,15 +12,32 @@ from html import escape
 from gate.ask.questions import Question
 
 REFRESH_SECONDS = 5
-_CHOICES = (("approve:once", "Approve once"), ("approve:session", "Approve for this session"),
-            ("approve:project", "Approve for this project"), ("approve:always", "Always approve"),
-            ("redact", "Send redacted"), ("block", "Block"))
+# (value, label, what it means, style, access key): an answer without a scope holds for
+# the rest of this conversation (DEFAULT_SCOPE); the keys are gate watch's a, r, b.
+_CHOICES = (
+    ("approve:session", "Approve", "send it now and in this conversation's later turns",
+     "approve", "a"),
+    ("approve:once", "Approve this request only", "ask again on the next turn", "approve", ""),
+    ("approve:project", "Approve for this project", "remembered for this project", "approve",
+     ""),
+    ("approve:always", "Always approve", "remembered everywhere", "approve", ""),
+    ("redact", "Send redacted", "a placeholder goes instead, for this conversation", "redact",
+     "r"),
+    ("block", "Block", "refuse the whole request, for this conversation", "block", "b"))
+_AGENTS = {"claude-code": "Claude Code", "codex": "Codex", "opencode": "OpenCode",
+           "gemini-cli": "Gemini CLI", "copilot": "Copilot CLI", "aider": "Aider"}
+_PROVIDERS = {"anthropic": "Anthropic", "openai": "OpenAI", "gemini": "Google",
+              "code-assist": "Google", "copilot": "GitHub Copilot", "bedrock": "AWS Bedrock"}
 _STYLE = """
 body{font:15px/1.4 system-ui,sans-serif;margin:2em auto;max-width:60em;color:#222}
 .q{border:1px solid #bbb;border-radius:6px;padding:1em;margin:1em 0}
 pre{background:#f4f4f4;padding:.5em;overflow-x:auto;white-space:pre-wrap}
 table{border-collapse:collapse}td,th{padding:.2em .6em;text-align:left;vertical-align:top}
-button{margin:.2em;padding:.4em .8em}.note{background:#eef6ee;padding:.5em}
+button{margin:.2em;padding:.4em .8em;border-radius:4px;border:1px solid #888;cursor:pointer}
+button small{display:block;font-size:75%;opacity:.85}
+button.approve{background:#1f7a3a;color:#fff}button.redact{background:#b7791f;color:#fff}
+button.block{background:#b42318;color:#fff}.note{background:#eef6ee;padding:.5em}
+.ask{font-size:120%}kbd{border:1px solid #999;border-radius:3px;padding:0 .3em}
 """
 
 
@@ -50,12 +67,16 @@ def _question(q: Question, csrf: str) -> str:
         f"<td><code>{escape(str(f['preview']))}</code></td></tr>"
         f"<tr><td colspan=4><pre>{escape(str(f['context']))}</pre></td></tr>"
         for f in q.findings)
-    buttons = "".join(f'<button type="submit" name="choice" value="{v}">{label}</button>'
-                      for v, label in _CHOICES)
+    buttons = "".join(
+        f'<button type="submit" name="choice" value="{v}" class="{style}" title="{meaning}"'
+        + (f' accesskey="{key}"' if key else "") + f">{label}"
+        + (f" <kbd>{key}</kbd>" if key else "") + f"<small>{meaning}</small></button>"
+        for v, label, meaning, style, key in _CHOICES)
     proposed = (f"<p>Decision helper proposes: <b>{escape(q.proposed)}</b></p>"
                 if q.proposed else "")
     return (
         f'<div class="q" id="{escape(q.id)}"><h2>{escape(q.id)}: {escape(q.kind)}</h2>'
+        f'<p class="ask">{escape(ask_in_words(q))}</p>'
         f"<p>{escape(str(r.get('agent') or 'an agent'))} → {escape(str(r.get('upstream')))}"
         f" {escape(str(r.get('path')))} (model {escape(str(r.get('model') or '?'))}),"
         f" project {escape(str(r.get('project_root') or '?'))}</p>"
@@ -65,6 +86,24 @@ def _question(q: Question, csrf: str) -> str:
         f'<form method="post" action="/_gate/ui/answer">'
         f'<input type="hidden" name="id" value="{escape(q.id)}">'
         f'<input type="hidden" name="csrf" value="{escape(csrf)}">{buttons}</form></div>')
+
+
+def ask_in_words(q: Question) -> str:
+    """The question as a person says it: "Claude Code wants to send a github token, from
+    Bash, to Anthropic"."""
+    r = q.request
+    agent = _AGENTS.get(str(r.get("agent")), str(r.get("agent") or "An agent"))
+    provider = _PROVIDERS.get(str(r.get("upstream")), str(r.get("upstream") or "its provider"))
+    what = []
+    for f in q.findings:
+        if f.get("file"):
+            item = f"the content of {f['file']}"
+        else:
+            item = "a " + str(f.get("kind") or "secret").replace("-", " ")
+        if f.get("tool"):
+            item += f", from {f['tool']}"
+        what.append(item)
+    return f"{agent} wants to send {'; '.join(dict.fromkeys(what))}, to {provider}."
 
 
 def _doc(title: str, body: str, refresh: bool = False) -> str:

@@ -21,6 +21,7 @@ from gate.ask.helper import check_helper_url, propose
 from gate.ask.memory import DecisionMemory
 from gate.ask.questions import (
     ANSWERS,
+    WITHDRAWN,
     Answer,
     By,
     Pending,
@@ -91,7 +92,7 @@ class Asker:
         self._record(question, answer)
         decided = {w.asked.key: Decided(question.id, question.kind, answer.answer, By.POLICY)
                    for w in asks if w.asked}
-        _raise_if_blocked(decided)
+        _raise_if_blocked(decided, asks)
         return replace(verdict, withheld=tuple(_with_decision(w, decided)
                                                for w in verdict.withheld))
 
@@ -101,7 +102,7 @@ class Asker:
         for w in asks:
             assert w.asked is not None
             hit = self.memory.lookup(self._fingerprint(w), finding_kind(w),
-                                     session=request.get("run_id"),
+                                     session=_conversation(request),
                                      project=request.get("project_root"))
             if hit is None:
                 rest.append(w)
@@ -111,7 +112,7 @@ class Asker:
         # other flow meanwhile.
         if out and not rest and (told := self._memory_answer(out)) is not None:
             await asyncio.to_thread(self._record, self._question(asks, request), told)
-        _raise_if_blocked(out)
+        _raise_if_blocked(out, asks)
         if rest:
             question = self._question(rest, request)
             answer = await self._ask(question)
@@ -120,7 +121,7 @@ class Asker:
                 await asyncio.to_thread(self._remember, question, rest, answer, request)
             out |= {w.asked.key: Decided(question.id, question.kind, answer.answer, answer.by)
                     for w in rest if w.asked}
-            _raise_if_blocked(out)
+            _raise_if_blocked(out, asks)
         return out
 
     def _question(self, asks: list[Withheld], request: dict[str, Any]) -> Question:
@@ -142,6 +143,14 @@ class Asker:
         except TimeoutError:
             logger.warning("question {}: no answer in {:.0f} s, {} applies", q.id, q.timeout,
                            answer.answer)
+        except asyncio.CancelledError:
+            # The agent went away: withdrawn at once; a later answer is refused (409).
+            answer = Answer(WITHDRAWN, By.AGENT)
+            logger.warning("question {}: withdrawn, the agent disconnected", q.id)
+            events.emit("withdrawn", id=q.id, kind=q.kind)
+            self.pending.close(q.id, answer)
+            self._record(q, answer)  # no await: the task is being cancelled
+            raise
         finally:
             # Also when the agent went away while waiting: the question is closed.
             self.pending.close(q.id, answer)
@@ -170,13 +179,19 @@ class Asker:
         for w in asks:
             assert w.asked is not None
             self.memory.remember(self._fingerprint(w), finding_kind(w), answer.answer,
-                                 answer.remember, session=request.get("run_id"),
+                                 answer.remember, session=_conversation(request),
                                  project=request.get("project_root"), question_id=q.id)
 
     def _fingerprint(self, w: Withheld) -> str:
         # The memory gets the finding's keyed hash, never the value.
         assert w.asked is not None
         return self.memory.fingerprint(w.asked.key, finding_kind(w))
+
+
+def _conversation(request: dict[str, Any]) -> str | None:
+    """What the `session` scope means: this conversation (the audit's session key), else
+    the run."""
+    return request.get("session") or request.get("run_id")
 
 
 def _tell(q: Question) -> None:
@@ -191,13 +206,16 @@ def _tell(q: Question) -> None:
                    f"{what}. gate approve {q.id} | gate redact {q.id} | gate block {q.id}")
 
 
-def _raise_if_blocked(decided: dict[str, Decided]) -> None:
+def _raise_if_blocked(decided: dict[str, Decided], asks: list[Withheld]) -> None:
     if d := next((d for d in decided.values() if d.answer == "block"), None):
         why = {By.PERSON: "the user blocked it", By.MEMORY: "a remembered answer blocks it",
                By.TIMEOUT: "nobody answered in time and the default is block",
                By.POLICY: "gate may not ask (ask: never) and the default is block",
                By.HELPER: "the decision helper proposed block and nobody answered"}[d.by]
-        raise Blocked(f"{why} (question {d.id}, {d.question})")
+        # The audit keeps what was asked and how it was answered, as for a sent request.
+        records = tuple(_with_decision(w, decided).record() for w in asks
+                        if w.asked and w.asked.key in decided)
+        raise Blocked(f"{why} (question {d.id}, {d.question})", records)
 
 
 def _with_decision(w: Withheld, decided: dict[str, Decided]) -> Withheld:

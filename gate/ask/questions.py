@@ -18,7 +18,12 @@ from typing import Any
 from gate.screen.verdict import Withheld
 
 ANSWERS = ("approve", "redact", "block")
+WITHDRAWN = "withdrawn"  # not an answer anyone may give: the request went away unanswered
 SCOPES = ("once", "session", "project", "always")
+# An answer holds for the rest of its conversation unless the person says otherwise: agents
+# resend the whole history every turn, and content the provider already has is not worth
+# asking about again ("once": this request only).
+DEFAULT_SCOPE = "session"
 _ANSWERED_KEPT = 256  # recently answered ids, so a late second answer gets 409, not 404
 
 
@@ -30,11 +35,12 @@ class By(StrEnum):
     TIMEOUT = "timeout"
     POLICY = "policy"
     HELPER = "helper"
+    AGENT = "agent"       # the agent went away while waiting: the question was withdrawn
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    answer: str               # approve | redact | block
+    answer: str               # approve | redact | block (withdrawn: see WITHDRAWN)
     by: By
     remember: str = "once"
     at: float = field(default_factory=time.time)

@@ -89,7 +89,8 @@ def _charts(report: Report) -> str:
     labels = [t.key or "" for t in span]
     kinds: dict[str, int] = {}
     for w in report.withheld:
-        kinds[w.kind] = kinds.get(w.kind, 0) + w.items
+        if w.items:
+            kinds[w.kind] = kinds.get(w.kind, 0) + w.items
     out = [
         _figure("Bytes sent per day", charts.columns(
             "chart-bytes", "Bytes sent per day", labels, [t.bytes_sent for t in span],
@@ -129,6 +130,7 @@ def _cards(report: Report) -> str:
              (tables.count(t.input_tokens), "input tokens"),
              (tables.count(t.output_tokens), "output tokens"),
              (tables.count(sum(w.items for w in report.withheld)), "items withheld"),
+             (tables.count(sum(w.approved for w in report.withheld)), "approved and sent"),
              (tables.count(t.blocked), "requests blocked"),
              (tables.count(sum(a.questions for a in report.questions)), "questions asked")]
     return '<ul class="cards">' + "".join(

@@ -24,14 +24,36 @@ COLUMNS = ("id", "ts", "run_id", "agent", "upstream", "host", "method", "path", 
            "cache_creation_tokens", "error")
 EXPORT_SCHEMA = 1  # bump when an export field changes meaning; never rename a field
 
+# A request that never reached its provider (unreachable, refused, reset before any reply):
+# its row holds the error and no status. It is shown and counted as `failed`, never as
+# forwarded or sent, wherever verdicts are shown (one definition for SQL and for rows).
+FAILED = "failed"
+_SHOWN = (f"CASE WHEN verdict != 'blocked' AND error IS NOT NULL AND status IS NULL"
+          f" THEN '{FAILED}' ELSE verdict END")
+
+
+def shown_sql() -> str:
+    """shown_verdict as an SQL expression over a requests row."""
+    return _SHOWN
+
+
+def shown_verdict(row: dict[str, Any]) -> str:
+    """The verdict as the reading commands show it: `failed` for a request that did not
+    reach its provider, else the one recorded."""
+    if row.get("verdict") != "blocked" and row.get("error") and row.get("status") is None:
+        return FAILED
+    return str(row.get("verdict") or "-")
+
+
 # One pass over the period: a row per (day, host, agent, model, verdict, blocked reason)
 # combination, which stay few however many requests there are; the tables are sums of it.
 # Days are local calendar days, like --since.
 _CUBE = """
-    SELECT date(ts, 'unixepoch', 'localtime'), host, agent, model, verdict,
+    SELECT date(ts, 'unixepoch', 'localtime'), host, agent, model, {shown},
            CASE WHEN verdict = 'blocked' THEN reason END,
            COUNT(*), SUM(verdict = 'blocked'),
-           TOTAL(CASE WHEN verdict != 'blocked' THEN request_bytes END),
+           TOTAL(CASE WHEN {shown} NOT IN ('blocked', 'failed')
+                 THEN request_bytes END),
            TOTAL(input_tokens), TOTAL(output_tokens),
            TOTAL(cache_read_tokens), TOTAL(cache_creation_tokens), MIN(ts), MAX(ts)
     FROM requests {where} GROUP BY 1, 2, 3, 4, 5, 6
@@ -44,8 +66,8 @@ class BadRow(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Traffic:
-    """Requests in one group. Blocked requests count as requests, but their bytes never
-    left, so bytes_sent leaves them out."""
+    """Requests in one group. Blocked and failed requests count as requests, but their
+    bytes never reached a provider, so bytes_sent leaves them out."""
 
     key: str | None
     requests: int
@@ -59,15 +81,18 @@ class Traffic:
 
 @dataclass(frozen=True, slots=True)
 class WithheldCount:
-    """Withheld entries of one kind and rule. Agents resend the whole conversation each
-    turn, so one file or secret shows up again in every later request: `requests` says in
-    how many requests, `items` how many entries, `occurrences` how many places."""
+    """Findings of one kind and rule. Agents resend the whole conversation each turn, so
+    one file or secret shows up again in every later request: `requests` says in how many
+    requests, `items` how many entries were withheld, `occurrences` in how many places.
+    `approved` counts the entries a person or a remembered answer let through: those were
+    sent, so they are never counted as withheld."""
 
     kind: str
     rule: str
     items: int
     occurrences: int
     requests: int
+    approved: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +170,7 @@ def build(db: sqlite3.Connection | None, since: float | None = None) -> Report:
     blocked: dict[str | None, int] = {}
     first = last = None
     where, args = _where(since)
-    cube = db.execute(_CUBE.format(where=where), args) if db is not None else ()
+    cube = db.execute(_CUBE.format(where=where, shown=_SHOWN), args) if db is not None else ()
     for day, host, agent, model, verdict, reason, *sums, lo, hi in cube:
         for name, key in (("all", "all"), ("day", day), ("host", host), ("agent", agent),
                           ("model", model)):
@@ -188,16 +213,20 @@ def _withheld(db: sqlite3.Connection | None, since: float | None
     for row_id, text in rows:
         for n, entry in enumerate(withheld_list(row_id, text)):
             key = (str(entry.get("kind", "?")), str(entry.get("rule", "?")))
-            tally = counts.setdefault(key, [0, 0])
-            tally[0] += 1
-            tally[1] += _count(entry.get("count", 1))
-            seen_in.setdefault(key, set()).add(row_id)
-            if (decision := decision_of(row_id, entry)) is not None:
+            tally = counts.setdefault(key, [0, 0, 0])
+            decision = decision_of(row_id, entry)
+            if approved(decision):
+                tally[2] += 1
+            else:
+                tally[0] += 1
+                tally[1] += _count(entry.get("count", 1))
+                seen_in.setdefault(key, set()).add(row_id)
+            if decision is not None:
                 how = (str(decision.get("question", "?")), str(decision.get("answer", "?")),
                        str(decision.get("by", "?")))
                 asked.setdefault(how, set()).add(str(decision.get("id") or f"{row_id}/{n}"))
                 settled[how] = settled.get(how, 0) + 1
-    withheld = sorted((WithheldCount(k, r, c[0], c[1], len(seen_in[(k, r)]))
+    withheld = sorted((WithheldCount(k, r, c[0], c[1], len(seen_in.get((k, r), ())), c[2])
                        for (k, r), c in counts.items()), key=lambda w: (-w.items, w.kind, w.rule))
     answers = sorted((AnswerCount(*how, len(ids), settled[how]) for how, ids in asked.items()),
                      key=lambda x: (-x.questions, x.question, x.answer, x.by))
@@ -225,6 +254,11 @@ def decision_of(row_id: int, entry: dict[str, Any]) -> dict[str, Any] | None:
     if decision is not None and not isinstance(decision, dict):
         raise BadRow(f"request {row_id}: a withheld entry's decision is not an object")
     return decision
+
+
+def approved(decision: dict[str, Any] | None) -> bool:
+    """Whether a finding was let through (so sent) by the answer to its question."""
+    return decision is not None and decision.get("answer") == "approve"
 
 
 def export_rows(db: sqlite3.Connection | None, since: float | None = None

@@ -56,19 +56,23 @@ def text_search(store: AuditStore, text: str, since: float | None = None,
 def scan(store: AuditStore, match: Callable[[str], list[tuple[int, int, str]]],
          since: float | None = None, limit: int = 50) -> list[Found]:
     """Every chunk sent since then, as raw JSON text, through `match`, which returns (start,
-    end, label) hits. For `--value-of`: the encoded forms it looks for include JSON's."""
+    end, label) hits: one Found per chunk and label, so each value is answered for even
+    when another shares its chunk. For `--value-of`: the encoded forms it looks for include
+    JSON's."""
     ids = sorted(_window(store, since)[1])
-    found: dict[int, str] = {}
-    labels: dict[int, str] = {}
+    snippets: dict[int, dict[str, str]] = {}
     for i in range(0, len(ids), 500):
         for cid, raw in store.chunk_data(ids[i:i + 500]).items():
             text = raw.decode("utf-8", "replace")
-            if hits := match(text):
-                start, end, label = hits[0]
-                found[cid] = _snippet(text, start, end - start, hide=True)
-                labels[cid] = label
-    return [Found(f.chunk, f.requests, f.snippet, labels[f.chunk])
-            for f in _locate(store, found, since, limit)]
+            hits = match(text)
+            for n, (_start, _end, label) in enumerate(hits):
+                if label not in snippets.get(cid, {}):
+                    snippets.setdefault(cid, {})[label] = _masked(text, hits, n)
+    firsts = {cid: next(iter(labels.values())) for cid, labels in snippets.items()}
+    out = [Found(f.chunk, f.requests, snippet, label)
+           for f in _locate(store, firsts, since, 1 << 30)
+           for label, snippet in snippets[f.chunk].items()]
+    return out[:limit]
 
 
 def _locate(store: AuditStore, found: dict[int, str], since: float | None,
@@ -96,11 +100,29 @@ def _window(store: AuditStore, since: float | None) -> tuple[list[tuple[int, lis
     return rows, every
 
 
-def _snippet(text: str, start: int, length: int, hide: bool = False) -> str:
-    """Context around a hit, the hit in [brackets]; `hide` masks it (a value from a secrets
-    file is never printed, even from the audit)."""
+def _masked(text: str, hits: list[tuple[int, int, str]], n: int) -> str:
+    """The snippet around hits[n] with every hit masked, its neighbours too: a value from a
+    secrets file is never printed, even from the audit."""
+    out: list[str] = []
+    at = pos = length = 0
+    for start, end, label in sorted(hits):
+        if start < at:
+            continue  # overlapping: the hit before masks this one
+        out.append(text[at:start])
+        mask = f"[{end - start} chars]"
+        if (start, end, label) == hits[n] or not length:
+            pos, length = sum(map(len, out)), len(mask)
+        out.append(mask)
+        at = end
+    out.append(text[at:])
+    return _snippet("".join(out), pos, length, bracket=False)
+
+
+def _snippet(text: str, start: int, length: int, bracket: bool = True) -> str:
+    """Context around a hit, the hit in [brackets] (already there when masked)."""
     lo, hi = max(0, start - _SNIPPET), min(len(text), start + length + _SNIPPET)
-    hit = f"[{length} chars]" if hide else f"[{text[start:start + length]}]"
+    hit = text[start:start + length]
+    hit = f"[{hit}]" if bracket else hit
     left = ("…" if lo else "") + text[lo:start]
     right = text[start + length:hi] + ("…" if hi < len(text) else "")
     return re.sub(r"\s+", " ", left + hit + right)

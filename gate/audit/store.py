@@ -22,6 +22,7 @@ from loguru import logger
 from gate import dirs
 from gate.audit import blocks, chain, chunks, files, recent, schema
 from gate.audit.engine import engine_for
+from gate.audit.report import shown_sql
 from gate.config import AuditSettings
 from gate.errors import GateError
 
@@ -213,13 +214,18 @@ class AuditStore:
     # -- reading -----------------------------------------------------------------------
 
     def rows(self, limit: int = 50, *, since: float | None = None, agent: str | None = None,
-             body: bool = True) -> Iterator[dict[str, Any]]:
-        """Newest first."""
+             body: bool = True, run_id: str | None = None, session: str | None = None,
+             verdict: str | None = None) -> Iterator[dict[str, Any]]:
+        """Newest first. `verdict` is as shown (report.shown_verdict: `failed` included)."""
         where = ["ts >= ?"]
         args: list[object] = [since or 0.0]
-        if agent:
-            where.append("agent = ?")
-            args.append(agent)
+        for column, value in (("agent", agent), ("run_id", run_id), ("session", session)):
+            if value:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if verdict:
+            where.append(f"{shown_sql()} = ?")
+            args.append(verdict)
         cur = self.conn().execute(
             f"SELECT * FROM requests WHERE {' AND '.join(where)}"  # noqa: S608 (ours)
             " ORDER BY id DESC LIMIT ?", (*args, limit))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -12,6 +13,7 @@ from gate.cli import (
     ask,
     audit,
     ca,
+    completion,
     decisions,
     demo,
     doctor,
@@ -23,20 +25,56 @@ from gate.cli import (
     scan,
     search,
     serve,
+    sessions,
     watch,
 )
 from gate.errors import GateError
 
 
 class _Group(click.Group):
-    """Turns a GateError into its diagnostics and exit code 1, without a traceback."""
+    """Turns a GateError into its diagnostics and exit code 1, without a traceback; with
+    --json, every failure is one JSON object on stdout too: {"ok": false, "error": {...}}."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        wants_json = "--json" in ctx.args  # the subcommand's arguments, not parsed yet
         try:
             return super().invoke(ctx)
         except GateError as exc:
+            if wants_json:
+                _json_error(type(exc).__name__, exc.message, exc.hint, exc.where)
             click.echo(f"gate: {exc.diagnostics()}", err=True)
             sys.exit(1)
+        except click.UsageError as exc:
+            if wants_json:
+                _json_error("usage", exc.format_message(), "see --help")
+            raise
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        named = {name for _, names in _SECTIONS for name in names}
+        sections = [*_SECTIONS, ("Other", tuple(n for n in self.list_commands(ctx)
+                                                 if n not in named))]
+        for title, names in sections:
+            rows = [(n, cmd.get_short_help_str(limit=formatter.width - 20))
+                    for n in names if (cmd := self.get_command(ctx, n)) and not cmd.hidden]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+# `gate --help` lists the commands by what a person is doing (a command not named here is
+# listed under "Other", so a new one is never hidden).
+_SECTIONS = (
+    ("Run agents through gate", ("run", "serve", "env")),
+    ("Answer its questions", ("watch", "pending", "approve", "redact", "block", "decisions")),
+    ("See what was sent", ("log", "show", "sessions", "search", "report", "export")),
+    ("Rules, secrets and setup", ("rules", "scan", "paths", "audit", "completion")),
+)
+
+
+def _json_error(code: str, message: str, hint: str | None, where: str | None = None) -> None:
+    error = {"code": code, "message": message, "hint": hint or ""}
+    click.echo(json.dumps({"ok": False, "error": {**error, **({"where": where} if where
+                                                             else {})}}, indent=2))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -52,7 +90,8 @@ def cli() -> None:
 for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
                 *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
                 *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS, *ca.COMMANDS,
-                *doctor.COMMANDS, *demo.COMMANDS, *history.COMMANDS):
+                *doctor.COMMANDS, *demo.COMMANDS, *history.COMMANDS,
+                *sessions.COMMANDS, *completion.COMMANDS):
     cli.add_command(command)
 
 

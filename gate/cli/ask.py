@@ -9,7 +9,7 @@ import click
 
 from gate import dirs
 from gate.ask.client import ControlClient
-from gate.ask.questions import SCOPES
+from gate.ask.questions import DEFAULT_SCOPE, SCOPES
 from gate.cli.common import echo_json, json_option
 
 
@@ -36,7 +36,7 @@ def pending_cmd(as_json: bool) -> None:
 def _answer_command(answer: str, doc: str, remember: str) -> click.Command:
     @click.command(answer, help=doc)
     @click.argument("question_id", metavar="ID")
-    @click.option("--remember", type=click.Choice(SCOPES), default="once", show_default=True,
+    @click.option("--remember", type=click.Choice(SCOPES), default=DEFAULT_SCOPE, show_default=True,
                   help=f"{remember} (stored as a keyed fingerprint, never the value).")
     def command(question_id: str, remember: str) -> None:
         _answer(question_id, answer, remember)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
+import time
 from typing import Any
 
 import click
 
 from gate import dirs
+from gate.audit.report import approved, shown_verdict
 from gate.audit.store import AuditStore
 from gate.cli.common import echo_json, json_option, load_config, since_option
+from gate.errors import GateError
 
 
 def open_store() -> AuditStore:
@@ -23,51 +27,134 @@ def when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
+_VERDICT_COLOURS = {"forwarded": "green", "modified": "yellow", "blocked": "red",
+                   "failed": "red", "withdrawn": "magenta", "unscreened": "red"}
+
+
+def ago(ts: float, now: float | None = None) -> str:
+    """A time as a person says it: "12 s ago", "3 min ago", "5 h ago", then the date."""
+    span = (time.time() if now is None else now) - ts
+    if span < 60:
+        return f"{max(0, int(span))} s ago"
+    if span < 3600:
+        return f"{int(span // 60)} min ago"
+    if span < 86400:
+        return f"{int(span // 3600)} h ago"
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
 @click.command("log")
 @since_option
 @click.option("--agent", help="Only requests from this agent (as `gate log` names it).")
+@click.option("--verdict", type=click.Choice(["forwarded", "modified", "blocked", "failed",
+                                              "withdrawn", "unscreened"]),
+              help="Only requests with this verdict.")
+@click.option("--session", help="Only requests of this conversation (see `gate sessions`).")
+@click.option("--run", "run_id", help="Only requests of this `gate run` (its summary names it).")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new requests as they come.")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
 @json_option
-def log_cmd(since: float | None, agent: str | None, limit: int, as_json: bool) -> None:
-    """List recent requests: when, where, model, size, what was withheld, status, tokens."""
-    rows = list(open_store().rows(limit, since=since, agent=agent, body=False))
+def log_cmd(since: float | None, agent: str | None, verdict: str | None, session: str | None,
+            run_id: str | None, follow: bool, limit: int, as_json: bool) -> None:
+    """List recent requests: when, agent, verdict, status, where, model, size, tokens,
+    what was withheld and what a person approved. Colour on a terminal (not with NO_COLOR)."""
+    store = open_store()
+    filters = {"since": since, "agent": agent, "verdict": verdict, "session": session,
+               "run_id": run_id}
+    rows = list(store.rows(limit, body=False, **filters))  # type: ignore[arg-type]
     if as_json:
-        echo_json({"requests": rows})
+        if follow:
+            raise click.UsageError("--follow prints lines; it does not combine with --json")
+        echo_json({"ok": True, "requests": rows})
         return
-    if not rows:
-        click.echo("no requests recorded" + (" matching these filters" if since or agent
-                                              else " yet"))
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    if not rows and not follow:
+        click.echo("no requests recorded" + (" matching these filters"
+                                              if any(filters.values()) else " yet"))
         return
+    click.echo(_style(f"{'ID':>6}  {'WHEN':<12}  {'AGENT':<12} {'VERDICT':<9} {'ST':>3}  "
+                      "WHERE  MODEL  SIZE  TOKENS in/out  WITHHELD", "bold", color))
+    last = 0
     for r in reversed(rows):
-        tokens = f"{r['input_tokens'] or '-'}/{r['output_tokens'] or '-'}"
-        kept = [w for w in r["withheld"] if (w.get("decision") or {}).get("answer") != "approve"]
-        sent = len(r["withheld"]) - len(kept)  # findings a person or memory approved
-        withheld = (f" withheld={len(kept)}" if kept else "") + (
-            f" approved={sent}" if sent else "")
-        click.echo(f"{r['id']:>6}  {when(r['ts'])}  {r['agent'] or '-':<12} {r['verdict']:<9}"
-                   f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
-                   f"  {r['model'] or '-'}  {r['request_bytes']}B  tok={tokens}{withheld}")
+        click.echo(_line(r, color))
+        last = max(last, r["id"])
+    while follow:
+        time.sleep(1.0)
+        new = [r for r in store.rows(500, body=False, **filters)  # type: ignore[arg-type]
+               if r["id"] > last]
+        for r in reversed(new):
+            click.echo(_line(r, color))
+            last = max(last, r["id"])
+
+
+def _line(r: dict[str, Any], color: bool) -> str:
+    from gate.audit.tables import size
+
+    tokens = f"{r['input_tokens'] or '-'}/{r['output_tokens'] or '-'}"
+    kept = [w for w in r["withheld"] if not approved(w.get("decision"))]
+    sent = len(r["withheld"]) - len(kept)  # findings a person or memory approved
+    withheld = (f" withheld={len(kept)}" if kept else "") + (
+        f" approved={sent}" if sent else "")
+    shown = shown_verdict(r)
+    colour = _VERDICT_COLOURS.get(shown, "")
+    return (f"{r['id']:>6}  {ago(r['ts']):<12}  {r['agent'] or '-':<12} "
+            f"{_style(f'{shown:<9}', colour, color)}"
+            f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
+            f"  {r['model'] or '-'}  {size(r['request_bytes'])}  tok={tokens}{withheld}")
+
+
+def _style(text: str, how: str, color: bool) -> str:
+    if not color or not how:
+        return text
+    return click.style(text, bold=True) if how == "bold" else click.style(text, fg=how)
 
 
 @click.command("show")
-@click.argument("request_id", type=int)
-@click.option("--body", "with_body", is_flag=True, help="Also print the exact body sent.")
+@click.argument("request_id", type=int, required=False)
+@click.option("--body", "with_body", is_flag=True, help="Also print the body sent"
+              " (secrets masked unless --reveal).")
+@click.option("--raw", is_flag=True, help="Print only the exact bytes sent (for jq).")
 @click.option("--new", "only_new", is_flag=True,
               help="Print only what this request added since the previous request of the"
                    " same session.")
+@click.option("--session", help="Instead of one request: a conversation, turn by turn, as"
+              " the provider received it (see `gate sessions`).")
+@click.option("--reveal", is_flag=True, help="Show secrets a person approved (masked by"
+              " default).")
 @json_option
-def show_cmd(request_id: int, with_body: bool, only_new: bool, as_json: bool) -> None:
-    """Show one request: its metadata, what was withheld and why, and on request its body."""
+def show_cmd(request_id: int | None, with_body: bool, raw: bool, only_new: bool,
+             session: str | None, reveal: bool, as_json: bool) -> None:
+    """Show one request: its metadata, what was withheld and why, and on request its body;
+    or, with --session, a whole conversation turn by turn."""
+    if (request_id is None) == (session is None):
+        raise click.UsageError("give a REQUEST_ID or --session ID (one of them)")
+    if session is not None:
+        from gate.cli.sessions import show_session
+
+        show_session(session, reveal, as_json)
+        return
+    assert request_id is not None
     store = open_store()
+    if raw:
+        sent = store.body_of(request_id)
+        if sent is None:
+            click.echo(f"gate: no body recorded for request {request_id}", err=True)
+            sys.exit(1)
+        sys.stdout.buffer.write(sent)
+        return
     row = store.get(request_id, body=with_body)
     if row is None:
-        click.echo(f"gate: no request {request_id} in the audit", err=True)
-        sys.exit(1)
+        raise GateError(f"no request {request_id} in the audit",
+                        hint="`gate log` lists the recorded requests")
     new = _new_parts(store, request_id) if only_new else None
     if as_json:
         echo_json({"request": row, **({"new": new} if new is not None else {})})
         return
     body = row.pop("body", None)
+    if body is not None and not reveal:
+        from gate.cli.sessions import masked
+
+        body = masked(body)
     for key, value in row.items():
         if value not in (None, [], ""):
             click.echo(f"{key:<22} {json.dumps(value) if isinstance(value, list) else value}")

@@ -33,7 +33,10 @@ def load_config(host: str | None = None, port: int | None = None,
 
 
 def echo_json(obj: Any) -> None:
-    """Exactly one JSON object on stdout."""
+    """Exactly one JSON object on stdout; `ok` says it succeeded (failures print
+    {"ok": false, "error": {...}}, see gate/cli/__init__.py)."""
+    if isinstance(obj, dict) and "ok" not in obj:
+        obj = {"ok": True, **obj}
     click.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
 
 

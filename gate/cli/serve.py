@@ -17,6 +17,8 @@ import click
 
 from gate import dirs, log, runs
 from gate.agents import registry
+from gate.ask.client import ControlClient
+from gate.ask.terminal import Notices
 from gate.cli import ca as forward_cli
 from gate.cli.common import load_config
 from gate.config import Config, base_url
@@ -63,12 +65,18 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
     from gate.ask import client
     from gate.ask import events as event_stream
     from gate.proxy import ca
-    from gate.proxy.server import Listening, serve_forever
+    from gate.proxy.server import Listening, read_server_file, serve_forever
 
     config = _ask_config(load_config(host, port, upstreams), no_ask)
     config = replace(config, projects=_known_projects(config.projects, projects),
                      forward=forward)
     data = dirs.private_dir(dirs.data_dir())
+    # One long-lived gate per data dir: two would share one audit, token and memory, and
+    # `gate run`, `gate watch` and the CLI would talk to either.
+    if (running := read_server_file(data)) and _healthy(running.base_url, data):
+        raise GateError(f"a gate already serves this data dir at {running.base_url}",
+                        where=str(data), hint="use that gate, stop it first, or set"
+                        " GATE_DATA_DIR to another directory")
     # With --events, stderr carries only the NDJSON events; the log goes to gate.log.
     log.configure(file=data / "gate.log", stderr=not events)
     if events:
@@ -108,7 +116,9 @@ def _known_projects(configured: tuple[str, ...], given: tuple[str, ...]) -> tupl
     return tuple(dict.fromkeys((*configured, *given, *started)))
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True})
+# Options after COMMAND are its own: `gate run claude --help` is Claude Code's help.
+@click.command("run", context_settings={"ignore_unknown_options": True,
+                                        "allow_interspersed_args": False})
 @click.option("--agent", default=None, help="Agent to wire (default: from the command name).")
 @upstream_option
 @no_ask_option
@@ -159,13 +169,28 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, forward
     else:
         env = {**os.environ, **spec.env(run_base)}
         argv = registry.command(spec, list(command), run_base)
+    notices = Notices(run.id, lambda: ControlClient.find(data).pending(), sys.stderr).start()
     try:
         code = locked(argv, env, base) if lock else _run_child(argv, env)
     finally:
+        notices.stop()
         runs.unregister(data, run)
         if started is not None:
             started.stop()
+        _summary(data, run.id)
     sys.exit(code)
+
+
+def _summary(data: Path, run_id: str) -> None:
+    """One paragraph on stderr once the agent is gone: what this run sent and withheld."""
+    from gate.audit import summary
+    from gate.audit.store import AuditStore
+
+    try:
+        text = summary.of_run(AuditStore(data / "audit.db", reader=True), run_id)
+    except Exception as exc:  # the agent's exit code matters more than the summary
+        text = f"gate: no summary of this run ({type(exc).__name__}); see gate log"
+    click.echo(text, err=True)
 
 
 @click.command("env")
@@ -196,6 +221,10 @@ def env_cmd(agent: str, forward: bool) -> None:
     config = load_config()
     running = read_server_file(dirs.data_dir())
     base = running.base_url if running else base_url(config.host, config.port)
+    # Exports that point at nothing make the agent fail later, far from the cause.
+    if _health(_loopback(base)) is None:
+        click.echo(f"gate: no gate answers at {base}: start one with `gate serve` (these"
+                   " exports point there)", err=True)
     if missing := sorted(registry.routes(spec) - set(config.upstreams)):
         click.echo(f"gate: {spec.name} is wired to /{missing[0]}, but gate has no upstream"
                    f" {missing[0]!r}; add it under upstreams: in config.yaml", err=True)

@@ -18,6 +18,7 @@ import click
 
 from gate import dirs
 from gate.ask.client import ControlClient
+from gate.ask.questions import DEFAULT_SCOPE
 from gate.audit.store import AuditStore
 from gate.cli.common import echo_json, json_option
 from gate.cli.watchview import SCOPE_KEYS, Snapshot, View, render
@@ -40,7 +41,7 @@ class Audit:
         try:
             if self.store is None and self.path.exists():
                 self.store = AuditStore(self.path, reader=True)
-            return [_meta(r) for r in self.store.rows(limit)] if self.store else []
+            return [_meta(r) for r in self.store.rows(limit, body=False)] if self.store else []
         except sqlite3.Error as exc:
             raise GateError(f"cannot read the audit: {exc}", where=str(self.path),
                             hint="`gate log` shows the same error; check the file") from exc
@@ -61,7 +62,7 @@ def snapshot(data_dir: Path, audit: Audit, limit: int) -> Snapshot:
 
 def _meta(row: dict[str, Any]) -> dict[str, Any]:
     keep = ("id", "ts", "agent", "upstream", "path", "model", "verdict", "status", "withheld",
-            "request_bytes")
+            "request_bytes", "error")
     return {k: row.get(k) for k in keep}
 
 
@@ -143,7 +144,7 @@ def press(key: str, view: View, pending: list[dict[str, Any]], data_dir: Path) -
     if key in ("up", "k", "down", "j"):
         view.move(pending, -1 if key in ("up", "k") else 1)
     elif key in ANSWER_KEYS:
-        _answer(view, pending, data_dir, ANSWER_KEYS[key], "once")
+        _answer(view, pending, data_dir, ANSWER_KEYS[key], DEFAULT_SCOPE)
     elif key.lower() in ANSWER_KEYS and view.selected_in(pending):
         view.choosing = ANSWER_KEYS[key.lower()]
         view.message = (f"{view.choosing} and remember for: s session, p project, w always"

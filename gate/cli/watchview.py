@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from gate.audit.report import approved, shown_verdict
+
 SCOPE_KEYS = {"s": "session", "p": "project", "w": "always"}
 KEYS_HELP = ("up/down select  a approve  r redact  b block  A/R/B +remember"
              " (s session, p project, w always)  q quit")
@@ -21,7 +23,7 @@ _SAFE = {c: f"^{chr(c + 64)}" for c in range(32)} | {0x7F: "^?", 9: " "} \
     | {c: "?" for c in range(0x80, 0xA0)} | {c: "?" for c in (*range(0x202A, 0x202F),
                                                             *range(0x2066, 0x206A))}
 _SGR = {"title": "1", "selected": "7", "dim": "2", "blocked": "31", "modified": "33",
-        "forwarded": "32", "note": "33"}
+        "forwarded": "32", "note": "33", "failed": "31"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +73,10 @@ def render(snap: Snapshot, view: View, *, width: int | None, color: bool) -> lis
         lines += _question(q, selected=q["id"] == view.selected)
     lines += [("", ""), ("RECENT REQUESTS", "title"),
               (f"{'ID':>6}  {'TIME':<8}  {'VERDICT':<9}  {'ST':>3}  {'AGENT':<12}  "
-               f"{'UPSTREAM/PATH':<32}  {'MODEL':<20}  {'SIZE':>8}  WITHHELD", "dim")]
+               f"{'UPSTREAM/PATH':<32}  {'MODEL':<20}  {'SIZE':>8}  WITHHELD  APPROVED", "dim")]
     if not snap.requests:
         lines.append(("  no requests recorded yet", "dim"))
-    lines += [(_request(r), r.get("verdict") or "") for r in snap.requests]
+    lines += [(_request(r), shown_verdict(r)) for r in snap.requests]
     return [_style(_cut(text.translate(_SAFE), width), style if color else "")
             for text, style in lines]
 
@@ -103,12 +105,13 @@ def _question(q: dict[str, Any], *, selected: bool) -> list[tuple[str, str]]:
 
 def _request(r: dict[str, Any]) -> str:
     when = dt.datetime.fromtimestamp(r["ts"]).strftime("%H:%M:%S") if r.get("ts") else "-"
-    withheld = len(r.get("withheld") or [])
+    entries = r.get("withheld") or []
+    let = sum(approved(w.get("decision")) for w in entries)  # approved: sent, not withheld
     where = f"{r.get('upstream') or '-'}{(r.get('path') or '').split('?')[0]}"
-    return (f"{r.get('id', ''):>6}  {when:<8}  {r.get('verdict') or '-':<9}  "
+    return (f"{r.get('id', ''):>6}  {when:<8}  {shown_verdict(r):<9}  "
             f"{r.get('status') or '-':>3}  {(r.get('agent') or '-')[:12]:<12}  {where[:32]:<32}  "
             f"{(r.get('model') or '-')[:20]:<20}  {r.get('request_bytes') or 0:>7}B  "
-            f"{withheld or ''}")
+            f"{(len(entries) - let) or '':>8}  {let or ''}").rstrip()
 
 
 def _style(text: str, style: str) -> str:

@@ -3,11 +3,13 @@ response side is gate/proxy/recorder.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -78,13 +80,17 @@ class GateAddon:
             if screened is not None:
                 verdict = screened.verdict
                 if verdict.asks:  # parked here until answered; other flows keep flowing
-                    verdict = await self.asker.settle(verdict, screened.question_info(),
-                                                      screened.rescreen)
+                    settled = await _while_connected(flow, self.asker.settle(
+                        verdict, screened.question_info(), screened.rescreen))
+                    if settled is None:
+                        self._withdrawn(flow)
+                        return
+                    verdict = settled
                 self._send(flow, screened, verdict)
         except Blocked as exc:
-            self._block(flow, 403, str(exc))
+            self._block(flow, replies.BLOCK_STATUS, str(exc), exc.withheld)
         except GateError as exc:  # e.g. a project rule file that became malformed
-            self._block(flow, 403, exc.diagnostics())
+            self._block(flow, replies.BLOCK_STATUS, exc.diagnostics())
         except Exception as exc:
             logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
             self._block(flow, 500, f"gate could not screen this request ({type(exc).__name__});"
@@ -170,16 +176,25 @@ class GateAddon:
                               " upgrade is refused)")
             flow.metadata["gate_ws"] = websocket.Connection(
                 route, run, agent=run.agent if run else None)
+        agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
+        # Who sent it, kept for the audit whatever the verdict (a blocked row too, one whose
+        # body gate could not read included).
+        flow.metadata["gate_who"] = {
+            "run_id": run.id if run else None, "agent": agent,
+            "project_root": run.cwd if run else None,
+            "session": session_key(req.headers, run.id if run else None, agent,
+                                   route.upstream.name)}
         body = _decoded(req)
         flow.metadata["gate_coding"] = ", ".join(req.headers.get_all("content-encoding")) or None
-        agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
         outbound = Outbound(route.path, body, agent, run.cwd if run else None,
                             route.upstream.unsafe_pass_non_json)
         verdict = screen(outbound, self.policies, self.screens, self.chains.known)
+        flow.metadata["gate_who"].update(model=verdict.model,
+                                         project_root=verdict.project_root)
         if self._scrub().query_holds(route.path):
             raise Blocked("the query string holds a denied file's value or a likely secret;"
                           " gate cannot withhold it in place, so the request was not sent")
-        return _Screened(self, route, run, outbound, verdict)
+        return _Screened(self, route, run, outbound, verdict, flow.metadata["gate_who"]["session"])
 
     def _scrub(self) -> Scrub:
         indexes = self.screens.indexes.known() if self.screens.indexes else []
@@ -231,15 +246,19 @@ class GateAddon:
             body=sent, content_encoding=flow.metadata.get("gate_coding"),
         )
 
-    def _block(self, flow: http.HTTPFlow, status: int, message: str) -> None:
+    def _block(self, flow: http.HTTPFlow, status: int, message: str,
+               withheld: tuple[dict[str, object], ...] = ()) -> None:
         route: routing.Route | None = flow.metadata.get("gate_route")
         name = route.upstream.name if route else ""
         path = route.path if route else flow.request.path
         try:  # nothing the client sent is written down in clear when it held a finding
-            scrub = self._scrub()
+            scrub: Scrub | None = self._scrub()
+            assert scrub is not None
             message, stored = scrub.text(message), scrub.path(routing.safe_path(path))
+            records = [_scrubbed(dict(w), scrub) for w in withheld]
         except Exception as exc:
             logger.error("flow {}: block reason not checked ({})", flow.id, type(exc).__name__)
+            scrub, records = None, []
             message, stored = "gate could not check the reason for this block", "?"
         flow.response = http.Response.make(
             status, replies.error(name, path, status, f"gate blocked this request: {message}"),
@@ -250,9 +269,28 @@ class GateAddon:
                 upstream=name or "?", host=route.upstream.host if route else "?",
                 method=flow.request.method, path=stored,
                 request_bytes=len(flow.request.raw_content or b""), verdict="blocked",
-                reason=message, status=status)
+                reason=message, status=status, withheld=records,
+                **_attribution(flow, scrub))
         except Exception as exc:  # the request is blocked either way
             logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
+
+    def _withdrawn(self, flow: http.HTTPFlow) -> None:
+        """The agent went away while its question waited: nothing is sent, and the audit
+        says so (verdict `withdrawn`), with who asked."""
+        route: routing.Route | None = flow.metadata.get("gate_route")
+        flow.kill()
+        scrub = self._scrub()
+        logger.warning("flow {} withdrawn: the agent disconnected while gate asked", flow.id)
+        try:
+            self.audit.record_request(
+                upstream=route.upstream.name if route else "?",
+                host=route.upstream.host if route else "?", method=flow.request.method,
+                path=scrub.path(routing.safe_path(route.path if route else flow.request.path)),
+                request_bytes=len(flow.request.raw_content or b""), verdict="withdrawn",
+                reason="the agent disconnected while gate was asking; nothing was sent",
+                **_attribution(flow, scrub))
+        except Exception as exc:
+            logger.error("audit write failed for a withdrawn flow: {}", type(exc).__name__)
 
     def _health(self, flow: http.HTTPFlow) -> None:
         # Answered only to a request that names this gate (not a page a browser was sent
@@ -298,6 +336,42 @@ def _scrubbed(record: dict[str, object], scrub: Scrub) -> dict[str, object]:
     return record
 
 
+async def _while_connected(flow: http.HTTPFlow, waiting: Awaitable[Verdict]) -> Verdict | None:
+    """The settled verdict, or None when the agent disconnected first (the wait is then
+    cancelled, which withdraws its question)."""
+    task = asyncio.ensure_future(waiting)
+    while not task.done():
+        try:
+            await asyncio.wait([task], timeout=0.25)
+        except asyncio.CancelledError:  # the gate is stopping: the question goes with it
+            task.cancel()
+            raise
+        if not task.done() and not flow.client_conn.connected:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return None
+    return task.result()
+
+
+def _attribution(flow: http.HTTPFlow, scrub: Scrub | None) -> dict[str, Any]:
+    """The agent, run, project, session and model of a request gate refused: the same
+    attribution a sent request's row carries. The model is read from the body when
+    screening stopped before it did (a body gate could not screen may not be JSON); a
+    model name that holds a finding is not written down (none when it cannot be checked)."""
+    who = dict(flow.metadata.get("gate_who") or {})
+    if who and who.get("model") is None:
+        try:
+            parsed = json.loads(flow.request.get_content(strict=True) or b"")
+        except ValueError:
+            parsed = None
+        model = parsed.get("model") if isinstance(parsed, dict) else None
+        who["model"] = model[:200] if isinstance(model, str) else None
+    if who:
+        who["model"] = scrub.value(who.get("model")) if scrub is not None else None
+    return who
+
+
 @dataclass(frozen=True, slots=True)
 class _Screened:
     """A screened request between its first verdict and the one that is sent."""
@@ -307,6 +381,7 @@ class _Screened:
     run: runs.Run | None
     req: Outbound
     verdict: Verdict
+    session: str | None = None  # the conversation, which an answer's default scope covers
 
     def rescreen(self, approved: frozenset[str]) -> Verdict:
         a = self.addon
@@ -317,5 +392,5 @@ class _Screened:
         """What a question says about its request."""
         return {"agent": self.req.agent, "upstream": self.route.upstream.name,
                 "path": routing.safe_path(self.route.path), "model": self.verdict.model,
-                "run_id": self.run.id if self.run else None,
+                "run_id": self.run.id if self.run else None, "session": self.session,
                 "project_root": self.verdict.project_root}

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 from mitmproxy import http
 
 from gate.ask import page
-from gate.ask.questions import ANSWERS, SCOPES, Answer, By, Pending
+from gate.ask.questions import ANSWERS, DEFAULT_SCOPE, SCOPES, Answer, By, Pending
 
 PREFIX = "/_gate/"
 API = "/_gate/api/pending"
@@ -101,7 +101,7 @@ class Control:
         if not isinstance(body, dict):
             flow.response = _json(400, {"error": "the body must be a JSON object"})
             return
-        status, reply = self._answer(qid, body.get("answer"), body.get("remember", "once"))
+        status, reply = self._answer(qid, body.get("answer"), body.get("remember", DEFAULT_SCOPE))
         flow.response = _json(status, reply)
 
     def _answer(self, qid: str, answer: Any, remember: Any) -> tuple[int, dict[str, Any]]:
@@ -146,7 +146,7 @@ class Control:
             return
         answer, _, remember = (form.get("choice") or [""])[0].partition(":")
         qid = (form.get("id") or [""])[0]
-        status, reply = self._answer(qid, answer, remember or "once")
+        status, reply = self._answer(qid, answer, remember or DEFAULT_SCOPE)
         note = f"{qid}: {answer}" if status == 200 else reply["error"]
         flow.response = http.Response.make(303, b"", {
             **_HEADERS, "location": f"{UI}?note={_quote(note)}"})

@@ -7,6 +7,12 @@ import json
 from gate import providers
 from gate.providers import anthropic, gemini, openai_chat
 
+# The status of gate's refusal. Agents read 401/403 as a sign-in problem (Claude Code:
+# "Failed to authenticate", "Please run /login"; Codex retries a 403 five times), and retry
+# 429/5xx; a 400 each shows once, as a plain error with gate's message (checked with the
+# real Claude Code, Codex and Gemini CLI against a loopback fake).
+BLOCK_STATUS = 400
+
 # When the path names no known format, the upstream's name says which shape to use.
 _BY_UPSTREAM = {"anthropic": anthropic, "gemini": gemini, "code-assist": gemini}
 

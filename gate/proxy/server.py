@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loguru import logger
 from mitmproxy import http, options
@@ -124,6 +125,8 @@ async def serve(config: Config, data_dir: Path, *,
 
     addon = GateAddon(config, data_dir, policies, audit, _ready)
     master = build_master(config, data_dir, addon)
+    asyncio.get_running_loop().set_exception_handler(_quiet_cancel)
+
     async def stop_when_asked() -> None:
         assert stop is not None
         await stop.wait()
@@ -141,6 +144,15 @@ async def serve(config: Config, data_dir: Path, *,
             clear_server_file(data_dir)
         audit.close()
         logger.info("gate stopped")
+
+
+def _quiet_cancel(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Stopping cancels every open connection's task, a parked one too; asyncio's stream
+    callback then reports each as an error with a traceback. A cancelled connection is how
+    a gate stops, not an error: only real errors are reported."""
+    if isinstance(context.get("exception"), asyncio.CancelledError):
+        return
+    loop.default_exception_handler(context)
 
 
 def serve_forever(config: Config, data_dir: Path,

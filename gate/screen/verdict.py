@@ -7,7 +7,12 @@ from dataclasses import dataclass
 
 
 class Blocked(Exception):
-    """The request must not leave; the message tells the user why and what to do."""
+    """The request must not leave; the message tells the user why and what to do.
+    `withheld` holds the audit records of the findings whose answer blocked it."""
+
+    def __init__(self, message: str, withheld: tuple[dict[str, object], ...] = ()):
+        super().__init__(message)
+        self.withheld = withheld
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,17 @@ def test_a_person_approves_on_the_page(asking: Callable[..., AskingGate], browse
         text = card.inner_text()
         assert "send-secret" in text and q["findings"][0]["preview"] in text
         assert "GITHUB_TOKEN=" in text and secret not in page.content()
+        # Asked in plain words, each button saying what it means, coloured by what it does.
+        assert "An agent wants to send a github token, from Bash, to Anthropic." in text
+        approve = card.get_by_role("button", name="Approve", exact=False).first
+        assert "this conversation's later turns" in approve.inner_text()
+        assert approve.get_attribute("accesskey") == "a"
+        colours = {cls: card.locator(f"button.{cls}").first.evaluate(
+            "b => getComputedStyle(b).backgroundColor") for cls in ("approve", "redact", "block")}
+        assert len(set(colours.values())) == 3, colours
+        assert card.locator("button.block").get_attribute("accesskey") == "b"
         page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
-        card.get_by_role("button", name="Approve once").click()
+        card.get_by_role("button", name="Approve this request only").click()
         page.wait_for_url(f"**{UI}?note=*")
         assert f"{q['id']}: approve" in page.inner_text("body")
         cookies = page.context.cookies()

@@ -49,7 +49,7 @@ def test_an_answer_given_once_is_asked_again(asking: Callable[..., AskingGate],
     g = asking()
     body = env_turn(gate_dirs["project"], github_token())
     sent = g.send(body)
-    g.control().answer(g.wait_pending()[0]["id"], "redact")
+    g.control().answer(g.wait_pending()[0]["id"], "redact", "once")
     sent.wait()
     sent = g.send(body)
     [q] = g.wait_pending()  # asked again: "once" remembers nothing
@@ -72,7 +72,7 @@ def test_dataset_lines_hold_the_question_as_shown_and_never_leave(
     assert (g.data / "decisions").stat().st_mode & 0o777 == 0o700
     [line] = _lines(g.data)
     assert {k: line[k] for k in ("id", "kind", "answer", "remember", "by")} == {
-        "id": q["id"], "kind": "send-secret", "answer": "redact", "remember": "once",
+        "id": q["id"], "kind": "send-secret", "answer": "redact", "remember": "session",
         "by": "person"}
     assert line["findings"] == q["findings"] and line["request"] == q["request"]
     assert line["request"]["project_root"] == str(gate_dirs["project"])  # type: ignore[index]

@@ -60,13 +60,28 @@ def test_a_question_from_gate_run_is_answered_with_the_cli_client(
             time.sleep(0.1)
         [q] = pending
         assert q["request"]["run_id"] and q["request"]["agent"] == "generic"
+        assert proc.stderr is not None
+        early = []  # not a terminal: a line tells the person gate waits (within a second)
+        while not early or "gate: waiting for you" not in early[-1]:
+            early.append(proc.stderr.readline())
+            assert early[-1], "gate run never said it was waiting"
         ControlClient.find(gate_dirs["data"]).answer(q["id"], "approve")
         _, err = proc.communicate(timeout=30)
+        err = "".join(early) + err
     finally:
         proc.kill()
     assert proc.returncode == 0, err
     assert token in provider.seen[-1].body.decode()
     assert _dataset(gate_dirs["data"])["by"] == "person"
+    told = [line for line in err.splitlines() if "gate: waiting for you" in line]
+    assert len(told) == 1 and q["id"] in told[0] and "gate watch" in told[0]
+    # At exit, one paragraph about the run.
+    summaries = [line for line in err.splitlines() if "this run" in line]
+    assert len(summaries) == 1, err
+    (summary,) = summaries
+    assert "1 request(s) to anthropic (1 forwarded)" in summary
+    assert "You answered 1 question(s): 1 approve." in summary
+    assert f"gate log --run {q['request']['run_id']}" in summary and token not in err
     assert list((gate_dirs["data"] / "control").iterdir()) == []  # the run's gate is gone
 
 

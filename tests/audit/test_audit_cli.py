@@ -112,14 +112,18 @@ def test_value_of_says_which_values_left_and_which_were_withheld(
     converse(session(gate, "v"), [f"the password is {plain}", f"encoded {encoded}",
                                   f"token {token}"])
     code, out, _ = invoke("search", "--value-of", str(env), "--json")
-    report = json.loads(out)
+    report = {a["value"]: a for a in json.loads(out)["values"]}
     assert code == 1
-    assert {f["value"] for f in report["found"]} == {"value 1 of leak.env"}
-    assert len(report["found"]) == 2  # as written, and base64'd in the next turn
-    assert [w["value"] for w in report["withheld"]] == ["value 2 of leak.env"]
+    sent = report["value 1 of leak.env"]
+    assert sent["status"] == "sent"
+    assert len(sent["sent"]) == 3  # as written, then base64'd, then resent with the history
+    assert report["value 2 of leak.env"]["status"] == "withheld"
+    assert report["value 2 of leak.env"]["sent"] == []
+    assert report["value 3 of leak.env"]["status"] == "never seen"
     assert plain not in out and token not in out and kept not in out
     code, out, _ = invoke("search", "--value-of", str(env))
-    assert "value 1 of leak.env: " in out and "was withheld" in out and plain not in out
+    assert "value 1 of leak.env: SENT" in out and "value 2 of leak.env: withheld" in out
+    assert plain not in out
     empty = tmp_path / "empty.env"
     empty.write_text("DEBUG=true\n")
     code, _, err = invoke("search", "--value-of", str(empty))

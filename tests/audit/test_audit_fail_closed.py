@@ -53,7 +53,7 @@ def test_a_database_locked_beyond_the_bound_blocks_the_request(
     logged: list[str] = []
     sink = logger.add(logged.append, level="WARNING", format="{message}")
     try:
-        with pytest.raises(anthropic.PermissionDeniedError) as err:
+        with pytest.raises(anthropic.BadRequestError) as err:
             client.messages.create(model="m", max_tokens=5,
                                    messages=[{"role": "user", "content": "b"}])
     finally:
@@ -87,7 +87,7 @@ def test_a_full_disk_blocks_the_request_in_a_real_gate_serve(
         big = json.dumps({"model": "m", "max_tokens": 5, "messages": [
             {"role": "user", "content": os.urandom(2 << 20).hex()}]}).encode()
         resp = serve_kit.post(base, big)
-        assert resp.status_code == 403, resp.text
+        assert resp.status_code == 400, resp.text
         message = resp.json()["error"]["message"]
         # EFBIG reaches SQLite as an I/O error (ENOSPC would say "database or disk is full").
         assert "could not write the audit record (disk I/O error)" in message
@@ -131,7 +131,7 @@ def test_a_read_only_database_blocks_the_request_in_a_real_gate_serve(
             _, err = proc.communicate(timeout=30)
     finally:
         _immutable(path, False)
-    assert resp.status_code == 403, resp.text
+    assert resp.status_code == 400, resp.text
     message = resp.json()["error"]["message"]
     assert "could not write the audit record (attempt to write a readonly database)" in message
     assert "make the data dir and audit.db writable" in message

@@ -117,7 +117,7 @@ def test_a_project_rule_file_broken_mid_run_blocks_requests(
     (project / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./config/prod.json\n")
     resp = httpx.post(f"{gate.base_url}/anthropic/v1/messages",
                       json=conversation(str(project)), headers={"x-api-key": "k"})
-    assert resp.status_code == 403
+    assert resp.status_code == 400
     message = resp.json()["error"]["message"]
     assert ".gate/rules.yaml:2: " in message and "not a rule" in message
     assert provider.seen == []

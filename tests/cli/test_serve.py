@@ -73,3 +73,29 @@ def test_a_base_url_brackets_an_ipv6_host() -> None:
 
     assert Listening("::1", 8787).base_url == "http://[::1]:8787"
     assert Listening("127.0.0.1", 8787).base_url == "http://127.0.0.1:8787"
+
+
+def test_a_second_serve_on_the_same_data_dir_refuses_naming_the_first(
+        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    port = _free_port()
+    first = _start("--port", str(port), "--upstream", f"anthropic={provider.url}")
+    try:
+        assert first.stdout is not None and first.stdout.readline().startswith("gate listening")
+        second = _start("--port", str(_free_port()))
+        _out, err = second.communicate(timeout=30)
+        assert second.returncode == 1
+        assert f"a gate already serves this data dir at http://127.0.0.1:{port}" in err
+        assert str(gate_dirs["data"]) in err
+        env = subprocess.run([sys.executable, "-m", "gate", "env"], capture_output=True,
+                             text=True, env=os.environ, timeout=30)
+        assert "no gate answers" not in env.stderr
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=20)
+    # Nothing listens on this config's port (the default one may be another gate's).
+    gate_dirs["config"].mkdir(exist_ok=True)
+    (gate_dirs["config"] / "config.yaml").write_text(f"port: {_free_port()}\n")
+    env = subprocess.run([sys.executable, "-m", "gate", "env"], capture_output=True, text=True,
+                         env=os.environ, timeout=30)
+    assert env.returncode == 0 and "no gate answers at" in env.stderr
+    assert "gate serve" in env.stderr

@@ -52,7 +52,7 @@ def test_list_when_nothing_is_remembered() -> None:
     assert invoke("decisions", "list") == (0, "no remembered decisions\n", "")
     code, out, _ = invoke("decisions", "list", "--json")
     assert code == 0
-    assert json.loads(out) == {"decisions": []}
+    assert json.loads(out) == {"ok": True, "decisions": []}
 
 
 def test_forget_one_and_a_running_memory_asks_again(gate_dirs: dict[str, Path]) -> None:
@@ -61,7 +61,7 @@ def test_forget_one_and_a_running_memory_asks_again(gate_dirs: dict[str, Path]) 
     assert (code, out) == (0, f"forgot {proj}\n")
     assert [e.id for e in mem.entries() if e.scope != "session"] == [always]
     code, out, _ = invoke("decisions", "forget", always, "--json")
-    assert json.loads(out) == {"forgotten": always}
+    assert json.loads(out) == {"ok": True, "forgotten": always}
     assert json.loads(memory_path(gate_dirs["data"]).read_text())["entries"] == []
 
 

@@ -56,7 +56,7 @@ def test_selection_moves_and_b_blocks_only_the_selected_one(
         s.wait()
     by_token = {t: s for t, s in zip((first, second), sent, strict=True)}
     blocked = by_token[second if newer["findings"][0]["preview"][-4:] == second[-4:] else first]
-    assert isinstance(blocked.error, anthropic.PermissionDeniedError)
+    assert isinstance(blocked.error, anthropic.BadRequestError)
     bodies = "".join(s.body.decode() for s in g.provider.seen)
     assert len(g.provider.seen) == 1
     assert (first in bodies) != (second in bodies)  # the approved one only, as it was

@@ -128,7 +128,7 @@ def test_unknown_prefix_gets_a_clear_404(gate: Listening, provider: FakeProvider
 def test_unknown_run_id_is_blocked(gate: Listening, provider: FakeProvider) -> None:
     resp = httpx.post(f"{gate.base_url}/_run/0123456789abcdef/anthropic/v1/messages",
                       json={"model": "m", "messages": []})
-    assert resp.status_code == 403
+    assert resp.status_code == 400
     assert resp.json()["error"]["type"] == "gate_error"
     assert "does not know run" in resp.json()["error"]["message"]
     assert provider.seen == []

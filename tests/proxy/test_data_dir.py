@@ -70,7 +70,7 @@ def test_a_full_data_dir_blocks_requests_and_says_so(
                 "messages": [{"role": "user", "content": os.urandom(1 << 20).hex()}]}
         resp = httpx.post(f"{m.group(1)}/anthropic/v1/messages", content=json.dumps(body),
                           headers={"content-type": "application/json"}, timeout=60)
-        assert resp.status_code == 403
+        assert resp.status_code == 400
         message = resp.json()["error"]["message"]
         assert "could not write the audit record" in message and "free disk space" in message
         assert provider.seen == []

@@ -82,7 +82,7 @@ def test_a_value_inside_a_thinking_block_blocks_the_request(
             {"type": "thinking", "thinking": f"the key is {env_secret}", "signature": "c2ln"},
             {"type": "text", "text": "Checking."}]},
         {"role": "user", "content": "go on"}]
-    with pytest.raises(anthropic.PermissionDeniedError) as info:
+    with pytest.raises(anthropic.BadRequestError) as info:
         client.messages.create(**body)
     assert "inside a signed or opaque field" in str(info.value)
     assert provider.seen == []
@@ -150,4 +150,4 @@ def test_a_denied_value_used_as_a_key_blocks(
     body2 = {"model": "gpt-test", "messages": body["messages"][:1], "metadata": {env_secret: 1}}
     resp = httpx.post(f"{gate.base_url}/openai/v1/chat/completions", json=body2,
                       headers={"authorization": "Bearer sk-fake"})
-    assert resp.status_code == 403 and "JSON key" in resp.json()["error"]["message"]
+    assert resp.status_code == 400 and "JSON key" in resp.json()["error"]["message"]

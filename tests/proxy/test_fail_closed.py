@@ -62,17 +62,17 @@ def test_a_failed_audit_write_blocks_the_request(gate: Listening, provider: Fake
 def test_unparseable_bodies_are_blocked(gate: Listening, provider: FakeProvider,
                                         body: bytes) -> None:
     resp = _post(gate, body)
-    _blocked(resp, provider, 403, "cannot screen this request")
+    _blocked(resp, provider, 400, "cannot screen this request")
 
 
 def test_an_unknown_content_encoding_is_blocked(gate: Listening, provider: FakeProvider) -> None:
     resp = _post(gate, b"\x00\x01garbage", **{"content-encoding": "x-custom"})
-    _blocked(resp, provider, 403, "unknown content-coding 'x-custom'")
+    _blocked(resp, provider, 400, "unknown content-coding 'x-custom'")
 
 
 def test_a_corrupt_gzip_body_is_blocked(gate: Listening, provider: FakeProvider) -> None:
     resp = _post(gate, b"\x1f\x8b not really gzip", **{"content-encoding": "gzip"})
-    _blocked(resp, provider, 403, "cannot read this request body: gzip")
+    _blocked(resp, provider, 400, "cannot read this request body: gzip")
 
 
 CODECS = {
@@ -115,7 +115,7 @@ def test_unpairable_tool_results_are_blocked(gate: Listening, provider: FakeProv
                                              turns: list[dict[str, object]], words: str) -> None:
     body = conversation("/p")
     body["messages"] += turns
-    _blocked(_post(gate, json.dumps(body).encode()), provider, 403, words)
+    _blocked(_post(gate, json.dumps(body).encode()), provider, 400, words)
 
 
 def test_websocket_upgrades_are_refused(gate: Listening, provider: FakeProvider) -> None:
@@ -123,7 +123,7 @@ def test_websocket_upgrades_are_refused(gate: Listening, provider: FakeProvider)
                      headers={"upgrade": "websocket", "connection": "Upgrade",
                               "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
                               "sec-websocket-version": "13"})
-    _blocked(resp, provider, 403, "WebSocket traffic only for the Responses API")
+    _blocked(resp, provider, 400, "WebSocket traffic only for the Responses API")
 
 
 @pytest.mark.parametrize("path", ["/v1//messages", "/V1/Messages", "/v1/messages;x=1",
@@ -148,7 +148,7 @@ def test_a_sigv4_signed_body_that_needs_editing_is_blocked_with_advice(
     sig = "AWS4-HMAC-SHA256 Credential=AKIDFAKE/20261130/us-east-1/bedrock/aws4_request"
     resp = httpx.post(f"{gate.base_url}/anthropic/model/anthropic.claude-x/invoke",
                       json=body, headers={"authorization": sig})
-    _blocked(resp, provider, 403, "AWS_BEARER_TOKEN_BEDROCK")
+    _blocked(resp, provider, 400, "AWS_BEARER_TOKEN_BEDROCK")
     # A signed body with nothing to withhold passes untouched, signature intact.
     clean = conversation(project)
     del clean["model"]

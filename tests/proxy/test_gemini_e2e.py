@@ -203,10 +203,10 @@ def test_an_unpaired_function_response_is_blocked_with_a_google_error(
             "id": "read_file-1-x", "name": "read_file",
             "response": {"output": "KEY=" + fake_secret()}}}]}]}
     resp = httpx.post(f"{gemini_gate.base_url}/gemini{MODEL}:generateContent", json=body)
-    assert resp.status_code == 403
+    assert resp.status_code == 400
     assert resp.headers["x-gate-blocked"] == "1"
     error = resp.json()["error"]
-    assert (error["code"], error["status"]) == (403, "PERMISSION_DENIED")
+    assert (error["code"], error["status"]) == (400, "INVALID_ARGUMENT")
     assert error["message"].startswith("gate blocked this request: gate cannot screen")
     assert "read_file-1-x answers no tool call" in error["message"]
     assert upstream.seen == []

@@ -129,7 +129,7 @@ def test_responses_with_previous_response_id_screens_new_outputs(
 
 def test_errors_are_openai_shaped(oai: openai.OpenAI, provider: FakeProvider) -> None:
     items = [{"type": "function_call_output", "call_id": "nobody", "output": "x"}]
-    with pytest.raises(openai.PermissionDeniedError) as info:
+    with pytest.raises(openai.BadRequestError) as info:
         oai.responses.create(model="gpt-test", input=items)
     err = info.value.body
     assert isinstance(err, dict) and err["type"] == "gate_error"

@@ -50,7 +50,7 @@ def test_a_secret_inside_a_thinking_block_blocks(client: anthropic.Anthropic,
             {"type": "thinking", "thinking": f"use GITHUB_TOKEN={_token()}",
              "signature": "c2ln"}, {"type": "text", "text": "ok"}]},
         {"role": "user", "content": "go"}]
-    with pytest.raises(anthropic.PermissionDeniedError, match="likely secret"):
+    with pytest.raises(anthropic.BadRequestError, match="likely secret"):
         client.messages.create(**body)
     assert provider.seen == []
 
@@ -76,7 +76,7 @@ def test_the_secrets_policy_comes_from_rule_files(
     body = conversation(str(project), tool_turn("toolu_1", "Bash", {"command": "env"},
                                                 f"GITHUB_TOKEN={token}\n"))
     if outcome == "blocked":
-        with pytest.raises(anthropic.PermissionDeniedError, match="secrets policy blocks"):
+        with pytest.raises(anthropic.BadRequestError, match="secrets policy blocks"):
             client.messages.create(**body)
         assert provider.seen == []
         return

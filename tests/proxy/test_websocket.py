@@ -124,7 +124,7 @@ def test_websocket_elsewhere_is_refused(ws_setup: tuple[FakeWsProvider, Listenin
     _, gate = ws_setup
     with pytest.raises(InvalidStatus) as info:
         connect(f"{gate.base_url.replace('http', 'ws')}/openai/v1/chat/completions")
-    assert info.value.response.status_code == 403
+    assert info.value.response.status_code == 400
 
 
 def test_fields_beside_a_response_wrapper_are_screened_too(

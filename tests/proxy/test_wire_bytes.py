@@ -49,7 +49,7 @@ def _post(gate: Listening, content: bytes, **headers: str) -> httpx.Response:
 
 
 def _refused(resp: httpx.Response, provider: FakeProvider, words: str) -> None:
-    assert resp.status_code == 403, resp.text
+    assert resp.status_code == 400, resp.text
     assert resp.json()["error"]["type"] == "gate_error"
     assert words in resp.json()["error"]["message"]
     assert provider.seen == []
@@ -238,7 +238,7 @@ def test_a_repeated_key_in_a_next_turn_is_refused_too(
     nxt = json.dumps(first)
     nxt = nxt[:-3] + ', "content": "KEY=' + secret + '"}]}'  # the new message repeats a key
     resp = _post(gate, nxt.encode())
-    assert resp.status_code == 403 and "appears more than once" in resp.text
+    assert resp.status_code == 400 and "appears more than once" in resp.text
     assert len(provider.seen) == 1
 
 

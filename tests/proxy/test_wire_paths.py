@@ -69,7 +69,7 @@ def test_a_path_servers_read_differently_is_refused(
         gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], secret: str,
         path: str) -> None:
     resp = httpx.post(f"{gate.base_url}{path}", json=_leaky(gate_dirs, secret))
-    assert resp.status_code == 403 and "encoded slash" in resp.text
+    assert resp.status_code == 400 and "encoded slash" in resp.text
     assert provider.seen == []
 
 
@@ -142,7 +142,7 @@ def test_a_query_that_holds_a_finding_is_refused_and_not_stored(
     for query in (f"?note=STRIPE_KEY%3D{secret}", f"?a=1&b=%73{secret[1:]}"):
         resp = httpx.post(f"{gate.base_url}/anthropic/v1/messages{query}",
                           json=conversation(str(gate_dirs["project"])))
-        assert resp.status_code == 403 and "query string" in resp.text
+        assert resp.status_code == 400 and "query string" in resp.text
     assert len(provider.seen) == 1
     rows = _rows(gate_dirs)
     assert [r["path"] for r in rows[:2]] == ["/v1/messages?[withheld]"] * 2
@@ -177,7 +177,7 @@ def test_block_reasons_logs_and_audit_never_quote_a_value_that_held_a_finding(
     body["messages"].append({"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": f"toolu_{secret}", "content": "x"}]})
     resp = httpx.post(f"{gate.base_url}/anthropic/v1/messages", json=body)
-    assert resp.status_code == 403 and "answers no tool call" in resp.text
+    assert resp.status_code == 400 and "answers no tool call" in resp.text
     assert secret not in resp.text
     assert secret not in "\n".join(log_lines)
     assert secret not in json.dumps(_rows(gate_dirs))

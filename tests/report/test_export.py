@@ -38,7 +38,7 @@ def test_one_line_per_request_oldest_first(audit: Audit) -> None:
     gate_rows = [line for line in lines if line["host"] == "127.0.0.1"]
     assert [r["verdict"] for r in gate_rows] == ["forwarded", "modified", "blocked"]
     assert gate_rows[0]["status"] == 200 and gate_rows[0]["output_tokens"] == 7
-    assert "likely secret" in gate_rows[2]["reason"] and gate_rows[2]["status"] == 403
+    assert "likely secret" in gate_rows[2]["reason"] and gate_rows[2]["status"] == 400
 
 
 def test_withheld_entries_and_decisions(audit: Audit) -> None:

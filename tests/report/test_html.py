@@ -87,7 +87,9 @@ def test_charts_match_the_data(page: Page, audit: Audit) -> None:
     assert len(page.values("#chart-models rect.bar")) == 5
     assert dict(zip(page.labels("#chart-withheld rect.bar"),
                     page.values("#chart-withheld rect.bar"), strict=True)) == {
-        "secret": 2, "tool-result": 2}
+        "secret": 1, "tool-result": 2}  # the secret a remembered answer approved was sent
+    cards = dict(reversed(c.split("\n", 1)) for c in p.locator("ul.cards li").all_inner_texts())
+    assert cards["items withheld"] == "3" and cards["approved and sent"] == "1"
     for svg in p.locator("svg.chart").all():  # every chart has an accessible name
         title = svg.locator("title").first.text_content()
         assert svg.get_attribute("role") == "img" and title
@@ -100,7 +102,7 @@ def test_no_network_no_errors_and_the_tables(page: Page) -> None:
                   "Blocked requests, by reason", "Questions asked and answers"):
         assert title in text
     cells = page.page.locator("table").nth(4).locator("tbody tr").first.locator("td")
-    assert cells.all_inner_texts() == ["tool-result", "Read(./.env)", "2", "2", "2"]
+    assert cells.all_inner_texts() == ["tool-result", "Read(./.env)", "2", "2", "2", "0"]
 
 
 def test_agent_chosen_strings_show_as_text_and_never_run(page: Page) -> None:

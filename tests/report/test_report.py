@@ -63,11 +63,12 @@ def test_aggregates_per_day_host_agent_and_model(audit: Audit) -> None:
 
 def test_withheld_blocked_and_questions(audit: Audit) -> None:
     data = report("--since", "30d")
-    withheld = {(w["kind"], w["rule"]): (w["items"], w["occurrences"], w["requests"])
-                for w in data["withheld"]}
-    assert withheld == {("tool-result", "Read(./.env)"): (2, 2, 2),
-                        ("secret", "test-detector"): (1, 2, 1),
-                        ("secret", "github.token"): (1, 1, 1)}  # the gate's own redaction
+    withheld = {(w["kind"], w["rule"]): (w["items"], w["occurrences"], w["requests"],
+                                         w["approved"]) for w in data["withheld"]}
+    assert withheld == {("tool-result", "Read(./.env)"): (2, 2, 2, 0),
+                        # approved by a remembered answer: sent, so not withheld
+                        ("secret", "test-detector"): (0, 0, 0, 1),
+                        ("secret", "github.token"): (1, 1, 1, 0)}  # the gate's own redaction
     blocked = {b["reason"]: b["requests"] for b in data["blocked"]}
     assert blocked["body is not JSON <b>bold</b>"] == 1
     assert [n for reason, n in blocked.items() if "likely secret" in reason] == [1]
@@ -99,7 +100,8 @@ def test_text_tables(audit: Audit) -> None:
     assert re.search(r"^  codex\s+2\s+0\s+11\.0 kB\s+2,500\s+500$", out, re.M)
     assert re.search(rf"^  {re.escape(local_day(noon(5)))}\s+2\s+1\s+3\.0 kB\s+400\s+50$",
                      out, re.M)
-    assert re.search(r"^  tool-result\s+Read\(\./\.env\)\s+2\s+2\s+2$", out, re.M)
+    assert re.search(r"^  tool-result\s+Read\(\./\.env\)\s+2\s+2\s+2\s+0$", out, re.M)
+    assert re.search(r"^  secret\s+test-detector\s+0\s+0\s+0\s+1$", out, re.M)  # approved
     assert re.search(r"^  send-secret\s+approve\s+memory\s+1\s+1$", out, re.M)
     assert re.search(r"^  send-denied-content\s+block\s+person\s+1\s+2$", out, re.M)
     for title in ("Per day", "Per host", "Per agent", "Per model",
