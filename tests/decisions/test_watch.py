@@ -14,7 +14,7 @@ from gate.cli import cli
 from gate.proxy.server import Listening
 
 FIELDS = {"id", "ts", "agent", "upstream", "path", "model", "verdict", "status", "withheld",
-          "request_bytes"}
+          "request_bytes", "error"}
 
 
 def _send(client: anthropic.Anthropic, text: str = "hello") -> None:

@@ -87,7 +87,7 @@ def test_shift_a_then_a_scope_key_approves_and_remembers(
     assert all(token not in x for x in lines)
     listed = json.loads(CliRunner().invoke(cli, ["decisions", "list", "--json"]).stdout)
     if scope == "session":  # kept in the running gate only
-        assert listed == {"decisions": []} and not memory_path(g.data).exists()
+        assert listed == {"ok": True, "decisions": []} and not memory_path(g.data).exists()
         return
     assert token.encode() not in memory_path(g.data).read_bytes()
     [entry] = listed["decisions"]

@@ -51,8 +51,9 @@ def test_aggregates_per_day_host_agent_and_model(audit: Audit) -> None:
         None: gate, "codex": (2, 0, 11000, 2500, 500), "opencode": (2, 1, 3000, 400, 50)}
     assert [r["key"] for r in data["by_agent"]] == [None, "codex", "opencode"]  # busiest first
     models = traffic(data["by_model"])
-    assert models["claude-e2e"] == (2, 0, audit.gate_sent, 42, 14)
-    assert models[None] == (1, 1, 0, 0, 0)  # the gate's blocked request: no model read
+    # The gate's blocked request keeps its model, as every row does; its bytes never left.
+    assert models["claude-e2e"] == (3, 1, audit.gate_sent, 42, 14)
+    assert None not in models
     assert models["<script>window.__pwned = 1</script>"] == (1, 0, 3000, 400, 50)
     totals = data["totals"]
     assert (totals["requests"], totals["blocked"], totals["bytes_sent"]) == (
