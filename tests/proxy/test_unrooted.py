@@ -67,11 +67,11 @@ def test_a_known_project_s_word_like_values_and_lines_are_withheld(
 def test_with_no_project_known_a_request_without_a_directory_is_blocked(
         bare_gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
     (gate_dirs["project"] / ".env").write_text(f"TOKEN={fake_secret('tok_')}\n")
-    with _sdk(bare_gate) as c, pytest.raises(anthropic.PermissionDeniedError) as err:
+    with _sdk(bare_gate) as c, pytest.raises(anthropic.BadRequestError) as err:
         c.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
     assert "gate serve --project DIR" in str(err.value)
     with openai.OpenAI(base_url=f"{bare_gate.base_url}/openai/v1", api_key="sk-test",
-                       max_retries=0) as o, pytest.raises(openai.PermissionDeniedError):
+                       max_retries=0) as o, pytest.raises(openai.BadRequestError):
         o.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert provider.seen == []  # nothing left
 

@@ -127,7 +127,7 @@ def test_a_file_upload_is_blocked_and_says_how_to_let_it_through(
                        "body": {"model": "m", "messages": [{"role": "user",
                                                             "content": secret}]}})
     with openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test-fake",
-                       max_retries=0) as oai, pytest.raises(openai.PermissionDeniedError) as err:
+                       max_retries=0) as oai, pytest.raises(openai.BadRequestError) as err:
         oai.files.create(file=("batch.jsonl", line.encode()), purpose="batch")
     assert "unsafe_pass_non_json" in str(err.value)
     assert provider.seen == []
