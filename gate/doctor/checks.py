@@ -40,7 +40,7 @@ class Check:
 
 
 def gate_reachable(data: Path) -> Check:
-    from gate.proxy.server import read_server_file
+    from gate.proxy.server import read_server_file, server_instance
 
     name = "gate reachable"
     running = read_server_file(data)
@@ -54,7 +54,10 @@ def gate_reachable(data: Path) -> Check:
     except (OSError, ValueError) as exc:
         return Check(name, Status.FAIL, f"the gate at {running.base_url} does not answer"
                      f" ({exc})", "restart it: `gate serve`")
-    if not isinstance(info, dict) or info.get("data_dir") != str(data):
+    # Health names an instance id, never a path: the gate is this data dir's when it names
+    # the id this data dir's server.json holds.
+    instance = server_instance(data)
+    if not isinstance(info, dict) or instance is None or info.get("instance") != instance:
         return Check(name, Status.FAIL, f"{running.base_url} is not the gate of {data}",
                      "stop the other program on that port, or `gate serve --port N`")
     return Check(name, Status.OK, f"{running.base_url} serves {data}")

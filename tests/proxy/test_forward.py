@@ -42,15 +42,19 @@ def token() -> str:
     return Gen(random.SystemRandom().randrange(1 << 30)).crc_token("ghp_")
 
 
-def forward_config(provider: FakeProvider, egress: EgressSettings | None = None) -> Config:
+def forward_config(provider: FakeProvider, egress: EgressSettings | None = None, *,
+                   project: Path) -> Config:
+    # The project is known (as `gate serve --project`): requests that state no working
+    # directory are screened for its denied files instead of being refused.
     return replace(Config(), port=0, forward=True, ask=AskConfig(mode="never"),
+                   projects=(str(project),),
                    egress=egress or EgressSettings(EgressDefault.BLOCK)).with_upstreams(
         {n: parse_upstream(n, provider.url) for n in ("anthropic", "openai", "chatgpt")})
 
 
 @pytest.fixture
 def fwd(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
-    server = BackgroundGate(forward_config(provider), gate_dirs["data"])
+    server = BackgroundGate(forward_config(provider, project=gate_dirs["project"]), gate_dirs["data"])
     yield server.start()
     server.stop()
 
@@ -111,7 +115,7 @@ def test_openai_sdk_websocket_over_connect_is_screened(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The SDK reads HTTPS_PROXY and SSL_CERT_FILE as an agent's runtime does."""
     ws = FakeWsProvider(str(gate_dirs["project"]))
-    config = forward_config(provider).with_upstreams(
+    config = forward_config(provider, project=gate_dirs["project"]).with_upstreams(
         {"openai": parse_upstream("openai", ws.url)})
     server = BackgroundGate(config, gate_dirs["data"])
     gate = server.start()
@@ -188,7 +192,7 @@ def test_other_host_is_tunnelled_unread_and_audited(
         egress: EgressSettings, provider: FakeProvider, gate_dirs: dict[str, Path],
         tmp_path: Path) -> None:
     other = TlsEcho(tmp_path)
-    server = BackgroundGate(forward_config(provider, egress), gate_dirs["data"])
+    server = BackgroundGate(forward_config(provider, egress, project=gate_dirs["project"]), gate_dirs["data"])
     gate = server.start()
     try:
         sock, head = _connect_through(gate, "127.0.0.1", other.port)
@@ -214,7 +218,7 @@ def test_other_host_is_tunnelled_unread_and_audited(
 def test_an_allow_list_lets_only_its_hosts_through(provider: FakeProvider,
                                                    gate_dirs: dict[str, Path]) -> None:
     egress = EgressSettings(EgressDefault.BLOCK, ("*.allowed.test",))
-    server = BackgroundGate(forward_config(provider, egress), gate_dirs["data"])
+    server = BackgroundGate(forward_config(provider, egress, project=gate_dirs["project"]), gate_dirs["data"])
     gate = server.start()
     try:
         # Look-alikes of the allowed domain are refused before any connection is tried.
