@@ -29,7 +29,8 @@ def closed_port() -> int:
 
 @pytest.fixture
 def dead_gate(gate_dirs: dict[str, Path]) -> Iterator[Listening]:
-    config = replace(Config(), port=0, ask=AskConfig(mode="never")).with_upstreams(
+    config = replace(Config(), port=0, ask=AskConfig(mode="never"),
+                     projects=(str(gate_dirs["project"]),)).with_upstreams(
         {"anthropic": parse_upstream("anthropic", f"http://127.0.0.1:{closed_port()}")})
     server = BackgroundGate(config, gate_dirs["data"], advertise=True)
     yield server.start()

@@ -104,10 +104,10 @@ def test_other_formats_and_unknown_endpoints_are_covered(
     key_line = "b3BlbnNzaC1" + fake_secret()
     (gate_dirs["home"] / ".ssh" / "id_ed25519").write_text(
         f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key_line}\n-----END OPENSSH PRIVATE KEY-----\n")
-    httpx.post(f"{gate.base_url}/openai/v1/embeddings",
-               json={"model": "e", "input": [f"key: {key_line}"]},
-               headers={"authorization": "Bearer sk-fake"})
-    assert provider.seen[-1].path == "/v1/embeddings"
+    resp = httpx.post(f"{gate.base_url}/openai/v1/embeddings",
+                      json={"model": "e", "input": [f"key: {key_line}"]},
+                      headers={"authorization": "Bearer sk-fake"})
+    assert provider.seen[-1].path == "/v1/embeddings", resp.text  # why it did not leave
     sent = provider.seen[-1].json()
     assert key_line not in json.dumps(sent)
     assert sent["input"][0].startswith("key: [gate: withheld a value from id_ed25519")

@@ -54,7 +54,8 @@ def forward_config(provider: FakeProvider, egress: EgressSettings | None = None,
 
 @pytest.fixture
 def fwd(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
-    server = BackgroundGate(forward_config(provider, project=gate_dirs["project"]), gate_dirs["data"])
+    config = forward_config(provider, project=gate_dirs["project"])
+    server = BackgroundGate(config, gate_dirs["data"])
     yield server.start()
     server.stop()
 
@@ -192,7 +193,8 @@ def test_other_host_is_tunnelled_unread_and_audited(
         egress: EgressSettings, provider: FakeProvider, gate_dirs: dict[str, Path],
         tmp_path: Path) -> None:
     other = TlsEcho(tmp_path)
-    server = BackgroundGate(forward_config(provider, egress, project=gate_dirs["project"]), gate_dirs["data"])
+    config = forward_config(provider, egress, project=gate_dirs["project"])
+    server = BackgroundGate(config, gate_dirs["data"])
     gate = server.start()
     try:
         sock, head = _connect_through(gate, "127.0.0.1", other.port)
@@ -218,7 +220,8 @@ def test_other_host_is_tunnelled_unread_and_audited(
 def test_an_allow_list_lets_only_its_hosts_through(provider: FakeProvider,
                                                    gate_dirs: dict[str, Path]) -> None:
     egress = EgressSettings(EgressDefault.BLOCK, ("*.allowed.test",))
-    server = BackgroundGate(forward_config(provider, egress, project=gate_dirs["project"]), gate_dirs["data"])
+    config = forward_config(provider, egress, project=gate_dirs["project"])
+    server = BackgroundGate(config, gate_dirs["data"])
     gate = server.start()
     try:
         # Look-alikes of the allowed domain are refused before any connection is tried.
