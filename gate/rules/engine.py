@@ -8,6 +8,7 @@ from functools import cached_property
 
 from gate.agents.actions import Action, Verb
 from gate.rules import commands, domains, globs, names
+from gate.rules.loader import SECRET_ACTIONS
 from gate.rules.model import Effect, Kind, Rule
 
 # Which rule tools cover which verbs. A Read rule also covers search tools (Grep, Glob, LS),
@@ -37,8 +38,11 @@ class Policy:
     ignored: tuple[Rule, ...] = ()  # allow rules set aside by a managed `lockdown: true`
     warnings: tuple[str, ...] = ()  # rule files gate read only in part, or not at all
     lockdown: bool = False
-    # (tier or detector kind, action) for likely secrets; see secret_action.
-    secrets: tuple[tuple[str, str], ...] = ()
+    # What each layer says about likely secrets, in layer order: (role, tables), role
+    # `default` (shipped packs), `trusted` (managed, user) or `project` (the project's
+    # files, which the agent may write); tables are the layer's (key, action) settings,
+    # with versions held since gate started (see secret_action).
+    secrets: tuple[tuple[str, tuple[SecretTable, ...]], ...] = ()
     # Agents resend the whole history every turn: each call is decided once per policy.
     # A cached decision is reused only while the files it looked at are the same files
     # (a path later replaced by a symlink to .env is decided again).
@@ -46,13 +50,17 @@ class Policy:
         default_factory=dict, compare=False, repr=False)
 
     def secret_action(self, kind: str, rule_id: str, tier: str) -> str:
-        """What to do with a likely secret: a setting for its detector id or kind wins
-        over one for its tier; without any, high → ask and low → redact."""
-        table = dict(self.secrets)
-        for key in (rule_id, kind, tier):
-            if key in table:
-                return table[key]
-        return "ask" if tier == "high" else "redact"
+        """What to do with a likely secret. Each layer answers on its own (its setting for
+        the detector id, else the kind, else the tier); the most protective answer of the
+        managed and user files wins, else that of the shipped packs, else high → ask and
+        low → redact. A project file may only make that stricter: the agent can write it."""
+        keys = (rule_id, kind, tier)
+        said: dict[str, list[str]] = {"default": [], "trusted": [], "project": []}
+        for role, tables in self.secrets:
+            said[role] += [a for t in tables if (a := _answer(t, keys)) is not None]
+        base = (_strictest_action(said["trusted"]) or _strictest_action(said["default"])
+                or ("ask" if tier == "high" else "redact"))
+        return _strictest_action([base, *said["project"]]) or base
 
     def decide(self, action: Action, project_root: str | None) -> Decision:
         key = (action, project_root)
@@ -74,6 +82,18 @@ class Policy:
                 if rule.effect is effect and (hit := _match(rule, call)) is not None:
                     return Decision(effect, rule, hit or None)
         return Decision(None, None)
+
+
+SecretTable = tuple[tuple[str, str], ...]  # (tier, detector kind or id) → action
+
+
+def _answer(table: SecretTable, keys: tuple[str, str, str]) -> str | None:
+    settings = dict(table)
+    return next((settings[k] for k in keys if k in settings), None)
+
+
+def _strictest_action(actions: list[str]) -> str | None:
+    return min(actions, key=SECRET_ACTIONS.index, default=None)
 
 
 class _Call:

@@ -14,7 +14,7 @@ from loguru import logger
 from gate import dirs
 from gate.errors import RuleError
 from gate.rules import claude, probe
-from gate.rules.engine import Policy
+from gate.rules.engine import Policy, SecretTable
 from gate.rules.loader import SECRET_ACTIONS, read_file
 from gate.rules.model import Effect, Rule
 
@@ -119,6 +119,12 @@ class _Loaded:
     warnings: tuple[str, ...] = ()
     lockdown: bool = False
     secrets: tuple[tuple[str, str, str], ...] = ()
+    # `secrets:` settings of earlier versions of this file, held until gate restarts
+    held: tuple[SecretTable, ...] = ()
+
+    def tables(self) -> tuple[SecretTable, ...]:
+        now = tuple((key, action) for key, action, _where in self.secrets)
+        return tuple(t for t in (now, *self.held) if t)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +191,7 @@ class PolicyStore:
                 # Reload: the last good rules stay in force; a typo never opens the gate.
                 return _Loaded(prev[1].rules, (*prev[1].warnings, f"{problem} (gate keeps"
                                " this file's previous rules until it is fixed)"),
-                               prev[1].lockdown, prev[1].secrets)
+                               prev[1].lockdown, prev[1].secrets, prev[1].held)
             if layer.claude:
                 return _Loaded((), (f"{problem} (gate enforces none of this Claude Code"
                                     " settings file's rules until it is fixed)",))
@@ -215,15 +221,34 @@ def _held(layer: Layer, before: _Loaded, now: _Loaded) -> _Loaded:
     that is gone (removed, turned into an allow or ask, given a new exception, or dropped as
     invalid) stays in force until gate restarts: the agent gate polices may edit this file,
     so only a person (who restarts gate) can loosen it."""
-    kept = {_identity(r) for r in now.rules}
+    same = {_identity(r) for r in now.rules}
     held = tuple(r for r in before.rules
-                 if r.effect is not Effect.ALLOW and _identity(r) not in kept)
-    if not held:
-        return now
+                 if r.effect is not Effect.ALLOW and _identity(r) not in same)
     notes = tuple(f"rule {r.text} was removed from {layer.shown_as} while gate runs; it stays"
                   " in force until gate is restarted (a person must confirm loosening a rule)"
                   for r in held)
-    return _Loaded(now.rules + held, now.warnings + notes, now.lockdown, now.secrets)
+    # `secrets:` the same way: each finding gets the stricter of what the file said before
+    # and what it says now, so a tightening applies at once and a loosening waits.
+    current = tuple((key, action) for key, action, _where in now.secrets)
+    kept = tuple(t for t in dict.fromkeys(before.tables()) if t != current)
+    if _loosens(before.secrets, now.secrets):
+        notes += (f"secrets: settings loosened in {layer.shown_as} while gate runs; the"
+                  " previous ones stay in force until gate is restarted (a person must"
+                  " confirm loosening a rule)",)
+    if not held and not notes and not kept:
+        return now
+    return _Loaded(now.rules + held, now.warnings + notes, now.lockdown, now.secrets, kept)
+
+
+def _loosens(before: tuple[tuple[str, str, str], ...],
+             now: tuple[tuple[str, str, str], ...]) -> bool:
+    """Whether a `secrets:` setting was removed or loosened, or a new one added that could
+    loosen what a tier said (any new setting but `block`)."""
+    was = {key: action for key, action, _ in before}
+    new = {key: action for key, action, _ in now}
+    rank = SECRET_ACTIONS.index
+    return (any(k not in new or rank(new[k]) > rank(a) for k, a in was.items())
+            or any(k not in was and a != "block" for k, a in new.items()))
 
 
 def _identity(rule: Rule) -> tuple[object, ...]:
@@ -254,15 +279,18 @@ def _merge(layers: list[Layer], loaded: list[_Loaded]) -> Policy:
             loosens = rule.effect is Effect.ALLOW and layer.name != "managed"
             (ignored if lockdown and loosens else rules).append(rule)
     warnings = tuple(w for lo in loaded for w in lo.warnings)
-    return Policy(tuple(rules), tuple(ignored), warnings, lockdown, _strictest(loaded))
+    return Policy(tuple(rules), tuple(ignored), warnings, lockdown, _secrets(layers, loaded))
 
 
-def _strictest(loaded: list[_Loaded]) -> tuple[tuple[str, str], ...]:
-    """Each secrets key's action across layers: the most protective wins, so no layer can
-    loosen another's choice."""
-    best: dict[str, str] = {}
-    for lo in loaded:
-        for key, action, _where in lo.secrets:
-            if key not in best or SECRET_ACTIONS.index(action) < SECRET_ACTIONS.index(best[key]):
-                best[key] = action
-    return tuple(sorted(best.items()))
+def _secrets(layers: list[Layer], loaded: list[_Loaded]
+             ) -> tuple[tuple[str, tuple[SecretTable, ...]], ...]:
+    """Each layer's `secrets:` settings, with its role: the shipped packs give the defaults,
+    the managed and user files (a person's) set the policy, and the project's files (which
+    the agent may write) can only make it stricter; see Policy.secret_action."""
+    out = []
+    for layer, lo in zip(layers, loaded, strict=True):
+        if tables := lo.tables():
+            role = ("default" if layer.name == "pack" else
+                    "trusted" if layer.name in ("managed", "user") else "project")
+            out.append((role, tables))
+    return tuple(out)

@@ -63,8 +63,9 @@ def test_high_tier_findings_say_that_the_user_did_not_approve(
 
 
 @pytest.mark.parametrize(("setting", "outcome"), [
-    ("github.token: block", "blocked"), ("github.token: allow", "sent"),
-    ("high: redact", "redacted"), ("high: allow\n  github.token: redact", "redacted"),
+    ("github.token: block", "blocked"), ("github.token: allow", "redacted"),
+    ("github-token: allow", "redacted"), ("high: redact", "redacted"),
+    ("high: allow\n  github.token: redact", "redacted"),
 ])
 def test_the_secrets_policy_comes_from_rule_files(
         client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path],
@@ -82,6 +83,20 @@ def test_the_secrets_policy_comes_from_rule_files(
         return
     client.messages.create(**body)
     sent = provider.seen[-1].body.decode()
-    # The shipped pack says high: ask; a project may tighten it (block) but not loosen it
-    # (high: redact stays ask), and a kind's own setting beats a tier's.
+    # The shipped pack says high: ask; a project may tighten it (block) but never loosen it
+    # (high: redact and github.token: allow stay ask, unapproved here: redacted).
     assert (token in sent) is (outcome == "sent")
+
+
+def test_a_project_local_file_cannot_undo_the_users_block(
+        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    gate_dirs["config"].mkdir(exist_ok=True)
+    (gate_dirs["config"] / "rules.yaml").write_text("secrets:\n  high: block\n  low: block\n")
+    project = gate_dirs["project"]
+    (project / ".gate").mkdir()
+    (project / ".gate" / "rules.local.yaml").write_text("secrets:\n  github-token: allow\n")
+    body = conversation(str(project), tool_turn("toolu_1", "Bash", {"command": "env"},
+                                                f"GITHUB_TOKEN={_token()}\n"))
+    with pytest.raises(anthropic.BadRequestError, match="secrets policy blocks"):
+        client.messages.create(**body)
+    assert provider.seen == []

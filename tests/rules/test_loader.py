@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -134,10 +135,41 @@ def test_bad_secrets_settings_name_the_line(text: str, where: str, words: str) -
     assert info.value.where == where and words in info.value.message
 
 
-def test_the_most_protective_secrets_setting_wins_across_layers(
+def test_the_users_secrets_settings_replace_the_shipped_defaults(
         gate_dirs: dict[str, Path]) -> None:
     gate_dirs["config"].mkdir()
     (gate_dirs["config"] / "rules.yaml").write_text("secrets:\n  low: allow\n  high: block\n")
     policy = PolicyStore().policy_for(None)
-    assert policy.secret_action("generic-secret", "generic.assignment", "low") == "redact"
+    assert policy.secret_action("generic-secret", "generic.assignment", "low") == "allow"
     assert policy.secret_action("github-token", "github.token", "high") == "block"
+    assert policy.secret_action("slack-token", "slack.token", "high") == "block"
+
+
+# Each layer answers for a finding on its own (id, else kind, else tier); the managed and
+# user files' most protective answer is the policy, and a project file can only tighten it.
+@pytest.mark.parametrize(("managed", "user", "project", "local", "action"), [
+    ("", "high: block", "github-token: allow", "", "block"),
+    ("", "high: block", "", "github-token: allow", "block"),
+    ("", "high: block", "github.token: redact", "github-token: allow", "block"),
+    ("high: block", "github-token: allow", "", "", "block"),
+    ("", "", "github-token: allow", "", "ask"),           # the shipped high: ask
+    ("", "", "high: redact", "", "ask"),
+    ("", "github-token: redact", "high: allow", "", "redact"),
+    ("", "github-token: allow", "", "", "allow"),         # the person's choice
+    ("", "github-token: allow", "github-token: block", "", "block"),  # a project tightens
+    ("", "", "high: allow", "github.token: block", "block"),
+])
+def test_a_project_file_can_tighten_the_secrets_policy_but_never_loosen_it(
+        gate_dirs: dict[str, Path], managed: str, user: str, project: str, local: str,
+        action: str) -> None:
+    root = gate_dirs["project"]
+    (root / ".gate").mkdir()
+    gate_dirs["config"].mkdir()
+    for path, setting in ((Path(os.environ["GATE_MANAGED_RULES"]), managed),
+                          (gate_dirs["config"] / "rules.yaml", user),
+                          (root / ".gate" / "rules.yaml", project),
+                          (root / ".gate" / "rules.local.yaml", local)):
+        if setting:
+            path.write_text(f"secrets:\n  {setting}\n")
+    policy = PolicyStore().policy_for(str(root))
+    assert policy.secret_action("github-token", "github.token", "high") == action

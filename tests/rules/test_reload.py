@@ -157,3 +157,29 @@ def test_the_default_pack_asks_before_edits_of_what_polices_the_agent(
         assert decision.effect is Effect.ASK, (tool, path)
     readme = tools.action("Edit", {"file_path": "README.md"}, root)
     assert policy.decide(readme, root).effect is None
+
+
+# (which file, before, after, the action now, whether held as a loosening, after a restart)
+@pytest.mark.parametrize(("layer", "before", "after", "action", "held", "restarted"), [
+    ("user", "high: block", "high: allow", "block", True, "allow"),
+    ("user", "high: block", "high: block\n  github-token: allow", "block", True, "allow"),
+    ("user", "github-token: block", "low: redact", "block", True, "ask"),  # removed
+    ("project", "github-token: block", "high: ask", "block", True, "ask"),
+    ("user", "high: redact", "high: block", "block", False, "block"),  # tightening: at once
+    ("project", "high: ask", "high: ask\n  github.token: block", "block", False, "block"),
+])
+def test_the_secrets_policy_cannot_be_loosened_while_gate_runs(
+        gate_dirs: dict[str, Path], layer: str, before: str, after: str, action: str,
+        held: bool, restarted: str) -> None:
+    root = gate_dirs["project"]
+    path = (gate_dirs["config"] / "rules.yaml" if layer == "user"
+            else root / ".gate" / "rules.local.yaml")
+    _write(path, f"secrets:\n  {before}\n", 1)
+    store = PolicyStore()
+    store.policy_for(str(root))
+    _write(path, f"secrets:\n  {after}\n", 2)
+    policy = store.policy_for(str(root))
+    assert policy.secret_action("github-token", "github.token", "high") == action
+    assert any("secrets: settings loosened" in w for w in policy.warnings) is held
+    fresh = PolicyStore().policy_for(str(root))  # a restart: the file says what applies
+    assert fresh.secret_action("github-token", "github.token", "high") == restarted
