@@ -46,13 +46,22 @@ def translate(sql: str) -> str:
 
 
 def redacted(url: str) -> str:
-    """The URL without its password, for messages and logs."""
+    """The URL or key=value DSN without its password, for messages and logs: the user
+    info's, a `password=` query parameter's and a DSN's `password=` are all masked."""
+    if "://" not in url:  # key=value form: password=secret or password='se cret'
+        return _DSN_PASSWORD.sub(r"\1***", url)
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    if parts.password is not None:
+        host = parts.hostname or ""
+        netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+        parts = parts._replace(netloc=netloc)
+    if parts.query:
+        parts = parts._replace(query=_QUERY_PASSWORD.sub(r"\1***", parts.query))
+    return urlunsplit(parts)
+
+
+_DSN_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_QUERY_PASSWORD = re.compile(r"((?:^|&)password=)[^&]*", re.IGNORECASE)
 
 
 class Row(tuple[Any, ...]):

@@ -185,6 +185,7 @@ class GateAddon:
             "session": session_key(req.headers, run.id if run else None, agent,
                                    route.upstream.name)}
         body = _decoded(req)
+        flow.metadata["gate_body"] = body  # decoded once: a refusal's attribution reads it
         flow.metadata["gate_coding"] = ", ".join(req.headers.get_all("content-encoding")) or None
         outbound = Outbound(route.path, body, agent, run.cwd if run else None,
                             route.upstream.unsafe_pass_non_json)
@@ -356,13 +357,14 @@ async def _while_connected(flow: http.HTTPFlow, waiting: Awaitable[Verdict]) -> 
 
 def _attribution(flow: http.HTTPFlow, scrub: Scrub | None) -> dict[str, Any]:
     """The agent, run, project, session and model of a request gate refused: the same
-    attribution a sent request's row carries. The model is read from the body when
+    attribution a sent request's row carries. The model is read from the decoded body when
     screening stopped before it did (a body gate could not screen may not be JSON); a
     model name that holds a finding is not written down (none when it cannot be checked)."""
     who = dict(flow.metadata.get("gate_who") or {})
     if who and who.get("model") is None:
+        # Never decoded again: a body gate could not decode (too large, say) has no model.
         try:
-            parsed = json.loads(flow.request.get_content(strict=True) or b"")
+            parsed = json.loads(flow.metadata.get("gate_body") or b"")
         except ValueError:
             parsed = None
         model = parsed.get("model") if isinstance(parsed, dict) else None

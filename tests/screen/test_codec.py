@@ -102,3 +102,36 @@ def test_paths_are_normalised_as_a_server_reads_them(target: str, want: str) -> 
 def test_paths_servers_read_differently_are_refused(target: str) -> None:
     with pytest.raises(ValueError, match="encoded slash"):
         normalise(target)
+
+
+def _bomb(name: str, size: int) -> bytes:
+    """`size` zero bytes compressed in steps, never held whole."""
+    step = b"\0" * (1024 * 1024)
+    if name == "br":
+        c = brotli.Compressor()
+        return b"".join(c.process(step) for _ in range(size // len(step))) + c.finish()
+    if name == "zstd":
+        z = zstandard.ZstdCompressor().compressobj()
+        return b"".join(z.compress(step) for _ in range(size // len(step))) + z.flush()
+    d = zlib.compressobj(9, wbits=31 if name == "gzip" else 15)
+    return b"".join(d.compress(step) for _ in range(size // len(step))) + d.flush()
+
+
+@pytest.mark.parametrize("name", ["gzip", "deflate", "br", "zstd"])
+def test_a_body_that_decodes_past_the_limit_is_refused_not_inflated(name: str) -> None:
+    bomb = _bomb(name, 64 * 1024 * 1024)
+    assert len(bomb) < 1024 * 1024
+    with pytest.raises(codings.TooLarge, match="more than 4 MiB"):
+        codings.decode(bomb, [name], limit=4 * 1024 * 1024)
+    # Under the limit the same reader reads it whole.
+    small = _bomb(name, 2 * 1024 * 1024)
+    assert codings.decode(small, [name], limit=4 * 1024 * 1024) == b"\0" * (2 * 1024 * 1024)
+
+
+def test_the_limit_covers_every_member_and_every_stage_together() -> None:
+    member = _bomb("gzip", 3 * 1024 * 1024)
+    with pytest.raises(codings.TooLarge):
+        codings.decode(member + member, ["gzip"], limit=4 * 1024 * 1024)
+    frame = _bomb("zstd", 3 * 1024 * 1024)
+    with pytest.raises(codings.TooLarge):
+        codings.decode(frame + frame, ["zstd"], limit=4 * 1024 * 1024)
