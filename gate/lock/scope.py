@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -25,7 +26,9 @@ def plan_for(argv: Sequence[str], port: int, cwd: str, env: Mapping[str, str]) -
         if _under(here, d):
             raise GateError(f"the project {here} is inside gate's dir {d}, which a lock hides",
                             hint="run the agent from the project's own directory")
-    keep = _unique(here, root, Path.home())
+    # The Python that runs gate and the agent's SDK scripts stays reachable even where it
+    # lives under a dir the lock covers afresh (a checkout or venv under /tmp).
+    keep = _unique(here, root, Path.home(), *_python())
     return Plan(argv=tuple(argv), port=port, hidden=hidden, shown=_shown(env, hidden),
                 readonly=_readonly(root, keep), keep=keep,
                 uid=os.getuid(), gid=os.getgid())
@@ -37,9 +40,11 @@ def _readonly(root: str, keep: tuple[str, ...]) -> tuple[str, ...]:
     # so a root agent cannot create one, unless that dir holds the project or home.
     for policy in (managed_path(), claude.managed_dir() / "managed-settings.json"):
         paths += _nearest(policy, keep)
-    package = _real(Path(gate.__file__).parent)
-    if not _under(package, root):  # an agent working on gate itself may edit its code
-        paths.append(Path(package))
+    # gate's code and the Python environment it runs from: a .pth file or an edited entry
+    # point there would run the next time the person runs gate outside the lock.
+    for code in (_real(Path(gate.__file__).parent), _real(sys.prefix)):
+        if not _under(code, root):  # an agent working on gate itself may edit its code
+            paths.append(Path(code))
     return tuple(p for p in _unique(*paths) if os.path.lexists(p))
 
 
@@ -86,3 +91,9 @@ def _unique(*paths: str | Path) -> tuple[str, ...]:
 
 def _under(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def _python() -> tuple[str, ...]:
+    """Where gate's interpreter and code live: its environment, its base installation, and
+    the directory gate is imported from."""
+    return _unique(sys.prefix, sys.base_prefix, Path(gate.__file__).parent.parent)

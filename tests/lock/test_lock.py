@@ -203,7 +203,10 @@ def test_an_unprivileged_user_gets_the_same_lock() -> None:
                           json.dumps(spec)),
                     port=gate.port, hidden=(str(dirs["data"]), str(dirs["config"])),
                     readonly=(str(dirs["project"] / ".gate"),),
-                    keep=(str(dirs["project"]), str(dirs["home"])), uid=NOBODY, gid=NOBODY)
+                    # the probe and gate's code stay reachable wherever the checkout is
+                    keep=(str(dirs["project"]), str(dirs["home"]),
+                          str(Path(gate_package.__file__).parent.parent)),
+                    uid=NOBODY, gid=NOBODY)
         launcher = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                     "env", f"PYTHONPATH={Path(gate_package.__file__).parent.parent}",
                     SYSTEM_PYTHON, "-P", "-m", "gate.lock.launcher")
