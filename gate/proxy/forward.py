@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from pathlib import Path
 
 from loguru import logger
@@ -24,6 +25,9 @@ from gate.lock import BRIDGE_SOURCE
 from gate.proxy import routing
 from gate.proxy.intercept import Intercepts
 from gate.proxy.routing import Route
+from gate.screen.content import SecretScreen
+from gate.screen.disclose import Scrub
+from gate.screen.secrets import Scanner
 
 RUN_USER = "run"  # the proxy URL's user name; its password is the run id
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -32,10 +36,17 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class ForwardAddon:
     """Runs before the gate addon, which skips flows this one answered or relays."""
 
-    def __init__(self, config: Config, data_dir: Path, audit: AuditStore):
+    def __init__(self, config: Config, data_dir: Path, audit: AuditStore,
+                 scrub: Callable[[], Scrub] | None = None):
         self.config = config
         self.data_dir = data_dir
         self.audit = audit
+        # The gate addon's screens (denied values, secrets), for what this addon writes
+        # down or logs: a host or path can carry a secret (`ghp_....example.com`).
+        if scrub is None:
+            plain = Scrub(SecretScreen(Scanner(), b""))
+            scrub = lambda: plain  # noqa: E731
+        self.scrub: Callable[[], Scrub] = scrub
         self.intercepts = Intercepts(config.upstreams)
         self.port = 0
         self._runs: dict[str, runs.Run | None] = {}      # client connection id → its run
@@ -66,11 +77,15 @@ class ForwardAddon:
             return  # TLS ends here; each request inside is screened
         agent = self._agent(run, req)
         if not self._allowed(flow, host):
-            self._refuse(flow, host, port, agent, run)
+            self._refuse(flow, req.host, port, agent, run)
             return
-        self._tunnel_rows[flow.client_conn.id] = tunnels.opened(self.audit, tunnels.Opened(
-            host=host, port=port, kind=tunnels.Kind.TUNNEL, agent=agent,
-            run_id=run.id if run else None))
+        if self.scrub().holds(req.host):
+            # The name itself would leave (DNS, the TLS server name): refused unread.
+            self._refuse(flow, req.host, port, agent, run,
+                         why="the host name holds a denied value or a likely secret")
+            return
+        self._tunnel_rows[flow.client_conn.id] = self._opened(
+            req.host, port, tunnels.Kind.TUNNEL, agent, run)
 
     # -- opaque tunnels ----------------------------------------------------------------
 
@@ -110,30 +125,45 @@ class ForwardAddon:
         req.headers.pop("proxy-authorization", None)  # meant for gate, never passed on
         if self._to_gate(flow):
             return  # the gate addon serves it: health, control, /NAME/... routes
+        host, agent = req.host.lower(), self._agent(run, req)
         try:  # a model host's path is routed as its provider will read it
             path = routing.normalise(req.path)
-        except ValueError:
-            path = req.path  # the gate addon refuses it, saying why
+        except ValueError as exc:
+            if self.intercepts.decrypts(host):
+                # Fail closed: a model host's path with no single reading may be its model
+                # endpoint read another way; relayed unread, it would leave unscreened.
+                self._refuse(flow, req.host, req.port, agent, run, _bare(req.path),
+                             why=f"gate cannot read this path on a model host ({exc})")
+                return
+            path = req.path
         route = self.intercepts.route(req.host, req.port, path)
         if route is not None:
             flow.metadata["gate_route"] = Route(route.upstream, route.path,
                                                 run.id if run else None)
             return
-        host, agent = req.host.lower(), self._agent(run, req)
+        if _locked(flow) and not self.config.egress.listed(host):
+            # Before any relay, the configured upstreams' origins included: a locked agent
+            # reaches the model endpoints (screened) and egress.allow, nothing else.
+            self._refuse(flow, req.host, req.port, agent, run, _bare(req.path))
+            return
+        scrub = self.scrub()
+        if scrub.holds(req.host) or scrub.path(req.path) != req.path:
+            self._refuse(flow, req.host, req.port, agent, run, _bare(req.path),
+                         why="its host or path holds a denied value or a likely secret")
+            return
         origin = self.intercepts.origin(host)
         if origin is not None:  # unread, like a tunnel, but to where the user sent the host
-            flow.metadata["gate_passthrough"] = tunnels.opened(self.audit, tunnels.Opened(
-                host=host, port=req.port, kind=tunnels.Kind.HTTP, agent=agent,
-                run_id=run.id if run else None, reason=f"to upstream {origin.name}"))
+            flow.metadata["gate_passthrough"] = self._opened(
+                req.host, req.port, tunnels.Kind.HTTP, agent, run,
+                reason=f"to upstream {origin.name}")
             req.scheme, req.host, req.port = origin.scheme, origin.host, origin.port
             req.headers["host"] = origin.url.split("://", 1)[1]
             return
         if not self._allowed(flow, host):
-            self._refuse(flow, host, req.port, agent, run, req.path.split("?", 1)[0])
+            self._refuse(flow, req.host, req.port, agent, run, _bare(req.path))
             return
-        flow.metadata["gate_passthrough"] = tunnels.opened(self.audit, tunnels.Opened(
-            host=host, port=req.port, kind=tunnels.Kind.HTTP, agent=agent,
-            run_id=run.id if run else None))
+        flow.metadata["gate_passthrough"] = self._opened(req.host, req.port,
+                                                         tunnels.Kind.HTTP, agent, run)
 
     def response(self, flow: http.HTTPFlow) -> None:
         row = flow.metadata.get("gate_passthrough")
@@ -166,18 +196,31 @@ class ForwardAddon:
         return self.config.egress.allows(host)
 
     def _refuse(self, flow: http.HTTPFlow, host: str, port: int, agent: str | None,
-                run: runs.Run | None, path: str = "") -> None:
-        reason = ("inside gate run --lock only model hosts and egress.allow are reachable"
-                  if _locked(flow) else f"gate's egress policy is block and {host} is not on"
-                  " egress.allow")
-        reason += "; add it under `egress: allow:` in config.yaml to let it through"
+                run: runs.Run | None, path: str = "", why: str | None = None) -> None:
+        """Refuse with a 403 saying why; logged and recorded with nothing the client sent
+        in clear when it holds a finding (the agent gets its own words back)."""
+        reason = why or "egress policy"
+        if why is None:
+            why = ("inside gate run --lock only model hosts and egress.allow are reachable"
+                   if _locked(flow) else f"gate's egress policy is block and {host.lower()}"
+                   " is not on egress.allow")
+            why += "; add it under `egress: allow:` in config.yaml to let it through"
+        scrub = self.scrub()
         # The path (never its query) says which of a model host's other endpoints it was.
-        logger.warning("blocked a connection to {}:{}{} (egress policy)", host, port, path)
-        flow.response = _refusal(403, f"gate blocked a connection to {host}:{port}{path}:"
-                                 f" {reason}")
-        tunnels.opened(self.audit, tunnels.Opened(
-            host=host, port=port, kind=tunnels.Kind.BLOCKED, agent=agent,
-            run_id=run.id if run else None, reason="egress policy"))
+        logger.warning("blocked a connection to {}:{}{}: {}", _stored_host(scrub, host), port,
+                       scrub.path(path), scrub.text(why))
+        flow.response = _refusal(403, f"gate blocked a connection to {host.lower()}:{port}"
+                                 f"{path}: {why}")
+        self._opened(host, port, tunnels.Kind.BLOCKED, agent, run, reason=reason)
+
+    def _opened(self, host: str, port: int, kind: tunnels.Kind, agent: str | None,
+                run: runs.Run | None, reason: str | None = None) -> int:
+        """The audit row of a connection, its host and reason scrubbed."""
+        scrub = self.scrub()
+        return tunnels.opened(self.audit, tunnels.Opened(
+            host=_stored_host(scrub, host), port=port, kind=kind, agent=agent,
+            run_id=run.id if run else None,
+            reason=scrub.text(reason) if reason is not None else None))
 
     def _run_of(self, flow: http.HTTPFlow, auth: str | None) -> runs.Run | None:
         """The run this connection belongs to: named on its CONNECT or on the request."""
@@ -191,6 +234,17 @@ class ForwardAddon:
 
     def _agent(self, run: runs.Run | None, req: http.Request) -> str | None:
         return run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
+
+
+def _stored_host(scrub: Scrub, host: str) -> str:
+    """A host as logged and recorded: a finding in it (read as the client wrote it, case
+    and all, since a token's checksum needs its case) replaced by its kind."""
+    clean = scrub.text(host)
+    return clean if clean != host else host.lower()
+
+
+def _bare(path: str) -> str:
+    return path.split("?", 1)[0]
 
 
 def _locked(flow: http.HTTPFlow) -> bool:

@@ -74,7 +74,8 @@ def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster
     _json_error_pages()
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-    forward = ForwardAddon(config, data_dir, addon.audit) if config.forward else None
+    forward = (ForwardAddon(config, data_dir, addon.audit, addon._scrub)
+               if config.forward else None)
     if forward is not None:
         ca.ensure(data_dir)
         opts.update(
