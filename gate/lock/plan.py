@@ -23,6 +23,9 @@ class Plan:
     keep: tuple[str, ...] = ()
     uid: int = 0
     gid: int = 0
+    # Placeholders made for the lock (an empty `.gate/`, `{}` settings), read-only inside
+    # it like the rest of `readonly`, removed afterwards if still empty.
+    made: tuple[str, ...] = ()
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode()
@@ -30,6 +33,7 @@ class Plan:
     @classmethod
     def from_json(cls, data: bytes) -> Plan:
         raw = json.loads(data)
-        for key in ("argv", "hidden", "shown", "readonly", "fresh", "keep"):
+        raw.setdefault("made", [])
+        for key in ("argv", "hidden", "shown", "readonly", "fresh", "keep", "made"):
             raw[key] = tuple(raw[key])
         return cls(**raw)

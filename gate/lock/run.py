@@ -29,8 +29,11 @@ def locked(argv: Sequence[str], env: Mapping[str, str], base: str) -> int:
     parts = urlsplit(base)
     port = parts.port or 80
     plan = scope.plan_for(argv, port, os.getcwd(), env)
-    return run(plan, env, "127.0.0.1" if parts.hostname in ("0.0.0.0", None) else  # noqa: S104
-               parts.hostname, port)
+    try:
+        return run(plan, env, "127.0.0.1" if parts.hostname in ("0.0.0.0", None)  # noqa: S104
+                   else parts.hostname, port)
+    finally:
+        scope.remove_placeholders(plan.made)
 
 
 def run(plan: Plan, env: Mapping[str, str], gate_host: str, gate_port: int,

@@ -29,9 +29,65 @@ def plan_for(argv: Sequence[str], port: int, cwd: str, env: Mapping[str, str]) -
     # The Python that runs gate and the agent's SDK scripts stays reachable even where it
     # lives under a dir the lock covers afresh (a checkout or venv under /tmp).
     keep = _unique(here, root, Path.home(), *_python())
+    made = make_placeholders(root)
     return Plan(argv=tuple(argv), port=port, hidden=hidden, shown=_shown(env, hidden),
-                readonly=_readonly(root, keep), keep=keep,
+                readonly=_readonly(root, keep), keep=keep, made=made,
                 uid=os.getuid(), gid=os.getgid())
+
+
+EMPTY_SETTINGS = b"{}\n"
+
+
+def make_placeholders(root: str) -> tuple[str, ...]:
+    """What the lock makes read-only but does not exist yet, created empty now so it can be
+    bound read-only: the project's `.gate/` (rules gate would load from it later), Claude's
+    project and user settings (`{}`). Only where none is found already, so a placeholder
+    never shadows the files gate reads now. Returned in creation order, for
+    `remove_placeholders`."""
+    made: list[str] = []
+    if not _gate_dirs(root):
+        _make_dir(Path(root) / ".gate", made)
+    found = claude.project_files(root)
+    if not found or all(f.parent == Path(root) / ".claude" for f in found):
+        for name in ("settings.json", "settings.local.json"):
+            _make_file(Path(root) / ".claude" / name, made)
+    _make_file(claude.user_file(), made)
+    return tuple(made)
+
+
+def _make_dir(path: Path, made: list[str]) -> None:
+    if os.path.lexists(path):
+        return
+    try:
+        path.mkdir()
+    except OSError:
+        return  # a dir we cannot write to: the agent (the same user) cannot either
+    made.append(str(path))
+
+
+def _make_file(path: Path, made: list[str]) -> None:
+    if os.path.lexists(path):
+        return
+    _make_dir(path.parent, made)
+    try:
+        with open(path, "xb") as f:
+            f.write(EMPTY_SETTINGS)
+    except OSError:
+        return
+    made.append(str(path))
+
+
+def remove_placeholders(made: tuple[str, ...]) -> None:
+    """Remove the placeholders the lock made, each only if still as made (the person may
+    have written into one from outside meanwhile)."""
+    for path in reversed(made):
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)  # only when empty
+            elif Path(path).read_bytes() == EMPTY_SETTINGS:
+                os.unlink(path)
+        except OSError:
+            continue
 
 
 def _readonly(root: str, keep: tuple[str, ...]) -> tuple[str, ...]:
