@@ -71,6 +71,17 @@ MIGRATIONS = (
         AS $$ SELECT $1 + CASE WHEN $2 THEN 1 ELSE 0 END $$;
     CREATE AGGREGATE sum(boolean) (sfunc = gate_count, stype = bigint, initcond = '0');
     """,
+    # Forward mode: each connection to a host gate does not screen, tunnelled or refused
+    # (SQLite's schema 5, same columns in the same order).
+    """
+    CREATE TABLE tunnels (
+        id BIGSERIAL PRIMARY KEY, ts DOUBLE PRECISION NOT NULL, ended DOUBLE PRECISION,
+        host TEXT NOT NULL, port BIGINT NOT NULL, kind TEXT NOT NULL, agent TEXT,
+        run_id TEXT, bytes_out BIGINT NOT NULL DEFAULT 0, bytes_in BIGINT NOT NULL DEFAULT 0,
+        reason TEXT
+    );
+    CREATE INDEX tunnels_ts ON tunnels (ts);
+    """,
 )
 
 
@@ -133,7 +144,7 @@ def used_bytes(db: Connection) -> int:
         " WHERE c.relkind = 'r'"
         " AND c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'requests'::regclass)"
         " AND (c.relname LIKE 'requests_d%' OR c.relname IN"
-        " ('blocks', 'chunks', 'chunk_text', 'audit_state', 'schema_version'))"
+        " ('blocks', 'chunks', 'chunk_text', 'audit_state', 'schema_version', 'tunnels'))"
     ).fetchone()
     return int(row[0])
 
@@ -142,6 +153,7 @@ def prune(store: AuditStore, now: float | None = None) -> Pruned:
     """audit.retention_days, then audit.max_size_mb, by dropping whole days: the oldest
     partitions wholly before the cutoff, then (for the size cap) the oldest ones but today's.
     A dropped day's last row becomes the chain's anchor in the same transaction."""
+    from gate.audit import tunnels
     from gate.audit.retention import Pruned, collect_garbage
 
     db = store.conn()
@@ -152,6 +164,8 @@ def prune(store: AuditStore, now: float | None = None) -> Pruned:
     old = [p for p in partitions(db) if (p[0] + 1) * DAY <= cutoff]
     dropped = _drop(db, old)
     freed = collect_garbage(db)
+    gone = tunnels.prune(db, cutoff)
+    capped = False
     cap = settings.max_size_mb << 20 if settings.max_size_mb else None
     while cap is not None and used_bytes(db) > cap:
         left = partitions(db)
@@ -159,7 +173,10 @@ def prune(store: AuditStore, now: float | None = None) -> Pruned:
             break
         dropped += _drop(db, left[:1])
         freed += collect_garbage(db)
-    return Pruned(dropped, freed, before, used_bytes(db))
+        capped = True
+    if capped:  # none older than the first day kept, as on SQLite
+        gone += tunnels.prune(db, partitions(db)[0][0] * DAY)
+    return Pruned(dropped, freed, before, used_bytes(db), gone)
 
 
 def _drop(db: Connection, parts: list[tuple[int, str]]) -> int:

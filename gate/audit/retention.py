@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gate.audit import chain, chunks, index
+from gate.audit import chain, chunks, index, tunnels
 
 if TYPE_CHECKING:
     from gate.audit.store import AuditStore
@@ -21,6 +21,7 @@ class Pruned:
     chunks: int
     size_before: int
     size_after: int
+    tunnels: int = 0  # forward mode's connection rows, pruned by the same age
 
 
 def prune(store: AuditStore, now: float | None = None) -> Pruned:
@@ -38,6 +39,8 @@ def prune(store: AuditStore, now: float | None = None) -> Pruned:
     last = db.execute("SELECT MAX(id) FROM requests WHERE ts < ?", (cutoff,)).fetchone()[0]
     dropped = _drop_through(db, last) if last is not None else 0
     freed = collect_garbage(db)
+    gone = tunnels.prune(db, cutoff)
+    capped = 0
     cap = settings.max_size_mb << 20 if settings.max_size_mb else None
     while cap is not None and used_bytes(db) > cap:
         # A tenth of what is left per round: sizes are only known once chunks are freed.
@@ -46,11 +49,15 @@ def prune(store: AuditStore, now: float | None = None) -> Pruned:
             break
         last = db.execute("SELECT id FROM requests ORDER BY id LIMIT 1 OFFSET ?",
                           (max(0, count // 10 - 1),)).fetchone()[0]
-        dropped += _drop_through(db, last)
+        capped += _drop_through(db, last)
         freed += collect_garbage(db)
-    if dropped:
+    if capped:  # none older than the oldest request kept: they are what the cap frees last
+        oldest = db.execute("SELECT MIN(ts) FROM requests").fetchone()[0]
+        gone += tunnels.prune(db, float("inf") if oldest is None else oldest)
+    dropped += capped
+    if dropped or gone:
         db.execute("PRAGMA incremental_vacuum")  # a no-op on databases made before auto_vacuum
-    return Pruned(dropped, freed, before, used_bytes(db))
+    return Pruned(dropped, freed, before, used_bytes(db), gone)
 
 
 def used_bytes(db: sqlite3.Connection) -> int:

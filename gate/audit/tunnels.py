@@ -30,9 +30,9 @@ def opened(audit: AuditStore, t: Opened) -> int:
     """Write the row as the connection opens, so a crash still leaves it in the audit."""
     cur = audit.conn().execute(
         "INSERT INTO tunnels (ts, host, port, kind, agent, run_id, reason)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",  # the row id on SQLite and PostgreSQL
         (time.time(), t.host, t.port, t.kind.value, t.agent, t.run_id, t.reason))
-    return int(cur.lastrowid or 0)
+    return int(cur.fetchone()[0])
 
 
 def closed(audit: AuditStore, row: int, bytes_out: int, bytes_in: int) -> None:
@@ -40,7 +40,22 @@ def closed(audit: AuditStore, row: int, bytes_out: int, bytes_in: int) -> None:
                          (time.time(), bytes_out, bytes_in, row))
 
 
-def rows(audit: AuditStore, limit: int = 100) -> list[dict[str, Any]]:
-    """Newest first."""
-    cur = audit.conn().execute("SELECT * FROM tunnels ORDER BY id DESC LIMIT ?", (limit,))
+def rows(audit: AuditStore, limit: int = 100, *, since: float | None = None,
+         agent: str | None = None, run_id: str | None = None,
+         kind: Kind | None = None) -> list[dict[str, Any]]:
+    """Newest first, optionally only those since a time, of an agent, run or kind."""
+    where, args = ["1=1"], []
+    for sql, value in (("ts >= ?", since), ("agent = ?", agent), ("run_id = ?", run_id),
+                       ("kind = ?", kind.value if kind else None)):
+        if value is not None:
+            where.append(sql)
+            args.append(value)
+    cur = audit.conn().execute(
+        f"SELECT * FROM tunnels WHERE {' AND '.join(where)}"  # noqa: S608 (our own SQL)
+        " ORDER BY id DESC LIMIT ?", (*args, limit))
     return [dict(r) for r in cur.fetchall()]
+
+
+def prune(db: Any, before: float) -> int:
+    """Drop the rows of connections opened before `before` (audit retention)."""
+    return int(db.execute("DELETE FROM tunnels WHERE ts < ?", (before,)).rowcount or 0)

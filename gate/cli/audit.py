@@ -53,12 +53,27 @@ def ago(ts: float, now: float | None = None) -> str:
 @click.option("--run", "run_id", help="Only requests of this `gate run` (its summary names it).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new requests as they come.")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--tunnels", "with_tunnels", is_flag=True,
+              help="Instead of requests: forward mode's connections to hosts gate does not"
+                   " screen (tunnelled, relayed unread or refused), with their bytes.")
 @json_option
 def log_cmd(since: float | None, agent: str | None, verdict: str | None, session: str | None,
-            run_id: str | None, follow: bool, limit: int, as_json: bool) -> None:
+            run_id: str | None, follow: bool, limit: int, with_tunnels: bool,
+            as_json: bool) -> None:
     """List recent requests: when, agent, verdict, status, where, model, size, tokens,
-    what was withheld and what a person approved. Colour on a terminal (not with NO_COLOR)."""
+    what was withheld and what a person approved. Colour on a terminal (not with NO_COLOR).
+    With --tunnels: host, port, kind, bytes up/down, agent, run and time of each connection
+    gate did not read."""
     store = open_store()
+    if with_tunnels:
+        if verdict or session or follow:
+            raise click.UsageError("--tunnels takes --since, --agent, --run, --limit and"
+                                   " --json only")
+        from gate.cli import tunnels
+
+        tunnels.show(store, since=since, agent=agent, run_id=run_id, limit=limit,
+                     as_json=as_json)
+        return
     filters = {"since": since, "agent": agent, "verdict": verdict, "session": session,
                "run_id": run_id}
     rows = list(store.rows(limit, body=False, **filters))  # type: ignore[arg-type]
