@@ -52,6 +52,8 @@ class FakeModels(LoopbackServer):
     seen: list[Seen] = field(default_factory=list)
     models: tuple[str, ...] = ("gpt-fake", "claude-fake", "gemini-2.5-pro")
     model_list: list[dict[str, Any]] | None = None  # a provider's own /models entries
+    # Other endpoints of the provider's host (path without query → JSON): sign-in, account.
+    answers: dict[str, Any] = field(default_factory=dict)
 
     def start(self) -> FakeModels:
         fake = self
@@ -66,6 +68,8 @@ class FakeModels(LoopbackServer):
                 self._record(b"")
                 if self.headers.get("upgrade"):
                     self._json(403, {"error": {"message": "no WebSocket here"}})
+                elif self.path.split("?")[0] in fake.answers:
+                    self._json(200, fake.answers[self.path.split("?")[0]])
                 elif self.path.split("?")[0].endswith("/models"):
                     self._json(200, {"object": "list", "data": fake.model_list or [
                         {"id": m, "object": "model", "owned_by": "fake"} for m in fake.models]})
@@ -82,6 +86,9 @@ class FakeModels(LoopbackServer):
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 body = decode(raw, self.headers.get("content-encoding", ""))
                 self._record(body)
+                if self.path.split("?")[0] in fake.answers:
+                    self._json(200, fake.answers[self.path.split("?")[0]])
+                    return
                 try:
                     req = json.loads(body) if body else {}
                 except ValueError:

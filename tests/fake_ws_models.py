@@ -30,6 +30,8 @@ class FakeWsModels:
     seen: list[Seen] = field(default_factory=list)
     http: list[str] = field(default_factory=list)  # paths of plain HTTP requests
     server: Server | None = None
+    # Other endpoints of the provider's host (path without query → JSON): sign-in, account.
+    answers: dict[str, Any] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -49,7 +51,10 @@ class FakeWsModels:
         if request.headers.get("upgrade", "").lower() == "websocket":
             return None
         self.http.append(request.path)
-        if request.path.split("?")[0].endswith("/models"):
+        path = request.path.split("?")[0]
+        if path in self.answers:
+            body, status = json.dumps(self.answers[path]).encode(), HTTPStatus.OK
+        elif path.endswith("/models"):
             body = json.dumps({"object": "list", "models": [], "data": [
                 {"id": "gpt-fake", "object": "model"}]}).encode()
             status = HTTPStatus.OK
