@@ -45,8 +45,12 @@ def prune(store: AuditStore, now: float | None = None) -> Pruned:
     while cap is not None and used_bytes(db) > cap:
         # A tenth of what is left per round: sizes are only known once chunks are freed.
         count = db.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
-        if not count:
-            break
+        if not count:  # connection rows alone over the cap (a flood of refusals): theirs go
+            left = db.execute("SELECT COUNT(*) FROM tunnels").fetchone()[0]
+            if not left:
+                break
+            gone += tunnels.drop_oldest(db, max(1, left // 10))
+            continue
         last = db.execute("SELECT id FROM requests ORDER BY id LIMIT 1 OFFSET ?",
                           (max(0, count // 10 - 1),)).fetchone()[0]
         capped += _drop_through(db, last)

@@ -59,3 +59,9 @@ def rows(audit: AuditStore, limit: int = 100, *, since: float | None = None,
 def prune(db: Any, before: float) -> int:
     """Drop the rows of connections opened before `before` (audit retention)."""
     return int(db.execute("DELETE FROM tunnels WHERE ts < ?", (before,)).rowcount or 0)
+
+
+def drop_oldest(db: Any, n: int) -> int:
+    """Drop the `n` oldest rows (the size cap, once no request is left to drop)."""
+    return int(db.execute("DELETE FROM tunnels WHERE id IN (SELECT id FROM tunnels"
+                          " ORDER BY id LIMIT ?)", (n,)).rowcount or 0)

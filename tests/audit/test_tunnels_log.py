@@ -83,6 +83,19 @@ def test_the_size_cap_takes_tunnels_older_than_the_requests_it_keeps(tmp_path: P
     store.close()
 
 
+def test_a_flood_of_refusals_alone_is_kept_under_the_cap(tmp_path: Path) -> None:
+    """No request to drop: the oldest connection rows go until the audit fits."""
+    store = AuditStore(tmp_path / "audit.db", AuditSettings(max_size_mb=1))
+    for i in range(20000):
+        _open(store, f"{os.urandom(20).hex()}-{i}.example", 1, tunnels.Kind.BLOCKED)
+    assert retention.used_bytes(store.conn()) > 1 << 20
+    done = retention.prune(store)
+    assert 0 < done.tunnels < 20000 and done.size_after <= 1 << 20
+    newest = tunnels.rows(store, 1)[0]
+    assert str(newest["host"]).endswith("-19999.example")  # the newest are kept
+    store.close()
+
+
 def test_gate_log_tunnels_lists_each_connection(gate_dirs: dict[str, Path]) -> None:
     store = AuditStore(gate_dirs["data"] / "audit.db")
     a = _open(store, "files.pypi.org", 0.01, tunnels.Kind.TUNNEL, "codex", "run-1")
