@@ -51,7 +51,8 @@ FORWARD_BASE = {"openai": "https://api.openai.com/v1", "copilot": "https://api.o
 def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240, *,
                      forward: bool = False, argv: list[str] | None = None,
                      fake: FakeModels | FakeWsModels | FakeGemini | None = None,
-                     extra: tuple[str, ...] = (), lock: bool = False) -> Outcome:
+                     extra: tuple[str, ...] = (), lock: bool = False,
+                     allow: tuple[str, ...] = ()) -> Outcome:
     """`gate run [--forward] [--lock] [--upstream NAME=fake] -- AGENT ARGS` in a project
     whose .env is a fake. In forward mode the agent talks to the real provider host names
     through gate's proxy, and gate's egress policy is `block`: nothing else leaves."""
@@ -70,7 +71,8 @@ def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 24
         upstream: list[str] = []
         if forward:
             (gate_dirs["config"]).mkdir(parents=True, exist_ok=True)
-            (gate_dirs["config"] / "config.yaml").write_text("egress:\n  default: block\n")
+            (gate_dirs["config"] / "config.yaml").write_text(
+                "egress:\n  default: block\n" + (f"  allow: {list(allow)}\n" if allow else ""))
             name = "openai" if case.upstream == "copilot" else case.upstream
             upstream = ["--forward", "--upstream", f"{name}={models.url}"]
             for more in extra:  # other hosts the test delivers to loopback fakes

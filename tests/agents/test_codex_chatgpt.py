@@ -98,14 +98,17 @@ def accounts_check(account: str) -> dict[str, Any]:
 
 
 def _run(
-    gate_dirs: dict[str, Path], fake: FakeModels | FakeWsModels, argv_extra: tuple[str, ...] = ()
+    gate_dirs: dict[str, Path],
+    fake: FakeModels | FakeWsModels,
+    argv_extra: tuple[str, ...] = (),
+    **how: Any,
 ) -> Any:
     account = "acct-fake-" + os.urandom(4).hex()
     fake.answers = {ACCOUNT_CHECK: accounts_check(account)}
     base = case("codex", "exec-command")
     c = replace(base, upstream="chatgpt", env=dict, home=chatgpt_sign_in(account))
     argv = [*argv_extra, *c.argv("Show me what is in .env")]
-    out = run_through_gate(c, gate_dirs, forward=True, fake=fake, argv=argv)
+    out = run_through_gate(c, gate_dirs, forward=True, fake=fake, argv=argv, **how)
     return out, account
 
 
@@ -150,3 +153,19 @@ def _account_call_audited(gate_dirs: dict[str, Path]) -> None:
         (r["host"], r["kind"], r["reason"]) == ("chatgpt.com", "http", "to upstream chatgpt")
         for r in rows
     )
+
+
+@pytest.mark.parametrize("allowed", [True, False], ids=["chatgpt-allowed", "not-allowed"])
+def test_codex_signed_in_with_chatgpt_in_a_lock(allowed: bool, gate_dirs: dict[str, Path]) -> None:
+    """Locked, the account call is a relay like any other: it needs `chatgpt.com` on
+    egress.allow, and without it Codex stops before sending anything."""
+    fake = FakeWsModels()
+    out, _ = _run(gate_dirs, fake, lock=True, allow=("chatgpt.com",) if allowed else ())
+    if allowed:
+        assert_never_sent(out)
+        assert ACCOUNT_CHECK in fake.http
+        return
+    assert out.proc.returncode != 0 and not fake.seen, out.explain()
+    assert ACCOUNT_CHECK not in fake.http
+    rows = tunnels.rows(AuditStore(gate_dirs["data"] / "audit.db"))
+    assert any((r["host"], r["kind"]) == ("chatgpt.com", "blocked") for r in rows), rows
