@@ -358,3 +358,22 @@ def test_a_run_through_the_gate_keeps_its_scrub(
         server.stop()
     rows = _rows(gate_dirs["data"])
     assert rows and all(value not in str(r) for r in rows), rows
+
+
+def test_an_unreadable_path_in_plain_http_is_refused_too(
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    """The same path in an absolute-form plain-HTTP request to the model host."""
+    secret = token()
+    server = _gate(provider, gate_dirs, EgressSettings())
+    gate = server.start()
+    try:
+        sock = _open(gate)
+        body = b'{"model":"m","input":"' + secret.encode() + b'"}'
+        sock.sendall(_post("http://chatgpt.com/backend-api%2Fcodex/responses", "chatgpt.com", body))
+        reply = _read_reply(sock)
+        sock.close()
+    finally:
+        server.stop()
+    assert reply.startswith(b"HTTP/1.1 403"), reply[:300]
+    assert provider.seen == []
