@@ -48,10 +48,22 @@ MIGRATIONS = (
     );
     """,
 )
-_COLUMNS = ("id", "key_id", "fingerprint", "kind", "answer", "repo", "created", "expires",
-            "question_id", "gate")
-_SELECT = ("SELECT id, key_id, fingerprint, kind, answer, repo, created, expires, question_id,"
-           " gate, signature FROM team_answers")
+_COLUMNS = (
+    "id",
+    "key_id",
+    "fingerprint",
+    "kind",
+    "answer",
+    "repo",
+    "created",
+    "expires",
+    "question_id",
+    "gate",
+)
+_SELECT = (
+    "SELECT id, key_id, fingerprint, kind, answer, repo, created, expires, question_id,"
+    " gate, signature FROM team_answers"
+)
 _INSERT = (
     "INSERT INTO team_answers (id, key_id, fingerprint, kind, answer, repo, created, expires,"
     " question_id, gate, signature) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
@@ -68,8 +80,9 @@ class TeamMemory:
     decides nothing (the question is asked) and the log says why. entries and forget (the
     CLI's) raise StateError."""
 
-    def __init__(self, url: str, key: TeamKey, *, timeout_s: float = 5.0,
-                 ttl_days: float = TTL_DAYS):
+    def __init__(
+        self, url: str, key: TeamKey, *, timeout_s: float = 5.0, ttl_days: float = TTL_DAYS
+    ):
         from gate.audit import pg  # psycopg only where a team memory is configured
 
         self.key = key
@@ -83,8 +96,9 @@ class TeamMemory:
 
     def fingerprint(self, team_hash: str, kind: str) -> str:
         """The column looked up: kind and the value's team hash, under the team key."""
-        return hmac.new(self.key.answer, kind.encode() + b"\0" + team_hash.encode(),
-                        hashlib.sha256).hexdigest()
+        return hmac.new(
+            self.key.answer, kind.encode() + b"\0" + team_hash.encode(), hashlib.sha256
+        ).hexdigest()
 
     def repo_of(self, project: str | None) -> str | None:
         """Where a team answer applies: the project's repository, by its origin remote."""
@@ -95,53 +109,72 @@ class TeamMemory:
                 self._repos[project] = repository(project)
             return self._repos[project]
 
-    def lookup(self, fingerprints: Sequence[tuple[str, str]],
-               repo: str | None) -> dict[tuple[str, str], Remembered]:
+    def lookup(
+        self, fingerprints: Sequence[tuple[str, str]], repo: str | None
+    ) -> dict[tuple[str, str], Remembered]:
         """The team answers for these (fingerprint, kind) pairs in `repo`; {} when the
         database cannot be read."""
         if repo is None or not fingerprints:
             return {}
         try:
-            rows = self._rows(_SELECT + " WHERE key_id = %s AND repo = %s AND expires > %s"
-                              " AND fingerprint = ANY(%s)",
-                              (self.key.id, repo, time.time(), [f for f, _ in fingerprints]))
+            rows = self._rows(
+                _SELECT + " WHERE key_id = %s AND repo = %s AND expires > %s"
+                " AND fingerprint = ANY(%s)",
+                (self.key.id, repo, time.time(), [f for f, _ in fingerprints]),
+            )
         except StateError as exc:
             logger.error("team decision memory unusable, asking instead: {}", exc.diagnostics())
             return {}
         wanted = set(fingerprints)
         return {(e.fingerprint, e.kind): e for e in rows if (e.fingerprint, e.kind) in wanted}
 
-    def remember(self, fingerprint: str, kind: str, answer: str, *, repo: str,
-                 question_id: str) -> Remembered | None:
+    def remember(
+        self, fingerprint: str, kind: str, answer: str, *, repo: str, question_id: str
+    ) -> Remembered | None:
         """Store a team answer (replacing the one for the same content and repository);
         None when it cannot be stored (the person is asked again next time)."""
         if answer not in ANSWERS:
             raise ValueError(f"answer must be one of {sorted(ANSWERS)}, not {answer!r}")
         now = time.time()
-        row = {"id": "t" + secrets.token_hex(5), "key_id": self.key.id,
-               "fingerprint": fingerprint, "kind": kind, "answer": answer, "repo": repo,
-               "created": now, "expires": now + self._ttl, "question_id": question_id,
-               "gate": socket.gethostname()}
+        row = {
+            "id": "t" + secrets.token_hex(5),
+            "key_id": self.key.id,
+            "fingerprint": fingerprint,
+            "kind": kind,
+            "answer": answer,
+            "repo": repo,
+            "created": now,
+            "expires": now + self._ttl,
+            "question_id": question_id,
+            "gate": socket.gethostname(),
+        }
         values = [row[c] for c in _COLUMNS]
         try:
             self._execute(_INSERT, (*values, self._sign(values)))
         except StateError as exc:
-            logger.error("decision {} not remembered for the team: {}", question_id,
-                         exc.diagnostics())
+            logger.error(
+                "decision {} not remembered for the team: {}", question_id, exc.diagnostics()
+            )
             return None
         return _remembered(row)
 
     def entries(self) -> list[Remembered]:
         """Every live team answer under this key, oldest first. Raises StateError."""
-        rows = self._rows(_SELECT + " WHERE key_id = %s AND expires > %s ORDER BY created",
-                          (self.key.id, time.time()))
+        rows = self._rows(
+            _SELECT + " WHERE key_id = %s AND expires > %s ORDER BY created",
+            (self.key.id, time.time()),
+        )
         return list(rows)
 
     def forget(self, entry_id: str) -> bool:
         """Drop a team answer by id, for every gate; False if there is none under this key.
         Raises StateError."""
-        return self._execute("DELETE FROM team_answers WHERE id = %s AND key_id = %s",
-                             (entry_id, self.key.id)) > 0
+        return (
+            self._execute(
+                "DELETE FROM team_answers WHERE id = %s AND key_id = %s", (entry_id, self.key.id)
+            )
+            > 0
+        )
 
     def close(self) -> None:
         self._pool.close()
@@ -154,8 +187,9 @@ class TeamMemory:
             *fields, signature = values
             if not hmac.compare_digest(signature, self._sign(fields)):
                 # Written without the team key (or altered since): never applied.
-                logger.warning("team answer {} in {} has a bad signature; ignored",
-                               fields[0], self._where)
+                logger.warning(
+                    "team answer {} in {} has a bad signature; ignored", fields[0], self._where
+                )
                 continue
             out.append(_remembered(dict(zip(_COLUMNS, fields, strict=True))))
         return out
@@ -170,10 +204,12 @@ class TeamMemory:
                 cur = conn.execute(sql, args)  # our own constant SQL, values as parameters
                 return cur.fetchall() if fetch else cur.rowcount
         except self._pg.Error as exc:
-            raise StateError(f"the team decision memory at {self._where} cannot be used"
-                             f" ({type(exc).__name__}: {_first_line(exc)})",
-                             where="decisions.url",
-                             hint="check that PostgreSQL is running and reachable") from exc
+            raise StateError(
+                f"the team decision memory at {self._where} cannot be used"
+                f" ({type(exc).__name__}: {_first_line(exc)})",
+                where="decisions.url",
+                hint="check that PostgreSQL is running and reachable",
+            ) from exc
 
     def _migrate(self, conn: Any) -> None:
         """Create or upgrade the tables once per gate; refuse a newer schema."""
@@ -181,14 +217,19 @@ class TeamMemory:
             return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            conn.execute("CREATE TABLE IF NOT EXISTS team_answers_schema"
-                         " (version INTEGER NOT NULL)")
-            current = conn.execute("SELECT MAX(version) FROM team_answers_schema"
-                                   ).fetchone()[0] or 0
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS team_answers_schema (version INTEGER NOT NULL)"
+            )
+            current = (
+                conn.execute("SELECT MAX(version) FROM team_answers_schema").fetchone()[0] or 0
+            )
             if current > len(MIGRATIONS):
-                raise StateError(f"the team answers' schema is version {current}, newer than"
-                                 f" this gate reads ({len(MIGRATIONS)})", where=self._where,
-                                 hint="upgrade gate on every machine of the team")
+                raise StateError(
+                    f"the team answers' schema is version {current}, newer than"
+                    f" this gate reads ({len(MIGRATIONS)})",
+                    where=self._where,
+                    hint="upgrade gate on every machine of the team",
+                )
             for version in range(current + 1, len(MIGRATIONS) + 1):
                 conn.execute(MIGRATIONS[version - 1])
                 conn.execute("INSERT INTO team_answers_schema VALUES (%s)", (version,))
@@ -203,8 +244,13 @@ def repository(project: str) -> str | None:
     """The project's origin remote as host/path (no user, port, scheme or .git), so every
     clone of one repository names it alike; None without one."""
     try:
-        done = subprocess.run(["git", "-C", project, "config", "--get", "remote.origin.url"],
-                              capture_output=True, text=True, timeout=5, check=False)
+        done = subprocess.run(
+            ["git", "-C", project, "config", "--get", "remote.origin.url"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return normalised_remote(done.stdout.strip()) if done.returncode == 0 else None
@@ -227,10 +273,18 @@ def normalised_remote(url: str) -> str | None:
 
 
 def _remembered(row: dict[str, Any]) -> Remembered:
-    return Remembered(id=row["id"], fingerprint=row["fingerprint"], kind=row["kind"],
-                      answer=row["answer"], scope=SCOPE, session=None, project=row["repo"],
-                      created=row["created"], expires=row["expires"],
-                      question_id=row["question_id"])
+    return Remembered(
+        id=row["id"],
+        fingerprint=row["fingerprint"],
+        kind=row["kind"],
+        answer=row["answer"],
+        scope=SCOPE,
+        session=None,
+        project=row["repo"],
+        created=row["created"],
+        expires=row["expires"],
+        question_id=row["question_id"],
+    )
 
 
 def _first_line(exc: BaseException) -> str:
@@ -252,17 +306,24 @@ def from_config(config: Config) -> TeamMemory | None:
     key = team_key.load(d.team_key_file)
     url = d.url or os.environ.get("GATE_AUDIT_URL") or config.audit.url
     if url is None:
-        raise ConfigError("team answers need a PostgreSQL database",
-                          where="decisions.team_key_file",
-                          hint="set audit.url (the team's shared audit) or decisions.url")
+        raise ConfigError(
+            "team answers need a PostgreSQL database",
+            where="decisions.team_key_file",
+            hint="set audit.url (the team's shared audit) or decisions.url",
+        )
     host = urlsplit(url).hostname
     if host and config.egress.listed(host):
         # A locked agent may reach hosts on egress.allow: it must not reach the team's
         # answers (nor the audit) with credentials it can read in the home dir.
-        raise ConfigError(f"the team database's host {host} is on egress.allow, so a locked"
-                          " agent could reach it", where="egress.allow",
-                          hint="remove it from egress.allow")
+        raise ConfigError(
+            f"the team database's host {host} is on egress.allow, so a locked agent could reach it",
+            where="egress.allow",
+            hint="remove it from egress.allow",
+        )
     if importlib.util.find_spec("psycopg_pool") is None:
-        raise ConfigError("team answers in PostgreSQL need psycopg and psycopg_pool",
-                          where="decisions.team_key_file", hint="pip install 'gate[postgres]'")
+        raise ConfigError(
+            "team answers in PostgreSQL need psycopg and psycopg_pool",
+            where="decisions.team_key_file",
+            hint="pip install 'gate[postgres]'",
+        )
     return TeamMemory(url, key)

@@ -44,12 +44,21 @@ class Machine:
         return self.root / "api"
 
     def env(self) -> dict[str, str]:
-        return {**os.environ, "GATE_CONFIG_DIR": str(self.root / "config"),
-                "GATE_DATA_DIR": str(self.root / "data")}
+        return {
+            **os.environ,
+            "GATE_CONFIG_DIR": str(self.root / "config"),
+            "GATE_DATA_DIR": str(self.root / "data"),
+        }
 
     def cli(self, *args: str) -> tuple[int, str]:
-        done = subprocess.run([sys.executable, "-m", "gate", *args], env=self.env(),
-                              capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "gate", *args],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         return done.returncode, done.stdout + done.stderr
 
     def log(self) -> str:
@@ -57,32 +66,42 @@ class Machine:
 
 
 @pytest.fixture
-def machines(tmp_path: Path, pg_url: str, provider: FakeProvider
-             ) -> Iterator[Callable[..., Machine]]:
+def machines(
+    tmp_path: Path, pg_url: str, provider: FakeProvider
+) -> Iterator[Callable[..., Machine]]:
     started: list[subprocess.Popen[str]] = []
 
-    def start(name: str, key: Path | None, url: str = pg_url, audit: bool = True,
-              origin: str = ORIGIN) -> Machine:
+    def start(
+        name: str, key: Path | None, url: str = pg_url, audit: bool = True, origin: str = ORIGIN
+    ) -> Machine:
         root = tmp_path / name
         m = Machine(root, None)  # type: ignore[arg-type]
         m.project.mkdir(parents=True)
         subprocess.run(["git", "init", "-q", str(m.project)], check=True)
-        subprocess.run(["git", "-C", str(m.project), "remote", "add", "origin", origin],
-                       check=True)
+        subprocess.run(["git", "-C", str(m.project), "remote", "add", "origin", origin], check=True)
         (root / "config").mkdir()
         port = free_port()
         decisions: dict[str, object] = {"team_key_file": str(key)} if key else {}
-        config: dict[str, object] = {"port": port, "projects": [str(m.project)],
-                                     "upstreams": {"anthropic": provider.url},
-                                     "ask": {"timeout_seconds": 60}, "decisions": decisions}
+        config: dict[str, object] = {
+            "port": port,
+            "projects": [str(m.project)],
+            "upstreams": {"anthropic": provider.url},
+            "ask": {"timeout_seconds": 60},
+            "decisions": decisions,
+        }
         if audit:
             config["audit"] = {"url": pg_url}
         if url != pg_url or not audit:
             decisions["url"] = url
         (root / "config" / "config.yaml").write_text(yaml.safe_dump(config))
         with (root / "stderr").open("w") as err:
-            proc = subprocess.Popen([sys.executable, "-m", "gate", "serve"], env=m.env(),
-                                    text=True, stdout=subprocess.PIPE, stderr=err)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "gate", "serve"],
+                env=m.env(),
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=err,
+            )
         started.append(proc)
         assert proc.stdout is not None
         first = proc.stdout.readline()
@@ -117,8 +136,8 @@ def _table(url: str) -> list[tuple[object, ...]]:
 
 
 def test_a_team_answer_given_on_one_gate_applies_on_another_and_is_forgotten_on_both(
-        machines: Callable[..., Machine], tmp_path: Path, pg_url: str,
-        provider: FakeProvider) -> None:
+    machines: Callable[..., Machine], tmp_path: Path, pg_url: str, provider: FakeProvider
+) -> None:
     key = _key(tmp_path / "team.key")
     a, b = machines("alice", key), machines("bob", key)
     token = github_token()
@@ -142,7 +161,8 @@ def test_a_team_answer_given_on_one_gate_applies_on_another_and_is_forgotten_on_
 
 
 def test_another_key_a_forged_row_and_another_repository_match_nothing(
-        machines: Callable[..., Machine], tmp_path: Path, pg_url: str) -> None:
+    machines: Callable[..., Machine], tmp_path: Path, pg_url: str
+) -> None:
     key = _key(tmp_path / "team.key")
     a = machines("alice", key)
     token = github_token()
@@ -170,20 +190,22 @@ def test_another_key_a_forged_row_and_another_repository_match_nothing(
 
 
 def test_an_unreachable_team_database_means_asking(
-        machines: Callable[..., Machine], tmp_path: Path) -> None:
+    machines: Callable[..., Machine], tmp_path: Path
+) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         closed = f"postgresql://gate@127.0.0.1:{s.getsockname()[1]}/gate"
     a = machines("alice", _key(tmp_path / "team.key"), url=closed, audit=False)
     token = github_token()
     _ask_and_answer(a, token, "approve", "team")  # not stored: the log says why
-    _ask_and_answer(a, token, "redact", "once")   # so asked again
+    _ask_and_answer(a, token, "redact", "once")  # so asked again
     assert "team decision memory unusable, asking instead" in a.log()
     assert "not remembered for the team" in a.log() and "cannot be used" in a.log()
 
 
 def test_without_a_team_key_a_team_answer_is_not_remembered(
-        machines: Callable[..., Machine], pg_url: str) -> None:
+    machines: Callable[..., Machine], pg_url: str
+) -> None:
     a = machines("alice", None)
     token = github_token()
     _ask_and_answer(a, token, "approve", "team")
@@ -218,7 +240,8 @@ def test_the_team_key_file_is_checked(tmp_path: Path) -> None:
 
 
 def test_config_names_the_team_database_and_refuses_what_an_agent_could_reach(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from gate.errors import ConfigError
 
     monkeypatch.delenv("GATE_AUDIT_URL", raising=False)
@@ -233,14 +256,17 @@ def test_config_names_the_team_database_and_refuses_what_an_agent_could_reach(
     with pytest.raises(ConfigError, match="PostgreSQL URL") as err:
         load(path)
     assert err.value.where == f"{path}: decisions.url"
-    path.write_text("decisions: {team_key_file: team.key, url: 'postgresql://db.internal/g'}\n"
-                    "egress: {allow: [db.internal]}\n")
+    path.write_text(
+        "decisions: {team_key_file: team.key, url: 'postgresql://db.internal/g'}\n"
+        "egress: {allow: [db.internal]}\n"
+    )
     with pytest.raises(ConfigError, match=r"egress\.allow"):
         memory_team.from_config(load(path))
 
 
 def test_a_lock_refuses_to_start_where_the_agent_could_read_the_team_key(
-        tmp_path: Path, gate_dirs: dict[str, Path]) -> None:
+    tmp_path: Path, gate_dirs: dict[str, Path]
+) -> None:
     from gate.errors import GateError
     from gate.lock.scope import plan_for
 
@@ -254,13 +280,15 @@ def test_a_lock_refuses_to_start_where_the_agent_could_read_the_team_key(
     assert any(str(inside).startswith(d) for d in plan.hidden)
 
 
-@pytest.mark.parametrize(("url", "expected"), [
-    ("git@github.com:acme/api.git", "github.com/acme/api"),
-    ("https://me:pw@GitHub.com/acme/api.git/", "github.com/acme/api"),
-    ("ssh://git@github.com:22/acme/api", "github.com/acme/api"),
-    ("/srv/git/api.git", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("git@github.com:acme/api.git", "github.com/acme/api"),
+        ("https://me:pw@GitHub.com/acme/api.git/", "github.com/acme/api"),
+        ("ssh://git@github.com:22/acme/api", "github.com/acme/api"),
+        ("/srv/git/api.git", None),
+        ("", None),
+    ],
+)
 def test_a_repository_is_named_alike_from_every_clone(url: str, expected: str | None) -> None:
     assert memory_team.normalised_remote(url) == expected
-
