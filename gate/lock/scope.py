@@ -12,7 +12,7 @@ from gate import dirs
 from gate.errors import GateError
 from gate.lock.plan import Plan
 from gate.rules import claude
-from gate.rules.layers import managed_path, repository_root
+from gate.rules.layers import managed_places, repository_root
 
 
 def plan_for(argv: Sequence[str], port: int, cwd: str, env: Mapping[str, str],
@@ -46,7 +46,7 @@ def _readonly(root: str, keep: tuple[str, ...]) -> tuple[str, ...]:
     paths = [*_gate_dirs(root), *claude.project_files(root), claude.user_file()]
     # Policy files that may not exist yet: their nearest existing dir (/etc/gate, or /etc),
     # so a root agent cannot create one, unless that dir holds the project or home.
-    for policy in (managed_path(), claude.managed_dir() / "managed-settings.json"):
+    for policy in (*managed_places(), claude.managed_dir() / "managed-settings.json"):
         paths += _nearest(policy, keep)
     # gate's code and the Python environment it runs from: a .pth file or an edited entry
     # point there would run the next time the person runs gate outside the lock.
