@@ -326,4 +326,4 @@ def from_config(config: Config) -> TeamMemory | None:
             where="decisions.team_key_file",
             hint="pip install 'gate[postgres]'",
         )
-    return TeamMemory(url, key)
+    return TeamMemory(url, key, timeout_s=config.audit.lock_timeout_ms / 1000)
