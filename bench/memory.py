@@ -80,8 +80,11 @@ def run_team(size: int, n: int, url: str) -> list[tuple[str, tuple[float, float]
         values = [f"t{i:010x}", team.key.id, fp, "github-token", "approve", repo, now,
                   now + 86400, "q", "bench"]
         rows.append((*values, team._sign(values)))
-    with psycopg.connect(url) as conn, conn.cursor() as cur:
-        cur.executemany(_INSERT, rows)  # one transaction, not 10k
+    with psycopg.connect(url, autocommit=True) as conn:
+        with conn.cursor() as cur, conn.transaction():
+            cur.executemany(_INSERT, rows)  # one transaction, not 10k
+        # As autovacuum would after such a load: without statistics the planner scans.
+        conn.execute("ANALYZE team_answers")
     hit = fps[0] if fps else "x"
     values = [os.urandom(20).hex() for _ in range(n)]
     out = [

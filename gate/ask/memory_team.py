@@ -117,10 +117,13 @@ class TeamMemory:
         if repo is None or not fingerprints:
             return {}
         try:
+            # IN with one placeholder each, not = ANY(array): psycopg prepares a query run
+            # often, and PostgreSQL's generic plan for ANY($1) scans the whole table.
+            marks = ", ".join(["%s"] * len(fingerprints))
             rows = self._rows(
                 _SELECT + " WHERE key_id = %s AND repo = %s AND expires > %s"
-                " AND fingerprint = ANY(%s)",
-                (self.key.id, repo, time.time(), [f for f, _ in fingerprints]),
+                " AND fingerprint IN (" + marks + ")",
+                (self.key.id, repo, time.time(), *(f for f, _ in fingerprints)),
             )
         except StateError as exc:
             logger.error("team decision memory unusable, asking instead: {}", exc.diagnostics())
