@@ -89,6 +89,10 @@ class DecisionsConfig:
     record_dataset: bool = True
     helper_url: str | None = None
     allow_remote: bool = False  # a helper_url off this machine (the question leaves with it)
+    # Team answers (`--remember team`), shared in PostgreSQL: the team's key file, and the
+    # database when it is not the audit's (audit.url).
+    team_key_file: Path | None = None
+    url: str | None = None
 
 
 class EgressDefault(StrEnum):
@@ -331,8 +335,8 @@ def _ask(data: Any, path: Path) -> AskConfig:
 
 
 def _decisions(data: Any, path: Path) -> DecisionsConfig:
-    d = _section(data, "decisions", frozenset({"record_dataset", "helper_url", "allow_remote"}),
-                 path)
+    d = _section(data, "decisions", frozenset({"record_dataset", "helper_url", "allow_remote",
+                                               "team_key_file", "url"}), path)
     for key in ("record_dataset", "allow_remote"):
         if not isinstance(d.get(key, False), bool):
             raise ConfigError("must be true or false", where=f"{path}: decisions.{key}")
@@ -340,7 +344,15 @@ def _decisions(data: Any, path: Path) -> DecisionsConfig:
     if url is not None and (not isinstance(url, str)
                             or urlsplit(url).scheme not in ("http", "https")):
         raise ConfigError("must be an http(s) URL", where=f"{path}: decisions.helper_url")
-    return DecisionsConfig(d.get("record_dataset", True), url, d.get("allow_remote", False))
+    key = d.get("team_key_file")
+    if key is not None and (not isinstance(key, str) or not key):
+        raise ConfigError("must be the path of the team's key file",
+                          where=f"{path}: decisions.team_key_file")
+    team_url = d.get("url")
+    return DecisionsConfig(d.get("record_dataset", True), url, d.get("allow_remote", False),
+                           # relative: to config.yaml's dir, never the cwd
+                           path.parent / os.path.expanduser(key) if key else None,
+                           audit_url(team_url, f"{path}: decisions.url") if team_url else None)
 
 
 _HOST = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$"

@@ -19,6 +19,8 @@ from gate.ask import events, notify
 from gate.ask.dataset import Dataset
 from gate.ask.helper import check_helper_url, propose
 from gate.ask.memory import DecisionMemory
+from gate.ask.memory_team import SCOPE as TEAM
+from gate.ask.memory_team import TeamMemory
 from gate.ask.questions import (
     ANSWERS,
     WITHDRAWN,
@@ -55,9 +57,11 @@ class Decided:
 class Asker:
     """One per gate: its pending questions, decision memory, dataset and helper."""
 
-    def __init__(self, config: Config, data_dir: Path, key: bytes, pending: Pending):
+    def __init__(self, config: Config, data_dir: Path, key: bytes, pending: Pending,
+                 team: TeamMemory | None = None):
         self.config = config.ask
         self.memory = DecisionMemory(data_dir, key)
+        self.team = team  # shared answers (`--remember team`), None without a team key
         self.dataset = Dataset(data_dir, config.decisions.record_dataset)
         url, remote = config.decisions.helper_url, config.decisions.allow_remote
         self.helper = check_helper_url(url, remote) if url else None
@@ -108,6 +112,9 @@ class Asker:
                 rest.append(w)
             else:
                 out[w.asked.key] = Decided(hit.id, w.asked.question, hit.answer, By.MEMORY)
+        if rest and self.team is not None:  # a database round trip: off the event loop
+            out |= await asyncio.to_thread(self._team_answers, rest, request)
+            rest = [w for w in rest if w.asked and w.asked.key not in out]
         # File writes (dataset, memory: fsync'd) run off the event loop, which carries every
         # other flow meanwhile.
         if out and not rest and (told := self._memory_answer(out)) is not None:
@@ -174,8 +181,38 @@ class Asker:
         answers = {d.answer for d in decided.values()}
         return Answer(answers.pop() if len(answers) == 1 else "redact", By.MEMORY)
 
+    def _team_answers(self, asks: list[Withheld], request: dict[str, Any]) -> dict[str, Decided]:
+        """Team answers for what no local answer decided (local answers come first)."""
+        assert self.team is not None
+        keyed = [(w, self.team.fingerprint(w.asked.team, finding_kind(w)), finding_kind(w))
+                 for w in asks if w.asked and w.asked.team]
+        found = self.team.lookup([(f, k) for _, f, k in keyed],
+                                 self.team.repo_of(request.get("project_root")))
+        out = {}
+        for w, f, k in keyed:
+            if (e := found.get((f, k))) is not None and w.asked is not None:
+                out[w.asked.key] = Decided(e.id, w.asked.question, e.answer, By.MEMORY)
+        return out
+
+    def _remember_team(self, q: Question, asks: list[Withheld], answer: str,
+                       request: dict[str, Any]) -> None:
+        repo = self.team.repo_of(request.get("project_root")) if self.team else None
+        if self.team is None or repo is None:
+            # Fail closed: not shared, so every gate (this one too) asks again next time.
+            logger.warning("decision {} not remembered for the team: {}", q.id,
+                           "this gate has no team key (decisions.team_key_file)"
+                           if self.team is None else "the project has no origin remote")
+            return
+        for w in asks:
+            if w.asked and w.asked.team:
+                self.team.remember(self.team.fingerprint(w.asked.team, finding_kind(w)),
+                                   finding_kind(w), answer, repo=repo, question_id=q.id)
+
     def _remember(self, q: Question, asks: list[Withheld], answer: Answer,
                   request: dict[str, Any]) -> None:
+        if answer.remember == TEAM:
+            self._remember_team(q, asks, answer.answer, request)
+            return
         for w in asks:
             assert w.asked is not None
             self.memory.remember(self._fingerprint(w), finding_kind(w), answer.answer,

@@ -19,7 +19,7 @@ from gate.screen.verdict import Withheld
 
 ANSWERS = ("approve", "redact", "block")
 WITHDRAWN = "withdrawn"  # not an answer anyone may give: the request went away unanswered
-SCOPES = ("once", "session", "project", "always")
+SCOPES = ("once", "session", "project", "always", "team")
 # An answer holds for the rest of its conversation unless the person says otherwise: agents
 # resend the whole history every turn, and content the provider already has is not worth
 # asking about again ("once": this request only).

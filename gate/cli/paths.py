@@ -40,6 +40,8 @@ def paths_cmd(as_json: bool) -> None:
         "ca_key": str(ca.paths(data).key),
         "ca_cert": str(ca.paths(data).cert),
         "ca_bundle": str(ca.paths(data).bundle),
+        # Every place the managed layer is read from (a file, or a directory of *.yaml).
+        "managed_rules_from": [str(p) for p in layers.managed_places()],
     }
     if as_json:
         echo_json(info)

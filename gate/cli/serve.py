@@ -171,7 +171,9 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, forward
         argv = registry.command(spec, list(command), run_base)
     notices = Notices(run.id, lambda: ControlClient.find(data).pending(), sys.stderr).start()
     try:
-        code = locked(argv, env, base) if lock else _run_child(argv, env)
+        key = config.decisions.team_key_file
+        code = (locked(argv, env, base, (key,) if key else ()) if lock
+                else _run_child(argv, env))
     finally:
         notices.stop()
         runs.unregister(data, run)

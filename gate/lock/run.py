@@ -24,11 +24,13 @@ class LockUnavailable(GateError):
     """The lock could not be built; the agent never ran."""
 
 
-def locked(argv: Sequence[str], env: Mapping[str, str], base: str) -> int:
-    """`gate run --lock`: run `argv` locked, bridged to the gate at `base`."""
+def locked(argv: Sequence[str], env: Mapping[str, str], base: str,
+           private: Sequence[Path] = ()) -> int:
+    """`gate run --lock`: run `argv` locked, bridged to the gate at `base`; `private` files
+    must be hidden from it (scope.plan_for)."""
     parts = urlsplit(base)
     port = parts.port or 80
-    plan = scope.plan_for(argv, port, os.getcwd(), env)
+    plan = scope.plan_for(argv, port, os.getcwd(), env, private)
     try:
         return run(plan, env, "127.0.0.1" if parts.hostname in ("0.0.0.0", None)  # noqa: S104
                    else parts.hostname, port)

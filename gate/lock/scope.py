@@ -12,15 +12,23 @@ from gate import dirs
 from gate.errors import GateError
 from gate.lock.plan import Plan
 from gate.rules import claude
-from gate.rules.layers import managed_path, repository_root
+from gate.rules.layers import managed_places, repository_root
 
 
-def plan_for(argv: Sequence[str], port: int, cwd: str, env: Mapping[str, str]) -> Plan:
+def plan_for(argv: Sequence[str], port: int, cwd: str, env: Mapping[str, str],
+             private: Sequence[Path] = ()) -> Plan:
     """Hide gate's dirs, show its rule files and the agent's settings read-only, keep the
     project and home reachable; files the agent's environment names in a hidden dir (the
-    CA certificate) are shown, never a private key."""
+    CA certificate) are shown, never a private key. `private` files (the team key) must be
+    inside a hidden dir, else no lock is made."""
     # Created now, so the agent cannot create the user's rules file that gate would read.
     hidden = _unique(dirs.private_dir(dirs.config_dir()), dirs.private_dir(dirs.data_dir()))
+    for path in map(_real, private):
+        if not any(_under(path, d) for d in hidden):
+            # With the team key an agent could sign a team answer ("approve") of its own.
+            raise GateError(f"the agent could read {path} (gate's team key) inside the lock",
+                            hint=f"move it into {hidden[0]}, which a lock hides, and set"
+                            " decisions.team_key_file to the new path")
     here, root = _real(cwd), _real(repository_root(cwd))
     for d in hidden:
         if _under(here, d):
@@ -94,7 +102,7 @@ def _readonly(root: str, keep: tuple[str, ...]) -> tuple[str, ...]:
     paths = [*_gate_dirs(root), *claude.project_files(root), claude.user_file()]
     # Policy files that may not exist yet: their nearest existing dir (/etc/gate, or /etc),
     # so a root agent cannot create one, unless that dir holds the project or home.
-    for policy in (managed_path(), claude.managed_dir() / "managed-settings.json"):
+    for policy in (*managed_places(), claude.managed_dir() / "managed-settings.json"):
         paths += _nearest(policy, keep)
     # gate's code and the Python environment it runs from: a .pth file or an edited entry
     # point there would run the next time the person runs gate outside the lock.

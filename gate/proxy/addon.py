@@ -19,7 +19,7 @@ from mitmproxy import ctx, http
 
 from gate import __version__, runs
 from gate.agents import registry
-from gate.ask import client
+from gate.ask import client, memory_team
 from gate.ask.park import Asker
 from gate.ask.questions import Pending
 from gate.audit.session import session_key
@@ -45,7 +45,8 @@ class GateAddon:
         self.config = config
         self.data_dir = data_dir
         self.policies = policies
-        secrets = SecretScreen.load(data_dir)
+        team = memory_team.from_config(config)  # None without decisions.team_key_file
+        secrets = SecretScreen.load(data_dir, team.key.value if team else None)
         self.screens = Screens(IndexStore(Limits(config.max_files, config.max_file_bytes),
                                           config.projects), secrets)
         self.audit = audit
@@ -53,7 +54,7 @@ class GateAddon:
         self.recorder = ResponseRecorder(audit, self.chains)  # the response side, an addon too
         self.on_ready = on_ready
         self.pending = Pending()
-        self.asker = Asker(config, data_dir, secrets.key, self.pending)
+        self.asker = Asker(config, data_dir, secrets.key, self.pending, team)
         self.control = control.Control(self.pending, client.load_or_create_token(data_dir))
         self._registered: Path | None = None
         # Named by /_gate/health instead of the data dir: `gate run` checks it against
@@ -72,6 +73,8 @@ class GateAddon:
     def done(self) -> None:
         if self._registered is not None:
             self._registered.unlink(missing_ok=True)
+        if self.asker.team is not None:
+            self.asker.team.close()
 
     async def request(self, flow: http.HTTPFlow) -> None:
         # Fail closed: mitmproxy forwards a flow whose addon raised, so nothing may escape here.

@@ -20,6 +20,7 @@ from gate.rules.model import Effect, Rule
 
 DEFAULT_PACKS = ("default",)
 MANAGED_RULES = Path("/etc/gate/rules.yaml")
+MANAGED_DIR = Path("/etc/gate/rules.d")  # more managed files, as a deployment mounts them
 PROJECT_FILES = (".gate/rules.yaml", ".gate/rules.local.yaml")
 
 
@@ -41,6 +42,27 @@ def managed_path() -> Path:
     return Path(os.environ.get("GATE_MANAGED_RULES") or MANAGED_RULES)
 
 
+def managed_places() -> list[Path]:
+    """Where the managed layer is read from: $GATE_MANAGED_RULES (a file or a directory),
+    else /etc/gate/rules.yaml and /etc/gate/rules.d/."""
+    env = os.environ.get("GATE_MANAGED_RULES")
+    return [Path(env)] if env else [MANAGED_RULES, MANAGED_DIR]
+
+
+def managed_files() -> list[Path]:
+    """The managed layer's files: each place's file, or a directory's `*.yaml` in name
+    order."""
+    files: list[Path] = []
+    for place in managed_places():
+        if probe.is_dir(place):
+            # Hidden names are editors' and package managers' temporary files.
+            files += sorted((f for f in probe.listing(place, "*.yaml")
+                             if not f.name.startswith(".")), key=lambda f: f.name)
+        elif probe.exists(place):
+            files.append(place)
+    return files
+
+
 @dataclass(frozen=True, slots=True)
 class Layer:
     path: Path
@@ -58,9 +80,7 @@ def _shown(path: Path) -> str:
 
 def base_layers(packs: tuple[str, ...] = DEFAULT_PACKS) -> list[Layer]:
     """Layers that do not depend on the project: managed, user, shipped packs."""
-    layers = []
-    if probe.exists(m := managed_path()):
-        layers.append(Layer(m, str(m), None, "managed"))
+    layers = [Layer(m, str(m), None, "managed") for m in managed_files()]
     layers += [Layer(f, str(f), None, "claude-managed", True) for f in claude.managed_files()]
     if probe.exists(u := dirs.config_dir() / "rules.yaml"):
         layers.append(Layer(u, _shown(u), None, "user"))

@@ -57,8 +57,9 @@ def _asked(result: Any, action: Action, path: str | None, approved: frozenset[st
         result = next((result[k] for k in _OUTPUTS if k in result), result)
     text = "\n".join(t for _, t in sorted(long_strings(result, 1)[0])) or dump(result).decode()
     key = keyed_hash(text, secrets.key if secrets else b"")
+    team = keyed_hash(text, secrets.team) if secrets and secrets.team else None
     return Asked(key, "send-denied-content", masking.preview(text), action.describe(path),
-                 key in approved)
+                 key in approved, team)
 
 
 def working_directory(walk: Walk) -> str | None:

@@ -20,14 +20,16 @@ from gate.screen.verdict import Asked, Blocked, Withheld
 
 @dataclass(frozen=True)
 class SecretScreen:
-    """The secret scanner and the install's placeholder key."""
+    """The secret scanner, the install's placeholder key and the team's value key (team
+    answers match by it on every gate of a team; None without a team key)."""
 
     scanner: Scanner
     key: bytes
+    team: bytes | None = None
 
     @classmethod
-    def load(cls, data_dir: Path) -> SecretScreen:
-        return cls(Scanner(), load_or_create_key(data_dir))
+    def load(cls, data_dir: Path, team: bytes | None = None) -> SecretScreen:
+        return cls(Scanner(), load_or_create_key(data_dir), team)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +119,8 @@ def _secrets(seg: Segment, text: str, screen: SecretScreen, policy: Policy,
         if action == "ask":  # what a person is shown: the lines around it, all masked
             start, end = spans[i]
             asked = Asked(digest, "send-secret", view[start:end],
-                          masking.context(view, start, end), sent)
+                          masking.context(view, start, end), sent,
+                          keyed_hash(value, screen.team) if screen.team else None)
         found.append(Found(f.kind, f.rule_id, f.tier, action, digest, asked))
     out.append(text[last:])
     return "".join(out), tuple(found), None

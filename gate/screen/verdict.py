@@ -35,6 +35,7 @@ class Asked:
     preview: str              # first and last 4 characters, the middle masked
     context: str              # the surrounding lines, every finding in them masked
     approved: bool = False    # in Outbound.approved: sent as is
+    team: str | None = None   # keyed hash under the team key (team answers), if there is one
 
 
 @dataclass(frozen=True, slots=True)
