@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from loguru import logger
 
-from gate.agents import tools
+from gate.agents import background, tools
 from gate.providers import anthropic
 from gate.providers.segments import Role, Segment, ToolCall, item_strings, set_at
 from gate.rules.engine import Policy, identity, stamp_of, targets
@@ -84,6 +84,8 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     for i in fresh:  # answered in a new message: decided now
         c = made[i]
         assert c.at is not None
+        if c.name in background.FOLLOW_UPS or background.output_file(c.name, c.action):
+            raise Miss("a background task's output is decided as its command")
         result = next(p for cid, p in walked[c.at - k][2] if cid == c.id)
         decision = policy.decide(c.action, root)
         stamp_of(c.action, root, files)

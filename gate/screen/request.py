@@ -13,7 +13,7 @@ import orjson
 from loguru import logger
 
 from gate import providers
-from gate.agents import tools
+from gate.agents import background, tools
 from gate.agents.actions import Action
 from gate.providers import anthropic, history
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
@@ -172,14 +172,16 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     secrets = screens.secrets if screens else None
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
     same_name = calls.same_name_candidates(walk)
+    started = background.producers(walk)  # a background task's output: as its command
     for call in walk.calls:
         action = tools.action(call.name, call.input, cwd)
         if call.result is None:
             decided.append((call, action, None, None))
             continue
         decision = policy.decide(action, root)
-        for other in same_name.get(call.id, ()):
-            # Paired by name and order only: the strictest call it could answer decides.
+        for other in (*same_name.get(call.id, ()), *started.get(call.id, ())):
+            # Paired by name and order only, or a later output of a command started earlier:
+            # the strictest call it could answer decides.
             decision, action = calls.stricter((decision, action), policy, root, cwd, other)
         decided.append((call, action, decision, calls.withhold(fmt, body, call, action, decision,
                                                                 req.approved, secrets)))
