@@ -15,7 +15,7 @@ from loguru import logger
 from gate import providers
 from gate.agents import background, tools
 from gate.agents.actions import Action
-from gate.providers import anthropic, history
+from gate.providers import anthropic, history, openai_assistants
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
@@ -78,6 +78,10 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
     known = None
     if known_for is not None and isinstance(prev := body.get("previous_response_id"), str):
         known = known_for(prev)  # calls a stored response made: its outputs pair with them
+    if known_for is not None and fmt is openai_assistants and (
+            run := openai_assistants.submitted_to(req.path)):
+        # The calls the run asked outputs for, as gate saw them in an earlier reply.
+        known = known_for(openai_assistants.run_key(*run))
     where = None
     if fmt is anthropic and exact:  # where each message ends, before screening edits them
         messages = body.get(layout.KEY)
