@@ -10,12 +10,12 @@ from typing import Any
 import openai
 import pytest
 
+from fake_provider import FakeProvider
+from gate.proxy.server import Listening
+
 pytestmark = pytest.mark.filterwarnings(
     "ignore:The Assistants API is deprecated:DeprecationWarning"
 )
-
-from fake_provider import FakeProvider
-from gate.proxy.server import Listening
 
 HARMLESS = "all good: 3 files"  # no denied value: only the pairing can withhold it
 WITHHELD = "[gate: content withheld."
