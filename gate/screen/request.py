@@ -19,7 +19,7 @@ from gate.providers import anthropic, history, openai_assistants
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
-from gate.screen import calls, content, layout, turns
+from gate.screen import calls, content, layout, turns, upload
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
@@ -46,6 +46,8 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
     """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
     if not req.body.strip():
         return Verdict(None, None, None, req.project_root)
+    if (how := upload.kind(req)) is not None:  # a file upload: its parts, as text
+        return upload.screen(req, how, _upload(policies, screens))
     fmt = providers.detect(req.path)
     if fmt is anthropic:  # the next turn of a conversation screened before: only what is new
         verdict = turns.TURNS.screen(req, policies, screens)
@@ -204,6 +206,17 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
             set_at(body, o.seg.path, o.text)
     return Worked(req, walk, body, cwd, root, policy, index, tuple(decided), tuple(outcomes),
                   tuple(extras), tuple(withheld), walk.model or _model_in_path(req.path))
+
+
+def _walked(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: PolicyStore,
+            screens: Screens | None) -> Verdict:
+    return screen_object(fmt, req, body, policies, None, screens)
+
+
+def _upload(policies: PolicyStore, screens: Screens | None) -> upload.Screeners:
+    return upload.Screeners(
+        lambda req, obj: screen_strings(req, obj, policies, screens),
+        lambda fmt, req, obj: _walked(fmt, req, obj, policies, screens))
 
 
 def _syntax(exc: ValueError) -> str:
