@@ -78,6 +78,8 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     secrets = screens.secrets if screens else None
     if policy is not turn.policy or index is not turn.index or secrets is not turn.secrets:
         raise Miss("the rules, denied files or secret screen changed")
+    if screens and screens.indexes and screens.indexes.unwalked(root):
+        raise Miss("the denied-file index is incomplete: searches are decided whole")
     fake: dict[str, list[Any]] = {layout.KEY: [None] * k + new}  # paths resolve as in a body
     made, where, answers, fresh = _calls(turn, k, new, walked, cwd)
     files = _revalidated(turn, made, k, policy, root)

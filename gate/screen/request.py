@@ -19,7 +19,8 @@ from gate.providers import anthropic, history, openai_assistants
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
-from gate.screen import calls, content, layout, turns, upload
+from gate.rules.model import Effect
+from gate.screen import calls, content, incomplete, layout, turns, upload
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
@@ -179,12 +180,17 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
     same_name = calls.same_name_candidates(walk)
     started = background.producers(walk)  # a background task's output: as its command
+    unwalked = screens.indexes.unwalked(root) if screens and screens.indexes else ()
     for call in walk.calls:
         action = tools.action(call.name, call.input, cwd)
         if call.result is None:
             decided.append((call, action, None, None))
             continue
         decision = policy.decide(action, root)
+        if (wide := incomplete.widened(action, unwalked, cwd)) is not None and (
+                (wider := policy.decide(wide, root)).effect in (Effect.DENY, Effect.ASK)
+                and decision.effect not in (Effect.DENY, Effect.ASK)):
+            decision, action = wider, wide  # a search over files not indexed yet
         for other in (*same_name.get(call.id, ()), *started.get(call.id, ())):
             # Paired by name and order only, or a later output of a command started earlier:
             # the strictest call it could answer decides.
