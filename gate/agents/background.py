@@ -47,11 +47,14 @@ def producers(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
         call = by_id[seg.call_id]
         if call.name in FOLLOW_UPS and call.name != "write_stdin":
             continue
-        for m in _STARTED.finditer(seg.text):
+        text = seg.text
+        if " with ID: " not in text and "with session ID " not in text:
+            continue  # a plain substring test first: this runs over every result resent
+        for m in _STARTED.finditer(text):
             started.setdefault(m.group("id"), []).append(call)
             if m.group("path"):
                 files.setdefault(m.group("path"), []).append(call)
-        for m in _SESSION.finditer(seg.text):
+        for m in _SESSION.finditer(text):
             started.setdefault("session:" + m.group("id"), []).append(call)
     out: dict[str, tuple[ToolCall, ...]] = {}
     for call in walk.calls:
