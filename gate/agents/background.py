@@ -12,6 +12,7 @@ in the request is decided as the strictest command it could be.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 
@@ -67,9 +68,22 @@ def producers(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
             out[call.id] = tuple(found) or (
                 ToolCall(call.id, UNKNOWN_TASK, {UNSEEN: True}, call.result),
             )
-        elif call.name == "Read" and (path := call.input.get("file_path")) in files:
-            out[call.id] = tuple(files[path])
+        elif found := _reads_output(call, files, started):
+            out[call.id] = found
     return out
+
+
+def _reads_output(
+    call: ToolCall, files: dict[str, list[ToolCall]], started: dict[str, list[ToolCall]]
+) -> tuple[ToolCall, ...]:
+    """The commands whose output file a call names anywhere in its input (a `Read` of it,
+    `cat`, `tail -f` of it by another spelling of its directory)."""
+    text = json.dumps(call.input, ensure_ascii=False)
+    if ".output" not in text:
+        return ()
+    out = [c for path, cs in files.items() if path in text for c in cs]
+    out += [c for task, cs in started.items() if f"{task}.output" in text for c in cs]
+    return tuple({c.id: c for c in out if c.id != call.id}.values())
 
 
 def _task(call: ToolCall) -> str | None:
@@ -80,7 +94,7 @@ def _task(call: ToolCall) -> str | None:
     return None
 
 
-def output_file(name: str, action: Action) -> bool:
+def output_file(action: Action) -> bool:
     """Whether a call may read a background task's output file (Claude Code writes it to
     `<task id>.output`): the next-turn shortcut leaves such a call to the whole request."""
-    return name == "Read" and (action.target or "").endswith(".output")
+    return ".output" in (action.target or "") or any(".output" in r for r in action.reads)

@@ -41,7 +41,8 @@ def run_key(thread_id: str, run_id: str) -> str:
     """Where a run's calls are kept among the Responses chains: never a Responses id (those
     are the client's to name, and hold no NUL), and per thread and run, so a call id reused
     in another thread or run is not paired with this run's call."""
-    return f"\x00run:{thread_id}/{run_id}"
+    # Lower case on both sides: formats read request paths lower-cased (paths.normalise).
+    return f"\x00run:{thread_id.lower()}/{run_id.lower()}"
 
 
 def submitted_to(path: str) -> tuple[str, str] | None:

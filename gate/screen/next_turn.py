@@ -86,7 +86,7 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     for i in fresh:  # answered in a new message: decided now
         c = made[i]
         assert c.at is not None
-        if c.name in background.FOLLOW_UPS or background.output_file(c.name, c.action):
+        if c.name in background.FOLLOW_UPS or background.output_file(c.action):
             raise Miss("a background task's output is decided as its command")
         result = next(p for cid, p in walked[c.at - k][2] if cid == c.id)
         decision = policy.decide(c.action, root)

@@ -62,9 +62,9 @@ def runs(provider: FakeProvider, gate_dirs: dict[str, Path]) -> dict[str, dict[s
                 "call_2": ("lookup_weather", {"city": "Oslo"}),
             },
         ),
-        "thread_b/run_b": _run(
-            "thread_b",
-            "run_b",
+        "thread_Bq/run_Bq": _run(
+            "thread_Bq",
+            "run_Bq",
             {  # the same call id, another thread
                 "call_1": ("read_file", {"path": str(project / ".env")})
             },
@@ -104,18 +104,18 @@ def test_outputs_are_decided_as_the_calls_the_run_asked_for(
     oai: openai.OpenAI, provider: FakeProvider, runs: dict[str, Any]
 ) -> None:
     oai.beta.threads.runs.create("thread_a", assistant_id="asst_1")
-    oai.beta.threads.runs.create("thread_b", assistant_id="asst_1")
+    oai.beta.threads.runs.create("thread_Bq", assistant_id="asst_1")
     a = _submit(oai, provider, "thread_a", "run_a", {"call_1": HARMLESS, "call_2": HARMLESS})
     assert a == [HARMLESS, HARMLESS]  # a README read and a tool no rule names
-    b = _submit(oai, provider, "thread_b", "run_b", {"call_1": HARMLESS})
+    b = _submit(oai, provider, "thread_Bq", "run_Bq", {"call_1": HARMLESS})
     assert b[0].startswith(WITHHELD) and "Read(./.env)" in b[0]  # call_1 here read .env
 
 
 def test_a_run_fetched_later_pairs_too(
     oai: openai.OpenAI, provider: FakeProvider, runs: dict[str, Any]
 ) -> None:
-    oai.beta.threads.runs.retrieve("run_b", thread_id="thread_b")  # polling, as SDKs do
-    b = _submit(oai, provider, "thread_b", "run_b", {"call_1": HARMLESS})
+    oai.beta.threads.runs.retrieve("run_Bq", thread_id="thread_Bq")  # polling, as SDKs do
+    b = _submit(oai, provider, "thread_Bq", "run_Bq", {"call_1": HARMLESS})
     assert b[0].startswith(WITHHELD) and "Read(./.env)" in b[0]
 
 
@@ -123,9 +123,9 @@ def test_a_run_fetched_later_pairs_too(
     ("thread", "run", "call"),
     [
         ("thread_a", "run_a", "call_9"),  # an id the run never asked for
-        ("thread_b", "run_b", "call_2"),  # an id of another thread's run
+        ("thread_Bq", "run_Bq", "call_2"),  # an id of another thread's run
         ("thread_c", "run_c", "call_1"),  # a run gate never saw (a restart)
-        ("thread_a", "run_b", "call_1"),  # a run id under another thread
+        ("thread_a", "run_Bq", "call_1"),  # a run id under another thread
     ],
 )
 def test_outputs_gate_cannot_pair_are_the_strictest_call(
@@ -137,6 +137,6 @@ def test_outputs_gate_cannot_pair_are_the_strictest_call(
     call: str,
 ) -> None:
     oai.beta.threads.runs.create("thread_a", assistant_id="asst_1")
-    oai.beta.threads.runs.create("thread_b", assistant_id="asst_1")
+    oai.beta.threads.runs.create("thread_Bq", assistant_id="asst_1")
     out = _submit(oai, provider, thread, run, {call: HARMLESS})
     assert out[0].startswith(WITHHELD)

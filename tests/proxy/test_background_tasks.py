@@ -45,6 +45,12 @@ def _results(provider: FakeProvider) -> list[Any]:
         ("cat .env", ("BashOutput", {"bash_id": "b7k2x9"}), True),  # older Claude Code
         ("cat .env", ("Read", {"file_path": "/tmp/claude-1000/-p/tasks/b7k2x9.output"}), True),
         ("ls", ("Read", {"file_path": "/tmp/claude-1000/-p/tasks/b7k2x9.output"}), False),
+        ("cat .env", ("Read", {"file_path": "/tmp/claude-1000/-p/./tasks/b7k2x9.output"}), True),
+        (
+            "cat .env",
+            ("Bash", {"command": "tail -n 50 /tmp/claude-1000/-p/tasks/b7k2x9.output"}),
+            True,
+        ),
         # A task gate never saw start (compacted away, or made up): the strictest command.
         ("ls", ("TaskOutput", {"task_id": "other1"}), True),
         ("ls", ("TaskOutput", {}), True),

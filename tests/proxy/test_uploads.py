@@ -303,3 +303,40 @@ def test_gemini_uploads_are_screened_in_one_piece(
     assert resp.status_code == 200
     sent = provider.seen[-1].body.decode()
     assert secret not in sent and "the key is [gate:" in sent and "display_name" in sent
+
+
+def test_a_batch_line_with_a_repeated_key_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], secret: str
+) -> None:
+    lines = '{"custom_id": "1", "body": {}}\n{"body": {"messages": []}, "body": {"x": "%s"}}\n'
+    body = _form(FILE + lines % secret)
+    resp = httpx.post(
+        f"{gate.base_url}/openai/v1/files",
+        content=body,
+        headers={"content-type": f"multipart/form-data; boundary={B}"},
+    )
+    message = resp.json()["error"]["message"]
+    assert resp.status_code == 400 and "line 2" in message and secret not in message
+    assert provider.seen == []
+
+
+def test_a_form_field_is_withheld_in_place_and_a_json_body_labelled_multipart_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], secret: str, files: None
+) -> None:
+    field = f'Content-Disposition: form-data; name="purpose"\r\n\r\nbatch {secret}'
+    resp = httpx.post(
+        f"{gate.base_url}/openai/v1/files",
+        content=_form(field, FILE + "x"),
+        headers={"content-type": f"multipart/form-data; boundary={B}"},
+    )
+    assert resp.status_code == 200
+    parts = _parts(provider.seen[-1])
+    assert secret.encode() not in parts["purpose"] and parts["file"] == b"x"
+    # The provider reads the body as its Content-Type says: as JSON it would be screened
+    # as something else than what is read.
+    resp = httpx.post(
+        f"{gate.base_url}/openai/v1/files",
+        content=b'{"a": "b"}',
+        headers={"content-type": f"multipart/form-data; boundary={B}"},
+    )
+    assert resp.status_code == 400 and "boundary" in resp.json()["error"]["message"]
