@@ -68,7 +68,7 @@ def producers(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
             out[call.id] = tuple(found) or (
                 ToolCall(call.id, UNKNOWN_TASK, {UNSEEN: True}, call.result),
             )
-        elif found := _reads_output(call, files, started):
+        elif started and (found := _reads_output(call, files, started)):
             out[call.id] = found
     return out
 
