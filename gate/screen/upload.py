@@ -10,11 +10,13 @@ labelled) cannot be screened, so it is blocked, and the error says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from gate import providers
+from gate.providers.paths import normalise
 from gate.screen import multipart
 from gate.screen.codec import Ambiguous, dump, parse
 from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
@@ -22,6 +24,8 @@ from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
 FORMAT = "upload"
 # Gemini's upload endpoints take the file itself as the body (resumable or media uploads).
 _RAW_UPLOAD = "/upload/"
+# OpenAI's Uploads API sends a large file in parts, each a request of its own.
+_CHUNK = re.compile(r"/uploads/[^/]+/parts$")
 
 Screener = Callable[[Outbound, Any], Verdict]  # (request, parsed object) → its verdict
 
@@ -58,6 +62,8 @@ def headers_of(headers: Any) -> tuple[tuple[str, str], ...]:
 def kind(req: Outbound) -> str | None:
     """`form`, `related` or `raw` for a body gate reads as an upload, else None."""
     media, _ = _media(req)
+    if _CHUNK.search(normalise(req.path)):
+        return "chunk"
     if media == "multipart/form-data":
         return "form"
     if media == "multipart/related":
@@ -87,6 +93,11 @@ def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
             "gate cannot screen this upload: only multipart/form-data and"
             " multipart/related bodies are read; it was not sent"
         )
+    if how == "chunk":
+        raise Blocked("gate screens an uploaded file only whole: a part of a chunked upload"
+                      " (OpenAI's Uploads API) could split a value with the next part, each"
+                      " screened alone. Upload the file in one request (files.create); it was"
+                      " not sent")
     if how == "raw":
         _one_chunk(req)
         texts = [_text(req.body, "the uploaded file", req)]

@@ -340,3 +340,13 @@ def test_a_form_field_is_withheld_in_place_and_a_json_body_labelled_multipart_re
         headers={"content-type": f"multipart/form-data; boundary={B}"},
     )
     assert resp.status_code == 400 and "boundary" in resp.json()["error"]["message"]
+
+
+def test_a_chunked_upload_part_is_refused(
+    oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path], secret: str
+) -> None:
+    # Half a value in this part and half in the next would each pass alone.
+    with pytest.raises(openai.BadRequestError) as err:
+        oai.uploads.parts.create("upload_1", data=secret[:12].encode())
+    assert "only whole" in str(err.value)
+    assert provider.seen == []
