@@ -41,6 +41,9 @@ class FakeProvider(LoopbackServer):
     streams_finished: list[float] = field(default_factory=list)  # monotonic time of each end
     reply_text: str = "Hello from the fake provider."
     script: Callable[[str, dict[str, Any]], list[dict[str, Any]] | None] | None = None
+    # (method, path, request JSON) → a JSON reply for endpoints the fake does not speak
+    # (Assistants runs, file uploads), or None for the default handling.
+    answer: Callable[[str, str, Any], Any] | None = None
 
     def start(self) -> FakeProvider:
         provider = self
@@ -53,6 +56,9 @@ class FakeProvider(LoopbackServer):
 
             def do_GET(self) -> None:
                 self._record(b"")
+                if provider.answer and (got := provider.answer("GET", self.path, None)):
+                    self._json(200, got)
+                    return
                 self._json(200, {"data": [], "object": "list"})
 
             def do_POST(self) -> None:
@@ -68,7 +74,9 @@ class FakeProvider(LoopbackServer):
                 except ValueError:
                     req = {}
                 route = self.path.split("?")[0]
-                if route.endswith(("/chat/completions", "/responses")):
+                if provider.answer and (got := provider.answer("POST", self.path, req)):
+                    self._json(200, got)
+                elif route.endswith(("/chat/completions", "/responses")):
                     self._openai(route, req)
                 elif route.endswith("/count_tokens"):
                     self._json(200, {"input_tokens": len(body) // 4})

@@ -28,15 +28,16 @@ project_option = click.option(
     help="The project directory (default: the current directory).")
 
 
-def _walk_incomplete(policy: Policy, root: str) -> bool:
-    """Whether the walk a gate makes for this project stops at its configured budget."""
+def _walk_incomplete(policy: Policy, root: str) -> list[str]:
+    """What the walk a gate makes for this project leaves unread at its configured budget
+    (directories, and files read only in part); empty when it reads everything."""
     from gate.cli.common import load_config
     from gate.screen.denied_walk import Limits, Walked, collect
 
     config = load_config()
     walked = Walked([])
     collect(policy, root, Limits(config.max_files, config.max_file_bytes), walked)
-    return walked.truncated
+    return walked.unwalked if walked.truncated else []
 
 
 def _policy(project: str | None) -> tuple[str, Policy]:
@@ -74,17 +75,20 @@ def list_cmd(obj: dict[str, str | None], as_json: bool, project: str | None) -> 
 def _list(project: str | None, as_json: bool) -> None:
     root, policy = _policy(project)
     rules = sorted(policy.rules, key=lambda r: _ORDER[r.effect])
-    incomplete = _walk_incomplete(policy, root)
+    unwalked = _walk_incomplete(policy, root)
     if as_json:
         echo_json({"project_root": root, "lockdown": policy.lockdown,
                    "rules": [_rule_json(r) for r in rules],
                    "ignored": [_rule_json(r) for r in policy.ignored],
-                   "warnings": list(policy.warnings), "index_incomplete": incomplete})
+                   "warnings": list(policy.warnings), "index_incomplete": bool(unwalked),
+                   "unwalked": unwalked})
         return
-    if incomplete:
+    if unwalked:
         click.echo("gate: warning: the denied-file walk of this project runs out of its budget"
                    " (screen.max_files, screen.max_file_bytes): a running gate indexes the rest"
-                   " in the background; raise the limits in config.yaml to index it at once",
+                   " in the background, and meanwhile withholds searches over it; raise the"
+                   " limits in config.yaml to index it at once. Not walked: "
+                   + ", ".join(unwalked[:10]) + (", ..." if len(unwalked) > 10 else ""),
                    err=True)
     click.echo(f"project root: {root}" + ("  (lockdown: only managed allow rules count)"
                                           if policy.lockdown else ""))

@@ -24,8 +24,31 @@ _SYSTEM = ("instructions", "additional_instructions", "description", "tools")
 _ROLES = {"assistant": Role.ASSISTANT_TEXT}
 
 
+_SUBMIT = re.compile(r"/threads/([^/]+)/runs/([^/]+)/submit_tool_outputs$")
+
+
 def matches(path: str) -> bool:
     return bool(_PATHS.search(normalise(path)))
+
+
+def runs(path: str) -> bool:
+    """Whether a reply to this path may hold a run (whose `required_action` names the
+    calls a later `submit_tool_outputs` answers)."""
+    return "/threads" in normalise(path)
+
+
+def run_key(thread_id: str, run_id: str) -> str:
+    """Where a run's calls are kept among the Responses chains: never a Responses id (those
+    are the client's to name, and hold no NUL), and per thread and run, so a call id reused
+    in another thread or run is not paired with this run's call."""
+    # Lower case on both sides: formats read request paths lower-cased (paths.normalise).
+    return f"\x00run:{thread_id.lower()}/{run_id.lower()}"
+
+
+def submitted_to(path: str) -> tuple[str, str] | None:
+    """The thread and run a `submit_tool_outputs` request answers."""
+    m = _SUBMIT.search(normalise(path))
+    return (m.group(1), m.group(2)) if m else None
 
 
 def walk(body: dict[str, Any]) -> Walk:

@@ -29,7 +29,7 @@ from gate.errors import GateError
 from gate.proxy import chains, control, replies, routing, websocket
 from gate.proxy.recorder import ResponseRecorder
 from gate.rules.layers import PolicyStore
-from gate.screen import codings
+from gate.screen import codings, upload
 from gate.screen.content import SecretScreen
 from gate.screen.disclose import Scrub
 from gate.screen.fingerprints import IndexStore, Limits
@@ -191,7 +191,8 @@ class GateAddon:
         flow.metadata["gate_body"] = body  # decoded once: a refusal's attribution reads it
         flow.metadata["gate_coding"] = ", ".join(req.headers.get_all("content-encoding")) or None
         outbound = Outbound(route.path, body, agent, run.cwd if run else None,
-                            route.upstream.unsafe_pass_non_json)
+                            route.upstream.unsafe_pass_non_json,
+                            headers=upload.headers_of(req.headers))
         verdict = screen(outbound, self.policies, self.screens, self.chains.known)
         flow.metadata["gate_who"].update(model=verdict.model,
                                          project_root=verdict.project_root)

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from gate.providers import openai_responses
+from gate.providers.openai_assistants import run_key
+from gate.providers.segments import arguments
 
 Calls = dict[str, tuple[str, Mapping[str, Any]]]
 
@@ -80,3 +82,46 @@ class CallsTap:
     def _remember(self, item: Any) -> None:
         if (call := openai_responses.call_of(item)) is not None:
             self.calls[call[0]] = (call[1], call[2])
+
+
+class RunCallsTap:
+    """Reads an Assistants reply for the run objects in it (a run, a list of runs, or SSE
+    `thread.run.*` events) and the tool calls each one's `required_action` asks for."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self.runs: dict[str, Calls] = {}
+
+    def feed(self, chunk: bytes) -> None:
+        lines = (self._pending + chunk).split(b"\n")
+        self._pending = lines.pop()
+        for line in lines:
+            if line.startswith(b"data:") and b"required_action" in line:
+                self.read_json(line[5:])
+
+    def read_json(self, raw: str | bytes) -> None:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return
+        items = body.get("data") if isinstance(body, dict) and body.get("object") == "list" \
+            else [body]
+        for run in items if isinstance(items, list) else ():
+            self._remember(run)
+
+    def _remember(self, run: Any) -> None:
+        if not isinstance(run, dict) or run.get("object") != "thread.run":
+            return
+        thread, rid = run.get("thread_id"), run.get("id")
+        action = run.get("required_action")
+        asked = action.get("submit_tool_outputs") if isinstance(action, dict) else None
+        tool_calls = asked.get("tool_calls") if isinstance(asked, dict) else None
+        if not (isinstance(thread, str) and isinstance(rid, str)
+                and isinstance(tool_calls, list)):
+            return
+        calls: Calls = {}
+        for call in tool_calls:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and isinstance(call.get("id"), str):
+                calls[call["id"]] = (str(fn.get("name")), arguments(fn.get("arguments")))
+        self.runs[run_key(thread, rid)] = calls

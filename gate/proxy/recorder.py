@@ -11,7 +11,7 @@ from mitmproxy.net import encoding
 
 from gate.audit.store import AuditStore, Usage
 from gate.audit.usage import UsageTap
-from gate.providers import openai_responses
+from gate.providers import openai_assistants, openai_responses
 from gate.proxy import chains, routing
 
 
@@ -31,7 +31,10 @@ class ResponseRecorder:
         route: routing.Route | None = flow.metadata.get("gate_route")
         sse = kind.startswith("text/event-stream")
         responses = route is not None and openai_responses.matches(route.path)
-        calls = chains.CallsTap() if responses else None
+        calls: chains.CallsTap | chains.RunCallsTap | None = chains.CallsTap() if responses \
+            else None
+        if route is not None and openai_assistants.runs(route.path):
+            calls = chains.RunCallsTap()  # the calls a run asks outputs for
         stream_calls = calls if sse else None
         flow.metadata["gate_calls"] = calls
 
@@ -51,12 +54,15 @@ class ResponseRecorder:
         tap: UsageTap | None = flow.metadata.get("gate_tap")
         enc = flow.response.headers.get("content-encoding")
         usage = _usage(flow)
-        calls: chains.CallsTap | None = flow.metadata.get("gate_calls")
+        calls: chains.CallsTap | chains.RunCallsTap | None = flow.metadata.get("gate_calls")
         if calls is not None:
             try:
                 if tap is not None and (raw := tap.body) is not None:
                     calls.read_json(encoding.decode(raw, enc) if enc else raw)
-                if calls.response_id and calls.calls:
+                if isinstance(calls, chains.RunCallsTap):
+                    for key, asked in calls.runs.items():
+                        self.chains.record(key, asked)
+                elif calls.response_id and calls.calls:
                     self.chains.record(calls.response_id, calls.calls)
             except Exception as exc:  # the next output is then screened by content only
                 logger.warning("flow {}: response calls not read ({})", flow.id,

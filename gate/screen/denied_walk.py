@@ -6,7 +6,7 @@ import os
 import re
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from loguru import logger
 
@@ -54,6 +54,8 @@ class Walked:
 
     dirs: list[str]
     truncated: bool = False
+    # Where the budget ran out: the directories left unread, and files read only in part.
+    unwalked: list[str] = field(default_factory=list)
 
 
 def collect(policy: Policy, root: str | None, limits: Limits = Limits(),
@@ -73,6 +75,7 @@ def collect(policy: Policy, root: str | None, limits: Limits = Limits(),
             continue
         if rest:
             walked.truncated = True
+            _unwalked(walked, [path])
             logger.warning("denied file larger than screen.max_file_bytes: only its first {}"
                            " bytes are indexed", limits.max_file_bytes)
         for unit in units_of(text):
@@ -123,8 +126,10 @@ def _walk(top: str, budget: list[int], walked: Walked) -> Iterator[str]:
             budget[0] -= 1
             if budget[0] <= 0:
                 walked.truncated = True
+                _unwalked(walked, [d, *stack])
                 logger.warning("denied-file walk stopped at its limit (screen.max_files)"
-                               " under {}; indexing the rest in the background", top)
+                               " under {}; not walked yet: {}; indexing the rest in the"
+                               " background", top, ", ".join(walked.unwalked[:5]))
                 return
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -134,3 +139,14 @@ def _walk(top: str, budget: list[int], walked: Walked) -> Iterator[str]:
                     yield entry.path
             except OSError:
                 continue
+
+
+MAX_UNWALKED = 50  # directories named as not walked (gate rules, the log, placeholders)
+
+
+def _unwalked(walked: Walked, paths: list[str]) -> None:
+    for path in paths:
+        if len(walked.unwalked) >= MAX_UNWALKED:
+            return
+        if path not in walked.unwalked:
+            walked.unwalked.append(path)

@@ -148,6 +148,7 @@ class _Entry:
     stamp: tuple[object, ...]
     dirs: tuple[str, ...]   # directories the walk went through
     truncated: bool         # a budget ran out: a background walk with more goes on
+    unwalked: tuple[str, ...] = ()  # then: the directories (and files) it did not read
 
 
 class IndexStore:
@@ -190,6 +191,13 @@ class IndexStore:
         indexed in the background)."""
         with self._lock:
             return tuple(r for r, e in self._by_root.items() if e.truncated)
+
+    def unwalked(self, root: str | None) -> tuple[str, ...]:
+        """What the last walk for a root did not read because its budget ran out (empty
+        once a walk saw the whole project)."""
+        with self._lock:
+            hit = self._by_root.get(root)
+        return hit.unwalked if hit and hit.truncated else ()
 
     def unrooted(self, policies: PolicyStore) -> DeniedIndex | None:
         """The index for a request with no working directory: every known project's denied
@@ -284,7 +292,7 @@ class IndexStore:
                 self._whole.add(root)  # the walk with more budget saw everything
             truncated = walked.truncated and root not in self._whole
             self._by_root[root] = _Entry(now, id(policy), index, _stamp(index, root, dirs),
-                                         dirs, truncated)
+                                         dirs, truncated, tuple(walked.unwalked))
             deeper = (walked.truncated and limits is None and root not in self._refreshing
                       and now - self._deeper.get(root, -DEEPER_SECONDS) >= DEEPER_SECONDS)
             if deeper:

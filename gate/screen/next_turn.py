@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from loguru import logger
 
-from gate.agents import tools
+from gate.agents import background, tools
 from gate.providers import anthropic
 from gate.providers.segments import Role, Segment, ToolCall, item_strings, set_at
 from gate.rules.engine import Policy, identity, stamp_of, targets
@@ -78,12 +78,16 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     secrets = screens.secrets if screens else None
     if policy is not turn.policy or index is not turn.index or secrets is not turn.secrets:
         raise Miss("the rules, denied files or secret screen changed")
+    if screens and screens.indexes and screens.indexes.unwalked(root):
+        raise Miss("the denied-file index is incomplete: searches are decided whole")
     fake: dict[str, list[Any]] = {layout.KEY: [None] * k + new}  # paths resolve as in a body
     made, where, answers, fresh = _calls(turn, k, new, walked, cwd)
     files = _revalidated(turn, made, k, policy, root)
     for i in fresh:  # answered in a new message: decided now
         c = made[i]
         assert c.at is not None
+        if c.name in background.FOLLOW_UPS or background.output_file(c.action):
+            raise Miss("a background task's output is decided as its command")
         result = next(p for cid, p in walked[c.at - k][2] if cid == c.id)
         decision = policy.decide(c.action, root)
         stamp_of(c.action, root, files)

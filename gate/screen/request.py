@@ -13,13 +13,14 @@ import orjson
 from loguru import logger
 
 from gate import providers
-from gate.agents import tools
+from gate.agents import background, tools
 from gate.agents.actions import Action
-from gate.providers import anthropic, history
+from gate.providers import anthropic, history, openai_assistants
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
-from gate.screen import calls, content, layout, turns
+from gate.rules.model import Effect
+from gate.screen import calls, content, incomplete, layout, turns, upload
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
@@ -46,6 +47,8 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
     """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
     if not req.body.strip():
         return Verdict(None, None, None, req.project_root)
+    if (how := upload.kind(req)) is not None:  # a file upload: its parts, as text
+        return upload.screen(req, how, _upload(policies, screens))
     fmt = providers.detect(req.path)
     if fmt is anthropic:  # the next turn of a conversation screened before: only what is new
         verdict = turns.TURNS.screen(req, policies, screens)
@@ -78,6 +81,10 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
     known = None
     if known_for is not None and isinstance(prev := body.get("previous_response_id"), str):
         known = known_for(prev)  # calls a stored response made: its outputs pair with them
+    if known_for is not None and fmt is openai_assistants and (
+            run := openai_assistants.submitted_to(req.path)):
+        # The calls the run asked outputs for, as gate saw them in an earlier reply.
+        known = known_for(openai_assistants.run_key(*run))
     where = None
     if fmt is anthropic and exact:  # where each message ends, before screening edits them
         messages = body.get(layout.KEY)
@@ -172,14 +179,21 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     secrets = screens.secrets if screens else None
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
     same_name = calls.same_name_candidates(walk)
+    started = background.producers(walk)  # a background task's output: as its command
+    unwalked = screens.indexes.unwalked(root) if screens and screens.indexes else ()
     for call in walk.calls:
         action = tools.action(call.name, call.input, cwd)
         if call.result is None:
             decided.append((call, action, None, None))
             continue
         decision = policy.decide(action, root)
-        for other in same_name.get(call.id, ()):
-            # Paired by name and order only: the strictest call it could answer decides.
+        if (wide := incomplete.widened(action, unwalked, cwd)) is not None and (
+                (wider := policy.decide(wide, root)).effect in (Effect.DENY, Effect.ASK)
+                and decision.effect not in (Effect.DENY, Effect.ASK)):
+            decision, action = wider, wide  # a search over files not indexed yet
+        for other in (*same_name.get(call.id, ()), *started.get(call.id, ())):
+            # Paired by name and order only, or a later output of a command started earlier:
+            # the strictest call it could answer decides.
             decision, action = calls.stricter((decision, action), policy, root, cwd, other)
         decided.append((call, action, decision, calls.withhold(fmt, body, call, action, decision,
                                                                 req.approved, secrets)))
@@ -198,6 +212,17 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
             set_at(body, o.seg.path, o.text)
     return Worked(req, walk, body, cwd, root, policy, index, tuple(decided), tuple(outcomes),
                   tuple(extras), tuple(withheld), walk.model or _model_in_path(req.path))
+
+
+def _walked(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: PolicyStore,
+            screens: Screens | None) -> Verdict:
+    return screen_object(fmt, req, body, policies, None, screens)
+
+
+def _upload(policies: PolicyStore, screens: Screens | None) -> upload.Screeners:
+    return upload.Screeners(
+        lambda req, obj: screen_strings(req, obj, policies, screens),
+        lambda fmt, req, obj: _walked(fmt, req, obj, policies, screens))
 
 
 def _syntax(exc: ValueError) -> str:

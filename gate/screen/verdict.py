@@ -24,6 +24,9 @@ class Outbound:
     unsafe_pass_non_json: bool = False  # the upstream's opt-out (config), never the default
     # Ask findings a person (or remembered answer) approved, by Asked.key: these leave as is.
     approved: frozenset[str] = frozenset()
+    # The request headers that say how to read the body (Content-Type, an upload's command),
+    # lower-case names.
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,14 +121,12 @@ def test_gemini_cached_contents_are_walked_as_requests(
     assert secret not in sent and RULE_PLACEHOLDER in sent
 
 
-def test_a_file_upload_is_blocked_and_says_how_to_let_it_through(
+def test_a_binary_upload_is_blocked_and_says_how_to_let_it_through(
         gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], secret: str) -> None:
-    line = json.dumps({"custom_id": "1", "method": "POST", "url": "/v1/chat/completions",
-                       "body": {"model": "m", "messages": [{"role": "user",
-                                                            "content": secret}]}})
+    # Text uploads are screened (tests/proxy/test_uploads.py); bytes gate cannot read are not.
     with openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test-fake",
                        max_retries=0) as oai, pytest.raises(openai.BadRequestError) as err:
-        oai.files.create(file=("batch.jsonl", line.encode()), purpose="batch")
+        oai.files.create(file=("batch.jsonl", b"\x00\xff" + secret.encode()), purpose="batch")
     assert "unsafe_pass_non_json" in str(err.value)
     assert provider.seen == []
 

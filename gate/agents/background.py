@@ -1,0 +1,100 @@
+"""Outputs that come back later than their command: each follow-up is tied to the call that
+started the command (Claude Code background tasks, Codex's running exec sessions).
+
+Claude Code answers a `Bash` call run in the background (or backgrounded by the user) with
+"Command running in background with ID: X. Output is being written to: PATH"; the output
+arrives later through `TaskOutput` (`BashOutput` in older versions) naming X, or a `Read`
+of PATH. Codex answers a long `exec_command` with "Process running with session ID N" and
+the rest of the output comes back through `write_stdin` naming N. Such a follow-up's result
+is the command's output, so it is decided as that command; one whose task gate cannot find
+in the request is decided as the strictest command it could be.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+from gate.agents.actions import Action
+from gate.providers.segments import UNSEEN, Role, ToolCall, Walk
+
+# Follow-up tool → the input keys that name the task (first present wins).
+FOLLOW_UPS: Mapping[str, tuple[str, ...]] = {
+    "TaskOutput": ("task_id", "agentId", "bash_id", "shell_id"),
+    "BashOutput": ("bash_id", "task_id", "shell_id"),
+    "AgentOutputTool": ("task_id", "agentId"),
+    "BashOutputTool": ("bash_id", "task_id"),
+    "write_stdin": ("session_id",),
+}
+_STARTED = re.compile(
+    r"(?:Command running in background|Command was manually backgrounded by user)"
+    r" with ID: (?P<id>[^\s.]+)\.?(?: Output is being written to: (?P<path>\S+?)\.?(?:\s|$))?"
+)
+_SESSION = re.compile(r"Process running with session ID (?P<id>\d+)")
+UNKNOWN_TASK = "a background task gate did not see start"
+
+
+def producers(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
+    """For each answered follow-up call (and each Read of a task's output file), the calls
+    that started its task; a call gate cannot tie to a start gets an unseen call, which is
+    decided as the strictest."""
+    started: dict[str, list[ToolCall]] = {}  # task or session id → the calls that started it
+    files: dict[str, list[ToolCall]] = {}  # a task's output file → the same
+    by_id = {c.id: c for c in walk.calls}
+    for seg in walk.segments:
+        if seg.role is not Role.TOOL_RESULT or seg.call_id not in by_id:
+            continue
+        call = by_id[seg.call_id]
+        if call.name in FOLLOW_UPS and call.name != "write_stdin":
+            continue
+        text = seg.text
+        if " with ID: " not in text and "with session ID " not in text:
+            continue  # a plain substring test first: this runs over every result resent
+        for m in _STARTED.finditer(text):
+            started.setdefault(m.group("id"), []).append(call)
+            if m.group("path"):
+                files.setdefault(m.group("path"), []).append(call)
+        for m in _SESSION.finditer(text):
+            started.setdefault("session:" + m.group("id"), []).append(call)
+    out: dict[str, tuple[ToolCall, ...]] = {}
+    for call in walk.calls:
+        if call.result is None:
+            continue
+        if call.name in FOLLOW_UPS:
+            task = _task(call)
+            found = started.get(task, []) if task is not None else []
+            found = [c for c in found if c.id != call.id]
+            out[call.id] = tuple(found) or (
+                ToolCall(call.id, UNKNOWN_TASK, {UNSEEN: True}, call.result),
+            )
+        elif started and (found := _reads_output(call, files, started)):
+            out[call.id] = found
+    return out
+
+
+def _reads_output(
+    call: ToolCall, files: dict[str, list[ToolCall]], started: dict[str, list[ToolCall]]
+) -> tuple[ToolCall, ...]:
+    """The commands whose output file a call names anywhere in its input (a `Read` of it,
+    `cat`, `tail -f` of it by another spelling of its directory)."""
+    text = json.dumps(call.input, ensure_ascii=False)
+    if ".output" not in text:
+        return ()
+    out = [c for path, cs in files.items() if path in text for c in cs]
+    out += [c for task, cs in started.items() if f"{task}.output" in text for c in cs]
+    return tuple({c.id: c for c in out if c.id != call.id}.values())
+
+
+def _task(call: ToolCall) -> str | None:
+    for key in FOLLOW_UPS[call.name]:
+        value = call.input.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+            return f"session:{value}" if call.name == "write_stdin" else str(value)
+    return None
+
+
+def output_file(action: Action) -> bool:
+    """Whether a call may read a background task's output file (Claude Code writes it to
+    `<task id>.output`): the next-turn shortcut leaves such a call to the whole request."""
+    return ".output" in (action.target or "") or any(".output" in r for r in action.reads)
