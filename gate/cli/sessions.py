@@ -15,6 +15,7 @@ from gate.audit.report import shown_verdict
 from gate.audit.store import AuditStore
 from gate.cli.audit import open_store, when
 from gate.cli.common import echo_json, json_option, since_option
+from gate.errors import GateError
 from gate.screen.secrets import Scanner
 
 PLACEHOLDER = re.compile(r"\[gate: [^\]]*\]")
@@ -59,8 +60,8 @@ def show_session(session: str, reveal: bool, as_json: bool) -> None:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     if not ids:
-        click.echo(f"gate: no session {session!r} in the audit (see `gate sessions`)", err=True)
-        sys.exit(1)
+        raise GateError(f"no session {session!r} in the audit",
+                        hint="`gate sessions` lists the recorded conversations")
     turns = _turns(store, ids)
     scanner = Scanner()
     if as_json:

@@ -132,7 +132,7 @@ def test_several_questions_pend_at_once_and_other_requests_keep_flowing(
 
 def test_the_cli_says_when_no_gate_is_running(gate_dirs: dict[str, Path]) -> None:
     result = CliRunner().invoke(cli, ["pending"])
-    assert result.exit_code == 1 and "no gate is running for data dir" in result.output
+    assert result.exit_code == 3 and "no gate is running for data dir" in result.output
     assert "gate serve" in result.output
 
 
