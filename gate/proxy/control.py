@@ -21,6 +21,7 @@ from mitmproxy import http
 from gate.ask import page
 from gate.ask.questions import ANSWERS, DEFAULT_SCOPE, SCOPES, Answer, By, Pending, Question
 from gate.audit.store import AuditStore
+from gate.proxy import console
 
 PREFIX = "/_gate/"
 API = "/_gate/api/pending"
@@ -30,6 +31,7 @@ _LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
 # (no-referrer would make the browser send `Origin: null` with the page's own forms)
 _HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff",
             "x-frame-options": "DENY", "referrer-policy": "same-origin"}
+HEADERS = _HEADERS
 
 
 # Set on a flow whose answer reads the audit: the addon runs it in a worker thread, off the
@@ -52,7 +54,9 @@ class Control:
             flow.response = _json(403, {"error": refusal})
             return
         path = req.path.split("?", 1)[0]
-        if path == UI and req.method == "GET":
+        if path == console.ROOT or path.startswith(console.ROOT + "/"):
+            console.handle(self, flow)
+        elif path == UI and req.method == "GET":
             self._page(flow)
         elif path in (page.SCRIPT_PATH, page.QUESTIONS_PATH) and req.method == "GET":
             self._live(flow, path)
@@ -177,6 +181,14 @@ class Control:
             out[q.id] = {i: (e.request, e.ts) for i, e in found.items()}
         return out
 
+    def signed_in(self, req: http.Request) -> bool:
+        """Whether the request carries the page's cookie (the console's sign-in too)."""
+        return self._cookie(req)
+
+    def later(self, flow: http.HTTPFlow, make: Callable[[], http.Response]) -> None:
+        """Answer with `make()`, run in a worker thread by the addon."""
+        self._later(flow, make)
+
     @staticmethod
     def _later(flow: http.HTTPFlow, make: Callable[[], http.Response]) -> None:
         # Fail closed: a flow nobody finished answers 503, it is never forwarded.
@@ -207,6 +219,14 @@ class Control:
         note = f"{qid}: {answer}" if status == 200 else reply["error"]
         flow.response = http.Response.make(303, b"", {
             **_HEADERS, "location": f"{UI}?note={_quote(note)}"})
+
+
+def json_response(status: int, body: dict[str, Any]) -> http.Response:
+    return _json(status, body)
+
+
+def html_response(status: int, text: str) -> http.Response:
+    return _html(status, text)
 
 
 def _json(status: int, body: dict[str, Any]) -> http.Response:
