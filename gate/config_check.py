@@ -30,6 +30,8 @@ def collect[T](
         except ConfigError as exc:
             steps = _steps(exc.where, path)
             exc.where = _located(exc.where, path, steps, tree)
+            if any(e.where == exc.where and e.message == exc.message for e in errors):
+                break  # dropping the field did not get past it: stop, never loop
             errors.append(exc)
             if not steps or not _drop(data, steps):
                 break
