@@ -36,13 +36,23 @@ background:#f7f7f7}.item.new{background:#eef6ee;border-left:4px solid #1f7a3a}
 """
 
 
+def nav() -> str:
+    links = "".join(f'<a href="{ROOT}{p}">{n}</a>' for p, n in _NAV)
+    return f'<nav>{links}<a href="/_gate/ui">Questions</a></nav>'
+
+
+def report_page(report_html: str) -> str:
+    """`gate report --html`'s page, with the console's links above it."""
+    style = "<style>nav a{margin-right:1.2em;font-weight:bold}nav{margin:1em 2em}</style>"
+    return report_html.replace("<body>", f"<body>{style}{nav()}", 1)
+
+
 def page(title: str, body: str, live: bool = False) -> str:
-    nav = "".join(f'<a href="{ROOT}{p}">{n}</a>' for p, n in _NAV)
     script = f'<script src="{SCRIPT_PATH}" defer></script>' if live else ""
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8">{script}'
         f"<title>gate: {escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f'<nav>{nav}<a href="/_gate/ui">Questions</a></nav><h1>{escape(title)}</h1>'
+        f"{nav()}<h1>{escape(title)}</h1>"
         f"{body}</body></html>"
     )
 

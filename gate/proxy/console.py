@@ -89,7 +89,9 @@ def handle(control: Control, flow: http.HTTPFlow) -> None:
         if path == f"{ROOT}/report":
             from gate.audit import html, report
 
-            return html_response(200, html.render(report.build(store.conn(), None)))
+            return html_response(
+                200, pages.report_page(html.render(report.build(store.conn(), None)))
+            )
         return html_response(404, pages.page("Not found", "<p>No such console page.</p>"))
 
     control.later(flow, render)

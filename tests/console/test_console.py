@@ -74,8 +74,10 @@ def test_the_console_shows_live_requests_sessions_search_and_report(
         assert "fix the tests" in page.locator("table").inner_text()
         page.screenshot(path=str(tmp_path / "search.png"), full_page=True)
         # The report, as `gate report --html` writes it.
-        page.goto(f"{gate.base_url}{ROOT}/report")
+        page.get_by_role("link", name="Report").click()
+        page.wait_for_url(f"**{ROOT}/report")
         assert "github" in page.inner_text("body").lower()
+        assert page.get_by_role("link", name="Sessions").count() == 1  # the way back
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     finally:
         page.close()
@@ -120,3 +122,38 @@ def test_nothing_is_served_without_the_cookie_and_no_cross_site_post(
     assert status == 403 and "DNS rebinding" in str(body)
     status, _ = call(gate, "POST", ROOT, headers=cookie, body=b"")  # same site: reads only
     assert status == 405
+
+
+def test_what_an_agent_sent_is_shown_as_text_never_as_markup(
+    gate: Listening, browser: Any, gate_dirs: dict[str, Path]
+) -> None:
+    """A prompt-injected agent writes markup into its prompt and its session id: the
+    console shows both as text, and no element or script of theirs reaches the page."""
+    evil = '<img id="pwn" src="x" onerror="document.title=1"><script id="pwn2">x</script>'
+    sid = '"><b id="pwn3">s</b>'
+    with anthropic.Anthropic(
+        base_url=f"{gate.base_url}/anthropic",
+        api_key="sk-ant-test-x",
+        max_retries=0,
+        default_headers={"x-claude-code-session-id": sid},
+    ) as c:
+        send(
+            c,
+            {
+                **env_turn(gate_dirs["project"], github_token()),
+                "messages": [{"role": "user", "content": f"look {evil} here"}],
+            },
+        )
+    page = browser.new_page()
+    try:
+        page.goto(f"{gate.base_url}{ROOT}?token={token(gate_dirs['data'])}")
+        for path in ("", "/sessions", "/search?q=look"):
+            page.goto(f"{gate.base_url}{ROOT}{path}")
+            assert page.locator("#pwn, #pwn2, #pwn3").count() == 0, path
+        page.goto(f"{gate.base_url}{ROOT}/sessions")
+        page.locator("table a").first.click()
+        assert evil in page.inner_text("body")  # shown, as text
+        assert page.locator("#pwn, #pwn2, #pwn3").count() == 0
+        assert page.title().startswith("gate")
+    finally:
+        page.close()
