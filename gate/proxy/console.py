@@ -65,10 +65,10 @@ def handle(control: Control, flow: http.HTTPFlow) -> None:
         flow.response = json_response(503, {"error": "this gate keeps no audit"})
         return
     pending = len(control.pending.questions())
-    scanner = Scanner()
     arg = (query.get("id") or query.get("q") or [""])[0]
 
     def render() -> http.Response:
+        scanner = Scanner()  # (built here, in the worker: it compiles every detector)
         if path == ROOT:
             return html_response(200, pages.live_page(store, pending))
         if path == pages.LIVE_PATH:
