@@ -126,6 +126,10 @@ class ControlClient:
     def page_url(self) -> str:
         return f"{self._live()[0]}/_gate/ui?token={self.token}"
 
+    @property
+    def console_url(self) -> str:
+        return f"{self._live()[0]}/_gate/console?token={self.token}"
+
     def _call(self, base: str, method: str, path: str, body: dict[str, Any] | None = None,
               auth: bool = True) -> tuple[int, dict[str, Any]]:
         headers = {"content-type": "application/json"}

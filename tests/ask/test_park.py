@@ -36,6 +36,7 @@ def test_a_parked_request_is_sent_as_is_once_approved_on_the_cli(
     listed = CliRunner().invoke(cli, ["pending"])
     assert listed.exit_code == 0 and q["id"] in listed.output and token not in listed.output
     assert "Approval page: http://127.0.0.1:" in listed.output
+    assert "Console: http://127.0.0.1:" in listed.output and "/_gate/console?" in listed.output
     as_json = CliRunner().invoke(cli, ["pending", "--json"])
     assert json.loads(as_json.output) == {"ok": True, "pending": [q]}
     done = CliRunner().invoke(cli, ["approve", q["id"]])
