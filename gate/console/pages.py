@@ -9,6 +9,8 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from gate.ask.page import ask_in_words
+from gate.ask.questions import Question
 from gate.audit import conversations, search
 from gate.audit.report import approved, shown_verdict
 from gate.audit.store import AuditStore
@@ -64,19 +66,21 @@ def when(ts: float) -> str:
 # -- live requests ----------------------------------------------------------------------
 
 
-def live(store: AuditStore, pending: int, limit: int = 30) -> dict[str, str]:
-    """The parts the live page's script replaces: the pending line and the table's rows."""
+def live(store: AuditStore, pending: list[Question], limit: int = 30) -> dict[str, str]:
+    """The parts the live page's script replaces: the questions waiting (each in plain
+    words, answered on the approval page) and the table's rows."""
     rows = "".join(_request_row(r) for r in store.rows(limit, body=False))
+    n = len(pending)
     note = (
-        f'<a href="/_gate/ui">{pending} question{"s" if pending != 1 else ""} waiting'
-        " for an answer</a>"
+        f'<a href="/_gate/ui">{n} question{"s" if n != 1 else ""} waiting for an answer</a>'
+        + "".join(f"<br>{escape(q.id)}: {escape(ask_in_words(q))}" for q in pending)
         if pending
         else "No question is waiting."
     )
     return {"pending": note, "rows": rows or "<tr><td colspan=9>No requests yet.</td></tr>"}
 
 
-def live_page(store: AuditStore, pending: int) -> str:
+def live_page(store: AuditStore, pending: list[Question]) -> str:
     parts = live(store, pending)
     return page(
         "Live requests",

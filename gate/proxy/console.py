@@ -64,7 +64,7 @@ def handle(control: Control, flow: http.HTTPFlow) -> None:
     if store is None:
         flow.response = json_response(503, {"error": "this gate keeps no audit"})
         return
-    pending = len(control.pending.questions())
+    pending = control.pending.questions()
     arg = (query.get("id") or query.get("q") or [""])[0]
 
     def render() -> http.Response:

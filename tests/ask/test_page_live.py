@@ -148,3 +148,24 @@ def test_a_page_reading_the_audit_is_never_forwarded_unfinished() -> None:
         assert flow.response.status_code == 503 and LATER in flow.metadata, path
         flow.metadata.pop(LATER)()
         assert flow.response.status_code == 200, path
+
+
+def test_the_console_lists_the_waiting_questions_live(
+    asking: Callable[..., AskingGate], browser: Any, gate_dirs: dict[str, Path]
+) -> None:
+    g = asking(timeout_seconds=60)
+    page = browser.new_page()
+    try:
+        page.goto(f"{g.listening.base_url}/_gate/console?token={token(g.data)}")
+        assert "No question is waiting." in page.locator("#pending").inner_text()
+        sent = g.send(env_turn(gate_dirs["project"], github_token()))
+        [q] = g.wait_pending()
+        wait_for(lambda: q["id"] in page.locator("#pending").inner_text())
+        text = page.locator("#pending").inner_text()
+        assert "1 question waiting" in text and "wants to send a github token" in text
+        g.control().answer(q["id"], "block")
+        wait_for(lambda: "No question is waiting." in page.locator("#pending").inner_text())
+        page.locator("#requests tr", has_text="blocked").wait_for(timeout=15000)
+    finally:
+        page.close()
+    sent.wait()
