@@ -1,4 +1,5 @@
-"""The control API and the approval page, served by the gate listener under /_gate/.
+"""The control API, the approval page and the console (proxy/console.py), served by the
+gate listener under /_gate/.
 
 Loopback only, and every call carries the data dir's token: as a Bearer header (API) or
 as the HttpOnly, SameSite=Strict cookie the page's start URL sets. A request whose Host is
