@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from gate.errors import ConfigError
+from gate.errors import ConfigError, did_you_mean
 
 SCHEMA_VERSION = 1
 DEFAULT_HOST = "127.0.0.1"
@@ -193,14 +193,17 @@ def load(path: Path) -> Config:
     if not path.exists():
         return Config()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read config: {exc}", where=str(path)) from exc
     if data is None:
         return Config()
     if not isinstance(data, dict):
         raise ConfigError("expected a mapping at the top level", where=str(path))
-    return _from_mapping(data, path)
+    from gate.config_check import collect
+
+    return collect(data, path, text, _from_mapping)
 
 
 def _from_mapping(data: dict[str, Any], path: Path) -> Config:
@@ -208,7 +211,7 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
     if unknown:
         raise ConfigError(
             f"unknown key {unknown[0]!r}", where=f"{path}: {unknown[0]}",
-            hint=f"known keys: {', '.join(sorted(_KEYS))}",
+            hint=did_you_mean(str(unknown[0]), _KEYS),
         )
     version = data.get("schemaVersion", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
@@ -240,7 +243,7 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
     for key, value in screen.items():
         if key not in _SCREEN_KEYS:
             raise ConfigError(f"unknown key {key!r}", where=f"{path}: screen.{key}",
-                              hint=f"known keys: {', '.join(_SCREEN_KEYS)}")
+                              hint=did_you_mean(str(key), _SCREEN_KEYS))
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError("must be a positive integer", where=f"{path}: screen.{key}")
         limits[key] = value
@@ -308,7 +311,7 @@ def _section(data: Any, name: str, keys: frozenset[str], path: Path) -> dict[str
         raise ConfigError(f"{name} must be a mapping", where=f"{path}: {name}")
     if unknown := sorted(set(map(str, data)) - keys):
         raise ConfigError(f"unknown key {unknown[0]!r}", where=f"{path}: {name}.{unknown[0]}",
-                          hint=f"known keys: {', '.join(sorted(keys))}")
+                          hint=did_you_mean(unknown[0], keys))
     return data
 
 

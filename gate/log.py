@@ -8,7 +8,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from gate.errors import GateError
+from gate.errors import Unreachable
 
 FORMAT = "{time:HH:mm:ss} gate {level: <7} {message}"
 
@@ -25,7 +25,7 @@ def configure(*, level: str = "INFO", file: Path | None = None, stderr: bool = T
             file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             file.touch(mode=0o600, exist_ok=True)
         except OSError as exc:  # a read-only or full data dir: say so before anything else
-            raise GateError(f"gate cannot write its log ({exc.strerror})", where=str(file),
+            raise Unreachable(f"gate cannot write its log ({exc.strerror})", where=str(file),
                             hint="make the data dir writable by this user, or set"
                             " GATE_DATA_DIR to another directory") from exc
         logger.add(file, level=level, format="{time} {level} {message}", diagnose=False,

@@ -19,7 +19,7 @@ from typing import Any
 from gate import dirs
 from gate.ask.questions import DEFAULT_SCOPE
 from gate.config import base_url
-from gate.errors import GateError
+from gate.errors import GateError, Unreachable
 from gate.lock import LOCKED_MARK
 
 TOKEN_FILE = "control.token"  # noqa: S105 (a file name, not a password)
@@ -82,7 +82,7 @@ class ControlClient:
         bases = _gates(data_dir)
         token_path = data_dir / TOKEN_FILE
         if not bases or not token_path.exists():
-            raise GateError(f"no gate is running for data dir {data_dir}",
+            raise Unreachable(f"no gate is running for data dir {data_dir}",
                             hint="start one with `gate serve` (or `gate run -- AGENT`), or set"
                                  " GATE_DATA_DIR to the data dir of the gate you mean")
         return cls(bases, token_path.read_text(encoding="ascii").strip())
@@ -126,6 +126,10 @@ class ControlClient:
     def page_url(self) -> str:
         return f"{self._live()[0]}/_gate/ui?token={self.token}"
 
+    @property
+    def console_url(self) -> str:
+        return f"{self._live()[0]}/_gate/console?token={self.token}"
+
     def _call(self, base: str, method: str, path: str, body: dict[str, Any] | None = None,
               auth: bool = True) -> tuple[int, dict[str, Any]]:
         headers = {"content-type": "application/json"}
@@ -145,5 +149,5 @@ class ControlClient:
             except ValueError:
                 return exc.code, {}
         except (OSError, ValueError) as exc:
-            raise GateError(f"the gate at {base} did not answer ({exc})",
+            raise Unreachable(f"the gate at {base} did not answer ({exc})",
                             hint="is it still running? `gate paths` shows the data dir") from exc

@@ -1,7 +1,9 @@
 """The approval page: pending questions, masked previews, one button per answer.
 
-Server-rendered, no script (the CSP allows none); it reloads itself every few seconds.
-Everything shown is escaped; nothing on it is a value gate withheld.
+Server-rendered; one script of gate's own (the CSP allows no other) adds new questions
+and drops answered ones in place, so nothing moves under the cursor; without it, the page
+reloads itself every few seconds. Everything shown is escaped; nothing on it is a value
+gate withheld.
 """
 
 from __future__ import annotations
@@ -38,15 +40,28 @@ button small{display:block;font-size:75%;opacity:.85}
 button.approve{background:#1f7a3a;color:#fff}button.redact{background:#b7791f;color:#fff}
 button.block{background:#b42318;color:#fff}.note{background:#eef6ee;padding:.5em}
 .ask{font-size:120%}kbd{border:1px solid #999;border-radius:3px;padding:0 .3em}
+.earlier{margin:.2em 0;font-size:90%}.earlier.sent{color:#b42318;font-weight:bold}
 """
 
 
-def render(questions: list[Question], csrf: str, note: str = "") -> str:
-    body = [f'<p class="note">{escape(note)}</p>' if note else ""]
-    if not questions:
-        body.append("<p>No pending questions.</p>")
-    body += [_question(q, csrf) for q in questions]
+# What each finding's value did earlier in this conversation: finding index → (request
+# id, time); absent: not sent before (audit.earlier.sent_before).
+Earlier = dict[int, tuple[int, float]]
+
+
+def render(questions: list[Question], csrf: str, note: str = "",
+           earlier: dict[str, Earlier] | None = None) -> str:
+    earlier = earlier or {}
+    body = [f'<p class="note">{escape(note)}</p>' if note else "",
+            '<p id="empty"' + (" hidden" if questions else "") + ">No pending questions.</p>",
+            '<div id="questions">',
+            *(fragment(q, csrf, earlier.get(q.id, {})) for q in questions), "</div>"]
     return _doc("gate: pending questions", "".join(body), refresh=True)
+
+
+def fragment(q: Question, csrf: str, earlier: Earlier) -> str:
+    """One question's card, as the page shows it and its script adds it."""
+    return _question(q, csrf, earlier)
 
 
 def unauthorised() -> str:
@@ -58,15 +73,16 @@ def message(text: str) -> str:
     return _doc("gate", f"<p>{escape(text)}</p>")
 
 
-def _question(q: Question, csrf: str) -> str:
+def _question(q: Question, csrf: str, earlier: Earlier) -> str:
     r = q.request
     left = max(0, int(q.expires - time.time()))
     rows = "".join(
         f"<tr><td>{escape(str(f['kind']))}</td><td>{escape(str(f['rule']))}</td>"
         f"<td>{escape(str(f.get('file') or f.get('tool') or ''))}</td>"
         f"<td><code>{escape(str(f['preview']))}</code></td></tr>"
-        f"<tr><td colspan=4><pre>{escape(str(f['context']))}</pre></td></tr>"
-        for f in q.findings)
+        f"<tr><td colspan=4>{_sent_before(earlier.get(i), bool(r.get('session')))}"
+        f"<pre>{escape(str(f['context']))}</pre></td></tr>"
+        for i, f in enumerate(q.findings))
     buttons = "".join(
         f'<button type="submit" name="choice" value="{v}" class="{style}" title="{meaning}"'
         + (f' accesskey="{key}"' if key else "") + f">{label}"
@@ -82,10 +98,29 @@ def _question(q: Question, csrf: str) -> str:
         f" project {escape(str(r.get('project_root') or '?'))}</p>"
         f"<table><tr><th>kind</th><th>rule</th><th>file or tool</th><th>preview</th></tr>"
         f"{rows}</table>{proposed}"
-        f"<p>Nobody answering in {left} s applies the default: <b>{escape(q.default)}</b>.</p>"
+        f'<p>Nobody answering in <span data-expires="{q.expires:.0f}">{left}</span> s applies'
+        f" the default: <b>{escape(q.default)}</b>.</p>"
         f'<form method="post" action="/_gate/ui/answer">'
         f'<input type="hidden" name="id" value="{escape(q.id)}">'
         f'<input type="hidden" name="csrf" value="{escape(csrf)}">{buttons}</form></div>')
+
+
+def _sent_before(earlier: tuple[int, float] | None, known: bool) -> str:
+    """Whether the provider already has this value from this conversation."""
+    if not known:
+        return '<p class="earlier">gate cannot tell this request\'s conversation.</p>'
+    if earlier is None:
+        return '<p class="earlier new">Not sent earlier in this conversation.</p>'
+    request, ts = earlier
+    return (f'<p class="earlier sent">Already sent earlier in this conversation: request'
+            f" {request}, {_ago(ts)} (the provider has it; refusing it now does not take it"
+            " back).</p>")
+
+
+def _ago(ts: float) -> str:
+    span = max(0, int(time.time() - ts))
+    return (f"{span} s ago" if span < 60 else f"{span // 60} min ago" if span < 3600
+            else f"{span // 3600} h ago")
 
 
 def ask_in_words(q: Question) -> str:
@@ -107,7 +142,61 @@ def ask_in_words(q: Question) -> str:
 
 
 def _doc(title: str, body: str, refresh: bool = False) -> str:
-    meta = f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">' if refresh else ""
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{meta}'
+    # The script keeps the page current in place; without scripts, it reloads itself.
+    live = (f'<noscript><meta http-equiv="refresh" content="{REFRESH_SECONDS}"></noscript>'
+            f'<script src="{SCRIPT_PATH}" defer></script>') if refresh else ""
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{live}'
             f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
             f"<body><h1>{escape(title)}</h1>{body}</body></html>")
+
+
+SCRIPT_PATH = "/_gate/ui/page.js"
+QUESTIONS_PATH = "/_gate/ui/questions"
+# Polls the questions once a second: a card not yet shown is added at the end, a card
+# whose question is gone is removed, the others are left untouched (focus, selection and
+# scroll stay). Keys a, r, b answer the focused card (else the first), as in gate watch.
+SCRIPT = """"use strict";
+(() => {
+  const list = document.getElementById("questions");
+  const empty = document.getElementById("empty");
+  const answered = (card) => card.classList.contains("sending");
+  async function refresh() {
+    let data;
+    try {
+      const reply = await fetch("QUESTIONS", {credentials: "same-origin", cache: "no-store"});
+      if (!reply.ok) return;
+      data = await reply.json();
+    } catch (e) { return; }
+    const ids = new Set(data.questions.map((q) => q.id));
+    for (const card of list.querySelectorAll(":scope > .q")) {
+      if (!ids.has(card.id)) card.remove();
+    }
+    for (const q of data.questions) {
+      if (document.getElementById(q.id)) continue;
+      const t = document.createElement("template");
+      t.innerHTML = q.html;
+      list.append(t.content);
+    }
+    empty.hidden = list.querySelector(".q") !== null;
+  }
+  function tick() {
+    const now = Date.now() / 1000;
+    for (const el of document.querySelectorAll("[data-expires]")) {
+      el.textContent = String(Math.max(0, Math.round(Number(el.dataset.expires) - now)));
+    }
+  }
+  document.addEventListener("submit", (ev) => {
+    const card = ev.target.closest(".q");
+    if (card) card.classList.add("sending");
+  });
+  document.addEventListener("keydown", (ev) => {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || !["a", "r", "b"].includes(ev.key)) return;
+    const focused = document.activeElement && document.activeElement.closest(".q");
+    const card = focused || list.querySelector(".q");
+    const button = card && !answered(card) && card.querySelector(`button[accesskey="${ev.key}"]`);
+    if (button) { ev.preventDefault(); button.click(); }
+  });
+  setInterval(refresh, 1000);
+  setInterval(tick, 1000);
+})();
+""".replace("QUESTIONS", QUESTIONS_PATH)

@@ -33,6 +33,8 @@ _CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
 class AuditError(GateError):
     """The audit cannot be written; the request it was for is not sent."""
 
+    exit_code = 3  # to the CLI: the audit cannot be read or reached
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

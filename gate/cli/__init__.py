@@ -40,14 +40,17 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except GateError as exc:
-            if wants_json:
-                _json_error(type(exc).__name__, exc.message, exc.hint, exc.where)
-            click.echo(f"gate: {exc.diagnostics()}", err=True)
-            sys.exit(1)
+            _fail(exc, wants_json)
         except click.UsageError as exc:
             if wants_json:
                 _json_error("usage", exc.format_message(), "see --help")
             raise
+        except Exception as exc:
+            from gate.cli.exits import unreadable
+
+            if (failure := unreadable(exc)) is None:
+                raise
+            _fail(failure, wants_json)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         named = {name for _, names in _SECTIONS for name in names}
@@ -69,6 +72,14 @@ _SECTIONS = (
     ("See what was sent", ("log", "show", "sessions", "search", "report", "export")),
     ("Rules, secrets and setup", ("rules", "scan", "paths", "audit", "completion")),
 )
+
+
+def _fail(exc: GateError, wants_json: bool) -> None:
+    """Say what went wrong (once, as JSON too with --json) and exit with its code."""
+    if wants_json:
+        click.echo(json.dumps({"ok": False, "error": exc.to_json()}, indent=2))
+    click.echo(f"gate: {exc.diagnostics()}", err=True)
+    sys.exit(exc.exit_code)
 
 
 def _json_error(code: str, message: str, hint: str | None, where: str | None = None) -> None:

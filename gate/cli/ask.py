@@ -31,6 +31,7 @@ def pending_cmd(as_json: bool) -> None:
     for q in questions:
         _show(q)
     click.echo(f"Approval page: {control.page_url}")
+    click.echo(f"Console: {control.console_url}")
 
 
 def _answer_command(answer: str, doc: str, remember: str) -> click.Command:

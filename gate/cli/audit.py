@@ -27,6 +27,7 @@ def when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
+FOLLOW_SECONDS = 0.5  # how often `gate log --follow` looks for new requests
 _VERDICT_COLOURS = {"forwarded": "green", "modified": "yellow", "blocked": "red",
                    "failed": "red", "withdrawn": "magenta", "unscreened": "red"}
 
@@ -93,13 +94,23 @@ def log_cmd(since: float | None, agent: str | None, verdict: str | None, session
     for r in reversed(rows):
         click.echo(_line(r, color))
         last = max(last, r["id"])
-    while follow:
-        time.sleep(1.0)
-        new = [r for r in store.rows(500, body=False, **filters)  # type: ignore[arg-type]
-               if r["id"] > last]
-        for r in reversed(new):
-            click.echo(_line(r, color))
-            last = max(last, r["id"])
+    if follow:
+        _follow(store, filters, last, color)
+
+
+def _follow(store: AuditStore, filters: dict[str, Any], last: int, color: bool) -> None:
+    """Print each new request as it is recorded, until Ctrl-C (which ends it quietly)."""
+    try:
+        while True:
+            sys.stdout.flush()  # a pipe (`gate log -f | grep`) sees each line as it comes
+            time.sleep(FOLLOW_SECONDS)
+            new = [r for r in store.rows(500, body=False, **filters)
+                   if r["id"] > last]
+            for r in reversed(new):
+                click.echo(_line(r, color))
+                last = max(last, r["id"])
+    except KeyboardInterrupt:
+        return
 
 
 def _line(r: dict[str, Any], color: bool) -> str:
@@ -172,7 +183,7 @@ def show_cmd(request_id: int | None, with_body: bool, raw: bool, only_new: bool,
         body = masked(body)
     for key, value in row.items():
         if value not in (None, [], ""):
-            click.echo(f"{key:<22} {json.dumps(value) if isinstance(value, list) else value}")
+            click.echo(f"{key:<22} {_readable(key, value)}")
     if body is not None:
         click.echo("\n--- body sent ---")
         click.echo(_pretty(body))
@@ -184,6 +195,22 @@ def show_cmd(request_id: int | None, with_body: bool, raw: bool, only_new: bool,
                    "\n--- no earlier request in this session: all of it is new ---")
         for part in new["parts"]:
             click.echo(f"@{part['offset']}: {part['text']}")
+
+
+def _readable(key: str, value: Any) -> str:
+    """A field of `gate show` as a person reads it: times with how long ago, latency in
+    ms or s, sizes in kB and MB (--json keeps the raw numbers)."""
+    from gate.audit.tables import size
+
+    if isinstance(value, list):
+        return json.dumps(value)
+    if key == "ts" and isinstance(value, int | float):
+        return f"{when(value)} ({ago(value)})"
+    if key.endswith("_ms") and isinstance(value, int | float):
+        return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.2f} s"
+    if key.endswith("_bytes") and isinstance(value, int):
+        return f"{size(value)} ({value} bytes)" if value >= 1000 else size(value)
+    return str(value)
 
 
 def _new_parts(store: AuditStore, row_id: int) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from gate.audit import html, report, tables
 from gate.audit.engine import engine_for
 from gate.audit.store import AuditStore
 from gate.cli.common import echo_json, json_option, load_config, since_option
-from gate.errors import GateError, StateError
+from gate.errors import GateError, StateError, Unreachable
 
 
 @contextlib.contextmanager
@@ -24,6 +24,9 @@ def _audit() -> Iterator[sqlite3.Connection | None]:
     """The audit, read-only (None when there is none yet); a damaged one is an error that
     names the file, never an empty report."""
     path = dirs.data_dir() / "audit.db"
+    if path.parent.exists() and not path.parent.is_dir():  # never "nothing was sent"
+        raise Unreachable("the data dir is not a directory", where=str(path.parent),
+                          hint="set GATE_DATA_DIR to gate's data dir (`gate paths`)")
     settings = load_config().audit
     if engine_for(path, settings).postgres:  # shared by many gates: read through the store
         store = AuditStore(path, settings, reader=True)

@@ -15,12 +15,12 @@ import click
 
 from gate.cli.common import echo_json
 from gate.cli.walk import SNIFF, files, is_binary
-from gate.errors import GateError
+from gate.errors import GateError, Unreachable
 from gate.screen import baseline, sarif
 from gate.screen.detectors import Finding, Tier
 from gate.screen.secrets import Scanner
 
-EXIT_FOUND, EXIT_UNREADABLE = 1, 3
+EXIT_FOUND = 1
 
 
 def mask(value: str) -> str:
@@ -101,16 +101,14 @@ def scan_cmd(paths: tuple[str, ...], jsonl: bool, as_json: bool, as_sarif: bool,
         known = set() if baseline_file is None or update_baseline else baseline.load(
             baseline_file)
     except GateError as exc:
-        click.echo(f"gate: {exc.diagnostics()}", err=True)
-        sys.exit(EXIT_UNREADABLE)
+        raise Unreachable(exc.message, where=exc.where, hint=exc.hint) from exc
     found: list[dict[str, Any]] = []
     prints = baseline_file is not None or as_json or as_sarif
     for name, path in _inputs(paths):
         try:
             text = _read(name, path)
         except OSError as exc:
-            click.echo(f"gate: {name}: cannot read: {exc.strerror}", err=True)
-            sys.exit(EXIT_UNREADABLE)
+            raise Unreachable(f"cannot read: {exc.strerror}", where=name) from exc
         if text is not None:
             found += [_record(name, text, f, prints) for f in scanner.scan(text)
                       if tier == Tier.LOW or f.tier is Tier.HIGH]

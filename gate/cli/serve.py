@@ -98,6 +98,7 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
             click.echo(f"Not asking: ask findings get {config.ask.default} at once.")
         else:
             click.echo(f"Approval page: {_loopback(listening.base_url)}/_gate/ui?token={token}")
+        click.echo(f"Console: {_loopback(listening.base_url)}/_gate/console?token={token}")
         sys.stdout.flush()
 
     try:

@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any
 
 import click
 
 from gate.audit import conversations
 from gate.audit.conversations import Item
 from gate.audit.report import shown_verdict
-from gate.audit.store import AuditStore
+from gate.audit.turns import turns as turn_list
 from gate.cli.audit import open_store, when
 from gate.cli.common import echo_json, json_option, since_option
+from gate.errors import GateError
 from gate.screen.secrets import Scanner
 
 PLACEHOLDER = re.compile(r"\[gate: [^\]]*\]")
@@ -59,9 +59,9 @@ def show_session(session: str, reveal: bool, as_json: bool) -> None:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     if not ids:
-        click.echo(f"gate: no session {session!r} in the audit (see `gate sessions`)", err=True)
-        sys.exit(1)
-    turns = _turns(store, ids)
+        raise GateError(f"no session {session!r} in the audit",
+                        hint="`gate sessions` lists the recorded conversations")
+    turns = turn_list(store, ids)
     scanner = Scanner()
     if as_json:
         echo_json({"ok": True, "session": session, "turns": [
@@ -85,24 +85,6 @@ def show_session(session: str, reveal: bool, as_json: bool) -> None:
             _echo_item(item, scanner, reveal, color)
         if t["new_from"] and not t["items"][t["new_from"]:]:
             click.echo("   (nothing new)")
-
-
-def _turns(store: AuditStore, ids: list[int]) -> list[dict[str, Any]]:
-    """Per request: its items, and from which one on they are new (the previous request's
-    items are a prefix of an unchanged history)."""
-    out: list[dict[str, Any]] = []
-    before: list[Item] = []
-    for rid in ids:
-        row = store.get(rid, body=False) or {}
-        now = conversations.items(store.body_of(rid))
-        shared = 0
-        while shared < min(len(before), len(now)) and before[shared] == now[shared]:
-            shared += 1
-        out.append({"row": {k: row.get(k) for k in ("id", "ts", "model", "verdict", "status",
-                                                     "error", "reason")},
-                    "items": now, "new_from": shared})
-        before = now or before
-    return out
 
 
 def _echo_item(item: Item, scanner: Scanner, reveal: bool, color: bool) -> None:

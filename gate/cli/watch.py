@@ -22,7 +22,7 @@ from gate.ask.questions import DEFAULT_SCOPE
 from gate.audit.store import AuditStore
 from gate.cli.common import echo_json, json_option
 from gate.cli.watchview import SCOPE_KEYS, Snapshot, View, render
-from gate.errors import GateError
+from gate.errors import GateError, Unreachable
 
 ANSWER_KEYS = {"a": "approve", "r": "redact", "b": "block"}
 # Arrow keys arrive as escape sequences; everything else we read is one character.
@@ -43,7 +43,7 @@ class Audit:
                 self.store = AuditStore(self.path, reader=True)
             return [_meta(r) for r in self.store.rows(limit, body=False)] if self.store else []
         except sqlite3.Error as exc:
-            raise GateError(f"cannot read the audit: {exc}", where=str(self.path),
+            raise Unreachable(f"cannot read the audit: {exc}", where=str(self.path),
                             hint="`gate log` shows the same error; check the file") from exc
 
     def close(self) -> None:

@@ -55,7 +55,8 @@ class GateAddon:
         self.on_ready = on_ready
         self.pending = Pending()
         self.asker = Asker(config, data_dir, secrets.key, self.pending, team)
-        self.control = control.Control(self.pending, client.load_or_create_token(data_dir))
+        self.control = control.Control(self.pending, client.load_or_create_token(data_dir),
+                                       audit)
         self._registered: Path | None = None
         # Named by /_gate/health instead of the data dir: `gate run` checks it against
         # server.json, which only this data dir's gate writes.
@@ -80,6 +81,8 @@ class GateAddon:
         # Fail closed: mitmproxy forwards a flow whose addon raised, so nothing may escape here.
         try:
             screened = self._request(flow)
+            if (later := flow.metadata.pop(control.LATER, None)) is not None:
+                await asyncio.to_thread(later)  # a control page reading the audit
             if screened is not None:
                 verdict = screened.verdict
                 if verdict.asks:  # parked here until answered; other flows keep flowing

@@ -1,4 +1,5 @@
-"""The control API and the approval page, served by the gate listener under /_gate/.
+"""The control API, the approval page and the console (proxy/console.py), served by the
+gate listener under /_gate/.
 
 Loopback only, and every call carries the data dir's token: as a Bearer header (API) or
 as the HttpOnly, SameSite=Strict cookie the page's start URL sets. A request whose Host is
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -18,7 +20,9 @@ from urllib.parse import parse_qs, urlsplit
 from mitmproxy import http
 
 from gate.ask import page
-from gate.ask.questions import ANSWERS, DEFAULT_SCOPE, SCOPES, Answer, By, Pending
+from gate.ask.questions import ANSWERS, DEFAULT_SCOPE, SCOPES, Answer, By, Pending, Question
+from gate.audit.store import AuditStore
+from gate.proxy import console
 
 PREFIX = "/_gate/"
 API = "/_gate/api/pending"
@@ -28,12 +32,19 @@ _LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
 # (no-referrer would make the browser send `Origin: null` with the page's own forms)
 _HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff",
             "x-frame-options": "DENY", "referrer-policy": "same-origin"}
+HEADERS = _HEADERS
+
+
+# Set on a flow whose answer reads the audit: the addon runs it in a worker thread, off the
+# event loop that relays every agent's stream (the flow holds a 503 until it has run).
+LATER = "gate_control_later"
 
 
 class Control:
-    def __init__(self, pending: Pending, token: str):
+    def __init__(self, pending: Pending, token: str, audit: AuditStore | None = None):
         self.pending = pending
         self.token = token
+        self.audit = audit  # for what the page says about earlier requests (None: nothing)
         self.csrf = hmac.new(token.encode(), b"gate csrf", hashlib.sha256).hexdigest()
         self.port = 0  # set once listening: the Host a request must name
 
@@ -44,8 +55,12 @@ class Control:
             flow.response = _json(403, {"error": refusal})
             return
         path = req.path.split("?", 1)[0]
-        if path == UI and req.method == "GET":
+        if path == console.ROOT or path.startswith(console.ROOT + "/"):
+            console.handle(self, flow)
+        elif path == UI and req.method == "GET":
             self._page(flow)
+        elif path in (page.SCRIPT_PATH, page.QUESTIONS_PATH) and req.method == "GET":
+            self._live(flow, path)
         elif path == f"{UI}/answer" and req.method == "POST":
             self._form(flow)
         elif not self._bearer(req):
@@ -132,7 +147,62 @@ class Control:
             flow.response = _html(401, page.unauthorised())
             return
         note = (query.get("note") or [""])[0]
-        flow.response = _html(200, page.render(self.pending.questions(), self.csrf, note))
+        questions = self.pending.questions()
+        self._later(flow, lambda: _html(200, page.render(questions, self.csrf, note,
+                                                         self._earlier(questions))))
+
+    def _live(self, flow: http.HTTPFlow, path: str) -> None:
+        """The page's script, and the cards it adds (cookie only, as the page)."""
+        if not self._cookie(flow.request):
+            flow.response = _json(401, {"error": "not signed in"})
+            return
+        if path == page.SCRIPT_PATH:
+            flow.response = http.Response.make(200, page.SCRIPT.encode(), {
+                **_HEADERS, "content-type": "text/javascript; charset=utf-8"})
+            return
+        questions = self.pending.questions()
+
+        def cards() -> http.Response:
+            earlier = self._earlier(questions)
+            return _json(200, {"questions": [
+                {"id": q.id, "html": page.fragment(q, self.csrf, earlier.get(q.id, {}))}
+                for q in questions]})
+
+        self._later(flow, cards)
+
+    def _earlier(self, questions: list[Question]) -> dict[str, page.Earlier]:
+        """Per question, which of its values this conversation already sent (audit)."""
+        if self.audit is None:
+            return {}
+        from gate.audit.earlier import sent_before
+
+        out: dict[str, page.Earlier] = {}
+        for q in questions:
+            found = sent_before(self.audit, q.request.get("session"), q.findings)
+            out[q.id] = {i: (e.request, e.ts) for i, e in found.items()}
+        return out
+
+    def signed_in(self, req: http.Request) -> bool:
+        """Whether the request carries the page's cookie (the console's sign-in too)."""
+        return self._cookie(req)
+
+    def later(self, flow: http.HTTPFlow, make: Callable[[], http.Response]) -> None:
+        """Answer with `make()`, run in a worker thread by the addon."""
+        self._later(flow, make)
+
+    @staticmethod
+    def _later(flow: http.HTTPFlow, make: Callable[[], http.Response]) -> None:
+        # Fail closed: a flow nobody finished answers 503, it is never forwarded.
+        flow.response = _json(503, {"error": "gate did not finish this page"})
+
+        def run() -> None:
+            try:
+                flow.response = make()
+            except Exception as exc:  # a damaged audit: say so, never forward
+                flow.response = _json(500, {"error": f"gate could not read its audit"
+                                                     f" ({type(exc).__name__})"})
+
+        flow.metadata[LATER] = run
 
     def _form(self, flow: http.HTTPFlow) -> None:
         if not self._cookie(flow.request):
@@ -152,6 +222,14 @@ class Control:
             **_HEADERS, "location": f"{UI}?note={_quote(note)}"})
 
 
+def json_response(status: int, body: dict[str, Any]) -> http.Response:
+    return _json(status, body)
+
+
+def html_response(status: int, text: str) -> http.Response:
+    return _html(status, text)
+
+
 def _json(status: int, body: dict[str, Any]) -> http.Response:
     return http.Response.make(status, json.dumps(body).encode(),
                               {**_HEADERS, "content-type": "application/json"})
@@ -161,6 +239,7 @@ def _html(status: int, text: str) -> http.Response:
     return http.Response.make(status, text.encode(), {
         **_HEADERS, "content-type": "text/html; charset=utf-8",
         "content-security-policy": "default-src 'none'; style-src 'unsafe-inline';"
+                                   " script-src 'self'; connect-src 'self';"
                                    " form-action 'self'; frame-ancestors 'none'"})
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from gate.errors import RuleError, compose_yaml
+from gate.errors import GateError, RuleError, combined, compose_yaml, did_you_mean
 from gate.rules.model import Effect, Rule, is_allowable_glob, parse
 
 SCHEMA_VERSION = 1
@@ -56,30 +56,37 @@ def load_text(text: str, name: str, *, root: str | None = None) -> list[Rule]:
 
 
 def parse_text(text: str, name: str, *, root: str | None = None, layer: str = "") -> RuleFile:
+    """One file's rules and settings; every error in it is reported at once (the first
+    RuleError carries the others), each with its file:line."""
     doc = compose_yaml(text, name)
     if doc is None:
         return RuleFile(())
     if not isinstance(doc, yaml.MappingNode):
         raise RuleError("expected a mapping with deny:, ask: or allow:", where=_at(name, doc))
     rules: list[Rule] = []
+    errors: list[GateError] = []
     lockdown = 0
     secrets: tuple[tuple[str, str, str], ...] = ()
     for key_node, value in doc.value:
         key = key_node.value
-        if key not in _TOP_KEYS:
-            raise RuleError(f"unknown key {key!r}", where=_at(name, key_node),
-                            hint="use deny:, ask:, allow:, schemaVersion:, description: or"
-                                 " lockdown:")
-        if key == "schemaVersion":
-            if value.value != str(SCHEMA_VERSION):
-                raise RuleError(f"schemaVersion {value.value} is not supported (this gate reads"
-                                f" {SCHEMA_VERSION})", where=_at(name, value))
-        elif key == "lockdown":
-            lockdown = _lockdown(value, name)
-        elif key == "secrets":
-            secrets = _secrets(value, name)
-        elif key in {e.value for e in Effect}:
-            rules.extend(_entries(Effect(key), value, name, root, layer))
+        try:
+            if key not in _TOP_KEYS:
+                raise RuleError(f"unknown key {key!r}", where=_at(name, key_node),
+                                hint=did_you_mean(str(key), _TOP_KEYS))
+            if key == "schemaVersion":
+                if value.value != str(SCHEMA_VERSION):
+                    raise RuleError(f"schemaVersion {value.value} is not supported (this gate"
+                                    f" reads {SCHEMA_VERSION})", where=_at(name, value))
+            elif key == "lockdown":
+                lockdown = _lockdown(value, name)
+            elif key == "secrets":
+                secrets = _secrets(value, name)
+            elif key in {e.value for e in Effect}:
+                rules.extend(_entries(Effect(key), value, name, root, layer, errors))
+        except RuleError as exc:
+            errors.append(exc)
+    if errors:
+        raise combined(errors)
     return RuleFile(tuple(rules), bool(lockdown), lockdown, secrets)
 
 
@@ -112,13 +119,20 @@ def _lockdown(node: yaml.Node, name: str) -> int:
 
 
 def _entries(effect: Effect, node: yaml.Node, name: str, root: str | None,
-             layer: str) -> list[Rule]:
+             layer: str, errors: list[GateError]) -> list[Rule]:
+    """The list's rules; an entry in error is added to `errors` and the rest still read."""
     if isinstance(node, yaml.ScalarNode) and node.value in ("", "null", "~"):
         return []
     if not isinstance(node, yaml.SequenceNode):
         raise RuleError(f"{effect.value}: must be a list of rules", where=_at(name, node),
                         hint=f"{effect.value}:\n  - Read(./.env)")
-    return [_entry(effect, item, name, root, layer) for item in node.value]
+    out = []
+    for item in node.value:
+        try:
+            out.append(_entry(effect, item, name, root, layer))
+        except RuleError as exc:
+            errors.append(exc)
+    return out
 
 
 def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None, layer: str) -> Rule:
@@ -129,7 +143,8 @@ def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None, layer: 
         extra = sorted(set(fields) - _ENTRY_KEYS)
         if extra:
             raise RuleError(f"unknown key {extra[0]!r} in a rule entry", where=_at(name, node),
-                            hint="a rule entry has rule:, and optionally unless: and reason:")
+                            hint=did_you_mean(str(extra[0]), _ENTRY_KEYS) + "; a rule entry"
+                                 " has rule:, and optionally unless: and reason:")
         if "rule" not in fields:
             raise RuleError("rule entry has no rule:", where=_at(name, node))
         rule_node = fields["rule"]
@@ -137,6 +152,14 @@ def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None, layer: 
             unless = _unless(fields["unless"], name)
     if not isinstance(rule_node, yaml.ScalarNode) or not rule_node.value.strip():
         raise RuleError("a rule must be a string like Read(./.env)", where=_at(name, rule_node))
+    if _folded(rule_node):
+        # A slipped indent: YAML joins the next line onto this item, and the two rules
+        # become one that matches neither (`Read(./.env) Read(./secrets/**)`).
+        raise RuleError(f"this rule runs on to line {rule_node.end_mark.line + 1}, so YAML"
+                        f" read two lines as one rule: {rule_node.value!r}",
+                        where=_at(name, rule_node),
+                        hint="start each rule on its own line with '- ', indented like the"
+                             " one above (a multi-line command goes in a | block)")
     try:
         tool, spec = parse(rule_node.value)
     except ValueError as exc:
@@ -159,6 +182,11 @@ def _unless(node: yaml.Node, name: str) -> tuple[str, ...]:
         raise RuleError("unless: must be a list of path patterns", where=_at(name, node),
                         hint="unless: [./.env.example]")
     return tuple(n.value.strip() for n in node.value)
+
+
+def _folded(node: yaml.ScalarNode) -> bool:
+    """A plain or quoted scalar written over several lines (a | or > block is meant)."""
+    return node.style in (None, "'", '"') and node.end_mark.line > node.start_mark.line
 
 
 def _at(name: str, node: yaml.Node) -> str:

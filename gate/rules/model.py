@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -85,6 +86,10 @@ def parse(text: str) -> tuple[str, str | None]:
     typo = {t.lower(): t for t in KNOWN_TOOLS}.get(tool.lower())
     if typo and typo != tool:
         raise ValueError(f"{text!r}: tool names are case-sensitive; write {typo}(...)")
+    # A misspelt tool name would never match: a deny rule that silently protects nothing.
+    if (tool not in KNOWN_TOOLS and "*" not in tool and not tool.startswith("mcp__")
+            and (close := difflib.get_close_matches(tool, KNOWN_TOOLS, n=1, cutoff=0.75))):
+        raise ValueError(f"{text!r}: unknown tool {tool!r}; did you mean {close[0]}?")
     if spec is not None and not spec.strip():
         raise ValueError(f"{text!r} has an empty specifier: write {tool} alone to"
                          " match every use of the tool")

@@ -36,6 +36,7 @@ def test_a_parked_request_is_sent_as_is_once_approved_on_the_cli(
     listed = CliRunner().invoke(cli, ["pending"])
     assert listed.exit_code == 0 and q["id"] in listed.output and token not in listed.output
     assert "Approval page: http://127.0.0.1:" in listed.output
+    assert "Console: http://127.0.0.1:" in listed.output and "/_gate/console?" in listed.output
     as_json = CliRunner().invoke(cli, ["pending", "--json"])
     assert json.loads(as_json.output) == {"ok": True, "pending": [q]}
     done = CliRunner().invoke(cli, ["approve", q["id"]])
@@ -132,7 +133,7 @@ def test_several_questions_pend_at_once_and_other_requests_keep_flowing(
 
 def test_the_cli_says_when_no_gate_is_running(gate_dirs: dict[str, Path]) -> None:
     result = CliRunner().invoke(cli, ["pending"])
-    assert result.exit_code == 1 and "no gate is running for data dir" in result.output
+    assert result.exit_code == 3 and "no gate is running for data dir" in result.output
     assert "gate serve" in result.output
 
 

@@ -77,5 +77,5 @@ def test_a_newer_memory_file_is_refused_untouched(gate_dirs: dict[str, Path]) ->
     path.parent.mkdir(parents=True)
     path.write_text('{"schemaVersion": 7, "entries": []}')
     code, _, err = invoke("decisions", "list")
-    assert code == 1 and str(path) in err and "upgrade gate" in err
+    assert code == 3 and str(path) in err and "upgrade gate" in err  # cannot read it
     assert path.read_text() == '{"schemaVersion": 7, "entries": []}'

@@ -73,5 +73,5 @@ def test_an_unreadable_audit_is_a_clear_error(gate_dirs: dict[str, Path]) -> Non
     gate_dirs["data"].mkdir()
     (gate_dirs["data"] / "audit.db").write_bytes(b"not a database, " * 100)
     result = CliRunner().invoke(cli, ["watch", "--once"])
-    assert result.exit_code == 1
+    assert result.exit_code == 3  # cannot read
     assert f"{gate_dirs['data'] / 'audit.db'}: cannot read the audit" in result.stderr

@@ -152,7 +152,7 @@ def test_a_damaged_audit_is_an_error_naming_the_file(gate_dirs: dict[str, Path])
     gate_dirs["data"].mkdir()
     path.write_bytes(b"not a database at all" * 100)
     code, out, err = invoke("report")
-    assert code == 1 and out == ""
+    assert code == 3 and out == ""  # cannot read
     assert f"{path}: cannot read the audit" in err and "hint:" in err
 
 
@@ -174,7 +174,7 @@ def test_an_unreadable_withheld_list_names_the_request(gate_dirs: dict[str, Path
     db.close()
     for command in ("report", "export"):  # never a silently short count
         code, out, err = invoke(command)
-        assert code == 1 and f"audit.db: request {bad}: {says}" in err
+        assert code == 3 and f"audit.db: request {bad}: {says}" in err
         assert out.count("\n") == (1 if command == "export" else 0)  # export streams
 
 
