@@ -7,10 +7,12 @@ import contextlib
 import multiprocessing
 import signal
 import sqlite3
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from gate import log
 from gate.history import engine
 from gate.history.engine import Filters, Found, Progress, Screens
 from gate.history.model import Store
@@ -27,6 +29,7 @@ def _start(data_dir: Path, batches: list[list[str]]) -> None:
     # parent's to handle: it stops the workers itself, without a traceback from each.
     global _screens  # process-local by construction: each worker has its own
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    log.configure(level="WARNING")  # as the parent: no debug lines on the user's terminal
     _screens = Screens(SecretScreen.load(data_dir), PolicyStore(warn=False))
     for batch in batches:
         _screens.add_projects(batch)
@@ -57,6 +60,9 @@ def scan(
     pool = ProcessPoolExecutor(
         jobs, mp_context=ctx, initializer=_start, initargs=(data_dir, batches)
     )
+    # Killed (SIGTERM) like interrupted: the workers are stopped too, not left to finish.
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminated) if main else None
     try:
         largest = sorted(range(len(stores)), key=lambda i: -_size(stores[i][1].path))
         futures = {pool.submit(_one, stores[i][1], filters): i for i in largest}
@@ -80,7 +86,14 @@ def scan(
             proc.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
+    finally:
+        if main and before is not None:
+            signal.signal(signal.SIGTERM, before)
     pool.shutdown(wait=True)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _size(path: Path) -> int:

@@ -206,9 +206,12 @@ def test_workers_give_the_same_findings_in_the_same_order(
     assert doc_one["secrets"] >= 4, doc_one
 
 
-def test_ctrl_c_stops_a_parallel_scan_at_once(tmp_path: Path, gate_dirs: dict[str, Path]) -> None:
-    """Ctrl-C during a scan with worker processes: it stops within seconds, leaves no
-    worker running, and prints no traceback from each worker."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_a_parallel_scan_at_once(
+    tmp_path: Path, gate_dirs: dict[str, Path], sig: signal.Signals
+) -> None:
+    """Ctrl-C (or a kill) during a scan with worker processes: it stops within seconds,
+    leaves no worker running, and prints no traceback from each worker."""
     p = plant(tmp_path / "user")
     chats = p.home / ".gemini" / "tmp" / "p" / "chats"
     chats.mkdir(parents=True)
@@ -231,7 +234,7 @@ def test_ctrl_c_stops_a_parallel_scan_at_once(tmp_path: Path, gate_dirs: dict[st
             ).stdout.split()
         assert len(kids) >= 4 and proc.poll() is None, "no workers to interrupt"
         time.sleep(1)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=10)
     finally:
         if proc.poll() is None:
