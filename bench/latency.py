@@ -10,7 +10,10 @@ process-wide global (mitmproxy.ctx), so two masters cannot share a process, and 
 processes keep the client's and upstream's CPU off the proxies' GIL, as in real use.
 
 It prints numbers side by side; nothing passes or fails. Target: gate's added p50 at most
-1.5× mitmproxy's added p50. Run: .venv/bin/python bench/latency.py [--n 40] [--quick]
+1.5× mitmproxy's added p50. `--format` runs the same session as OpenAI Chat, Responses or
+Gemini bodies (comma-separated, or `all`); `--concurrent` runs 16 sessions at once instead
+(bench/latency_load.py). Run: .venv/bin/python bench/latency.py [--n 40] [--quick]
+[--format all] [--concurrent [--seconds 10]]
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+import latency_load  # noqa: E402
+from latency_formats import FORMAT, FORMATS, convert, reply_for  # noqa: E402
+
 PATHS = ("direct", "mitmproxy", "gate")
 SIZES = (("50 KB", 50_000), ("500 KB", 500_000), ("2 MB", 2_000_000))
 REPLY = json.dumps({
@@ -101,22 +108,31 @@ def _announce_and_wait(port: int, loop_thread: threading.Thread | None = None) -
 
 
 async def _fast_upstream() -> None:
-    """A minimal HTTP/1.1 keep-alive server: reads the body, answers a fixed Messages reply."""
-    head = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-            b"content-length: " + str(len(REPLY)).encode() + b"\r\n\r\n")
+    """A minimal HTTP/1.1 keep-alive server: reads the body, answers a fixed reply in the
+    format the path asks for (Messages, Chat, Responses, Gemini)."""
+    heads: dict[bytes, bytes] = {}
+
+    def answer(path: bytes) -> bytes:
+        if path not in heads:
+            reply = reply_for(path.decode())
+            heads[path] = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                           b"content-length: " + str(len(reply)).encode() + b"\r\n\r\n"
+                           + reply)
+        return heads[path]
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 headers = await reader.readuntil(b"\r\n\r\n")
                 n = 0
-                for line in headers.split(b"\r\n")[1:]:
+                lines = headers.split(b"\r\n")
+                for line in lines[1:]:
                     name, _, value = line.partition(b":")
                     if name.strip().lower() == b"content-length":
                         n = int(value)
                 if n:
                     await reader.readexactly(n)
-                writer.write(head + REPLY)
+                writer.write(answer(lines[0].split(b" ")[1]))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -222,7 +238,8 @@ def _serve_gate(upstream: str, profile: str | None) -> None:
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log", stderr=False)  # as `gate run` does
     config = dataclasses.replace(
-        Config().with_upstreams({"anthropic": parse_upstream("anthropic", upstream)}), port=0)
+        Config().with_upstreams({name: parse_upstream(name, upstream)
+                                 for name in ("anthropic", "openai", "gemini")}), port=0)
     cls = _profiled(BackgroundGate, profile) if profile else BackgroundGate
     gate = cls(config, data)
     listening = gate.start()
@@ -334,9 +351,9 @@ def _numbered(text: str, limit: int = 2000) -> str:
 class Conversation:
     """Tool use / tool result pairs of a long Claude Code session in `project`."""
 
-    def __init__(self, project: Path):
+    def __init__(self, project: Path, seed: int = 7):
         self.project = project
-        self.rand = random.Random(7)
+        self.rand = random.Random(seed)
         self.sources = _sources()
 
     def _id(self) -> str:
@@ -535,6 +552,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--turns", action="store_true",
                     help="also run each size as a session: every request is a new turn that"
                     " resends the previous one's messages and adds a short call")
+    ap.add_argument("--format", default="anthropic",
+                    help=f"wire formats, comma-separated or 'all': {', '.join(FORMATS)}")
+    ap.add_argument("--concurrent", action="store_true",
+                    help="instead: 16 sessions at once, one sending 2 MB bodies never sent"
+                    " before (throughput, p95, time to first byte, peak RSS)")
+    ap.add_argument("--seconds", type=float, default=10.0,
+                    help="--concurrent: seconds per timed phase (two per proxy)")
     ap.add_argument("--serve", help=argparse.SUPPRESS)  # child roles
     ap.add_argument("--to", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -643,6 +667,9 @@ def run(args: argparse.Namespace, root: Path) -> None:
     project = root / "project"
     (project / "src").mkdir(parents=True)
     (project / ".env").write_text("DATABASE_URL=postgres://app:s3cr3t-pw@db.internal/app\n")
+    formats = list(FORMATS) if args.format == "all" else args.format.split(",")
+    if unknown := [f for f in formats if f not in FORMAT]:
+        raise SystemExit(f"--format: unknown {unknown}; choose from {', '.join(FORMATS)}")
     conv = Conversation(project)
     wanted = {w.strip().upper() for w in args.sizes.split(",")}
     targets = [(label, target) for label, target in SIZES
@@ -651,7 +678,9 @@ def run(args: argparse.Namespace, root: Path) -> None:
 
     profile = ["--profile", str(Path(args.profile).resolve())] if args.profile else []
     role = "upstream" if args.upstream == "fast" else "fake"
-    clients: dict[str, Client] = {}
+    results: dict[str, list[Result]] = {}
+    turns: dict[str, list[Result]] = {}
+    load: dict[str, list[latency_load.Outcome]] = {}
     with contextlib.ExitStack() as stack:
         up = stack.enter_context(child("--serve", role))
         upstream = f"http://127.0.0.1:{up.port}"
@@ -659,30 +688,50 @@ def run(args: argparse.Namespace, root: Path) -> None:
                                                           upstream)),
                    "gate": stack.enter_context(child("--serve", "gate", "--to", upstream,
                                                      *profile))}
-        clients = {"direct": Client(up.port, "/v1/messages"),
-                   "mitmproxy": Client(servers["mitmproxy"].port, "/v1/messages"),
-                   "gate": Client(servers["gate"].port, "/anthropic/v1/messages")}
-        for c in clients.values():
-            stack.callback(c.close)
         t0 = time.monotonic()
-        results = [measure(clients, servers, label, itertools.repeat(body), args.n,
-                           args.warmup) for label, body in bodies]
-        turns = [measure(clients, servers, label, Conversation(project).turns(target), args.n,
-                         args.warmup) for label, target in targets] if args.turns else []
+        for fmt in formats:
+            f = FORMAT[fmt]
+            if args.concurrent:
+                load[fmt] = concurrent(fmt, servers, project, args.seconds)
+                continue
+            clients = {"direct": Client(up.port, f.path),
+                       "mitmproxy": Client(servers["mitmproxy"].port, f.path),
+                       "gate": Client(servers["gate"].port, f.gate_path)}
+            try:
+                results[fmt] = [measure(clients, servers, label,
+                                        itertools.repeat(convert(body, fmt)), args.n,
+                                        args.warmup) for label, body in bodies]
+                turns[fmt] = [measure(clients, servers, label,
+                                      (convert(b, fmt) for b in
+                                       Conversation(project).turns(target)),
+                                      args.n, args.warmup)
+                              for label, target in targets] if args.turns else []
+            finally:
+                for c in clients.values():
+                    c.close()
         elapsed = time.monotonic() - t0
 
     print(f"gate latency bench: {os.cpu_count()} cores, Python {platform.python_version()}"
           f" ({platform.python_implementation()}), mitmproxy {mitm_version.VERSION},"
           f" {platform.system()} {platform.machine()}, load {os.getloadavg()[0]:.1f}")
+    if args.concurrent:
+        print(f"upstream={args.upstream}, {elapsed:.0f} s")
+        for fmt in formats:
+            latency_load.report(load[fmt], fmt, args.seconds)
+        print(gate_check(Path(os.environ["GATE_DATA_DIR"])))
+        return
     print(f"upstream={args.upstream}, n={args.n} timed + {args.warmup} warm-up requests per"
           f" size per path, paths interleaved, keep-alive; {elapsed:.0f} s; times in ms")
-    print()
-    report(results)
-    if turns:
-        print("\n--turns: each request a new turn (the previous body's messages + one short"
-              " call); bytes = first timed body, growing to:",
-              ", ".join(f"{r.label} {r.last}" for r in turns))
-        report(turns)
+    for fmt in formats:
+        print(f"\n== {fmt}: {FORMAT[fmt].path} (gate: {FORMAT[fmt].gate_path})")
+        report(results[fmt])
+        if turns[fmt]:
+            print("\n--turns: each request a new turn (the previous body's messages + one"
+                  " short call); bytes = first timed body, growing to:",
+                  ", ".join(f"{r.label} {r.last}" for r in turns[fmt]))
+            report(turns[fmt])
+    if len(formats) > 1:
+        summary(formats, results, turns)
     print(gate_check(Path(os.environ["GATE_DATA_DIR"])))
     if args.breakdown:
         breakdown(bodies, root, args.n)
@@ -691,6 +740,46 @@ def run(args: argparse.Namespace, root: Path) -> None:
 
         print(f"\ncProfile of gate's proxy thread ({args.profile}), top 30 by own time:")
         pstats.Stats(args.profile).sort_stats("tottime").print_stats(30)
+
+
+def summary(formats: list[str], results: dict[str, list[Result]],
+            turns: dict[str, list[Result]]) -> None:
+    """gate's added p50 over mitmproxy's, every format and size side by side."""
+    def added(r: Result) -> str:
+        base = pct(r.times["direct"], 0.5)
+        return _ratio(pct(r.times["gate"], 0.5) - base, pct(r.times["mitmproxy"], 0.5) - base)
+
+    labels = [r.label for r in results[formats[0]]]
+    cols = [*labels, *(f"turns {x}" for x in labels if turns[formats[0]])]
+    print("\ngate's added p50 / mitmproxy's, per format (target ≤ 1.2× on the turns):")
+    print(f"{'format':>10} | " + " | ".join(f"{c:>12}" for c in cols))
+    for fmt in formats:
+        row = [added(r) for r in results[fmt]] + [added(r) for r in turns[fmt]]
+        print(f"{fmt:>10} | " + " | ".join(f"{c:>12}" for c in row))
+
+
+def concurrent(fmt: str, servers: dict[str, Child], project: Path,
+               seconds: float) -> list[latency_load.Outcome]:
+    """16 sessions at once through plain mitmproxy, then through gate."""
+    f = FORMAT[fmt]
+    req = json.loads(Conversation(project, seed=999).body(latency_load.HEAVY_BYTES))
+    for m in req["messages"]:  # a counter in every message: every string new each time
+        for b in m["content"]:
+            if b["type"] == "text":
+                b["text"] = "@@N@@ " + b["text"]
+            elif b["type"] == "tool_result":
+                b["content"] = "@@N@@ " + b["content"]
+    heavy = convert(json.dumps(req).encode(), fmt)
+
+    def ordinary(seed: int) -> Iterator[bytes]:
+        return (convert(b, fmt) for b in Conversation(project, seed).turns(30_000))
+
+    out = []
+    for name, path in (("mitmproxy", f.path), ("gate", f.gate_path)):
+        srv = servers[name]
+        out.append(latency_load.measure(name, srv.port, srv.proc.pid, path, HEADERS, ordinary,
+                                        heavy, seconds))
+    return out
 
 
 if __name__ == "__main__":

@@ -9,14 +9,16 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gate import log
 from gate.ask.client import ControlClient
-from gate.demo.stage import ENV_FILE, TOKEN_FILE, Stage
 from gate.errors import GateError
+
+if TYPE_CHECKING:
+    from gate.demo.stage import Stage
 
 ANSWERS = ("approve", "redact", "block")
 
@@ -32,6 +34,10 @@ def demo_cmd(answer: str | None) -> None:
     `.env` and `cat`s a file holding a token; gate withholds the first and asks you about
     the second (answer here, or with `gate approve|redact|block ID` in another terminal).
     """
+    # Imported here: the stage starts a gate, and loading the proxy would slow every
+    # other command's start.
+    from gate.demo.stage import Stage
+
     log.configure(stderr=False)
     with Stage(ask=True) as stage:
         # The tour's gate, audit and rules are the stage's own, never the user's.
@@ -42,6 +48,8 @@ def demo_cmd(answer: str | None) -> None:
 
 
 def _tour(stage: Stage, answer: str | None) -> None:
+    from gate.demo.stage import ENV_FILE, TOKEN_FILE
+
     _say(f"1. The agent reads {ENV_FILE} (STRIPE_KEY=...).")
     stage.read_env()
     _sent(stage, "the model provider got")

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from gate import dirs
+from gate import dirs, log
 from gate.cli.common import SinceType, echo_json, json_option
 from gate.errors import GateError
 from gate.history import backup, redact
@@ -70,6 +70,8 @@ def history_group() -> None:
     finds the secrets and denied-file values in them with the wire's own screens, `redact`
     replaces them in place, `restore` puts the originals back.
     """
+    # Warnings and errors only: the scan's own output and progress are the lines to read.
+    log.configure(level="WARNING")
 
 
 def _scan(

@@ -10,16 +10,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import ahocorasick_rs
-
 from gate.history import sources, sqlite_ro
 from gate.history.item import Item
 from gate.history.model import Finding, Form, Store
+from gate.history.prefilter import Prefilter
 from gate.history.readers import Env, Notes, Reader
 from gate.rules.layers import PolicyStore
 from gate.screen import masking
 from gate.screen.content import SecretScreen
-from gate.screen.fingerprints import DeniedIndex, Source, collect
+from gate.screen.fingerprints import DeniedIndex, Source, collect, encoded_forms
 from gate.screen.secrets import keyed_hash, placeholder
 
 _CWD = re.compile(rb'"(?:cwd|directory)"\s*:\s*"([^"]{1,4096})"')
@@ -48,7 +47,7 @@ class Screens:
     policies: PolicyStore
     denied: DeniedIndex | None = None
     roots: set[str] = field(default_factory=set)
-    _keywords: ahocorasick_rs.BytesAhoCorasick | None = None
+    _prefilter: Prefilter | None = None
 
     def add_projects(self, roots: Iterable[str]) -> None:
         # "/" (OpenCode's worktree outside git) would walk the whole disk; it is no project.
@@ -69,18 +68,20 @@ class Screens:
             for unit, source in collect(self.policies.policy_for(root), root).items():
                 units.setdefault(unit, source)
         self.denied = DeniedIndex(units)
+        self._prefilter = None
 
-    def worth(self, text: str) -> bool:
-        """Could the screens find anything here? One pass over the detectors' keywords
-        (the scanner's own prefilter, case-folded the same way) and one over the denied
-        values; only then is a JSONL line parsed and its strings screened one by one."""
-        if self._keywords is None:
-            words = {w for d in self.secret.scanner.detectors for w in d.keywords}
-            self._keywords = ahocorasick_rs.BytesAhoCorasick([w.encode() for w in words])
-        data = text.encode("utf-8", "surrogatepass").lower()
-        if self._keywords.find_matches_as_indexes(data, overlapping=False):
-            return True
-        return bool(self.denied is not None and len(self.denied) and self.denied.find(text))
+    def worth(self, raw: bytes) -> bool:
+        """Could the screens find anything in what these bytes decode to (as JSON or as
+        text)? Only then is a JSONL line parsed and its strings screened one by one."""
+        if self._prefilter is None:
+            forms = (
+                [f for unit in self.denied.units for f in encoded_forms(unit)]
+                if self.denied is not None
+                else []
+            )
+            words = [w for d in self.secret.scanner.detectors for w in d.keywords]
+            self._prefilter = Prefilter(words, forms)
+        return self._prefilter.maybe(raw)
 
 
 @dataclass(frozen=True, slots=True)

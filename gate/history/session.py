@@ -35,7 +35,7 @@ def run(
     progress: Progress | None = None,
     audit: Path | None = None,
     jobs: int = 1,
-    parallel_bytes: int = PARALLEL_BYTES,
+    parallel_bytes: int | None = None,
 ) -> Result:
     filters = filters or Filters()
     wanted = set(agents) or set(READERS)
@@ -52,12 +52,16 @@ def run(
     if filters.since is not None:  # a store untouched since then holds nothing newer
         stores = [(r, s) for r, s in stores if _mtime(s.path) >= filters.since]
     screens = Screens(SecretScreen.load(data_dir), PolicyStore(warn=False))
-    screens.add_projects([str(p) for p in env.projects])
+    # The denied values of the projects named, in this order (the first file a value is
+    # found in names it): a worker process adds the same batches in the same order.
+    batches = [[str(p) for p in env.projects], sorted(engine.project_hints(stores))]
+    for batch in batches:
+        screens.add_projects(batch)
     errors: list[str] = []
     # Worker processes start in about a second: worth it only for a large history.
-    if jobs > 1 and len(stores) > 1 and sum(_size(s.path) for _, s in stores) > parallel_bytes:
-        roots = sorted(screens.roots | engine.project_hints(stores))
-        found = tuple(workers.scan(stores, data_dir, roots, filters, jobs, progress, errors))
+    big = PARALLEL_BYTES if parallel_bytes is None else parallel_bytes
+    if jobs > 1 and len(stores) > 1 and sum(_size(s.path) for _, s in stores) > big:
+        found = tuple(workers.scan(stores, data_dir, batches, filters, jobs, progress, errors))
     else:
         found = tuple(engine.scan(stores, screens, filters, progress, errors))
     values = {f.finding.digest: sent.Value(f.value, f.finding.source) for f in found}

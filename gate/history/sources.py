@@ -5,11 +5,11 @@ blocks, SQLite through a read-only connection."""
 from __future__ import annotations
 
 import contextlib
-import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import ahocorasick_rs
 import orjson
 
 from gate.history import sqlite_ro
@@ -20,9 +20,8 @@ from gate.history.readers import Notes, Reader
 BLOCK = 1 << 20  # text files are screened a megabyte of whole lines at a time
 # (item, string): one string to screen, and where it sits.
 Piece = tuple[Item, str]
-_HIDING = re.compile(r"\\u00[2-7][0-9a-fA-F]|\\/")
 _FIRST = {"session": 0, "sessions": 0, "threads": 0, "message": 1, "messages": 1}
-Worth = Callable[[str], bool]  # could a screen match anything in this text?
+Worth = Callable[[bytes], bool]  # could a screen match anything these bytes decode to?
 
 
 def pieces(reader: Reader, store: Store, notes: Notes, worth: Worth) -> Iterator[Piece]:
@@ -37,19 +36,19 @@ def pieces(reader: Reader, store: Store, notes: Notes, worth: Worth) -> Iterator
 
 
 def _jsonl(reader: Reader, store: Store, notes: Notes, worth: Worth) -> Iterator[Piece]:
+    marks = [m.encode() for m in reader.markers]
+    markers = ahocorasick_rs.BytesAhoCorasick(marks) if marks else None
     with open(store.path, "rb") as f:
         for n, raw in enumerate(f, 1):
-            line = raw.decode("utf-8", "replace")
-            noted = any(m in line for m in reader.markers)
-            # An ASCII character written as a \u escape, or an escaped slash, can hide a
-            # value from the raw-line screen: such lines are decoded, strings screened.
-            worthy = bool(_HIDING.search(line)) or worth(line)
+            noted = markers is not None and bool(markers.find_matches_as_indexes(raw))
+            worthy = worth(raw)
             if not noted and not worthy:
                 continue
             try:
                 doc = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 # A torn last line (the agent was writing) is still screened, as text.
+                line = raw.decode("utf-8", "replace")
                 yield Item(store=store, line=n, doc=line, calls=notes.calls), line
                 continue
             if noted:
@@ -85,14 +84,13 @@ def _text(store: Store, worth: Worth) -> Iterator[Piece]:
                 rest = data
                 continue
             block, rest = (data[:cut], data[cut:]) if cut else (data, b"")
-            text = block.decode("utf-8", "replace")
-            if worth(text):
+            if worth(block):
+                text = block.decode("utf-8", "replace")
                 yield Item(store=store, line=line, doc=text), text
             line += block.count(b"\n")
-        if rest:
+        if rest and worth(rest):
             text = rest.decode("utf-8", "replace")
-            if worth(text):
-                yield Item(store=store, line=line, doc=text), text
+            yield Item(store=store, line=line, doc=text), text
 
 
 def _sqlite(reader: Reader, store: Store, notes: Notes, worth: Worth) -> Iterator[Piece]:
@@ -129,7 +127,7 @@ def _rows(
         reader.note(row, notes)
         for col in table.columns:
             text = sqlite_ro.text_of(values[names.index(col)])
-            if text is None or not worth(text):
+            if text is None or not worth(text.encode("utf-8", "surrogatepass")):
                 continue
             parsed: Any = row[col]
             found = strings(parsed) if isinstance(parsed, dict | list) else [((), text)]

@@ -3,12 +3,16 @@ scanner and denied-file index are built once per process; nothing is shared)."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import signal
 import sqlite3
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from gate import log
 from gate.history import engine
 from gate.history.engine import Filters, Found, Progress, Screens
 from gate.history.model import Store
@@ -20,11 +24,15 @@ from gate.screen.content import SecretScreen
 _screens: Screens | None = None
 
 
-def _start(data_dir: Path, roots: list[str]) -> None:
-    # Per worker process: its own screens, built before the first store.
+def _start(data_dir: Path, batches: list[list[str]]) -> None:
+    # Per worker process: its own screens, built before the first store. Ctrl-C is the
+    # parent's to handle: it stops the workers itself, without a traceback from each.
     global _screens  # process-local by construction: each worker has its own
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    log.configure(level="WARNING")  # as the parent: no debug lines on the user's terminal
     _screens = Screens(SecretScreen.load(data_dir), PolicyStore(warn=False))
-    _screens.add_projects(roots)
+    for batch in batches:
+        _screens.add_projects(batch)
 
 
 def _one(store: Store, filters: Filters) -> tuple[list[Found], str | None]:
@@ -38,23 +46,59 @@ def _one(store: Store, filters: Filters) -> tuple[list[Found], str | None]:
 def scan(
     stores: list[tuple[Reader, Store]],
     data_dir: Path,
-    roots: list[str],
+    batches: list[list[str]],
     filters: Filters,
     jobs: int,
     progress: Progress | None,
     errors: list[str],
 ) -> Iterator[Found]:
-    """Like engine.scan, across `jobs` processes; findings come back store by store."""
+    """Like engine.scan, across `jobs` processes, with the same findings in the same
+    order: stores are handed out largest first (so no big one is left for last), and
+    their findings given back in the stores' own order as soon as all before are in."""
     # forkserver: no fork of a process that may run threads (a gate, a test's server).
     ctx = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(
-        jobs, mp_context=ctx, initializer=_start, initargs=(data_dir, roots)
-    ) as pool:
-        futures = {pool.submit(_one, s, filters): s for _, s in stores}
+    pool = ProcessPoolExecutor(
+        jobs, mp_context=ctx, initializer=_start, initargs=(data_dir, batches)
+    )
+    # Killed (SIGTERM) like interrupted: the workers are stopped too, not left to finish.
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminated) if main else None
+    try:
+        largest = sorted(range(len(stores)), key=lambda i: -_size(stores[i][1].path))
+        futures = {pool.submit(_one, stores[i][1], filters): i for i in largest}
+        ready: dict[int, tuple[list[Found], str | None]] = {}
+        following = 0
         for n, fut in enumerate(as_completed(futures), 1):
+            i = futures[fut]
             if progress:
-                progress(futures[fut], n, len(stores))
-            found, error = fut.result()
-            if error:
-                errors.append(error)
-            yield from found
+                progress(stores[i][1], n, len(stores))
+            ready[i] = fut.result()
+            while following in ready:
+                found, error = ready.pop(following)
+                following += 1
+                if error:
+                    errors.append(error)
+                yield from found
+    except BaseException:
+        # Ctrl-C, a failed worker, or a consumer that stopped reading: stop the workers
+        # now rather than let each finish its store.
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        if main and before is not None:
+            signal.signal(signal.SIGTERM, before)
+    pool.shutdown(wait=True)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for p in (path, Path(f"{path}-wal")):
+        with contextlib.suppress(OSError):
+            total += p.stat().st_size
+    return total
