@@ -347,14 +347,14 @@ def _decisions(data: Any, path: Path) -> DecisionsConfig:
     if url is not None and (not isinstance(url, str)
                             or urlsplit(url).scheme not in ("http", "https")):
         raise ConfigError("must be an http(s) URL", where=f"{path}: decisions.helper_url")
-    key = d.get("team_key_file")
-    if key is not None and (not isinstance(key, str) or not key):
+    key_file = d.get("team_key_file")
+    if key_file is not None and (not isinstance(key_file, str) or not key_file):
         raise ConfigError("must be the path of the team's key file",
                           where=f"{path}: decisions.team_key_file")
     team_url = d.get("url")
     return DecisionsConfig(d.get("record_dataset", True), url, d.get("allow_remote", False),
                            # relative: to config.yaml's dir, never the cwd
-                           path.parent / os.path.expanduser(key) if key else None,
+                           path.parent / os.path.expanduser(key_file) if key_file else None,
                            audit_url(team_url, f"{path}: decisions.url") if team_url else None)
 
 

@@ -63,9 +63,9 @@ def producers(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
             continue
         if call.name in FOLLOW_UPS:
             task = _task(call)
-            found = started.get(task, []) if task is not None else []
-            found = [c for c in found if c.id != call.id]
-            out[call.id] = tuple(found) or (
+            candidates = started.get(task, []) if task is not None else []
+            others = [c for c in candidates if c.id != call.id]
+            out[call.id] = tuple(others) or (
                 ToolCall(call.id, UNKNOWN_TASK, {UNSEEN: True}, call.result),
             )
         elif started and (found := _reads_output(call, files, started)):

@@ -95,9 +95,9 @@ def _part(
     fields: dict[str, str] = {}
     for line in body[start:split].split(b"\r\n") if split > start else ():
         text = line.decode("utf-8", "replace")
-        name, colon, value = text.partition(":")
-        key = name.strip().lower()
-        if not colon or name != name.strip() or "\ufffd" in text or "\x00" in text:
+        head, colon, value = text.partition(":")
+        key = head.strip().lower()
+        if not colon or head != head.strip() or "\ufffd" in text or "\x00" in text:
             raise Refused(f"part {n} has a header line gate cannot read one way only")
         if key == "content-transfer-encoding":
             raise Refused(f"part {n} has a Content-Transfer-Encoding (servers undo it or not)")
@@ -108,14 +108,15 @@ def _part(
         fields[key] = value.strip()
     if dash in body[content:end]:
         raise Refused(f"part {n} holds its body's boundary (parsers split it differently)")
-    kind = None
+    kind: str | None = None
     if "content-type" in fields:
         kind, params = media_type(fields["content-type"])
         if kind.startswith("multipart/"):
             raise Refused(f"part {n} is itself multipart (nested parts are not read)")
         if params.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
             raise Refused(f"part {n} declares a charset other than UTF-8")
-    name = filename = None
+    name: str | None = None
+    filename: str | None = None
     if form or "content-disposition" in fields:
         disposition, params = media_type(fields.get("content-disposition", ""))
         if disposition != "form-data" or "name" not in params:

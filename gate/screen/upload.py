@@ -100,10 +100,8 @@ def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
                       " not sent")
     if how == "raw":
         _one_chunk(req)
-        texts = [_text(req.body, "the uploaded file", req)]
-        verdicts = [_screen_text(req, texts[0], screeners)]
-        out = verdicts[0][0].encode() if verdicts[0][1].body is not None else None
-        return _verdict(req, [v for _, v in verdicts], out)
+        edited, verdict = _screen_text(req, _text(req.body, "the uploaded file", req), screeners)
+        return _verdict(req, [verdict], edited.encode() if verdict.body is not None else None)
     try:
         _, params = _media(req)
         parts = multipart.parse(req.body, multipart.boundary(params), how == "form")

@@ -268,7 +268,7 @@ def test_config_names_the_team_database_and_refuses_what_an_agent_could_reach(
     path.write_text("decisions: {team_key_file: team.key, url: 'sqlite:///x'}\n")
     with pytest.raises(ConfigError, match="PostgreSQL URL") as err:
         load(path)
-    assert err.value.where == f"{path}: decisions.url"
+    assert err.value.where == f"{path}:1: decisions.url"  # its line, as every config error
     path.write_text(
         "decisions: {team_key_file: team.key, url: 'postgresql://db.internal/g'}\n"
         "egress: {allow: [db.internal]}\n"
