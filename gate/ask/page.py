@@ -41,8 +41,12 @@ button.block{background:#b42318;color:#fff}.note{background:#eef6ee;padding:.5em
 """
 
 
-def render(questions: list[Question], csrf: str, note: str = "") -> str:
-    body = [f'<p class="note">{escape(note)}</p>' if note else ""]
+def render(questions: list[Question], csrf: str, note: str = "",
+           user: str | None = None) -> str:
+    """The page; `user`: who is signed in to a shared gate (they see their questions only,
+    or all of them as an admin)."""
+    body = [f'<p class="who">Signed in as <b>{escape(user)}</b>.</p>' if user else "",
+            f'<p class="note">{escape(note)}</p>' if note else ""]
     if not questions:
         body.append("<p>No pending questions.</p>")
     body += [_question(q, csrf) for q in questions]
@@ -77,7 +81,9 @@ def _question(q: Question, csrf: str) -> str:
     return (
         f'<div class="q" id="{escape(q.id)}"><h2>{escape(q.id)}: {escape(q.kind)}</h2>'
         f'<p class="ask">{escape(ask_in_words(q))}</p>'
-        f"<p>{escape(str(r.get('agent') or 'an agent'))} → {escape(str(r.get('upstream')))}"
+        + (f'<p class="user">Sent by user <b>{escape(str(r["user"]))}</b></p>'
+           if r.get("user") else "")
+        + f"<p>{escape(str(r.get('agent') or 'an agent'))} → {escape(str(r.get('upstream')))}"
         f" {escape(str(r.get('path')))} (model {escape(str(r.get('model') or '?'))}),"
         f" project {escape(str(r.get('project_root') or '?'))}</p>"
         f"<table><tr><th>kind</th><th>rule</th><th>file or tool</th><th>preview</th></tr>"

@@ -71,6 +71,11 @@ MIGRATIONS = (
         AS $$ SELECT $1 + CASE WHEN $2 THEN 1 ELSE 0 END $$;
     CREATE AGGREGATE sum(boolean) (sfunc = gate_count, stype = bigint, initcond = '0');
     """,
+    # A shared gate's user who sent each request (null on a gate that serves one person).
+    """
+    ALTER TABLE requests ADD COLUMN user_name TEXT;
+    CREATE INDEX requests_user ON requests (user_name, id);
+    """,
 )
 
 

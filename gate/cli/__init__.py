@@ -28,6 +28,7 @@ from gate.cli import (
     sessions,
     watch,
 )
+from gate.cli import users as users_cli
 from gate.errors import GateError
 
 
@@ -91,7 +92,7 @@ for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.C
                 *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
                 *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS, *ca.COMMANDS,
                 *doctor.COMMANDS, *demo.COMMANDS, *history.COMMANDS,
-                *sessions.COMMANDS, *completion.COMMANDS):
+                *sessions.COMMANDS, *completion.COMMANDS, *users_cli.COMMANDS):
     cli.add_command(command)
 
 

@@ -51,16 +51,18 @@ def ago(ts: float, now: float | None = None) -> str:
               help="Only requests with this verdict.")
 @click.option("--session", help="Only requests of this conversation (see `gate sessions`).")
 @click.option("--run", "run_id", help="Only requests of this `gate run` (its summary names it).")
+@click.option("--user", help="Only requests this user of a shared gate sent (`gate users list`).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new requests as they come.")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
 @json_option
 def log_cmd(since: float | None, agent: str | None, verdict: str | None, session: str | None,
-            run_id: str | None, follow: bool, limit: int, as_json: bool) -> None:
+            run_id: str | None, user: str | None, follow: bool, limit: int,
+            as_json: bool) -> None:
     """List recent requests: when, agent, verdict, status, where, model, size, tokens,
     what was withheld and what a person approved. Colour on a terminal (not with NO_COLOR)."""
     store = open_store()
     filters = {"since": since, "agent": agent, "verdict": verdict, "session": session,
-               "run_id": run_id}
+               "run_id": run_id, "user": user}
     rows = list(store.rows(limit, body=False, **filters))  # type: ignore[arg-type]
     if as_json:
         if follow:
@@ -100,7 +102,8 @@ def _line(r: dict[str, Any], color: bool) -> str:
     return (f"{r['id']:>6}  {ago(r['ts']):<12}  {r['agent'] or '-':<12} "
             f"{_style(f'{shown:<9}', colour, color)}"
             f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
-            f"  {r['model'] or '-'}  {size(r['request_bytes'])}  tok={tokens}{withheld}")
+            f"  {r['model'] or '-'}  {size(r['request_bytes'])}  tok={tokens}{withheld}"
+            + (f" user={r['user_name']}" if r.get("user_name") else ""))
 
 
 def _style(text: str, how: str, color: bool) -> str:
