@@ -11,7 +11,7 @@ import anthropic
 import httpx2 as httpx
 import openai
 import pytest
-from team_kit import SharedGate, start_shared
+from team_kit import SharedGate, make_pki, start_shared
 
 from fake_provider import FakeProvider
 from gate.audit.store import AuditStore
@@ -178,3 +178,46 @@ def test_openai_sdk_errors_read_as_auth_errors(shared: SharedGate) -> None:
             pytest.raises(openai.AuthenticationError):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert os.environ.get("GATE_DATA_DIR")  # the gate_dirs fixture isolated this test
+
+
+def _with_cert(g: SharedGate, cert: tuple[Path, Path]) -> anthropic.Anthropic:
+    context = g.pki.ssl_context()
+    context.load_cert_chain(*cert)
+    return anthropic.Anthropic(base_url=f"{g.base}/anthropic", api_key="x", max_retries=0,
+                               http_client=httpx.Client(verify=context))
+
+
+def test_a_client_certificate_signs_its_user_in(provider: FakeProvider,
+                                                gate_dirs: dict[str, Path],
+                                                tmp_path: Path) -> None:
+    server, g = start_shared(provider, gate_dirs["data"], tmp_path / "pki", client_ca=True,
+                             projects=(str(gate_dirs["project"]),))
+    try:
+        alice = g.pki.issue("alice", server=False)
+        with _with_cert(g, alice) as client:
+            client.messages.create(**MSG)
+        assert _rows(g.data)[0]["user_name"] == "alice"
+        with g.anthropic("bob") as client:  # a token still works without a certificate
+            client.messages.create(**MSG)
+        assert _rows(g.data)[0]["user_name"] == "bob"
+        status, _ = g.raw("POST", f"/_user/{g.users['bob'].agent_token}/anthropic/v1/"
+                             "messages", body=MSG)  # no certificate, bob's token
+        assert status == 200
+        context = g.pki.ssl_context()
+        context.load_cert_chain(*alice)
+        with httpx.Client(verify=context) as http:  # alice's certificate, bob's token
+            reply = http.post(f"{g.base}/anthropic/v1/messages", json=MSG,
+                              headers={"x-gate-user-token": g.users["bob"].agent_token})
+        assert reply.status_code == 400 and "different users" in reply.text
+        with _with_cert(g, g.pki.issue("carol", server=False)) as client, \
+                pytest.raises(anthropic.AuthenticationError, match="CN names no active user"):
+            client.messages.create(**MSG)
+        stranger = make_pki(tmp_path / "other", "another CA").issue("alice", server=False)
+        with _with_cert(g, stranger) as client, pytest.raises(anthropic.APIConnectionError):
+            client.messages.create(**MSG)  # the handshake fails: not our CA
+        Users(g.data).revoke("alice")
+        with _with_cert(g, alice) as client, pytest.raises(anthropic.AuthenticationError):
+            client.messages.create(**MSG)
+        assert len(provider.seen) == 3
+    finally:
+        server.stop()
