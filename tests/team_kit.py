@@ -146,7 +146,8 @@ def start_shared(provider: FakeProvider, data: Path, pki_dir: Path, *,
                  users: tuple[tuple[str, bool], ...] = (("alice", False), ("bob", False),
                                                        ("root", True)),
                  ask: AskConfig | None = None, projects: tuple[str, ...] = (),
-                 client_ca: bool = False) -> tuple[BackgroundGate, SharedGate]:
+                 client_ca: bool = False,
+                 advertise: bool = False) -> tuple[BackgroundGate, SharedGate]:
     """A gate with `shared: true` on 127.0.0.1 (the path a gate on 0.0.0.0 takes, reached
     only over loopback), its certificate from a fresh test CA, and these users."""
     pki = make_pki(pki_dir)
@@ -158,5 +159,5 @@ def start_shared(provider: FakeProvider, data: Path, pki_dir: Path, *,
                      tls=TlsSettings(str(cert), str(key),
                                      str(pki.ca_file) if client_ca else None)).with_upstreams(
         {name: parse_upstream(name, provider.url) for name in ("anthropic", "openai")})
-    server = BackgroundGate(config, data)
+    server = BackgroundGate(config, data, advertise=advertise)
     return server, SharedGate(server.start(), data, provider, pki, issued)

@@ -302,7 +302,8 @@ def _find_or_start(config: Config, data: Path,
     from gate.proxy.server import BackgroundGate, read_server_file
 
     running = read_server_file(data)
-    if running and not must_start and _healthy(running.base_url, data, config.forward):
+    if running and not must_start and _healthy(running.base_url, data, config.forward,
+                                               local=True):
         return running.base_url, None
     try:
         gate = BackgroundGate(config, data)
@@ -333,14 +334,17 @@ def _health(base_url: str) -> dict[str, object] | None:
     return info if isinstance(info, dict) and info.get("ok") is True else None
 
 
-def _healthy(base_url: str, data: Path, forward: bool = False) -> bool:
-    """The gate of this data dir (in forward mode, when forward mode is wanted): the
-    instance its /_gate/health names is the one its server.json names."""
+def _healthy(base_url: str, data: Path, forward: bool = False, local: bool = False) -> bool:
+    """The gate of this data dir (in forward mode, when forward mode is wanted; with
+    `local`, one that is not shared, which a `gate run` agent could not use in plain HTTP
+    without a user's token): the instance its /_gate/health names is the one its
+    server.json names."""
     from gate.proxy.server import server_instance
 
     info, instance = _health(base_url), server_instance(data)
     return (info is not None and instance is not None and info.get("instance") == instance
-            and (not forward or info.get("forward") is True))
+            and (not forward or info.get("forward") is True)
+            and (not local or info.get("shared") is not True))
 
 
 def _run_child(argv: list[str], env: dict[str, str]) -> int:

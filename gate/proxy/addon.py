@@ -70,7 +70,10 @@ class GateAddon:
     def running(self) -> None:
         host, port = ctx.master.addons.get("proxyserver").listen_addrs()[0][:2]
         self.control.port = port
-        self._registered = client.register(self.data_dir, host, port)
+        # `gate pending` and friends speak plain HTTP to loopback: a shared gate (HTTPS
+        # only) is answered on its page or API instead.
+        if self.control.users is None:
+            self._registered = client.register(self.data_dir, host, port)
         if self.on_ready is not None:
             self.on_ready(host, port)
 
@@ -311,7 +314,8 @@ class GateAddon:
                                                {"content-type": "application/json"})
             return
         body: dict[str, Any] = {"ok": True, "version": __version__, "instance": self.instance,
-                                "forward": self.config.forward}
+                                "forward": self.config.forward,
+                                "shared": self.control.users is not None}
         flow.response = http.Response.make(200, json.dumps(body).encode(),
                                            {"content-type": "application/json"})
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -15,6 +17,9 @@ from team_kit import SharedGate, make_pki, start_shared
 
 from fake_provider import FakeProvider
 from gate.audit.store import AuditStore
+from gate.cli import serve
+from gate.config import Config, parse_upstream
+from gate.proxy.server import Listening
 from gate.users import Users
 
 MSG = {"model": "claude-test", "max_tokens": 16,
@@ -221,3 +226,38 @@ def test_a_client_certificate_signs_its_user_in(provider: FakeProvider,
         assert len(provider.seen) == 3
     finally:
         server.stop()
+
+
+def test_gate_run_does_not_reuse_a_shared_gate(provider: FakeProvider,
+                                               gate_dirs: dict[str, Path],
+                                               tmp_path: Path) -> None:
+    """Its agent would speak plain HTTP with no token: `gate run` starts a gate of its own,
+    and `gate pending` is not pointed at the shared one."""
+    server, g = start_shared(provider, gate_dirs["data"], tmp_path / "pki", advertise=True)
+    try:
+        status, health = g.raw("GET", "/_gate/health")
+        assert status == 200 and health["shared"] is True
+        assert not list((gate_dirs["data"] / "control").glob("*.json"))
+        config = Config(port=0).with_upstreams(
+            {"anthropic": parse_upstream("anthropic", provider.url)})
+        base, started = serve._find_or_start(config, gate_dirs["data"], False)
+        assert started is not None and base != g.base
+        started.stop()
+    finally:
+        server.stop()
+
+
+def test_a_gate_for_one_person_takes_tokens_off_too(gate: Listening, provider: FakeProvider,
+                                                    gate_dirs: dict[str, Path]) -> None:
+    """An agent wired for a shared gate and pointed at a local one by mistake: its token
+    is not forwarded there either (and signs nobody in: a local gate has no users)."""
+    token = "gu_" + "C" * 43
+    conn = http.client.HTTPConnection("127.0.0.1", gate.port, timeout=30)
+    conn.request("POST", f"/_user/{token}/anthropic/v1/messages", body=json.dumps(MSG),
+                 headers={"content-type": "application/json", "x-gate-user-token": token})
+    assert conn.getresponse().status == 200
+    conn.close()
+    seen = provider.seen[-1]
+    assert seen.path == "/v1/messages" and token not in str(seen.headers)
+    assert _rows(gate_dirs["data"])[0]["user_name"] is None
+    assert token.encode() not in _everything_written(gate_dirs["data"])
