@@ -123,6 +123,9 @@ class GateAddon:
                 logger.warning("flow {}: provider event not read ({})", flow.id,
                                type(exc).__name__)
             return
+        if self._let_go(conn):
+            self._refuse_frame(flow, message, f"user {conn.user!r} is no longer let in")
+            return
         # Fail closed: a frame that could not be screened is dropped, and the agent told.
         try:
             content = conn.from_client(message.content, message.is_text, self.policies,
@@ -138,6 +141,16 @@ class GateAddon:
         else:
             if content is not None:
                 message.content = content
+
+    def _let_go(self, conn: websocket.Connection) -> bool:
+        """Whether a shared gate's user was revoked since the connection opened (or the
+        users file became unreadable: fail closed)."""
+        if conn.user is None or self.control.users is None:
+            return False
+        try:
+            return self.control.users.by_name(conn.user) is None
+        except Exception:
+            return True
 
     def _refuse_frame(self, flow: http.HTTPFlow, message: Any, reason: str) -> None:
         message.drop()

@@ -26,6 +26,7 @@ HEADER = "x-gate-user-token"
 PREFIX = "/_user/"
 _CONTROL = "/_gate/"
 _HEALTH = "/_gate/health"
+_RUN = "/_run/"
 
 
 def is_loopback(host: str) -> bool:
@@ -119,6 +120,10 @@ class TeamAuth:
                 raise Refused(400, "the /_user/ prefix goes before a provider's route, not"
                               " before /_gate/")
             return None  # the control API and the page take a person's token themselves
+        if path.startswith(_RUN):
+            # A run is a `gate run` on this machine; naming one would take its project and
+            # agent as this request's own.
+            raise Refused(400, "a shared gate has no runs: drop /_run/ID/ from the base URL")
         return self._user(flow, headed, in_path)
 
     def _strip_prefix(self, req: http.Request) -> str | None:

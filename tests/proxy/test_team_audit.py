@@ -87,6 +87,11 @@ def test_a_websocket_row_names_its_user(gate_dirs: dict[str, Path], tmp_path: Pa
                                 "input": "hello"}))
             while json.loads(ws.recv(timeout=10))["type"] != "response.completed":
                 pass
+            Users(gate_dirs["data"]).revoke("alice")  # the next frame is refused
+            ws.send(json.dumps({"type": "response.create", "model": "gpt-test",
+                                "input": "again"}))
+            event = json.loads(ws.recv(timeout=10))
+            assert event["type"] == "error" and "no longer let in" in event["message"]
         with pytest.raises(Exception, match="401"):
             connect(url.replace(token, "gu_" + "B" * 43), ssl=pki.ssl_context())
     finally:

@@ -131,6 +131,8 @@ def test_the_prefix_is_found_however_it_is_spelled(shared: SharedGate, path: str
     ("/_user/{a}/_user/{b}/anthropic/v1/messages", {}, 400, "twice"),
     ("/_user/{a}/anthropic/v1/messages", {"x-gate-user-token": "{b}"}, 400, "two different"),
     ("/_user/{a}/_gate/api/pending", {}, 400, "not before /_gate/"),
+    ("/_user/{a}/_run/r1/anthropic/v1/messages", {}, 400, "no runs"),
+    ("/_run/r1/anthropic/v1/messages", {"x-gate-user-token": "{a}"}, 400, "no runs"),
     ("/_user/{a}/anthropic/v1/%2e%2e%2fmessages", {}, 400, "cannot read"),
     ("/_user/{a}%2Fanthropic/v1/messages", {}, 400, "cannot read"),
 ])
