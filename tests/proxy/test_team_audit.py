@@ -14,7 +14,7 @@ from team_kit import make_pki, start_shared
 from websockets.sync.client import connect
 
 from fake_provider import FakeProvider
-from gate.audit import chain
+from gate.audit import chain, pg_schema, schema
 from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.config import AuditSettings, Config, TlsSettings, parse_upstream
@@ -143,3 +143,37 @@ def test_gate_users_add_list_revoke(gate_dirs: dict[str, Path]) -> None:
     assert users.by_token(issued["agent_token"], Kind.AGENT) is None
     assert users.by_token(again["agent_token"], Kind.AGENT).name == "alice"
     assert users.by_token(again["agent_token"], Kind.PERSON) is None
+
+
+def _downgrade_and_reopen(store: AuditStore, version: int, path: Path,
+                          settings: AuditSettings) -> AuditStore:
+    """The audit as the gate before user_name wrote it, opened by this gate."""
+    db = store.conn()
+    db.execute("DROP INDEX requests_user")
+    db.execute("ALTER TABLE requests DROP COLUMN user_name")
+    db.execute("DELETE FROM schema_version WHERE version = ?", (version,))
+    store.close()
+    return AuditStore(path, settings)
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_an_older_audit_gains_the_column_and_still_verifies(
+        engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    settings = AuditSettings(url=request.getfixturevalue("pg_url")
+                             if engine == "postgresql" else None)
+    path = tmp_path / "audit.db"
+    store = AuditStore(path, settings)
+    for n in range(3):
+        store.record_request(upstream="anthropic", host="h", method="POST", path="/v1/x",
+                             request_bytes=n, verdict="forwarded", body=b'{"n": %d}' % n)
+    version = len(pg_schema.MIGRATIONS if engine == "postgresql" else schema.MIGRATIONS)
+    store = _downgrade_and_reopen(store, version, path, settings)
+    try:
+        store.record_request(upstream="anthropic", host="h", method="POST", path="/v1/x",
+                             request_bytes=9, verdict="forwarded", body=b"{}",
+                             user_name="alice")
+        verdict = chain.verify(store.conn())
+        assert verdict.ok and verdict.requests == 4, verdict
+        assert [r["user_name"] for r in store.rows(10)] == ["alice", None, None, None]
+    finally:
+        store.close()
