@@ -92,6 +92,7 @@ class Users:
         self._lock = threading.Lock()
         self._seen: tuple[int, int, int] | None = None
         self._users: tuple[User, ...] = ()
+        self._hashes: dict[Kind, tuple[tuple[bytes, User], ...]] = {k: () for k in Kind}
         self._error: str | None = None
 
     # -- reading (the proxy) ---------------------------------------------------------------
@@ -114,10 +115,10 @@ class Users:
         if not _TOKEN.match(token) or not token.startswith(kind.value):
             return None
         given = digest(token).encode()
+        self.all()  # reread if changed; raises when unreadable
         found = None
-        for user in self.active():
-            stored = user.agent_hash if kind is Kind.AGENT else user.person_hash
-            if hmac.compare_digest(given, stored.encode()):
+        for stored, user in self._hashes[kind]:
+            if hmac.compare_digest(given, stored):
                 found = user
         return found
 
@@ -130,6 +131,7 @@ class Users:
             st = self.path.stat()
         except FileNotFoundError:
             self._seen, self._users, self._error = None, (), None
+            self._hashes = {k: () for k in Kind}
             return
         except OSError as exc:
             self._error = f"cannot read the users file ({exc.strerror})"
@@ -141,6 +143,9 @@ class Users:
             self._users, self._error = _parse(self.path.read_bytes()), None
         except (OSError, ValueError) as exc:
             self._users, self._error = (), f"cannot read the users file: {exc}"
+        active = [u for u in self._users if u.active]
+        self._hashes = {Kind.AGENT: tuple((u.agent_hash.encode(), u) for u in active),
+                        Kind.PERSON: tuple((u.person_hash.encode(), u) for u in active)}
         self._seen = seen
 
     # -- writing (`gate users`) ------------------------------------------------------------
