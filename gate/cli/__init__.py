@@ -68,7 +68,7 @@ _SECTIONS = (
     ("Run agents through gate", ("run", "serve", "env")),
     ("Answer its questions", ("watch", "pending", "approve", "redact", "block", "decisions")),
     ("See what was sent", ("log", "show", "sessions", "search", "report", "export")),
-    ("Rules, secrets and setup", ("rules", "scan", "paths", "audit", "completion")),
+    ("Rules, secrets and setup", ("rules", "scan", "paths", "audit", "completion", "users")),
 )
 
 
