@@ -45,6 +45,11 @@ def is_shared(config: Config) -> bool:
 
 def check_listen(config: Config, users: Users) -> None:
     """Fail closed: a shared gate starts only with TLS, reverse mode and a user."""
+    if config.tls.on and config.forward:
+        # The listener's certificate would stand in for every host a tunnel names.
+        raise ConfigError("tls: serves the listener's own HTTPS, which forward mode"
+                          " (--forward) does not use", where="tls",
+                          hint="leave tls: out for forward mode (docs/forward.md)")
     if not is_shared(config):
         return
     why = f"listening on {config.host!r}" if not is_loopback(config.host) else "shared: true"

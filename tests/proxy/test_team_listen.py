@@ -84,8 +84,14 @@ def test_tls_and_a_user_let_it_start(tmp_path: Path) -> None:
 
 def test_forward_mode_is_never_shared(tmp_path: Path) -> None:
     Users(tmp_path).add("alice")
-    config = replace(Config(), host="0.0.0.0", tls=_tls(tmp_path), forward=True)  # noqa: S104
+    config = replace(Config(), host="0.0.0.0", forward=True)  # noqa: S104
     with pytest.raises(ConfigError, match="reverse mode"):
+        team.check_listen(config, Users(tmp_path))
+
+
+def test_forward_mode_takes_no_listener_certificate(tmp_path: Path) -> None:
+    config = replace(Config(), tls=_tls(tmp_path), forward=True)
+    with pytest.raises(ConfigError, match="forward mode"):
         team.check_listen(config, Users(tmp_path))
 
 
