@@ -31,7 +31,7 @@ DEFAULT_UPSTREAMS = MappingProxyType({
 RESERVED_NAMES = frozenset({"_gate", "_run"})
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 _KEYS = frozenset({"schemaVersion", "host", "port", "upstreams", "screen", "audit", "ask",
-                   "decisions", "projects", "egress"})
+                   "decisions", "projects", "egress", "shared", "tls"})
 _SCREEN_KEYS = {"max_files": 20_000, "max_file_bytes": 256 << 10}
 _AUDIT_KEYS = frozenset({"retention_days", "max_size_mb", "lock_timeout_ms", "url"})
 
@@ -122,6 +122,20 @@ class EgressSettings:
 
 
 @dataclass(frozen=True)
+class TlsSettings:
+    """`tls:` the listener's certificate chain and key (PEM files), and with client_ca the
+    CA whose client certificates sign a user in (mutual TLS; the CN is the user name)."""
+
+    cert: str | None = None
+    key: str | None = None
+    client_ca: str | None = None
+
+    @property
+    def on(self) -> bool:
+        return self.cert is not None
+
+
+@dataclass(frozen=True)
 class Config:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
@@ -141,6 +155,10 @@ class Config:
     decisions: DecisionsConfig = DecisionsConfig()
     egress: EgressSettings = EgressSettings()
     forward: bool = False  # set by --forward, never by config.yaml: a proxy for any host
+    # A gate that serves others (docs/team.md): TLS and a user's token on every request.
+    # Listening anywhere but loopback makes a gate shared whatever this says.
+    shared: bool = False
+    tls: TlsSettings = TlsSettings()
 
     def with_upstreams(self, extra: dict[str, Upstream]) -> Config:
         return replace(self, upstreams=MappingProxyType({**self.upstreams, **extra}))
@@ -253,7 +271,9 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
                    audit=_audit(data.get("audit"), path),
                    ask=_ask(data.get("ask"), path),
                    decisions=_decisions(data.get("decisions"), path),
-                   egress=_egress(data.get("egress"), path)).with_upstreams(extra)
+                   egress=_egress(data.get("egress"), path),
+                   shared=_flag(data.get("shared", False), f"{path}: shared"),
+                   tls=_tls(data.get("tls"), path)).with_upstreams(extra)
 
 
 def _projects(section: Any, path: Path) -> tuple[str, ...]:
@@ -380,3 +400,27 @@ def _egress(data: Any, path: Path) -> EgressSettings:
                               where=f"{path}: egress.allow[{i}]")
         hosts.append(host.lower().strip("[]"))
     return EgressSettings(EgressDefault(default), tuple(hosts))
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError("must be true or false", where=where)
+    return value
+
+
+def _tls(data: Any, path: Path) -> TlsSettings:
+    """`tls: {cert, key, client_ca}`: PEM file paths (`~` expands); cert and key together."""
+    d = _section(data, "tls", frozenset({"cert", "key", "client_ca"}), path)
+    values: dict[str, str] = {}
+    for key, value in d.items():
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value:
+            raise ConfigError("must be the path of a PEM file", where=f"{path}: tls.{key}")
+        values[str(key)] = os.path.abspath(os.path.expanduser(value))
+    if ("cert" in values) != ("key" in values):
+        raise ConfigError("tls.cert and tls.key go together", where=f"{path}: tls",
+                          hint="give both: the certificate chain and its private key")
+    if "client_ca" in values and "cert" not in values:
+        raise ConfigError("tls.client_ca needs tls.cert and tls.key", where=f"{path}: tls")
+    return TlsSettings(**values)

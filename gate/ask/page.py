@@ -50,9 +50,12 @@ Earlier = dict[int, tuple[int, float]]
 
 
 def render(questions: list[Question], csrf: str, note: str = "",
-           earlier: dict[str, Earlier] | None = None) -> str:
+           earlier: dict[str, Earlier] | None = None, user: str | None = None) -> str:
+    """The page; `user`: who is signed in to a shared gate (they see their questions only,
+    or all of them as an admin)."""
     earlier = earlier or {}
-    body = [f'<p class="note">{escape(note)}</p>' if note else "",
+    body = [f'<p class="who">Signed in as <b>{escape(user)}</b>.</p>' if user else "",
+            f'<p class="note">{escape(note)}</p>' if note else "",
             '<p id="empty"' + (" hidden" if questions else "") + ">No pending questions.</p>",
             '<div id="questions">',
             *(fragment(q, csrf, earlier.get(q.id, {})) for q in questions), "</div>"]
@@ -93,7 +96,9 @@ def _question(q: Question, csrf: str, earlier: Earlier) -> str:
     return (
         f'<div class="q" id="{escape(q.id)}"><h2>{escape(q.id)}: {escape(q.kind)}</h2>'
         f'<p class="ask">{escape(ask_in_words(q))}</p>'
-        f"<p>{escape(str(r.get('agent') or 'an agent'))} → {escape(str(r.get('upstream')))}"
+        + (f'<p class="user">Sent by user <b>{escape(str(r["user"]))}</b></p>'
+           if r.get("user") else "")
+        + f"<p>{escape(str(r.get('agent') or 'an agent'))} → {escape(str(r.get('upstream')))}"
         f" {escape(str(r.get('path')))} (model {escape(str(r.get('model') or '?'))}),"
         f" project {escape(str(r.get('project_root') or '?'))}</p>"
         f"<table><tr><th>kind</th><th>rule</th><th>file or tool</th><th>preview</th></tr>"

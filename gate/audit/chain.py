@@ -36,6 +36,9 @@ _RESPONSE = ("status", "latency_ms", "input_tokens", "output_tokens", "cache_rea
 def record_hash(fields: Mapping[str, Any]) -> bytes:
     digest = fields.get("body_digest")
     canon = [fields.get(k) for k in _RECORD] + [digest.hex() if digest else None]
+    # Columns added later are hashed only when set, so rows written before them (and rows
+    # that leave them empty) keep the hash they were written with.
+    canon += [["user_name", fields["user_name"]]] if fields.get("user_name") is not None else []
     return _hash(fields["prev_hash"], canon)
 
 

@@ -82,6 +82,11 @@ MIGRATIONS = (
     );
     CREATE INDEX tunnels_ts ON tunnels (ts);
     """,
+    # A shared gate's user who sent each request (null on a gate that serves one person).
+    """
+    ALTER TABLE requests ADD COLUMN user_name TEXT;
+    CREATE INDEX requests_user ON requests (user_name, id);
+    """,
 )
 
 

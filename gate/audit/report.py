@@ -21,7 +21,7 @@ import orjson
 COLUMNS = ("id", "ts", "run_id", "agent", "upstream", "host", "method", "path", "model",
            "project_root", "request_bytes", "verdict", "withheld", "reason", "status",
            "latency_ms", "input_tokens", "output_tokens", "cache_read_tokens",
-           "cache_creation_tokens", "error")
+           "cache_creation_tokens", "error", "user_name")
 EXPORT_SCHEMA = 1  # bump when an export field changes meaning; never rename a field
 
 # A request that never reached its provider (unreachable, refused, reset before any reply):

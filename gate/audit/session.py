@@ -14,13 +14,16 @@ _HEADERS = ("x-claude-code-session-id", "x-claude-code-agent-id", "session_id",
 
 
 def session_key(headers: Mapping[str, str], run_id: str | None, agent: str | None,
-                upstream: str) -> str:
+                upstream: str, user: str | None = None) -> str:
     """`s:` + a hash of the agent's session headers; without them, `d:` + a hash of the run,
-    agent and upstream (every conversation of that run then counts as one session)."""
+    agent and upstream (every conversation of that run then counts as one session). On a
+    shared gate the user is part of it: one user naming another's session id does not
+    join it (nor inherit the answers given for it)."""
     named = [f"{h}={headers[h]}" for h in _HEADERS if headers.get(h)]
+    whose = [f"user={user}"] if user is not None else []
     if named:
-        return "s:" + _short("\n".join(named))
-    return "d:" + _short(f"{run_id}\n{agent}\n{upstream}")
+        return "s:" + _short("\n".join(named + whose))
+    return "d:" + _short("\n".join([str(run_id), str(agent), upstream, *whose]))
 
 
 def _short(text: str) -> str:

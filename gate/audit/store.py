@@ -217,11 +217,12 @@ class AuditStore:
 
     def rows(self, limit: int = 50, *, since: float | None = None, agent: str | None = None,
              body: bool = True, run_id: str | None = None, session: str | None = None,
-             verdict: str | None = None) -> Iterator[dict[str, Any]]:
+             verdict: str | None = None, user: str | None = None) -> Iterator[dict[str, Any]]:
         """Newest first. `verdict` is as shown (report.shown_verdict: `failed` included)."""
         where = ["ts >= ?"]
         args: list[object] = [since or 0.0]
-        for column, value in (("agent", agent), ("run_id", run_id), ("session", session)):
+        for column, value in (("agent", agent), ("run_id", run_id), ("session", session),
+                              ("user_name", user)):
             if value:
                 where.append(f"{column} = ?")
                 args.append(value)

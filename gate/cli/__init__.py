@@ -28,6 +28,7 @@ from gate.cli import (
     sessions,
     watch,
 )
+from gate.cli import users as users_cli
 from gate.errors import GateError
 
 
@@ -70,7 +71,7 @@ _SECTIONS = (
     ("Run agents through gate", ("run", "serve", "env")),
     ("Answer its questions", ("watch", "pending", "approve", "redact", "block", "decisions")),
     ("See what was sent", ("log", "show", "sessions", "search", "report", "export")),
-    ("Rules, secrets and setup", ("rules", "scan", "paths", "audit", "completion")),
+    ("Rules, secrets and setup", ("rules", "scan", "paths", "audit", "completion", "users")),
 )
 
 
@@ -102,7 +103,7 @@ for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.C
                 *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
                 *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS, *ca.COMMANDS,
                 *doctor.COMMANDS, *demo.COMMANDS, *history.COMMANDS,
-                *sessions.COMMANDS, *completion.COMMANDS):
+                *sessions.COMMANDS, *completion.COMMANDS, *users_cli.COMMANDS):
     cli.add_command(command)
 
 

@@ -52,6 +52,7 @@ def ago(ts: float, now: float | None = None) -> str:
               help="Only requests with this verdict.")
 @click.option("--session", help="Only requests of this conversation (see `gate sessions`).")
 @click.option("--run", "run_id", help="Only requests of this `gate run` (its summary names it).")
+@click.option("--user", help="Only requests this user of a shared gate sent (`gate users list`).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new requests as they come.")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
 @click.option("--tunnels", "with_tunnels", is_flag=True,
@@ -59,8 +60,8 @@ def ago(ts: float, now: float | None = None) -> str:
                    " screen (tunnelled, relayed unread or refused), with their bytes.")
 @json_option
 def log_cmd(since: float | None, agent: str | None, verdict: str | None, session: str | None,
-            run_id: str | None, follow: bool, limit: int, with_tunnels: bool,
-            as_json: bool) -> None:
+            run_id: str | None, user: str | None, follow: bool, limit: int,
+            with_tunnels: bool, as_json: bool) -> None:
     """List recent requests: when, agent, verdict, status, where, model, size, tokens,
     what was withheld and what a person approved. Colour on a terminal (not with NO_COLOR).
     With --tunnels: host, port, kind, bytes up/down, agent, run and time of each connection
@@ -76,7 +77,7 @@ def log_cmd(since: float | None, agent: str | None, verdict: str | None, session
                      as_json=as_json)
         return
     filters = {"since": since, "agent": agent, "verdict": verdict, "session": session,
-               "run_id": run_id}
+               "run_id": run_id, "user": user}
     rows = list(store.rows(limit, body=False, **filters))  # type: ignore[arg-type]
     if as_json:
         if follow:
@@ -126,7 +127,8 @@ def _line(r: dict[str, Any], color: bool) -> str:
     return (f"{r['id']:>6}  {ago(r['ts']):<12}  {r['agent'] or '-':<12} "
             f"{_style(f'{shown:<9}', colour, color)}"
             f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
-            f"  {r['model'] or '-'}  {size(r['request_bytes'])}  tok={tokens}{withheld}")
+            f"  {r['model'] or '-'}  {size(r['request_bytes'])}  tok={tokens}{withheld}"
+            + (f" user={r['user_name']}" if r.get("user_name") else ""))
 
 
 def _style(text: str, how: str, color: bool) -> str:

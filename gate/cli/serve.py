@@ -21,7 +21,7 @@ from gate.ask.client import ControlClient
 from gate.ask.terminal import Notices
 from gate.cli import ca as forward_cli
 from gate.cli.common import load_config
-from gate.config import Config, base_url
+from gate.config import Config, TlsSettings, base_url
 from gate.errors import GateError
 from gate.lock.run import locked, wait
 from gate.rules.layers import PolicyStore, repository_root
@@ -53,23 +53,31 @@ no_ask_option = click.option(
               type=click.Path(exists=True, file_okay=False, resolve_path=True),
               help="A project whose denied files are withheld from requests that state no"
                    " working directory (repeatable; see docs/guarantees.md).")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False, resolve_path=True),
+              help="Serve HTTPS with this PEM certificate chain (tls.cert; docs/team.md).")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False, resolve_path=True),
+              help="The private key of --tls-cert (tls.key).")
 def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no_ask: bool,
-              forward: bool, events: bool, projects: tuple[str, ...]) -> None:
+              forward: bool, events: bool, projects: tuple[str, ...], tls_cert: str | None,
+              tls_key: str | None) -> None:
     """Run the gate in the foreground until Ctrl-C.
 
     Agents point their provider base URL at http://HOST:PORT/NAME, e.g.
     ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic. When a request holds a finding
     the policy says to ask about, it waits for `gate approve/redact/block ID` or the
     approval page whose URL is printed at start.
+
+    Listening anywhere but loopback serves other machines: that needs TLS (--tls-cert and
+    --tls-key, or tls: in config.yaml) and users (`gate users add`), see docs/team.md.
     """
     from gate.ask import client
     from gate.ask import events as event_stream
-    from gate.proxy import ca
+    from gate.proxy import ca, team
     from gate.proxy.server import Listening, read_server_file, serve_forever
 
     config = _ask_config(load_config(host, port, upstreams), no_ask)
     config = replace(config, projects=_known_projects(config.projects, projects),
-                     forward=forward)
+                     forward=forward, tls=_tls(config, tls_cert, tls_key))
     data = dirs.private_dir(dirs.data_dir())
     # One long-lived gate per data dir: two would share one audit, token and memory, and
     # `gate run`, `gate watch` and the CLI would talk to either.
@@ -88,6 +96,12 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
         click.echo(f"gate listening on {listening.base_url}  (data: {data})")
         for name, up in sorted(config.upstreams.items()):
             click.echo(f"  {listening.base_url}/{name:<12} → {up.url}")
+        if team.is_shared(config):
+            click.echo(f"Shared: agents use {listening.base_url}/_user/<agent token>/anthropic"
+                       " (or the x-gate-user-token header); `gate users` manages tokens.")
+            click.echo(f"Approval page: {listening.base_url}/_gate/ui?token=<person token>")
+            sys.stdout.flush()
+            return
         if forward:
             click.echo(f"Forward proxy: {listening.base_url}  (CA: {ca.paths(data).cert})")
             click.echo('Point an agent at it: eval "$(gate env --forward)", or'
@@ -106,6 +120,15 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
     except OSError as exc:
         raise GateError(f"cannot listen on {config.host}:{config.port}: {exc}",
                         hint="use --port to pick another port") from exc
+
+
+def _tls(config: Config, cert: str | None, key: str | None) -> TlsSettings:
+    """--tls-cert and --tls-key, over config.yaml's tls: (both, or neither)."""
+    if (cert is None) != (key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    if cert is None:
+        return config.tls
+    return replace(config.tls, cert=cert, key=key)
 
 
 def _known_projects(configured: tuple[str, ...], given: tuple[str, ...]) -> tuple[str, ...]:
@@ -282,7 +305,8 @@ def _find_or_start(config: Config, data: Path,
     from gate.proxy.server import BackgroundGate, read_server_file
 
     running = read_server_file(data)
-    if running and not must_start and _healthy(running.base_url, data, config.forward):
+    if running and not must_start and _healthy(running.base_url, data, config.forward,
+                                               local=True):
         return running.base_url, None
     try:
         gate = BackgroundGate(config, data)
@@ -313,14 +337,17 @@ def _health(base_url: str) -> dict[str, object] | None:
     return info if isinstance(info, dict) and info.get("ok") is True else None
 
 
-def _healthy(base_url: str, data: Path, forward: bool = False) -> bool:
-    """The gate of this data dir (in forward mode, when forward mode is wanted): the
-    instance its /_gate/health names is the one its server.json names."""
+def _healthy(base_url: str, data: Path, forward: bool = False, local: bool = False) -> bool:
+    """The gate of this data dir (in forward mode, when forward mode is wanted; with
+    `local`, one that is not shared, which a `gate run` agent could not use in plain HTTP
+    without a user's token): the instance its /_gate/health names is the one its
+    server.json names."""
     from gate.proxy.server import server_instance
 
     info, instance = _health(base_url), server_instance(data)
     return (info is not None and instance is not None and info.get("instance") == instance
-            and (not forward or info.get("forward") is True))
+            and (not forward or info.get("forward") is True)
+            and (not local or info.get("shared") is not True))
 
 
 def _run_child(argv: list[str], env: dict[str, str]) -> int:

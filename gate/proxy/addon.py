@@ -26,7 +26,7 @@ from gate.audit.session import session_key
 from gate.audit.store import AuditStore
 from gate.config import Config
 from gate.errors import GateError
-from gate.proxy import chains, control, replies, routing, websocket
+from gate.proxy import chains, control, replies, routing, team, websocket
 from gate.proxy.recorder import ResponseRecorder
 from gate.rules.layers import PolicyStore
 from gate.screen import codings, upload
@@ -34,6 +34,7 @@ from gate.screen.content import SecretScreen
 from gate.screen.disclose import Scrub
 from gate.screen.fingerprints import IndexStore, Limits
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
+from gate.users import Users
 
 HEALTH = "/_gate/health"
 _CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';\s]*)""", re.I)
@@ -41,12 +42,13 @@ _CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';\s]*)""", re.I)
 
 class GateAddon:
     def __init__(self, config: Config, data_dir: Path, policies: PolicyStore, audit: AuditStore,
-                 on_ready: Callable[[str, int], None] | None = None):
+                 on_ready: Callable[[str, int], None] | None = None,
+                 users: Users | None = None):
         self.config = config
         self.data_dir = data_dir
         self.policies = policies
-        team = memory_team.from_config(config)  # None without decisions.team_key_file
-        secrets = SecretScreen.load(data_dir, team.key.value if team else None)
+        team_memory = memory_team.from_config(config)  # None without decisions.team_key_file
+        secrets = SecretScreen.load(data_dir, team_memory.key.value if team_memory else None)
         self.screens = Screens(IndexStore(Limits(config.max_files, config.max_file_bytes),
                                           config.projects), secrets)
         self.audit = audit
@@ -54,9 +56,11 @@ class GateAddon:
         self.recorder = ResponseRecorder(audit, self.chains)  # the response side, an addon too
         self.on_ready = on_ready
         self.pending = Pending()
-        self.asker = Asker(config, data_dir, secrets.key, self.pending, team)
+        self.asker = Asker(config, data_dir, secrets.key, self.pending, team_memory)
+        # A shared gate's control API signs people in with their own tokens (team.py).
         self.control = control.Control(self.pending, client.load_or_create_token(data_dir),
-                                       audit)
+                                       audit, (users or Users(data_dir))
+                                       if team.is_shared(config) else None)
         self._registered: Path | None = None
         # Named by /_gate/health instead of the data dir: `gate run` checks it against
         # server.json, which only this data dir's gate writes.
@@ -67,7 +71,10 @@ class GateAddon:
     def running(self) -> None:
         host, port = ctx.master.addons.get("proxyserver").listen_addrs()[0][:2]
         self.control.port = port
-        self._registered = client.register(self.data_dir, host, port)
+        # `gate pending` and friends speak plain HTTP to loopback: a shared gate (HTTPS
+        # only) is answered on its page or API instead.
+        if self.control.users is None:
+            self._registered = client.register(self.data_dir, host, port)
         if self.on_ready is not None:
             self.on_ready(host, port)
 
@@ -121,6 +128,9 @@ class GateAddon:
                 logger.warning("flow {}: provider event not read ({})", flow.id,
                                type(exc).__name__)
             return
+        if self._let_go(conn):
+            self._refuse_frame(flow, message, f"user {conn.user!r} is no longer let in")
+            return
         # Fail closed: a frame that could not be screened is dropped, and the agent told.
         try:
             content = conn.from_client(message.content, message.is_text, self.policies,
@@ -136,6 +146,16 @@ class GateAddon:
         else:
             if content is not None:
                 message.content = content
+
+    def _let_go(self, conn: websocket.Connection) -> bool:
+        """Whether a shared gate's user was revoked since the connection opened (or the
+        users file became unreadable: fail closed)."""
+        if conn.user is None or self.control.users is None:
+            return False
+        try:
+            return self.control.users.by_name(conn.user) is None
+        except Exception:
+            return True
 
     def _refuse_frame(self, flow: http.HTTPFlow, message: Any, reason: str) -> None:
         message.drop()
@@ -181,15 +201,18 @@ class GateAddon:
                               " configure the agent to use HTTP (agents fall back when the"
                               " upgrade is refused)")
             flow.metadata["gate_ws"] = websocket.Connection(
-                route, run, agent=run.agent if run else None)
+                route, run, agent=run.agent if run else None,
+                user=flow.metadata.get("gate_user"))
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
         # Who sent it, kept for the audit whatever the verdict (a blocked row too, one whose
         # body gate could not read included).
+        user = flow.metadata.get("gate_user")
         flow.metadata["gate_who"] = {
             "run_id": run.id if run else None, "agent": agent,
             "project_root": run.cwd if run else None,
             "session": session_key(req.headers, run.id if run else None, agent,
-                                   route.upstream.name)}
+                                   route.upstream.name, user),
+            "user_name": user}
         body = _decoded(req)
         flow.metadata["gate_body"] = body  # decoded once: a refusal's attribution reads it
         flow.metadata["gate_coding"] = ", ".join(req.headers.get_all("content-encoding")) or None
@@ -202,7 +225,8 @@ class GateAddon:
         if self._scrub().query_holds(route.path):
             raise Blocked("the query string holds a denied file's value or a likely secret;"
                           " gate cannot withhold it in place, so the request was not sent")
-        return _Screened(self, route, run, outbound, verdict, flow.metadata["gate_who"]["session"])
+        return _Screened(self, route, run, outbound, verdict, flow.metadata["gate_who"]["session"],
+                         user)
 
     def _scrub(self) -> Scrub:
         indexes = self.screens.indexes.known() if self.screens.indexes else []
@@ -243,7 +267,8 @@ class GateAddon:
         return self.audit.record_request(
             run_id=run.id if run else None, agent=agent, upstream=route.upstream.name,
             session=session_key(flow.request.headers, run.id if run else None, agent,
-                                route.upstream.name),
+                                route.upstream.name, flow.metadata.get("gate_user")),
+            user_name=flow.metadata.get("gate_user"),
             host=route.upstream.host, method=flow.request.method,
             path=scrub.path(routing.safe_path(route.path)),
             model=scrub.value(verdict.model), project_root=verdict.project_root,
@@ -308,7 +333,8 @@ class GateAddon:
                                                {"content-type": "application/json"})
             return
         body: dict[str, Any] = {"ok": True, "version": __version__, "instance": self.instance,
-                                "forward": self.config.forward}
+                                "forward": self.config.forward,
+                                "shared": self.control.users is not None}
         flow.response = http.Response.make(200, json.dumps(body).encode(),
                                            {"content-type": "application/json"})
 
@@ -368,6 +394,8 @@ def _attribution(flow: http.HTTPFlow, scrub: Scrub | None) -> dict[str, Any]:
     screening stopped before it did (a body gate could not screen may not be JSON); a
     model name that holds a finding is not written down (none when it cannot be checked)."""
     who = dict(flow.metadata.get("gate_who") or {})
+    if (user := flow.metadata.get("gate_user")) is not None:
+        who["user_name"] = user  # refused before gate_who was made: who sent it still counts
     if who and who.get("model") is None:
         # Never decoded again: a body gate could not decode (too large, say) has no model.
         try:
@@ -391,6 +419,7 @@ class _Screened:
     req: Outbound
     verdict: Verdict
     session: str | None = None  # the conversation, which an answer's default scope covers
+    user: str | None = None     # who sent it, on a shared gate: only they see its question
 
     def rescreen(self, approved: frozenset[str]) -> Verdict:
         a = self.addon
@@ -402,4 +431,5 @@ class _Screened:
         return {"agent": self.req.agent, "upstream": self.route.upstream.name,
                 "path": routing.safe_path(self.route.path), "model": self.verdict.model,
                 "run_id": self.run.id if self.run else None, "session": self.session,
-                "project_root": self.verdict.project_root}
+                "project_root": self.verdict.project_root,
+                "user": self.user}

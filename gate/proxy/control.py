@@ -5,6 +5,13 @@ Loopback only, and every call carries the data dir's token: as a Bearer header (
 as the HttpOnly, SameSite=Strict cookie the page's start URL sets. A request whose Host is
 not the gate's own loopback address is refused (DNS rebinding), so is a cross-origin
 POST, and the page's forms carry a CSRF token.
+
+On a shared gate (proxy/team.py) any client may reach it, over TLS only (a page served
+under another name fails the browser's certificate check, which is what the Host check
+does on loopback), and a person signs in with their person token (gp_...): each sees and
+answers only the questions about their own requests; an admin, or the data dir's token,
+sees and answers all. An agent token (gu_...) signs nobody in: the agent that holds it
+must not answer the questions gate asks about it.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -23,6 +31,7 @@ from gate.ask import page
 from gate.ask.questions import ANSWERS, DEFAULT_SCOPE, SCOPES, Answer, By, Pending, Question
 from gate.audit.store import AuditStore
 from gate.proxy import console
+from gate.users import Kind, Users
 
 PREFIX = "/_gate/"
 API = "/_gate/api/pending"
@@ -40,12 +49,25 @@ HEADERS = _HEADERS
 LATER = "gate_control_later"
 
 
+@dataclass(frozen=True, slots=True)
+class Who:
+    """Who a control call signed in as: a user of a shared gate, or (name None) the holder
+    of the data dir's token."""
+
+    name: str | None
+    admin: bool
+
+    def sees(self, q: Question) -> bool:
+        return self.admin or q.request.get("user") == self.name
+
+
 class Control:
-    def __init__(self, pending: Pending, token: str, audit: AuditStore | None = None):
+    def __init__(self, pending: Pending, token: str, audit: AuditStore | None = None,
+                 users: Users | None = None):
         self.pending = pending
         self.token = token
         self.audit = audit  # for what the page says about earlier requests (None: nothing)
-        self.csrf = hmac.new(token.encode(), b"gate csrf", hashlib.sha256).hexdigest()
+        self.users = users  # set on a shared gate: people sign in with their own tokens
         self.port = 0  # set once listening: the Host a request must name
 
     def handle(self, flow: http.HTTPFlow) -> None:
@@ -63,14 +85,13 @@ class Control:
             self._live(flow, path)
         elif path == f"{UI}/answer" and req.method == "POST":
             self._form(flow)
-        elif not self._bearer(req):
-            flow.response = _json(401, {"error": "missing or wrong control token (send"
-                                        f" Authorization: Bearer <token from {_token_hint()}>)"})
+        elif (who := self._bearer(req)) is None:
+            flow.response = _json(401, {"error": "missing, wrong or revoked control token"
+                                        f" (send Authorization: Bearer <{self._token_hint()}>)"})
         elif path == API and req.method == "GET":
-            flow.response = _json(200, {"pending": [q.to_json()
-                                                    for q in self.pending.questions()]})
+            flow.response = _json(200, {"pending": [q.to_json() for q in self._visible(who)]})
         elif path.startswith(API + "/") and req.method == "POST":
-            self._api_answer(flow, path[len(API) + 1:])
+            self._api_answer(flow, path[len(API) + 1:], who)
         else:
             flow.response = _json(404, {"error": f"no control endpoint {req.method} {path}"})
 
@@ -78,36 +99,54 @@ class Control:
 
     def refusal(self, flow: http.HTTPFlow) -> str | None:
         """Why a request to gate itself is refused (None: it is not)."""
+        if self.users is not None:
+            return _cross_site(flow, {flow.request.headers.get("host", "")}, "https://")
         peer = flow.client_conn.peername[0] if flow.client_conn.peername else ""
         if peer not in _LOOPBACK:
             return "the control API answers loopback clients only"
         hosts = {f"{h}:{self.port}" for h in ("127.0.0.1", "localhost", "[::1]")}
         if flow.request.headers.get("host", "") not in hosts:
             return "refused: the Host header does not name this gate (DNS rebinding?)"
-        origin = flow.request.headers.get("origin")
-        if origin is not None and origin.removeprefix("http://") not in hosts:
-            return "refused: cross-origin request"
-        site = flow.request.headers.get("sec-fetch-site")
-        if flow.request.method != "GET" and site not in (None, "same-origin", "none"):
-            return "refused: cross-site request"
+        return _cross_site(flow, hosts, "http://")
+
+    def identify(self, given: str) -> Who | None:
+        """Who this token signs in (None: nobody). A revoked user is nobody at once."""
+        if not given:
+            return None
+        if hmac.compare_digest(given.encode(), self.token.encode()):
+            return Who(None, admin=True)
+        if self.users is not None and (user := self.users.by_token(given, Kind.PERSON)):
+            return Who(user.name, user.admin)
         return None
 
-    def _bearer(self, req: http.Request) -> bool:
-        given = req.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        return hmac.compare_digest(given.encode(), self.token.encode())
+    def _bearer(self, req: http.Request) -> Who | None:
+        return self.identify(req.headers.get("authorization", "").removeprefix("Bearer ")
+                             .strip())
 
-    def _cookie(self, req: http.Request) -> bool:
+    def _cookie(self, req: http.Request) -> Who | None:
         jar: SimpleCookie = SimpleCookie()
         try:
             jar.load(req.headers.get("cookie", ""))
         except Exception:  # a malformed cookie header is just no cookie
-            return False
-        given = jar[COOKIE].value if COOKIE in jar else ""
-        return hmac.compare_digest(given.encode(), self.token.encode())
+            return None
+        return self.identify(jar[COOKIE].value if COOKIE in jar else "")
+
+    def _csrf(self, who: Who) -> str:
+        """The page's form token, one per person signed in."""
+        label = b"gate csrf" + (b"\0" + who.name.encode() if who.name is not None else b"")
+        return hmac.new(self.token.encode(), label, hashlib.sha256).hexdigest()
+
+    def _visible(self, who: Who) -> list[Question]:
+        return [q for q in self.pending.questions() if who.sees(q)]
+
+    def _token_hint(self) -> str:
+        if self.users is not None:
+            return "your person token (gp_...) from `gate users add`"
+        return "token from control.token in gate's data dir"
 
     # -- the API ---------------------------------------------------------------------------
 
-    def _api_answer(self, flow: http.HTTPFlow, qid: str) -> None:
+    def _api_answer(self, flow: http.HTTPFlow, qid: str, who: Who) -> None:
         try:
             body = json.loads(flow.request.get_content(strict=True) or b"{}")
         except ValueError:
@@ -116,14 +155,19 @@ class Control:
         if not isinstance(body, dict):
             flow.response = _json(400, {"error": "the body must be a JSON object"})
             return
-        status, reply = self._answer(qid, body.get("answer"), body.get("remember", DEFAULT_SCOPE))
+        status, reply = self._answer(qid, body.get("answer"), body.get("remember", DEFAULT_SCOPE),
+                                     who)
         flow.response = _json(status, reply)
 
-    def _answer(self, qid: str, answer: Any, remember: Any) -> tuple[int, dict[str, Any]]:
+    def _answer(self, qid: str, answer: Any, remember: Any,
+                who: Who) -> tuple[int, dict[str, Any]]:
         if answer not in ANSWERS:
             return 400, {"error": f"answer must be one of {', '.join(ANSWERS)}"}
         if remember not in SCOPES:
             return 400, {"error": f"remember must be one of {', '.join(SCOPES)}"}
+        if not who.admin and not any(q.id == qid for q in self._visible(who)):
+            # Another user's question is as unknown as one that never was.
+            return 404, {"error": f"no pending question {qid!r}"}
         try:
             self.pending.answer(qid, Answer(answer, By.PERSON, remember))
         except KeyError:
@@ -137,35 +181,37 @@ class Control:
     def _page(self, flow: http.HTTPFlow) -> None:
         query = parse_qs(urlsplit(flow.request.path).query)
         given = (query.get("token") or [""])[0]
-        if given and hmac.compare_digest(given.encode(), self.token.encode()):
+        if self.identify(given) is not None:
             # Trade the token in the URL for a cookie, and drop it from the address bar.
+            secure = "; Secure" if self.users is not None else ""
             flow.response = http.Response.make(303, b"", {
                 **_HEADERS, "location": UI,
-                "set-cookie": f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/_gate/"})
+                "set-cookie": f"{COOKIE}={given}; HttpOnly; SameSite=Strict; Path=/_gate/"
+                              + secure})
             return
-        if not self._cookie(flow.request):
+        if (who := self._cookie(flow.request)) is None:
             flow.response = _html(401, page.unauthorised())
             return
         note = (query.get("note") or [""])[0]
-        questions = self.pending.questions()
-        self._later(flow, lambda: _html(200, page.render(questions, self.csrf, note,
-                                                         self._earlier(questions))))
+        questions, csrf = self._visible(who), self._csrf(who)
+        self._later(flow, lambda: _html(200, page.render(questions, csrf, note,
+                                                         self._earlier(questions), who.name)))
 
     def _live(self, flow: http.HTTPFlow, path: str) -> None:
         """The page's script, and the cards it adds (cookie only, as the page)."""
-        if not self._cookie(flow.request):
+        if (who := self._cookie(flow.request)) is None:
             flow.response = _json(401, {"error": "not signed in"})
             return
         if path == page.SCRIPT_PATH:
             flow.response = http.Response.make(200, page.SCRIPT.encode(), {
                 **_HEADERS, "content-type": "text/javascript; charset=utf-8"})
             return
-        questions = self.pending.questions()
+        questions, csrf = self._visible(who), self._csrf(who)
 
         def cards() -> http.Response:
             earlier = self._earlier(questions)
             return _json(200, {"questions": [
-                {"id": q.id, "html": page.fragment(q, self.csrf, earlier.get(q.id, {}))}
+                {"id": q.id, "html": page.fragment(q, csrf, earlier.get(q.id, {}))}
                 for q in questions]})
 
         self._later(flow, cards)
@@ -183,8 +229,10 @@ class Control:
         return out
 
     def signed_in(self, req: http.Request) -> bool:
-        """Whether the request carries the page's cookie (the console's sign-in too)."""
-        return self._cookie(req)
+        """Whether the request carries the page's cookie (the console's sign-in too). The
+        console shows every request in the audit: on a shared gate, to an admin only."""
+        who = self._cookie(req)
+        return who is not None and (self.users is None or who.admin)
 
     def later(self, flow: http.HTTPFlow, make: Callable[[], http.Response]) -> None:
         """Answer with `make()`, run in a worker thread by the addon."""
@@ -205,18 +253,18 @@ class Control:
         flow.metadata[LATER] = run
 
     def _form(self, flow: http.HTTPFlow) -> None:
-        if not self._cookie(flow.request):
+        if (who := self._cookie(flow.request)) is None:
             flow.response = _html(401, page.unauthorised())
             return
         form = parse_qs(flow.request.get_text(strict=False) or "")
         csrf = (form.get("csrf") or [""])[0]
-        if not hmac.compare_digest(csrf.encode(), self.csrf.encode()):
+        if not hmac.compare_digest(csrf.encode(), self._csrf(who).encode()):
             flow.response = _html(403, page.message("Refused: the form's CSRF token is wrong."
                                                     " Reload the page and try again."))
             return
         answer, _, remember = (form.get("choice") or [""])[0].partition(":")
         qid = (form.get("id") or [""])[0]
-        status, reply = self._answer(qid, answer, remember or DEFAULT_SCOPE)
+        status, reply = self._answer(qid, answer, remember or DEFAULT_SCOPE, who)
         note = f"{qid}: {answer}" if status == 200 else reply["error"]
         flow.response = http.Response.make(303, b"", {
             **_HEADERS, "location": f"{UI}?note={_quote(note)}"})
@@ -243,11 +291,18 @@ def _html(status: int, text: str) -> http.Response:
                                    " form-action 'self'; frame-ancestors 'none'"})
 
 
+def _cross_site(flow: http.HTTPFlow, hosts: set[str], scheme: str) -> str | None:
+    origin = flow.request.headers.get("origin")
+    if origin is not None and origin.removeprefix(scheme) not in hosts - {""}:
+        return "refused: cross-origin request"
+    site = flow.request.headers.get("sec-fetch-site")
+    if flow.request.method != "GET" and site not in (None, "same-origin", "none"):
+        return "refused: cross-site request"
+    return None
+
+
 def _quote(text: str) -> str:
     from urllib.parse import quote
 
     return quote(text, safe="")
 
-
-def _token_hint() -> str:
-    return "control.token in gate's data dir"

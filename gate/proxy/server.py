@@ -23,10 +23,11 @@ from mitmproxy.tools.dump import DumpMaster
 from gate import dirs
 from gate.audit.store import AuditStore
 from gate.config import Config, base_url
-from gate.proxy import ca, replies, team
+from gate.proxy import ca, replies, team, tls
 from gate.proxy.addon import GateAddon
 from gate.proxy.forward import ForwardAddon
 from gate.rules.layers import PolicyStore
+from gate.users import Users
 
 SERVER_FILE = "server.json"
 # Reverse mode needs a default upstream; gate routes every request itself, so this one is
@@ -38,10 +39,12 @@ _UNUSED_UPSTREAM = "reverse:http://127.0.0.1:9/"
 class Listening:
     host: str
     port: int
+    tls: bool = False
 
     @property
     def base_url(self) -> str:
-        return base_url(self.host, self.port)
+        url = base_url(self.host, self.port)
+        return "https" + url[len("http"):] if self.tls else url
 
 
 def check_port(host: str, port: int) -> None:
@@ -70,7 +73,8 @@ def _json_error_pages() -> None:
     _http1.make_error_response = make
 
 
-def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster:
+def build_master(config: Config, data_dir: Path, addon: GateAddon,
+                 users: Users | None = None) -> DumpMaster:
     _json_error_pages()
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
@@ -100,6 +104,10 @@ def build_master(config: Config, data_dir: Path, addon: GateAddon) -> DumpMaster
         # upstream's Host itself when it forwards.
         keep_host_header=True,
     )
+    if config.tls.on:
+        master.addons.add(tls.ListenerTls(tls.server_context(config.tls)))
+    # Before every other addon: the user's token comes off the request first.
+    master.addons.add(team.TeamAuth(config, users or Users(data_dir)))
     if forward is not None:
         master.addons.add(forward)  # before the gate addon: it sorts each request first
     master.addons.add(addon, addon.recorder)
@@ -110,7 +118,10 @@ async def serve(config: Config, data_dir: Path, *,
                 on_ready: Callable[[Listening], None] | None = None,
                 stop: asyncio.Event | None = None, advertise: bool = False) -> None:
     """Serve until `stop` is set (or the master shuts down); audit writes finish first."""
-    team.check_listen(config.host)  # before anything listens or opens the audit
+    users = Users(data_dir)
+    team.check_listen(config, users)  # before anything listens or opens the audit
+    if config.tls.on:
+        tls.server_context(config.tls)  # a bad certificate or key stops it here
     check_port(config.host, config.port)
     audit = AuditStore(data_dir / "audit.db", config.audit, background=True)
     policies = PolicyStore()
@@ -118,14 +129,14 @@ async def serve(config: Config, data_dir: Path, *,
 
     def _ready(host: str, port: int) -> None:
         _lock_down(data_dir / "mitmproxy")
-        ready.append(Listening(host, port))
+        ready.append(Listening(host, port, config.tls.on))
         if advertise:  # only a long-lived `gate serve` is offered to other runs for reuse
             write_server_file(data_dir, ready[0], addon.instance)
         if on_ready:
             on_ready(ready[0])
 
-    addon = GateAddon(config, data_dir, policies, audit, _ready)
-    master = build_master(config, data_dir, addon)
+    addon = GateAddon(config, data_dir, policies, audit, _ready, users)
+    master = build_master(config, data_dir, addon, users)
     asyncio.get_running_loop().set_exception_handler(_quiet_cancel)
 
     async def stop_when_asked() -> None:

@@ -51,6 +51,7 @@ class Connection:
     agent: str | None
     calls: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
     row: int | None = None
+    user: str | None = None  # who opened it, on a shared gate
     # One WebSocket carries one conversation: its frames are one session in the audit.
     session: str = field(default_factory=lambda: "w:" + os.urandom(8).hex())
 
@@ -88,12 +89,12 @@ class Connection:
                 "agent": self.agent, "upstream": self.route.upstream.name,
                 "path": safe_path(self.route.path), "model": verdict.model,
                 "run_id": self.run.id if self.run else None,
-                "project_root": verdict.project_root})
+                "project_root": verdict.project_root, "user": self.user})
         sent = dump(frame) if verdict.withheld else content
         self.row = audit.record_request(
             run_id=self.run.id if self.run else None, agent=self.agent,
             upstream=self.route.upstream.name, host=self.route.upstream.host, method="WS",
-            session=self.session,
+            session=self.session, user_name=self.user,
             path=safe_path(self.route.path), model=verdict.model, project_root=verdict.project_root,
             request_bytes=len(sent), verdict="modified" if verdict.withheld else "forwarded",
             withheld=[w.record() for w in verdict.withheld],

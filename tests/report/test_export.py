@@ -16,7 +16,7 @@ from report.audit_rows import Audit, local_day, noon
 FIELDS = ["schema", "time", "id", "ts", "run_id", "agent", "upstream", "host", "method",
           "path", "model", "project_root", "request_bytes", "verdict", "withheld", "reason",
           "status", "latency_ms", "input_tokens", "output_tokens", "cache_read_tokens",
-          "cache_creation_tokens", "error", "decisions"]
+          "cache_creation_tokens", "error", "user_name", "decisions"]
 
 
 def export(*args: str) -> tuple[int, list[dict[str, Any]], str, str]:

@@ -1,0 +1,57 @@
+"""`gate serve` as a shared gate: HTTPS with the given certificate, users' tokens required."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2 as httpx
+from team_kit import make_pki
+
+from fake_provider import FakeProvider
+from gate.users import Users
+
+MSG = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_shared_speaks_https_and_wants_a_token(
+        provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki")
+    cert, key = pki.issue("gate", server=True)
+    token = Users(gate_dirs["data"]).add("alice").agent_token
+    gate_dirs["config"].mkdir()
+    (gate_dirs["config"] / "config.yaml").write_text(
+        f"shared: true\nprojects: [{gate_dirs['project']}]\n")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gate", "serve", "--port", str(port), "--upstream",
+         f"anthropic={provider.url}", "--tls-cert", str(cert), "--tls-key", str(key)],
+        text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ)
+    try:
+        assert proc.stdout is not None
+        base = f"https://127.0.0.1:{port}"
+        assert proc.stdout.readline().startswith(f"gate listening on {base}")
+        printed = "".join(proc.stdout.readline() for _ in range(7))
+        assert f"{base}/_user/<agent token>/anthropic" in printed
+        assert "?token=<person token>" in printed and token not in printed
+        with httpx.Client(verify=pki.ssl_context()) as client:
+            assert client.post(f"{base}/anthropic/v1/messages", json=MSG).status_code == 401
+            sent = client.post(f"{base}/_user/{token}/anthropic/v1/messages", json=MSG)
+            assert sent.status_code == 200, sent.text
+        assert provider.seen[-1].path == "/v1/messages"
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+    finally:
+        proc.kill()
+        _, err = proc.communicate()
+    assert token not in err
+    assert token not in (gate_dirs["data"] / "gate.log").read_text()
