@@ -151,9 +151,9 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     original = Detector.find
 
-    def spy(self: Detector, view: str, windows: list[tuple[int, int]]):  # type: ignore[no-untyped-def]
+    def spy(self: Detector, view: str, *args):  # type: ignore[no-untyped-def]
         seen.append(self.id)
-        return original(self, view, windows)
+        return original(self, view, *args)
 
     monkeypatch.setattr(Detector, "find", spy)
     return seen
