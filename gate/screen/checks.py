@@ -18,12 +18,12 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal
 
-from detect_secrets.filters.heuristic import (
+from gate.screen.borrowed import (
+    is_formally_valid_jwt,
     is_potential_uuid,
     is_sequential_string,
     is_templated_secret,
 )
-from detect_secrets.plugins.jwt import JwtTokenDetector
 
 Verdict = Literal["keep", "demote"] | None
 
@@ -243,7 +243,7 @@ def _value(m: re.Match[str], value: str) -> Verdict:
 def _jwt(m: re.Match[str], value: str) -> Verdict:
     """A JWT whose parts decode (detect-secrets' check), signed (alg not none), and not a
     public Supabase-style `anon` key."""
-    if not JwtTokenDetector.is_formally_valid(value):
+    if not is_formally_valid_jwt(value):
         return None
     header, payload = (json.loads(_b64url(part)) for part in value.split(".")[:2])
     if not isinstance(header, dict) or str(header.get("alg", "none")).lower() == "none":

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
 from gate.errors import RuleError, compose_yaml
 from gate.screen import checks, leads
@@ -288,6 +287,9 @@ def _patterns(fields: dict[str, str], nodes: dict[str, yaml.Node],
 def _plugin_denylists() -> dict[str, tuple[re.Pattern[str], ...]]:
     """The regexes of detect-secrets' regex plugins by class name, looked up once per
     process. Only the class attributes are read: its global settings are left alone."""
+    # Imported here: detect-secrets loads all of itself (and requests) on any import.
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
     plugins: list[Any] = list(get_mapping_from_secret_type_to_class().values())
     return {c.__name__: tuple(c.denylist) for c in plugins
             if isinstance(getattr(c, "denylist", None), list | tuple)}
