@@ -235,6 +235,6 @@ def test_a_custom_detector_loads_and_finds(tmp_path: Path) -> None:
     (tmp_path / "acme.yaml").write_text(GOOD)
     (det,) = load_detectors(tmp_path)
     assert det.keywords == ("acme_",) and det.tier is Tier.HIGH
-    assert Scanner([det]).scan("key: ACME_ nope, acme_abcdefgh ok") == [
+    assert Scanner([det]).scan("key: ACME_ nope, acme_qwhzkxmv ok") == [
         Finding(17, 30, "acme-token", "acme.token", Tier.HIGH)]
     assert detectors.secrets_dir().name == "secrets"
