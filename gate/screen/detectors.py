@@ -154,7 +154,9 @@ class Detector:
         verdict = checks.CHECKS[self.check](m, value) if self.check else "keep"
         if verdict is None or checks.is_example(value) or checks.is_placeholder(value):
             return None
-        return Tier.LOW if verdict == "demote" else self.tier
+        if verdict == "demote" or (self.tier is Tier.HIGH and checks.is_made_up(value)):
+            return Tier.LOW
+        return self.tier
 
 
 def _secret_span(m: re.Match[str]) -> tuple[int, int]:

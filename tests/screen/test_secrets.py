@@ -238,3 +238,19 @@ def test_a_custom_detector_loads_and_finds(tmp_path: Path) -> None:
     assert Scanner([det]).scan("key: ACME_ nope, acme_qwhzkxmv ok") == [
         Finding(17, 30, "acme-token", "acme.token", Tier.HIGH)]
     assert detectors.secrets_dir().name == "secrets"
+
+
+def test_hand_typed_bodies_are_redacted_but_never_asked_about(scanner: Scanner) -> None:
+    """A vendor prefix on a body typed by hand (letters or digits in alphabet order) is a
+    docs example far more often than a key: low tier. A random body stays high, and so do
+    the published Firebase SDK sample keys' neighbours that are not in the list."""
+    g = Gen(11)
+    made_up = "sk_live_" + "abcdefghijklmnopqrstuvwxyz123456"
+    random_key = "sk_live_" + g.chars("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz", 32)
+    (low,) = scanner.scan(f"STRIPE_KEY={made_up}\n")
+    (high,) = scanner.scan(f"STRIPE_KEY={random_key}\n")
+    assert (low.rule_id, low.tier) == ("stripe.live-key", Tier.LOW)
+    assert (high.rule_id, high.tier) == ("stripe.live-key", Tier.HIGH)
+    firebase_sample = "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs"
+    assert scanner.scan(f'apiKey: "{firebase_sample}"') == []
+    assert scanner.scan(f'apiKey: "{firebase_sample[:-1]}J"')[0].tier is Tier.HIGH
