@@ -3,6 +3,7 @@ prefilter and the cache, deterministic placeholders, the key file, rule-file err
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import stat
@@ -254,3 +255,20 @@ def test_hand_typed_bodies_are_redacted_but_never_asked_about(scanner: Scanner) 
     firebase_sample = "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs"
     assert scanner.scan(f'apiKey: "{firebase_sample}"') == []
     assert scanner.scan(f'apiKey: "{firebase_sample[:-1]}J"')[0].tier is Tier.HIGH
+
+
+@pytest.mark.parametrize("form", [
+    'private const string storageAccountKey = "{key}";',
+    '{{ "AccountKey", "{key}" }}',
+    'public static final String DEFAULT_ACCOUNT_KEY\n            = "{key}";',
+    'static const std::string AzuriteAccountKey{{\n    "{key}"}};',
+    "AZURE_STORAGE_ACCOUNT_KEY={key}",
+])
+def test_azure_storage_keys_under_an_account_key_name(scanner: Scanner, form: str) -> None:
+    key = base64.b64encode(Gen(len(form)).rng.randbytes(64)).decode()
+    text = form.format(key=key)
+    (found,) = scanner.scan(text)
+    assert (found.rule_id, found.tier, text[found.start:found.end]) == (
+        "azure.storage-account-key", Tier.HIGH, key)
+    short = scanner.scan(text.replace(key, key[:-4] + "=="))  # 61 bytes: not the format
+    assert all(f.rule_id != "azure.storage-account-key" for f in short)
