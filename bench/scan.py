@@ -60,7 +60,9 @@ def timed(fn: Callable[[], object]) -> float:
 def cold(text: str, chunks: list[str], tmp: Path) -> None:
     mb = len(text.encode()) / 1e6
     scanner = Scanner()  # loaded outside the timing, as at gate start
-    scanner.scan(positives(1)[0].text)  # warm-up
+    # Warm-up: each detector's first use reads its pattern once per process (gate/screen/
+    # leads.py); a running gate has paid that after its first requests.
+    warm = timed(lambda: [Scanner(scanner.detectors).scan(s.text) for s in positives(1)])
     gate_chunks = timed(lambda: [scanner.scan(c) for c in chunks])
     gate_whole = timed(lambda: Scanner(scanner.detectors).scan(text))
     found = sum(len(Scanner(scanner.detectors).scan(c)) for c in chunks)
@@ -73,6 +75,8 @@ def cold(text: str, chunks: list[str], tmp: Path) -> None:
     print(f"  {'gate, one string':24}{mb / gate_whole:>10.1f}{gate_whole:>10.3f}")
     print(f"  {'detect-secrets':24}{mb / ds_time:>10.2f}{ds_time:>10.2f}{ds_found:>10}")
     print(f"  gate is {ds_time / gate_chunks:.0f}x faster (target: gate >= 100 MB/s)")
+    print(f"  warm-up, every detector used once (pattern analysis, once per process):"
+          f" {warm:.2f} s")
 
 
 def turn(chunks: list[str], tmp: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from typing import Any
@@ -9,27 +10,19 @@ from typing import Any
 import click
 
 from gate import __version__
-from gate.cli import (
-    ask,
-    audit,
-    ca,
-    completion,
-    decisions,
-    demo,
-    doctor,
-    history,
-    integrity,
-    paths,
-    report,
-    rules,
-    scan,
-    search,
-    serve,
-    sessions,
-    watch,
-)
-from gate.cli import users as users_cli
 from gate.errors import GateError
+
+# Each command's module, imported only when the command runs (or help lists it): `gate
+# scan` need not load mitmproxy. tests/cli/test_json_output.py checks this against every
+# module's COMMANDS.
+MODULES = {
+    "serve": "serve", "run": "serve", "env": "serve", "log": "audit", "show": "audit",
+    "search": "search", "audit": "integrity", "report": "report", "export": "report",
+    "paths": "paths", "rules": "rules", "scan": "scan", "pending": "ask", "approve": "ask",
+    "redact": "ask", "block": "ask", "decisions": "decisions", "watch": "watch", "ca": "ca",
+    "doctor": "doctor", "demo": "demo", "history": "history", "sessions": "sessions",
+    "completion": "completion", "users": "users",
+}
 
 
 class _Group(click.Group):
@@ -52,6 +45,16 @@ class _Group(click.Group):
             if (failure := unreadable(exc)) is None:
                 raise
             _fail(failure, wants_json)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *MODULES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in MODULES:
+            module = importlib.import_module(f"gate.cli.{MODULES[cmd_name]}")
+            for command in module.COMMANDS:
+                self.add_command(command)
+        return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         named = {name for _, names in _SECTIONS for name in names}
@@ -97,14 +100,6 @@ def cli() -> None:
     Quick start: `gate run -- claude` wraps one agent run; `gate serve` runs a gate that
     agents point their base URL at; `gate log` shows what was sent.
     """
-
-
-for command in (*serve.COMMANDS, *audit.COMMANDS, *search.COMMANDS, *integrity.COMMANDS,
-                *report.COMMANDS, *paths.COMMANDS, *rules.COMMANDS, *scan.COMMANDS,
-                *ask.COMMANDS, *decisions.COMMANDS, *watch.COMMANDS, *ca.COMMANDS,
-                *doctor.COMMANDS, *demo.COMMANDS, *history.COMMANDS,
-                *sessions.COMMANDS, *completion.COMMANDS, *users_cli.COMMANDS):
-    cli.add_command(command)
 
 
 def main() -> None:

@@ -18,12 +18,12 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal
 
-from detect_secrets.filters.heuristic import (
+from gate.screen.borrowed import (
+    is_formally_valid_jwt,
     is_potential_uuid,
     is_sequential_string,
     is_templated_secret,
 )
-from detect_secrets.plugins.jwt import JwtTokenDetector
 
 Verdict = Literal["keep", "demote"] | None
 
@@ -33,12 +33,24 @@ DOC_EXAMPLES = (
     "AKIAI44QH8DHBEXAMPLE", "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
     "sk_test_4eC39HqLyjWDarjtT1zdp7dc",                                  # Stripe API docs
     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",                       # jwt.io sample
+    # Google API keys in the samples and tests of github.com/firebase/firebase-android-sdk
+    "AIzaSyabcdefghijklmnopqrstuvwxyz1234567", "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+    "AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM", "AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
+    "AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0", "AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A",
+    "AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c", "AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
+    "AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY", "AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM",
+    "AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ", "AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
+    "AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU", "AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw",
+    "AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE", "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
 )
 # Shapes that never occur in a random token: template syntax, masks, "your-...-here".
 _PLACEHOLDER = re.compile(  # matched against the lower-cased value
     r"example|sample|dummy|placeholder|change_?me|replace_?me|your[_-]|<your|redacted"
     r"|not[_-]?a[_-]?real|x{5}|\*{3}|\.{3}|#{4}|0{10}|^\$[{(]|^\{\{|^%(?:\(\w+\))?s$"
     r"|^\$[a-z_]\w*$")
+_ASCENDING = re.compile("|".join(
+    "abcdefghijklmnopqrstuvwxyz"[i:i + 7] for i in range(20)) + "|" + "|".join(
+    "0123456789"[i:i + 7] for i in range(4)))
 # Human-chosen stand-ins, for values that follow a name (KEY=VALUE, -p..., user:pass@).
 _WEAK = frozenset({
     "password", "passwd", "secret", "token", "changeit", "admin", "root", "test", "testing",
@@ -107,6 +119,13 @@ def is_example(value: str) -> bool:
 def is_placeholder(value: str) -> bool:
     """Template syntax (`${VAR}`, `{{ x }}`, `<token>`, `$API_KEY`), masks, `YOUR_...`."""
     return bool(_PLACEHOLDER.search(value.lower())) or is_templated_secret(value)
+
+
+def is_made_up(value: str) -> bool:
+    """A body typed by hand (`abc123xyz-456def789ghij-klmnopqrstuvwx`): seven letters or
+    digits in alphabet order, which a random token holds about once in ten million. Still
+    redacted (it may be a real value someone chose), never asked about."""
+    return bool(_ASCENDING.search(value.lower()))
 
 
 def is_reference(value: str) -> bool:
@@ -243,7 +262,7 @@ def _value(m: re.Match[str], value: str) -> Verdict:
 def _jwt(m: re.Match[str], value: str) -> Verdict:
     """A JWT whose parts decode (detect-secrets' check), signed (alg not none), and not a
     public Supabase-style `anon` key."""
-    if not JwtTokenDetector.is_formally_valid(value):
+    if not is_formally_valid_jwt(value):
         return None
     header, payload = (json.loads(_b64url(part)) for part in value.split(".")[:2])
     if not isinstance(header, dict) or str(header.get("alg", "none")).lower() == "none":

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
 from gate.errors import RuleError, compose_yaml
-from gate.screen import checks
+from gate.screen import checks, leads
 
 SCHEMA_VERSION = 1
 _TOP_KEYS = frozenset({"schemaVersion", "description", "detectors"})
@@ -32,6 +31,9 @@ _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
 # After an anchored detector's keyword: the rest of the name, a closing quote, an operator.
 _ASSIGNED = re.compile(r"""[\w.-]*(?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
                        r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,)""")
+# Matched up to a keyword: ends where the name holding it starts (after the last character
+# that cannot be in a name).
+_NAME_START = re.compile(r"(?s:.*[^A-Za-z0-9_.-])?")
 _ID = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -70,37 +72,79 @@ class Detector:
     def generic(self) -> bool:
         return self.check == "assignment"
 
-    def find(self, view: str, windows: list[tuple[int, int]]) -> Iterator[Finding]:
+    def find(self, view: str, windows: list[tuple[int, int]],
+             hits: list[tuple[int, int]] | None = None) -> Iterator[Finding]:
         """Matches in the prefilter's windows of `view` that pass every filter. An
-        anchored detector gets the keyword hits themselves and matches once per name."""
-        for m in self._anchored(view, windows) if self.anchor else self._search(view, windows):
+        anchored detector gets the keyword hits themselves and matches once per name; given
+        the hits, a pattern whose matches begin at a keyword is tried only there."""
+        if self.anchor:
+            matches = self._anchored(view, windows)
+        elif hits is None:
+            matches = (m for p in self.patterns for m in self._search(p, view, windows))
+        else:
+            matches = self._led(view, windows, hits)
+        for m in matches:
             start, end = _secret_span(m)
             tier = self._accept(m, view[start:end])
             if tier is not None:
                 yield Finding(start, end, self.kind, self.id, tier)
 
-    def _search(self, view: str, windows: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
+    @staticmethod
+    def _search(pattern: re.Pattern[str], view: str, windows: list[tuple[int, int]]
+                ) -> Iterator[re.Match[str]]:
         n = len(view)
         for ws, we in windows:
-            for pattern in self.patterns:
-                for m in pattern.finditer(view, ws, we):
-                    if m.end() == we < n:  # the window cut the match short: redo it whole
+            for m in pattern.finditer(view, ws, we):
+                if m.end() == we < n:  # the window cut the match short: redo it whole
+                    m = pattern.match(view, m.start()) or m
+                yield m
+
+    def _led(self, view: str, windows: list[tuple[int, int]], hits: list[tuple[int, int]]
+             ) -> Iterator[re.Match[str]]:
+        """What `_search` finds, for patterns whose every match starts at most `before`
+        characters ahead of a keyword hit (leads.py): per window, from where the last
+        match ended, the leftmost match starting in [hit - before, hit] of each hit in turn
+        is the leftmost match `finditer` would find next."""
+        n, before = len(view), self.before
+        for pattern in self.patterns:
+            lead = leads.lead(pattern, self.keywords, before)
+            if lead is False:
+                yield from self._search(pattern, view, windows)
+                continue
+            k, count = 0, len(hits)
+            for ws, we in windows:
+                pos = ws
+                while k < count and hits[k][0] < we:
+                    hit = hits[k][0]
+                    k += 1
+                    lo = hit - before if hit - before > pos else pos
+                    if lo > hit:
+                        continue  # inside the last match
+                    if lead is not True:
+                        if (first := lead.match(view, lo, we)) is None:
+                            continue
+                        lo = first.end()
+                    if (m := pattern.match(view, lo, we)) is None:
+                        continue
+                    pos = m.end() if m.end() > lo else lo + 1
+                    if m.end() == we < n:
                         m = pattern.match(view, m.start()) or m
                     yield m
 
     def _anchored(self, view: str, hits: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
         done = -1
+        before, patterns = self.before, self.patterns
+        assigned, name_start = _ASSIGNED.match, _NAME_START.match
         for hit, end in hits:
-            if not _ASSIGNED.match(view, end):
+            if not assigned(view, end):
                 continue  # the name holding the keyword is not assigned a value
             while hit < end and view[hit] not in _NAME_CHARS:  # keyword like '"auth"'
                 hit += 1
-            lo = max(0, hit - self.before)
-            start = lo + len(view[lo:hit].rstrip(_NAME_CHARS))
+            start = name_start(view, hit - before if hit > before else 0, hit).end()
             if start <= done:
                 continue  # another keyword in the same name
             done = start
-            for pattern in self.patterns:
+            for pattern in patterns:
                 if m := pattern.match(view, start):
                     yield m
 
@@ -110,7 +154,9 @@ class Detector:
         verdict = checks.CHECKS[self.check](m, value) if self.check else "keep"
         if verdict is None or checks.is_example(value) or checks.is_placeholder(value):
             return None
-        return Tier.LOW if verdict == "demote" else self.tier
+        if verdict == "demote" or (self.tier is Tier.HIGH and checks.is_made_up(value)):
+            return Tier.LOW
+        return self.tier
 
 
 def _secret_span(m: re.Match[str]) -> tuple[int, int]:
@@ -243,6 +289,9 @@ def _patterns(fields: dict[str, str], nodes: dict[str, yaml.Node],
 def _plugin_denylists() -> dict[str, tuple[re.Pattern[str], ...]]:
     """The regexes of detect-secrets' regex plugins by class name, looked up once per
     process. Only the class attributes are read: its global settings are left alone."""
+    # Imported here: detect-secrets loads all of itself (and requests) on any import.
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
     plugins: list[Any] = list(get_mapping_from_secret_type_to_class().values())
     return {c.__name__: tuple(c.denylist) for c in plugins
             if isinstance(getattr(c, "denylist", None), list | tuple)}

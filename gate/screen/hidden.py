@@ -7,7 +7,7 @@ import base64
 import binascii
 import bisect
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 from gate.screen.detectors import Finding
 
@@ -17,6 +17,10 @@ _INVISIBLE_CHARS = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 _INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]+")
 # The same JSON-escaped; a pattern starting with a literal (\\u) is searched at C speed.
 _ESCAPED = re.compile(r"(?:\\u(?i:200[bcd]|2060|feff|00ad))+")
+_ESCAPES = tuple(f"\\u{ord(c):04x}" for c in _INVISIBLE_CHARS)
+# Found by the scanner's keyword pass (lower-cased UTF-8): only a string holding one of
+# these is searched for invisible characters.
+TRIGGERS = (*_INVISIBLE_CHARS, *_ESCAPES)
 # A token folded over lines (fold -w, a wrapped log, a shell `\` continuation): a line of
 # token characters only, ending in a newline (escaped ones read as spaces and a newline in
 # the unescaped view) and continued by more token characters; a Read tool's line numbers
@@ -27,6 +31,12 @@ _FOLD = re.compile(  # matched at a line's start
 )
 # The line a folded token starts on: token characters to its end (or a continuation).
 _TOKEN_LINE = re.compile(r"[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]{16,}\\?[ ]{0,3}\r?")
+# A newline that could end a fold's first line (what _TOKEN_LINE or a continuation ends
+# with), found by a literal search for newlines: where none is, no line is walked.
+_TAILS = [f"{bs}{' ' * n}{cr}" for bs in ("", "\\\\") for n in range(4) for cr in ("", "\r")]
+_FOLD_END = re.compile("\n(?:" + "|".join(
+    [f"(?<=[A-Za-z0-9_+/.~-]{{16}}{tail}\n)" for tail in _TAILS]
+    + [f"(?<={tail}\n)" for tail in ("\\\\", "\\\\\r", "   ", "   \r")]) + ")")
 # A shell line continuation inside a token, raw (`\` newline) or JSON-escaped (which the
 # unescaped view shows as three spaces and a newline).
 _CONTINUED = re.compile(
@@ -46,19 +56,32 @@ PRINTABLE = 0.95  # share of printable characters for decoded bytes to count as 
 Scan = Callable[[str, int], Sequence[Finding]]
 
 
-def cuts(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+def cuts(view: str, regions: Sequence[tuple[int, int]],
+         triggers: Collection[str] | None = None) -> list[tuple[int, int]]:
     """Spans to take out of `view`: invisible characters anywhere, line folds inside
     `regions` (the windows around vendor keywords: a folded token keeps its prefix on
-    its first line)."""
-    out = (
-        [m.span() for m in _INVISIBLE.finditer(view)]
-        if not view.isascii() and any(c in view for c in _INVISIBLE_CHARS)
-        else []
-    )
-    if "\\u" in view:
+    its first line). `triggers`: which of TRIGGERS `view` holds, if known."""
+    if triggers is None:
+        triggers = [t for t in TRIGGERS if t in view.lower()]
+    out = [m.span() for m in _INVISIBLE.finditer(view)] if any(
+        c in triggers for c in _INVISIBLE_CHARS) else []
+    if any(e in triggers for e in _ESCAPES):
         out += [m.span() for m in _ESCAPED.finditer(view)]
-    # Every line a window touches is tried on its own (one anchored match each), so a
-    # decoy keyword on an earlier line, merged into the same window, hides nothing.
+    # A fold's first line ends in a newline inside a window (every line a window touches
+    # ends at or after the window's start), so only windows holding a newline that can
+    # end one (_FOLD_END) are walked; a window without one never sets how far a walk from
+    # such a line reaches (it would have held that newline).
+    folded = [(start, end) for start, end in regions if _FOLD_END.search(view, start, end)]
+    if folded:
+        out += _folds(view, folded)
+    return sorted(set(out))
+
+
+def _folds(view: str, regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Folds in the lines the windows touch. Every line is tried on its own (one anchored
+    match each), so a decoy keyword on an earlier line, merged into the same window, hides
+    nothing."""
+    out: list[tuple[int, int]] = []
     reach: dict[int, int] = {}  # line start: the furthest a window over it reaches
     for start, end in regions:
         line = view.rfind("\n", 0, start) + 1
@@ -85,16 +108,17 @@ def cuts(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]
                 break  # the fold, if any, ends here
             line = nl + 1
             nl = view.find("\n", line, end)
-    return sorted(set(out))
+    return out
 
 
 def split_findings(
-    view: str, regions: Sequence[tuple[int, int]], scan: Scan, depth: int
+    view: str, regions: Sequence[tuple[int, int]], scan: Scan, depth: int,
+    triggers: Collection[str] | None = None,
 ) -> list[Finding]:
     """Findings that only exist once the hidden separators are taken out. Only the text
     around each group of cuts is rebuilt and scanned again, not the whole string."""
     found: list[Finding] = []
-    pending = cuts(view, regions)
+    pending = cuts(view, regions, triggers)
     while pending:
         group = [pending.pop(0)]
         while pending and pending[0][0] - group[-1][1] < REACH:
@@ -124,10 +148,12 @@ def to_view(offset: int, out_starts: list[int], in_starts: list[int]) -> int:
     return in_starts[i] + offset - out_starts[i]
 
 
-def base64_runs(view: str) -> Iterator[tuple[int, int]]:
+def base64_runs(view: str, raw: bytes | None = None) -> Iterator[tuple[int, int]]:
     """Spans of base64 runs of 40+ characters, found by C-speed byte operations (a regex
-    over every character would cost more than all the detectors together)."""
-    raw = view.encode("utf-8", "surrogatepass")
+    over every character would cost more than all the detectors together). `raw`: the
+    view's UTF-8, lower-cased or not (the base64 alphabet has both cases)."""
+    if raw is None:
+        raw = view.encode("utf-8", "surrogatepass")
     data = raw.translate(_B64_TABLE)
     ascii_only = len(data) == len(view)
     pos = data.find(_RUN)
@@ -145,7 +171,8 @@ def base64_runs(view: str) -> Iterator[tuple[int, int]]:
         pos = data.find(_RUN, end)
 
 
-def base64_findings(view: str, scan: Scan, depth: int) -> list[Finding]:
+def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None
+                    ) -> list[Finding]:
     """A base64 run whose decoded text holds a secret is that secret: the whole run is
     the finding, with the inner finding's kind, id and tier."""
     if depth >= LAYERS:
@@ -153,7 +180,7 @@ def base64_findings(view: str, scan: Scan, depth: int) -> list[Finding]:
     found = []
     # No cap on how many runs or how long: junk runs first, or a secret after a megabyte
     # of padding, would walk past one. The string's time budget bounds the work instead.
-    for start, end in base64_runs(view):
+    for start, end in base64_runs(view, raw):
         text = decode(view[start:end])
         if text is None:
             continue
@@ -175,13 +202,18 @@ def decode(run: str) -> str | None:
         data = base64.b64decode(body + "=" * (-len(body) % 4), altchars=altchars, validate=True)
     except (binascii.Error, ValueError):
         return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = ""
-    if text and sum(c.isprintable() or c in "\n\r\t" for c in text) >= PRINTABLE * len(text):
-        return text
     marked = data.translate(_TEXT_TABLE)  # printable bytes to "a": runs found by find()
+    if data.isascii():  # the common case, counted at C speed
+        if data and marked.count(97) >= PRINTABLE * len(data):
+            return data.decode("ascii")
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""
+        if text and (text.isprintable() or sum(
+                c.isprintable() or c in "\n\r\t" for c in text) >= PRINTABLE * len(text)):
+            return text
     runs, pos = [], marked.find(_TEXT_RUN)
     while pos != -1:
         end = marked.find(b" ", pos)

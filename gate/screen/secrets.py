@@ -19,6 +19,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import ahocorasick_rs
@@ -57,14 +58,16 @@ class Scanner:
             for word in det.keywords:
                 by_word.setdefault(word, []).append(i)
         words = list(by_word)
-        # Per keyword: (detector, before, after) for windowed detectors, and the anchored
-        # detectors, which take the hits themselves.
-        self._targets = [(tuple((i, self.detectors[i].before, self.detectors[i].after)
-                                for i in by_word[w] if not self.detectors[i].anchor),
-                          tuple(i for i in by_word[w] if self.detectors[i].anchor))
+        # Per keyword, its detectors: windowed ones first, as the window order (which
+        # breaks ties between equal findings) has always been.
+        self._targets = [tuple(sorted(by_word[w], key=lambda i: self.detectors[i].anchor))
                          for w in words]
+        # The hidden-form passes' triggers ride on the same pass: invisible characters
+        # (their UTF-8) and their JSON escapes.
+        self._triggers = len(words)
         self._prefilter = ahocorasick_rs.BytesAhoCorasick(
-            [w.encode() for w in words], implementation=ahocorasick_rs.Implementation.DFA)
+            [w.encode() for w in words] + [w.encode() for w in hidden.TRIGGERS],
+            implementation=ahocorasick_rs.Implementation.DFA)
         self._cache: OrderedDict[Hashable, tuple[Finding, ...]] = OrderedDict()
         self._cache_entries = cache_entries
         self._lock = threading.Lock()
@@ -86,23 +89,26 @@ class Scanner:
                 self._cache.popitem(last=False)
         return list(found)
 
-    def _scan(self, text: str, depth: int = 0, deadline: float | None = None
+    def _scan(self, text: str, depth: int = 0, deadline: _Deadline | None = None
               ) -> tuple[Finding, ...]:
         """Findings of every detector in `text`, then in the views that undo hiding
         (invisible characters, folds, base64 layers). Past the time budget the whole
         string is one high-tier finding: what could not be screened is asked about."""
         if deadline is None:
-            deadline = time.thread_time() + self.budget
+            deadline = _Deadline(self.budget)
         view = unescaped_view(text)
         ranked: list[tuple[tuple[bool, bool, int, int], Finding]] = []
         regions: list[tuple[int, int]] = []  # where a vendor token may sit folded
-        for i, windows in self.windows(view).items():
-            if time.thread_time() > deadline:
+        n = len(view)
+        found = self._find_keywords(view)
+        for i, hits in found.hits.items():
+            if deadline.passed():
                 return (self._over_budget(text),)
             det = self.detectors[i]
+            windows = hits if det.anchor else _windows(hits, det.before, det.after, n)
             if det.tier is Tier.HIGH and det.after < FOLDED_MAX:  # vendor formats
                 regions += windows
-            for f in det.find(view, windows):
+            for f in det.find(view, windows, hits):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start),
                                f))
         plain = _resolve(ranked)
@@ -111,9 +117,9 @@ class Scanner:
             return self._scan(sub, level, deadline) if len(sub) >= MIN_TEXT else ()
 
         regions.sort()
-        extra = [*hidden.split_findings(view, regions, inner, depth),
-                 *hidden.base64_findings(view, inner, depth)]
-        if time.thread_time() > deadline:
+        extra = [*hidden.split_findings(view, regions, inner, depth, found.triggers),
+                 *hidden.base64_findings(view, inner, depth, found.data)]
+        if deadline.passed():
             return (self._over_budget(text),)
         if not extra:
             return plain
@@ -135,24 +141,62 @@ class Scanner:
         """Per detector index, the merged windows around its keywords' hits (for an
         anchored detector, the hits): the only text its regexes see. Keywords match ASCII
         case-insensitively."""
-        data = view.encode("utf-8", "surrogatepass").lower()
-        hits = self._prefilter.find_matches_as_indexes(data, overlapping=True)
-        if not hits:
-            return {}
-        if len(data) != len(view):
-            hits = _char_offsets(data, hits)
         n = len(view)
-        spans: dict[int, list[tuple[int, int]]] = {}
-        targets = self._targets
-        for word, start, end in hits:
-            windowed, anchored = targets[word]
-            for i, before, after in windowed:
-                spans.setdefault(i, []).append((start - before if start > before else 0,
-                                                end + after if end + after < n else n))
-            for i in anchored:
-                spans.setdefault(i, []).append((start, end))
-        return {i: sorted(w) if self.detectors[i].anchor else _merge(w)
-                for i, w in spans.items()}
+        return {i: hits if self.detectors[i].anchor else
+                _windows(hits, self.detectors[i].before, self.detectors[i].after, n)
+                for i, hits in self._find_keywords(view).hits.items()}
+
+    def _find_keywords(self, view: str) -> _Keywords:
+        data = view.encode("utf-8", "surrogatepass").lower()
+        found = self._prefilter.find_matches_as_indexes(data, overlapping=True)
+        if not found:
+            return _Keywords(data, {}, frozenset())
+        if len(data) != len(view):
+            found = _char_offsets(data, found)
+        by_word: dict[int, list[tuple[int, int]]] = {}
+        for word, start, end in found:
+            if (spans := by_word.get(word)) is None:
+                by_word[word] = [(start, end)]
+            else:
+                spans.append((start, end))
+        hits: dict[int, list[tuple[int, int]]] = {}
+        targets, triggers = self._targets, self._triggers
+        for word, spans in by_word.items():  # words in the order of their first hit
+            if word >= triggers:
+                continue
+            for i in targets[word]:
+                if (have := hits.get(i)) is None:
+                    hits[i] = spans
+                else:
+                    hits[i] = have + spans
+        return _Keywords(
+            data, {i: sorted(spans) if len(spans) > 1 else spans for i, spans in hits.items()},
+            frozenset(hidden.TRIGGERS[w - triggers] for w in by_word if w >= triggers))
+
+
+@dataclass(frozen=True, slots=True)
+class _Keywords:
+    """What the keyword pass found in a view: per detector index the (start, end) of its
+    keywords, sorted, in the order the detectors were first hit; the hidden-form triggers
+    seen; and the lowered UTF-8 it ran on."""
+    data: bytes
+    hits: dict[int, list[tuple[int, int]]]
+    triggers: frozenset[str]
+
+
+class _Deadline:
+    """The string's CPU budget. Asking the thread's CPU clock is a system call (several
+    microseconds in a sandbox); the wall clock is cheap and never behind it, so the CPU
+    clock is asked only once the wall clock is past the budget."""
+
+    __slots__ = ("_cpu", "_wall")
+
+    def __init__(self, budget: float):
+        self._wall = time.perf_counter() + budget
+        self._cpu = time.thread_time() + budget
+
+    def passed(self) -> bool:
+        return time.perf_counter() > self._wall and time.thread_time() > self._cpu
 
 
 def unescaped_view(text: str) -> str:
@@ -181,15 +225,22 @@ def _char_offsets(data: bytes, hits: list[tuple[int, int, int]]) -> list[tuple[i
     return out
 
 
-def _merge(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    windows.sort()
-    merged = [windows[0]]
-    for start, end in windows[1:]:
-        last_start, last_end = merged[-1]
+def _windows(hits: list[tuple[int, int]], before: int, after: int, n: int
+             ) -> list[tuple[int, int]]:
+    """The windows around sorted keyword hits, overlapping ones merged."""
+    merged: list[tuple[int, int]] = []
+    last_start, last_end = -1, -1
+    for start, end in hits:
+        start = start - before if start > before else 0
+        end = end + after if end + after < n else n
         if start <= last_end:
-            merged[-1] = (last_start, max(last_end, end))
+            if end > last_end:
+                last_end = end
         else:
-            merged.append((start, end))
+            if last_end >= 0:
+                merged.append((last_start, last_end))
+            last_start, last_end = start, end
+    merged.append((last_start, last_end))
     return merged
 
 

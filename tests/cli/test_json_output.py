@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
+import subprocess
+import sys
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
-from gate.cli import cli
+import gate.cli
+from gate.cli import MODULES, cli
 
 
 def one_object(*args: str) -> tuple[int, dict[str, object]]:
@@ -74,4 +80,20 @@ def test_help_groups_the_commands_by_task_and_hides_none() -> None:
     assert "\nCommands:" not in out
     listed = {line.split()[0] for line in out.splitlines() if line.startswith("  ")
               and not line.strip().startswith("-")}
-    assert set(cli.commands) <= listed  # every command appears in some section
+    with click.Context(cli) as ctx:
+        assert set(cli.list_commands(ctx)) <= listed  # every command appears in some section
+
+
+def test_each_command_is_loaded_from_the_module_that_defines_it() -> None:
+    """Commands load lazily by name (gate scan starts without mitmproxy): the name map
+    names every command of every gate.cli module, and only those."""
+    defined = {}
+    for info in pkgutil.iter_modules(gate.cli.__path__):
+        module = importlib.import_module(f"gate.cli.{info.name}")
+        defined |= {c.name: info.name for c in getattr(module, "COMMANDS", ())}
+    assert defined == MODULES
+    done = subprocess.run([sys.executable, "-c", "import sys; from gate.cli import cli;"
+                           " cli(['scan', '--help'], standalone_mode=False);"
+                           " print('mitmproxy' in sys.modules)"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().endswith("False"), done.stderr

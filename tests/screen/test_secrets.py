@@ -3,6 +3,7 @@ prefilter and the cache, deterministic placeholders, the key file, rule-file err
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import stat
@@ -151,9 +152,9 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     original = Detector.find
 
-    def spy(self: Detector, view: str, windows: list[tuple[int, int]]):  # type: ignore[no-untyped-def]
+    def spy(self: Detector, view: str, *args):  # type: ignore[no-untyped-def]
         seen.append(self.id)
-        return original(self, view, windows)
+        return original(self, view, *args)
 
     monkeypatch.setattr(Detector, "find", spy)
     return seen
@@ -235,6 +236,39 @@ def test_a_custom_detector_loads_and_finds(tmp_path: Path) -> None:
     (tmp_path / "acme.yaml").write_text(GOOD)
     (det,) = load_detectors(tmp_path)
     assert det.keywords == ("acme_",) and det.tier is Tier.HIGH
-    assert Scanner([det]).scan("key: ACME_ nope, acme_abcdefgh ok") == [
+    assert Scanner([det]).scan("key: ACME_ nope, acme_qwhzkxmv ok") == [
         Finding(17, 30, "acme-token", "acme.token", Tier.HIGH)]
     assert detectors.secrets_dir().name == "secrets"
+
+
+def test_hand_typed_bodies_are_redacted_but_never_asked_about(scanner: Scanner) -> None:
+    """A vendor prefix on a body typed by hand (letters or digits in alphabet order) is a
+    docs example far more often than a key: low tier. A random body stays high, and so do
+    the published Firebase SDK sample keys' neighbours that are not in the list."""
+    g = Gen(11)
+    made_up = "sk_live_" + "abcdefghijklmnopqrstuvwxyz123456"
+    random_key = "sk_live_" + g.chars("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz", 32)
+    (low,) = scanner.scan(f"STRIPE_KEY={made_up}\n")
+    (high,) = scanner.scan(f"STRIPE_KEY={random_key}\n")
+    assert (low.rule_id, low.tier) == ("stripe.live-key", Tier.LOW)
+    assert (high.rule_id, high.tier) == ("stripe.live-key", Tier.HIGH)
+    firebase_sample = "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs"
+    assert scanner.scan(f'apiKey: "{firebase_sample}"') == []
+    assert scanner.scan(f'apiKey: "{firebase_sample[:-1]}J"')[0].tier is Tier.HIGH
+
+
+@pytest.mark.parametrize("form", [
+    'private const string storageAccountKey = "{key}";',
+    '{{ "AccountKey", "{key}" }}',
+    'public static final String DEFAULT_ACCOUNT_KEY\n            = "{key}";',
+    'static const std::string AzuriteAccountKey{{\n    "{key}"}};',
+    "AZURE_STORAGE_ACCOUNT_KEY={key}",
+])
+def test_azure_storage_keys_under_an_account_key_name(scanner: Scanner, form: str) -> None:
+    key = base64.b64encode(Gen(len(form)).rng.randbytes(64)).decode()
+    text = form.format(key=key)
+    (found,) = scanner.scan(text)
+    assert (found.rule_id, found.tier, text[found.start:found.end]) == (
+        "azure.storage-account-key", Tier.HIGH, key)
+    short = scanner.scan(text.replace(key, key[:-4] + "=="))  # 61 bytes: not the format
+    assert all(f.rule_id != "azure.storage-account-key" for f in short)

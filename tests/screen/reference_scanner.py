@@ -1,0 +1,310 @@
+"""The scanning engine as it was before issue 14's speed work, kept to test the fast one.
+
+A plain copy of the window scan (every detector's regexes over every merged window around
+its keywords), the anchored name walk and the hidden-form passes, run on the same
+detectors. tests/screen/test_differential.py checks that `Scanner` finds exactly what
+this finds; nothing else uses it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import re
+from collections.abc import Callable, Iterator, Sequence
+
+import ahocorasick_rs
+
+from gate.screen.detectors import _ASSIGNED, _NAME_CHARS, Detector, Finding, Tier, _secret_span
+from gate.screen.secrets import FOLDED_MAX, MIN_TEXT, unescaped_view
+
+Scan = Callable[[str, int], Sequence[Finding]]
+
+
+class ReferenceScanner:
+    def __init__(self, detectors: Sequence[Detector]):
+        self.detectors = tuple(detectors)
+        by_word: dict[str, list[int]] = {}
+        for i, det in enumerate(self.detectors):
+            for word in det.keywords:
+                by_word.setdefault(word, []).append(i)
+        words = list(by_word)
+        self._targets = [(tuple((i, self.detectors[i].before, self.detectors[i].after)
+                                for i in by_word[w] if not self.detectors[i].anchor),
+                          tuple(i for i in by_word[w] if self.detectors[i].anchor))
+                         for w in words]
+        self._prefilter = ahocorasick_rs.BytesAhoCorasick(
+            [w.encode() for w in words], implementation=ahocorasick_rs.Implementation.DFA)
+
+    def scan(self, text: str) -> list[Finding]:
+        return [] if len(text) < MIN_TEXT else list(self._scan(text))
+
+    def _scan(self, text: str, depth: int = 0) -> tuple[Finding, ...]:
+        view = unescaped_view(text)
+        ranked: list[tuple[tuple[bool, bool, int, int], Finding]] = []
+        regions: list[tuple[int, int]] = []
+        for i, windows in self.windows(view).items():
+            det = self.detectors[i]
+            if det.tier is Tier.HIGH and det.after < FOLDED_MAX:
+                regions += windows
+            for f in _find(det, view, windows):
+                ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start),
+                               f))
+        plain = _resolve(ranked)
+
+        def inner(sub: str, level: int) -> tuple[Finding, ...]:
+            return self._scan(sub, level) if len(sub) >= MIN_TEXT else ()
+
+        regions.sort()
+        extra = [*split_findings(view, regions, inner, depth),
+                 *base64_findings(view, inner, depth)]
+        if not extra:
+            return plain
+        generic = {d.id for d in self.detectors if d.generic}
+        for f in extra:
+            if f.rule_id in generic and any(p.start < f.end and f.start < p.end for p in plain):
+                continue
+            ranked.append(((f.tier is not Tier.HIGH, f.rule_id in generic, f.start - f.end,
+                            f.start), f))
+        return _resolve(ranked)
+
+    def windows(self, view: str) -> dict[int, list[tuple[int, int]]]:
+        data = view.encode("utf-8", "surrogatepass").lower()
+        hits = self._prefilter.find_matches_as_indexes(data, overlapping=True)
+        if not hits:
+            return {}
+        if len(data) != len(view):
+            hits = _char_offsets(data, hits)
+        n = len(view)
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for word, start, end in hits:
+            windowed, anchored = self._targets[word]
+            for i, before, after in windowed:
+                spans.setdefault(i, []).append((start - before if start > before else 0,
+                                                end + after if end + after < n else n))
+            for i in anchored:
+                spans.setdefault(i, []).append((start, end))
+        return {i: sorted(w) if self.detectors[i].anchor else _merge(w)
+                for i, w in spans.items()}
+
+
+def _find(det: Detector, view: str, windows: list[tuple[int, int]]) -> Iterator[Finding]:
+    for m in _anchored(det, view, windows) if det.anchor else _search(det, view, windows):
+        start, end = _secret_span(m)
+        tier = det._accept(m, view[start:end])
+        if tier is not None:
+            yield Finding(start, end, det.kind, det.id, tier)
+
+
+def _search(det: Detector, view: str, windows: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
+    n = len(view)
+    for ws, we in windows:
+        for pattern in det.patterns:
+            for m in pattern.finditer(view, ws, we):
+                if m.end() == we < n:
+                    m = pattern.match(view, m.start()) or m
+                yield m
+
+
+def _anchored(det: Detector, view: str, hits: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
+    done = -1
+    for hit, end in hits:
+        if not _ASSIGNED.match(view, end):
+            continue
+        while hit < end and view[hit] not in _NAME_CHARS:
+            hit += 1
+        lo = max(0, hit - det.before)
+        start = lo + len(view[lo:hit].rstrip(_NAME_CHARS))
+        if start <= done:
+            continue
+        done = start
+        for pattern in det.patterns:
+            if m := pattern.match(view, start):
+                yield m
+
+
+def _char_offsets(data: bytes, hits: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    out, byte_pos, char_pos = [], 0, 0
+    for word, start, end in sorted(hits, key=lambda h: h[1]):
+        char_pos += len(data[byte_pos:start].decode("utf-8", "surrogatepass"))
+        byte_pos = start
+        out.append((word, char_pos, char_pos + end - start))
+    return out
+
+
+def _merge(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    windows.sort()
+    merged = [windows[0]]
+    for start, end in windows[1:]:
+        last_start, last_end = merged[-1]
+        if start <= last_end:
+            merged[-1] = (last_start, max(last_end, end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _resolve(ranked: list[tuple[tuple[bool, bool, int, int], Finding]]) -> tuple[Finding, ...]:
+    kept: list[Finding] = []
+    starts: list[int] = []
+    for _, f in sorted(ranked, key=lambda r: r[0]):
+        i = bisect.bisect_left(starts, f.start)
+        if (i and kept[i - 1].end > f.start) or (i < len(kept) and kept[i].start < f.end):
+            continue
+        starts.insert(i, f.start)
+        kept.insert(i, f)
+    return tuple(kept)
+
+
+# -- hidden forms ---------------------------------------------------------------------------
+
+_INVISIBLE_CHARS = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+_INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]+")
+_ESCAPED = re.compile(r"(?:\\u(?i:200[bcd]|2060|feff|00ad))+")
+_FOLD = re.compile(
+    r"[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]{16,}"
+    r"(\\?[ ]{0,2}\r?\n[ \t]*(?:\d{1,7}→)?)(?=[A-Za-z0-9_+/.~-]{4})"
+)
+_TOKEN_LINE = re.compile(r"[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]{16,}\\?[ ]{0,3}\r?")
+_CONTINUED = re.compile(
+    r"(?<=[A-Za-z0-9_+/.~-])(?:\\|[ ]{3})\r?\n[ \t]*(?:\d{1,7}→)?"
+    r"(?=[A-Za-z0-9_+/.~-])"
+)
+_B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
+_B64_TABLE = bytes(ord("a") if c in _B64_CHARS else ord(" ") for c in range(256))
+_RUN = b"a" * 40
+REACH = 512
+LAYERS = 2
+_TEXT_TABLE = bytes(ord("a") if 32 <= c < 127 or c in b"\t\n\r" else ord(" ") for c in range(256))
+_TEXT_RUN = b"a" * 16
+PRINTABLE = 0.95
+
+
+def cuts(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    out = (
+        [m.span() for m in _INVISIBLE.finditer(view)]
+        if not view.isascii() and any(c in view for c in _INVISIBLE_CHARS)
+        else []
+    )
+    if "\\u" in view:
+        out += [m.span() for m in _ESCAPED.finditer(view)]
+    reach: dict[int, int] = {}
+    for start, end in regions:
+        line = view.rfind("\n", 0, start) + 1
+        while line < end:
+            reach[line] = max(reach.get(line, 0), end)
+            nl = view.find("\n", line, end)
+            if nl == -1:
+                break
+            line = nl + 1
+    for line, end in sorted(reach.items()):
+        nl = view.find("\n", line, end)
+        if nl == -1:
+            continue
+        continued = view.endswith(("\\", "   ", "\\\r", "   \r"), line, nl)
+        if not continued and not _TOKEN_LINE.fullmatch(view, line, nl):
+            continue
+        while nl != -1:
+            if (m := _FOLD.match(view, line, end)) and m.start(1) <= nl < m.end(1):
+                out.append(m.span(1))
+            elif m := _CONTINUED.search(view, max(line, nl - 4), min(end, nl + 40)):
+                out.append(m.span())
+            else:
+                break
+            line = nl + 1
+            nl = view.find("\n", line, end)
+    return sorted(set(out))
+
+
+def split_findings(view: str, regions: Sequence[tuple[int, int]], scan: Scan, depth: int
+                   ) -> list[Finding]:
+    found: list[Finding] = []
+    pending = cuts(view, regions)
+    while pending:
+        group = [pending.pop(0)]
+        while pending and pending[0][0] - group[-1][1] < REACH:
+            group.append(pending.pop(0))
+        lo, hi = max(0, group[0][0] - REACH), min(len(view), group[-1][1] + REACH)
+        parts, out_starts, in_starts, pos, size = [], [], [], lo, 0
+        for start, end in group:
+            start = max(start, pos)
+            out_starts.append(size)
+            in_starts.append(pos)
+            parts.append(view[pos:start])
+            size += start - pos
+            pos = max(pos, end)
+        out_starts.append(size)
+        in_starts.append(pos)
+        parts.append(view[pos:hi])
+        for f in scan("".join(parts), depth):
+            start = _to_view(f.start, out_starts, in_starts)
+            end = _to_view(f.end - 1, out_starts, in_starts) + 1
+            if end - start != f.end - f.start:
+                found.append(Finding(start, end, f.kind, f.rule_id, f.tier))
+    return found
+
+
+def _to_view(offset: int, out_starts: list[int], in_starts: list[int]) -> int:
+    i = bisect.bisect_right(out_starts, offset) - 1
+    return in_starts[i] + offset - out_starts[i]
+
+
+def base64_runs(view: str) -> Iterator[tuple[int, int]]:
+    raw = view.encode("utf-8", "surrogatepass")
+    data = raw.translate(_B64_TABLE)
+    ascii_only = len(data) == len(view)
+    pos = data.find(_RUN)
+    while pos != -1:
+        end = data.find(b" ", pos)
+        end = len(data) if end == -1 else end
+        start, stop = pos, end
+        if not ascii_only:
+            start = len(raw[:pos].decode("utf-8", "surrogatepass"))
+            stop = start + end - pos
+        for _ in range(2):
+            if stop < len(view) and view[stop] == "=":
+                stop += 1
+        yield start, stop
+        pos = data.find(_RUN, end)
+
+
+def base64_findings(view: str, scan: Scan, depth: int) -> list[Finding]:
+    if depth >= LAYERS:
+        return []
+    found = []
+    for start, end in base64_runs(view):
+        text = decode(view[start:end])
+        if text is None:
+            continue
+        inner = scan(text, depth + 1)
+        if inner:
+            best = min(inner, key=lambda f: (f.tier != "high", f.start - f.end))
+            found.append(Finding(start, end, best.kind, best.rule_id, best.tier))
+    return found
+
+
+def decode(run: str) -> str | None:
+    altchars = b"-_" if ("-" in run or "_" in run) else None
+    if altchars and ("+" in run or "/" in run):
+        return None
+    body = run.rstrip("=")
+    try:
+        data = base64.b64decode(body + "=" * (-len(body) % 4), altchars=altchars, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    if text and sum(c.isprintable() or c in "\n\r\t" for c in text) >= PRINTABLE * len(text):
+        return text
+    marked = data.translate(_TEXT_TABLE)
+    runs, pos = [], marked.find(_TEXT_RUN)
+    while pos != -1:
+        end = marked.find(b" ", pos)
+        end = len(data) if end == -1 else end
+        runs.append(data[pos:end])
+        pos = marked.find(_TEXT_RUN, end)
+    return b"\n".join(runs).decode("ascii") if runs else None
+
