@@ -184,8 +184,9 @@ def gate_scan(home: Path, cwd: Path, data: Path) -> tuple[float, int, dict[str, 
     )
     out, _ = proc.communicate()
     seconds = time.perf_counter() - t0
-    # The largest child so far: the 1 GB scan runs first, so this is its peak (and its
-    # worker processes', each of which is a child of it, not of this script).
+    # The largest child so far: the 1 GB scan runs first, so this is its peak. Its worker
+    # processes are children of multiprocessing's fork server, never waited for here, so
+    # they are not counted (each holds its own screens: tens of MiB, flat).
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return seconds, rss, json.loads(out)
 

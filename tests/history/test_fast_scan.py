@@ -261,3 +261,24 @@ def test_the_cli_parallel_scan_prints_the_serial_output(
     monkeypatch.setattr("gate.history.session.PARALLEL_BYTES", 0)
     _, parallel = scan_json(p.home, "--jobs", "2")
     assert json.dumps(serial) == json.dumps(parallel) and serial["copies"] > 20
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_long_scan_shows_progress_on_stderr(
+    tmp_path: Path, gate_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    """Many stores: progress lines on stderr (the last one always), none on stdout, and
+    never a value; with workers too."""
+    from history.kit import invoke
+
+    p = plant(tmp_path / "user")
+    chats = p.home / ".gemini" / "tmp" / "p" / "chats"
+    chats.mkdir(parents=True)
+    for i in range(60):
+        row = {"type": "user", "content": [{"text": f"step {i}: token {p.token}"}]}
+        (chats / f"session-{i}.jsonl").write_text(json.dumps(row) + "\n")
+    monkeypatch.setattr("gate.history.session.PARALLEL_BYTES", 0)
+    code, out, err = invoke("history", "scan", "--home", str(p.home), "--jobs", jobs)
+    assert code == 1
+    assert "scanning 60/60 stores (gemini-cli)" in err and "scanning" not in out
+    assert p.token not in out + err
