@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal
 
-from gate.screen.borrowed import (
+from gate.screen.shapes import (
     is_formally_valid_jwt,
     is_potential_uuid,
     is_sequential_string,

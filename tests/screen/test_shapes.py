@@ -1,0 +1,72 @@
+"""gate's own shape checks keep detect-secrets' verdicts (the checks used its filters before),
+and the detectors that replaced three of its plugins find their formats."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import re
+import string
+
+import pytest
+from detect_secrets.filters import heuristic
+from detect_secrets.plugins.jwt import JwtTokenDetector
+
+from gate.screen import shapes
+
+
+def _samples() -> list[str]:
+    rng = random.Random(3)
+    alphabet = string.printable + "é→"
+    enc = base64.urlsafe_b64encode
+    jwt = ".".join(enc(json.dumps(p).encode()).decode().rstrip("=") for p in
+                   ({"alg": "HS256"}, {"sub": "1"})) + ".c2ln"
+    fixed = ["", "$", "{", "<x>", "{x}", "${x}", "$x}", "ABCDEF", "0123456789", "abcdefgh",
+             "5f2b8c1e-9a7d-4630-8c1e-9a7d46305f2b", jwt, jwt + "a", jwt[:-1], "a.b.c", "e30.e30."]
+    return fixed + ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+                    for _ in range(3000)]
+
+
+@pytest.mark.parametrize(("mine", "theirs"), [
+    (shapes.is_potential_uuid, heuristic.is_potential_uuid),
+    (shapes.is_sequential_string, heuristic.is_sequential_string),
+    (shapes.is_templated_secret, heuristic.is_templated_secret),
+    (shapes.is_formally_valid_jwt, JwtTokenDetector.is_formally_valid),
+])
+def test_the_shapes_agree_with_detect_secrets(mine, theirs) -> None:  # type: ignore[no-untyped-def]
+    values = _samples()
+    if mine is shapes.is_formally_valid_jwt:
+        # Only what the JWT detector's pattern can hand it: base64url text and dots (on
+        # other characters detect-secrets' lenient decoder skips them, gate's need not).
+        rng = random.Random(5)
+        b64 = string.ascii_letters + string.digits + "_-"
+        values = [v for v in values if re.fullmatch(r"[A-Za-z0-9_.=-]*", v)]
+        values += [".".join("".join(rng.choice(b64) for _ in range(rng.randrange(0, 12)))
+                            for _ in range(rng.randrange(1, 4))) for _ in range(3000)]
+    for value in values:
+        assert mine(value) is theirs(value), value
+
+
+def _token(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def test_the_detectors_that_replaced_plugins_find_their_formats() -> None:
+    from gate.screen.secrets import Scanner
+
+    rng = random.Random(7)
+    b64url = string.ascii_letters + string.digits + "_-"
+    ibm = _token(rng, b64url, 44)
+    square = "sq0csp-" + _token(rng, b64url, 43)
+    chimp = _token(rng, "0123456789abcdef", 32) + "-us6"
+    scanner = Scanner()
+    for text, kind in ((f'IBM_CLOUD_API_KEY="{ibm}"', "ibm-cloud-iam-key"),
+                       (f"ibm_iam_token: {ibm}", "ibm-cloud-iam-key"),
+                       (f"square_secret = '{square}'", "square-oauth-secret"),
+                       (f"MAILCHIMP={chimp}", "mailchimp-api-key")):
+        assert kind in {f.kind for f in scanner.scan(text)}, text
+    for text in (f'IBM_CLOUD_API_KEY="{ibm}x"',  # 45 characters: not this format
+                 f"square_secret = '{square[:-1]}'", f"MAILCHIMP={chimp.replace('-us6', '-uk6')}"):
+        found = {f.kind for f in scanner.scan(text)}
+        assert not found & {"ibm-cloud-iam-key", "square-oauth-secret", "mailchimp-api-key"}, text
