@@ -74,7 +74,8 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
         raise Miss("the working directory changed")
     root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)
-    index = tool_calls.denied_index(screens.indexes if screens else None, policies, policy, root)
+    index = tool_calls.denied_index(screens.indexes if screens else None, policies, policy,
+                                    root, stated=req.project_root is None)
     secrets = screens.secrets if screens else None
     if policy is not turn.policy or index is not turn.index or secrets is not turn.secrets:
         raise Miss("the rules, denied files or secret screen changed")

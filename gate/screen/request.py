@@ -168,7 +168,8 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     cwd = req.project_root or calls.working_directory(walk)
     root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)
-    index = calls.denied_index(screens.indexes if screens else None, policies, policy, root)
+    index = calls.denied_index(screens.indexes if screens else None, policies, policy, root,
+                               stated=req.project_root is None)
     secrets = screens.secrets if screens else None
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
     same_name = calls.same_name_candidates(walk)
