@@ -33,6 +33,7 @@ from gate.rules.layers import PolicyStore
 from gate.screen import codings
 from gate.screen.content import SecretScreen
 from gate.screen.disclose import Scrub
+from gate.screen.envelope import Envelope, google_upstream
 from gate.screen.fingerprints import IndexStore, Limits
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 
@@ -198,9 +199,11 @@ class GateAddon:
         verdict = screen(outbound, self.policies, self.screens, self.chains.known)
         flow.metadata["gate_who"].update(model=verdict.model,
                                          project_root=verdict.project_root)
-        if self._scrub().query_holds(route.path):
-            raise Blocked("the query string holds a denied file's value or a likely secret;"
-                          " gate cannot withhold it in place, so the request was not sent")
+        up = route.upstream
+        refusal = Envelope(self._scrub()).refusal(route.path, list(req.headers.items(multi=True)),
+                                                  google_upstream(up.name, up.host))
+        if refusal is not None:
+            raise Blocked(refusal)
         return _Screened(self, route, run, outbound, verdict, flow.metadata["gate_who"]["session"])
 
     def _scrub(self) -> Scrub:

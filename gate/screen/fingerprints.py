@@ -138,6 +138,9 @@ def encoded_forms(unit: str) -> Iterator[str]:
         body = enc[start:len(enc) - 4]
         if len(body) >= 8:  # 48 bits: a short passphrase still has a base64 form
             yield body
+            url = body.replace("+", "-").replace("/", "_")  # base64url, as URLs carry it
+            if url != body:
+                yield url
 
 
 @dataclass(frozen=True, slots=True)
