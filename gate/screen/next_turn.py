@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from loguru import logger
 
-from gate.agents import tools
+from gate.agents import shell_state, tools
 from gate.providers import anthropic
 from gate.providers.segments import Role, Segment, ToolCall, item_strings, set_at
 from gate.rules.engine import Policy, identity, stamp_of, targets
@@ -191,8 +191,10 @@ def _calls(turn: Turn, k: int, new: list[dict[str, Any]], walked: list[anthropic
                 raise Miss("two tool calls share an id")
             inp = new[j]["content"][b].get("input")
             where[call_id] = len(made)
-            made.append(Call(call_id, name, tools.action(name, inp if isinstance(inp, dict)
-                                                         else {}, cwd), k + j))
+            action = tools.action(name, inp if isinstance(inp, dict) else {}, cwd)
+            # As the whole-body path decides it: after the files earlier calls sourced.
+            sourced = tuple(p for c in made for p in shell_state.sourcing(c.action))
+            made.append(Call(call_id, name, shell_state.after(action, sourced), k + j))
     fresh: list[int] = []
     for j, (_, _, results) in enumerate(walked):
         here = []

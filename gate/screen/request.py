@@ -13,7 +13,7 @@ import orjson
 from loguru import logger
 
 from gate import providers
-from gate.agents import tools
+from gate.agents import shell_state, tools
 from gate.agents.actions import Action
 from gate.providers import anthropic, history
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
@@ -173,8 +173,8 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     secrets = screens.secrets if screens else None
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
     same_name = calls.same_name_candidates(walk)
-    for call in walk.calls:
-        action = tools.action(call.name, call.input, cwd)
+    actions = shell_state.carry([tools.action(c.name, c.input, cwd) for c in walk.calls])
+    for call, action in zip(walk.calls, actions, strict=True):
         if call.result is None:
             decided.append((call, action, None, None))
             continue
