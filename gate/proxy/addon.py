@@ -26,12 +26,14 @@ from gate.audit.session import session_key
 from gate.audit.store import AuditStore
 from gate.config import Config
 from gate.errors import GateError
+from gate.lock import BRIDGE_SOURCE
 from gate.proxy import chains, control, replies, routing, team, websocket
 from gate.proxy.recorder import ResponseRecorder
 from gate.rules.layers import PolicyStore
 from gate.screen import codings, upload
 from gate.screen.content import SecretScreen
 from gate.screen.disclose import Scrub
+from gate.screen.envelope import Envelope, google_upstream
 from gate.screen.fingerprints import IndexStore, Limits
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 from gate.users import Users
@@ -194,6 +196,11 @@ class GateAddon:
             if run is None:
                 raise Blocked(f"gate does not know run {route.run_id!r}: restart the agent with"
                               " `gate run`, or use a base URL without /_run/")
+        if run is None and _from_lock(flow):
+            # Fail closed: a locked agent is screened as its run's project. Without the run
+            # it could state any directory and be screened for that one's files instead.
+            raise Blocked("a request from inside `gate run --lock` must name its run (the base"
+                          " URL's /_run/ID, or the proxy URL gate run set); it was not sent")
         if req.headers.get("upgrade"):
             # Fail closed: only upgrades whose frames gate can screen are let through.
             if not websocket.screenable(req.headers.get("upgrade", ""), route.path):
@@ -222,9 +229,11 @@ class GateAddon:
         verdict = screen(outbound, self.policies, self.screens, self.chains.known)
         flow.metadata["gate_who"].update(model=verdict.model,
                                          project_root=verdict.project_root)
-        if self._scrub().query_holds(route.path):
-            raise Blocked("the query string holds a denied file's value or a likely secret;"
-                          " gate cannot withhold it in place, so the request was not sent")
+        up = route.upstream
+        refusal = Envelope(self._scrub()).refusal(route.path, list(req.headers.items(multi=True)),
+                                                  google_upstream(up.name, up.host))
+        if refusal is not None:
+            raise Blocked(refusal)
         return _Screened(self, route, run, outbound, verdict, flow.metadata["gate_who"]["session"],
                          user)
 
@@ -356,6 +365,12 @@ def _decoded(req: http.Request) -> bytes:
         raise Blocked("gate cannot screen this request: its body is not empty but decodes to"
                       " nothing (or only whitespace); it was not sent")
     return body
+
+
+def _from_lock(flow: http.HTTPFlow) -> bool:
+    """Whether the flow came through the lock's bridge (gate/lock/bridge.py)."""
+    peer = flow.client_conn.peername[0] if flow.client_conn.peername else ""
+    return peer == BRIDGE_SOURCE
 
 
 def _signed(req: http.Request) -> bool:

@@ -23,7 +23,7 @@ from mitmproxy.tools.dump import DumpMaster
 from gate import dirs
 from gate.audit.store import AuditStore
 from gate.config import Config, base_url
-from gate.proxy import ca, replies, team, tls
+from gate.proxy import ca, h2_errors, replies, team, tls
 from gate.proxy.addon import GateAddon
 from gate.proxy.forward import ForwardAddon
 from gate.rules.layers import PolicyStore
@@ -71,6 +71,7 @@ def _json_error_pages() -> None:
 
     make.gate = True  # type: ignore[attr-defined]
     _http1.make_error_response = make
+    h2_errors.install()  # and the same page over HTTP/2
 
 
 def build_master(config: Config, data_dir: Path, addon: GateAddon,

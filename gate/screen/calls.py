@@ -69,15 +69,20 @@ def working_directory(walk: Walk) -> str | None:
 
 
 def denied_index(indexes: IndexStore | None, policies: PolicyStore, policy: Policy,
-                 root: str | None) -> DeniedIndex | None:
-    """The denied values a request is screened for. A request that says where it comes
-    from gets its project's; one that does not (an SDK script, Aider, a side request
-    without the environment block) gets every project this gate knows of."""
+                 root: str | None, stated: bool = False) -> DeniedIndex | None:
+    """The denied values a request is screened for. A request bound to a run (`gate run`)
+    gets its project's. One that does not say where it comes from (an SDK script, Aider, a
+    side request without the environment block) gets every project this gate knows of, and
+    so does one that only *states* a directory (`stated`): what a request says about itself
+    adds that directory's values, it never narrows what is looked for (an agent naming
+    /tmp/other must not get the real project's .env past the gate)."""
     if indexes is None:
         return None
-    if root is not None:
+    if root is not None and not stated:
         indexes.seen(root)
         return indexes.index_for(policy, root)
+    if root is not None:
+        indexes.seen(root)  # known from now on, so it is one of the projects merged below
     if (merged := indexes.unrooted(policies)) is not None:
         return merged
     if (rule := project_relative(policy)) is not None:

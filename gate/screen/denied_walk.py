@@ -110,6 +110,14 @@ def _anchored(policy: Policy, max_files: int, walked: Walked) -> Iterator[str]:
             yield literal
         elif os.path.isdir(literal) and literal not in ("/", home):
             yield from _walk(literal, [max_files], walked)
+        elif not os.path.lexists(literal) and len(walked.dirs) < MAX_DIRS_STAMPED:
+            # Not there yet: the directory it would be made in is stamped, so a ~/.ssh
+            # created a moment before a request is indexed before that request leaves.
+            parent = os.path.dirname(literal)
+            while parent and not os.path.isdir(parent) and parent != os.path.dirname(parent):
+                parent = os.path.dirname(parent)
+            if parent:
+                walked.dirs.append(parent)
 
 
 def _walk(top: str, budget: list[int], walked: Walked) -> Iterator[str]:

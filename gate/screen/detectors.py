@@ -140,7 +140,8 @@ class Detector:
                 continue  # the name holding the keyword is not assigned a value
             while hit < end and view[hit] not in _NAME_CHARS:  # keyword like '"auth"'
                 hit += 1
-            start = name_start(view, hit - before if hit > before else 0, hit).end()
+            named = name_start(view, hit - before if hit > before else 0, hit)
+            start = named.end() if named is not None else hit
             if start <= done:
                 continue  # another keyword in the same name
             done = start

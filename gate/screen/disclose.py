@@ -15,6 +15,23 @@ from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import DeniedIndex
 
 WITHHELD = "[withheld]"
+# Percent-decoding is undone this many times over: a value escaped twice (`%2573`) is
+# still the value to whoever reads it.
+_DECODINGS = 4
+
+
+def readings(text: str) -> list[str]:
+    """`text` as written and as URL and form decoding read it, repeatedly."""
+    out = [text]
+    for decode in (unquote, unquote_plus):
+        current = text
+        for _ in range(_DECODINGS):
+            nxt = decode(current)
+            if nxt == current:
+                break
+            current = nxt
+            out.append(current)
+    return list(dict.fromkeys(out))
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,20 +57,27 @@ class Scrub:
 
     def path(self, path: str) -> str:
         """A request path as stored: a segment that holds a finding (read as a server
-        decodes it) is withheld, so is a whole query that holds one."""
+        decodes it, or decoded again) is withheld, so is a whole query that holds one."""
         base, sep, query = path.partition("?")
-        segs = [WITHHELD if self.holds(unquote(s)) else s for s in base.split("/")]
+        segs = [WITHHELD if any(self.holds(r) for r in readings(s)) else s
+                for s in base.split("/")]
         base = "/".join(segs)
-        if sep and (self.holds(unquote_plus(query)) or self.holds(unquote(query))):
+        if sep and any(self.holds(r) for r in readings(query)):
             return f"{base}?{WITHHELD}"
         return base + sep + query
 
-    def query_holds(self, path: str) -> bool:
-        """Whether the query (read as form data and as a URL) holds a finding; Gemini's
-        `key=` is the caller's own API key, sent as auth and never stored."""
+    def query_holds(self, path: str, google: bool = False) -> bool:
+        """Whether the query (read as form data and as a URL) holds a finding. On a Google
+        upstream the first `key=` is the caller's own API key, sent as auth and never
+        stored; a second one, or `key=` anywhere else, is screened like any parameter."""
         _, _, query = path.partition("?")
-        rest = "&".join(p for p in query.split("&") if not p.startswith("key="))
-        return bool(rest) and (self.holds(unquote_plus(rest)) or self.holds(unquote(rest)))
+        params = query.split("&")
+        if google:
+            first = next((i for i, p in enumerate(params) if p.startswith("key=")), None)
+            if first is not None:
+                del params[first]
+        rest = "&".join(params)
+        return bool(rest) and any(self.holds(r) for r in readings(rest))
 
     def value(self, value: str | None) -> str | None:
         """A single client value (an id, a name, a model): withheld whole if it holds one."""

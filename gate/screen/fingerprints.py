@@ -138,6 +138,9 @@ def encoded_forms(unit: str) -> Iterator[str]:
         body = enc[start:len(enc) - 4]
         if len(body) >= 8:  # 48 bits: a short passphrase still has a base64 form
             yield body
+            url = body.replace("+", "-").replace("/", "_")  # base64url, as URLs carry it
+            if url != body:
+                yield url
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,13 +204,19 @@ class IndexStore:
 
     def unrooted(self, policies: PolicyStore) -> DeniedIndex | None:
         """The index for a request with no working directory: every known project's denied
-        values and the home- and absolute-anchored ones. None when no project is known."""
+        values and the home- and absolute-anchored ones, and the last values of projects
+        seen before the most recent ones. None when no project is known."""
         projects = self.projects
         if not projects:
             return None
         parts = [self.index_for(policies.policy_for(None), None)]
         # In a fixed order: the merged index is rebuilt only when one of its parts is new.
         parts += [self.index_for(policies.policy_for(p), p) for p in sorted(projects)]
+        with self._lock:
+            # Projects forgotten from the recent list keep their last index: stating one
+            # directory after another must not push a real project out of what is screened.
+            parts += [e.index for r, e in sorted(self._by_root.items(), key=lambda i: str(i[0]))
+                      if r is not None and r not in projects]
         key = tuple(id(p) for p in parts)
         with self._lock:
             if self._merged and self._merged[0] == key:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import cache
-from re import _constants as C
-from re import _parser
+from re import _constants as C  # type: ignore[attr-defined]
+from re import _parser  # type: ignore[attr-defined]
+from typing import Any, cast
 
 _MAX_PATHS = 512  # ways a pattern's start can go, past which it is not analysed
 # A keyword's character stands for itself in either case, so a class holding more than a
@@ -105,7 +106,7 @@ class _Walk:
                 out |= self.extend(paths, chars)
             return out
         if op is C.SUBPATTERN:
-            _, add, remove, sub = av  # type: ignore[misc]
+            _, add, remove, sub = cast(tuple[Any, int, int, Any], av)
             return self.seq(sub.data, (flags | add) & ~remove, paths)
         if op is C.ATOMIC_GROUP:
             return self.seq(av.data, flags, paths)  # type: ignore[attr-defined]
@@ -174,7 +175,7 @@ def _klass(items: list[tuple[object, object]], flags: int) -> list[frozenset[str
         if op is C.LITERAL:
             codes.add(av)  # type: ignore[arg-type]
         elif op is C.RANGE:
-            low, high = av  # type: ignore[misc]
+            low, high = cast(tuple[int, int], av)
             if high - low >= _SMALL:
                 return None
             codes.update(range(low, high + 1))

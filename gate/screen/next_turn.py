@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from loguru import logger
 
-from gate.agents import background, tools
+from gate.agents import background, shell_state, tools
 from gate.providers import anthropic
 from gate.providers.segments import Role, Segment, ToolCall, item_strings, set_at
 from gate.rules.engine import Policy, identity, stamp_of, targets
@@ -74,7 +74,8 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
         raise Miss("the working directory changed")
     root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)
-    index = tool_calls.denied_index(screens.indexes if screens else None, policies, policy, root)
+    index = tool_calls.denied_index(screens.indexes if screens else None, policies, policy,
+                                    root, stated=req.project_root is None)
     secrets = screens.secrets if screens else None
     if policy is not turn.policy or index is not turn.index or secrets is not turn.secrets:
         raise Miss("the rules, denied files or secret screen changed")
@@ -194,8 +195,10 @@ def _calls(turn: Turn, k: int, new: list[dict[str, Any]], walked: list[anthropic
                 raise Miss("two tool calls share an id")
             inp = new[j]["content"][b].get("input")
             where[call_id] = len(made)
-            made.append(Call(call_id, name, tools.action(name, inp if isinstance(inp, dict)
-                                                         else {}, cwd), k + j))
+            action = tools.action(name, inp if isinstance(inp, dict) else {}, cwd)
+            # As the whole-body path decides it: after the files earlier calls sourced.
+            sourced = tuple(p for c in made for p in shell_state.sourcing(c.action))
+            made.append(Call(call_id, name, shell_state.after(action, sourced), k + j))
     fresh: list[int] = []
     for j, (_, _, results) in enumerate(walked):
         here = []

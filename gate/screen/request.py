@@ -13,7 +13,7 @@ import orjson
 from loguru import logger
 
 from gate import providers
-from gate.agents import background, tools
+from gate.agents import background, shell_state, tools
 from gate.agents.actions import Action
 from gate.providers import anthropic, history, openai_assistants
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
@@ -175,14 +175,15 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     cwd = req.project_root or calls.working_directory(walk)
     root = repository_root(cwd) if cwd else None
     policy = policies.policy_for(root)
-    index = calls.denied_index(screens.indexes if screens else None, policies, policy, root)
+    index = calls.denied_index(screens.indexes if screens else None, policies, policy, root,
+                               stated=req.project_root is None)
     secrets = screens.secrets if screens else None
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
     same_name = calls.same_name_candidates(walk)
     started = background.producers(walk)  # a background task's output: as its command
     unwalked = screens.indexes.unwalked(root) if screens and screens.indexes else ()
-    for call in walk.calls:
-        action = tools.action(call.name, call.input, cwd)
+    actions = shell_state.carry([tools.action(c.name, c.input, cwd) for c in walk.calls])
+    for call, action in zip(walk.calls, actions, strict=True):
         if call.result is None:
             decided.append((call, action, None, None))
             continue

@@ -86,6 +86,8 @@ def test_no_byte_of_the_file_leaves(client: anthropic.Anthropic, provider: FakeP
     assert secret not in provider.seen[-1].body.decode()
     for i, (command, verdict) in enumerate(COMMANDS):
         result = sent["messages"][2 + 2 * i]["content"][0]["content"]
+        if command == "printenv":  # calls before it sourced .env in the same shell
+            verdict = RULE
         if verdict == RULE:
             assert result.startswith("[gate: content withheld. Bash command"), command
         elif verdict == CONTENT:

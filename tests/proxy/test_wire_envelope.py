@@ -1,0 +1,351 @@
+"""What a request carries besides its body (path segments, the query, headers): a denied
+file's value or a likely secret there is refused, never sent or stored in clear; what every
+SDK and agent sends there legitimately passes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import secrets
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import quote
+
+import anthropic
+import httpx2 as httpx
+import openai
+import pytest
+
+from fake_provider import FakeProvider
+from gate.audit.store import AuditStore
+from gate.config import AskConfig, Config, parse_upstream
+from gate.proxy.server import BackgroundGate, Listening
+from screen.secrets_corpus import Gen
+
+NAMES = ("anthropic", "openai", "gemini")
+
+
+@pytest.fixture
+def gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
+    """A gate whose anthropic, openai and gemini upstreams are the fake provider."""
+    config = replace(
+        Config(), port=0, ask=AskConfig(mode="never"), projects=(str(gate_dirs["project"]),)
+    )
+    server = BackgroundGate(
+        config.with_upstreams({n: parse_upstream(n, provider.url) for n in NAMES}),
+        gate_dirs["data"],
+    )
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture
+def phrase(gate_dirs: dict[str, Path]) -> str:
+    """A denied file's value no secret detector finds (only the denied-file index does),
+    beside a word-like value an SDK header also holds."""
+    value = "-".join(
+        secrets.choice(["amber", "willow", "cobalt", "harbor", "lantern"]) for _ in range(3)
+    ) + str(secrets.randbelow(10**6))
+    (gate_dirs["project"] / ".env").write_text(f"PASSPHRASE={value}\nRUNTIME=python\n")
+    return value
+
+
+def token() -> str:
+    """A GitHub token that passes its checksum (a high-tier finding), made at run time."""
+    return Gen(random.SystemRandom().randrange(1 << 30)).crc_token("ghp_")
+
+
+def _rows(gate_dirs: dict[str, Path]) -> list[dict[str, object]]:
+    return list(AuditStore(gate_dirs["data"] / "audit.db").rows(50))
+
+
+def _body(path: str) -> dict[str, object]:
+    if "generateContent" in path or path.startswith("/gemini"):
+        return {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    return {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _refused(
+    gate: Listening,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    value: str,
+    path: str,
+    headers: list[tuple[str, str]] | None = None,
+    method: str = "POST",
+) -> None:
+    before = len(provider.seen)
+    resp = httpx.request(
+        method,
+        f"{gate.base_url}{path}",
+        headers=[("x-api-key", "k"), *(headers or [])],
+        json=_body(path) if method == "POST" else None,
+    )
+    assert resp.status_code == 400, (path, headers, resp.text)
+    assert "error" in resp.json() and value not in resp.text
+    assert len(provider.seen) == before  # nothing left
+    stored = json.dumps(_rows(gate_dirs), default=str)
+    assert value not in stored and quote(value, safe="") not in stored
+
+
+# -- path segments -------------------------------------------------------------------------
+
+
+def _encodings(value: str) -> list[str]:
+    raw = value.encode()
+    b64 = base64.b64encode(b"x" + raw).decode()
+    return [
+        value,
+        quote(quote(value, safe=""), safe=""),  # percent-encoded twice
+        "".join(f"%{b:02X}" for b in raw),  # every character escaped
+        raw.hex(),
+        raw.hex().upper(),
+        base64.urlsafe_b64encode(b"id:" + raw).decode().rstrip("="),
+        b64.replace("/", "_").replace("+", "-").rstrip("="),
+    ]
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "/anthropic/v1/messages/batches/{}",
+        "/anthropic/v1/messages/batches/msgbatch_{}/results",
+        "/openai/v1/files/{}/content",
+        "/openai/v1/responses/resp_{}",
+        "/gemini/v1beta/models/{}:generateContent",
+        "/gemini/v1beta/cachedContents/x{}x",
+    ],
+)
+def test_a_path_segment_holding_a_denied_value_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], phrase: str, where: str
+) -> None:
+    for encoded in _encodings(phrase):
+        _refused(gate, provider, gate_dirs, phrase, where.format(encoded))
+    _refused(gate, provider, gate_dirs, phrase, where.format(phrase), method="GET")
+
+
+def test_a_path_segment_holding_a_likely_secret_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    value = token()
+    for path in (
+        f"/anthropic/v1/files/{value}",
+        f"/openai/v1/x/{quote(value, safe='')}/y",
+        f"/gemini/v1beta/models/g:{value}",
+    ):
+        _refused(gate, provider, gate_dirs, value, path)
+    assert all(r["path"] and "[withheld]" in str(r["path"]) for r in _rows(gate_dirs))
+
+
+LEGITIMATE_PATHS = [
+    "/anthropic/v1/messages/batches/msgbatch_01HkcTjaV5uDC8jWR4ZsDV8d",
+    "/anthropic/v1/messages/batches/msgbatch_01HkcTjaV5uDC8jWR4ZsDV8d/results",
+    "/anthropic/v1/files/file_011CNha8iCJcU1wXNR6q4V8w",
+    "/anthropic/v1/files/file_011CNha8iCJcU1wXNR6q4V8w/content",
+    "/anthropic/v1/models/claude-sonnet-4-5-20250929",
+    "/anthropic/v1/messages/count_tokens",
+    "/openai/v1/responses/resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b",
+    "/openai/v1/responses/resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b/input_items",
+    "/openai/v1/files/file-AbC123XyZ789LmN456OpQ0",
+    "/openai/v1/batches/batch_67a1b2c3d4e5f60718293a4b",
+    "/openai/v1/threads/thread_abc123XYZ/runs/run_abc123XYZ/submit_tool_outputs",
+    "/openai/v1/chat/completions/chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
+    "/openai/v1/assistants/asst_abc123XYZ456",
+    "/openai/v1/vector_stores/vs_abc123XYZ456/files/file-AbC123",
+    "/openai/v1/fine_tuning/jobs/ftjob-abc123XYZ456",
+    "/openai/v1/models/gpt-4o-2024-08-06",
+    "/openai/v1/conversations/conv_689667905b048191b4740501625afd940c7533ace33a2dab",
+    "/gemini/v1beta/models/gemini-2.5-pro:generateContent",
+    "/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+    "/gemini/v1beta/cachedContents/4h5j6k7l8m9n0p1q2r3s",
+    "/gemini/v1beta/files/abc-123xyz:download",
+    "/gemini/v1/projects/my-project-123456/locations/us-central1/publishers/google/models/"
+    "gemini-2.0-flash-001:streamGenerateContent",
+    "/anthropic/model/anthropic.claude-3-5-sonnet-20241022-v2:0/invoke",
+    "/anthropic/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream",
+]
+
+
+def test_provider_ids_models_and_methods_in_the_path_pass(
+    gate: Listening, provider: FakeProvider, phrase: str
+) -> None:
+    for path in LEGITIMATE_PATHS:
+        for method in ("GET", "POST"):
+            resp = httpx.request(
+                method,
+                f"{gate.base_url}{path}",
+                headers={"x-api-key": "k"},
+                json=_body(path) if method == "POST" else None,
+            )
+            assert resp.status_code == 200, (method, path, resp.text)
+            assert provider.seen[-1].path == "/" + path.split("/", 2)[2]
+
+
+# -- headers -------------------------------------------------------------------------------
+
+
+def test_a_header_holding_a_denied_value_or_a_secret_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], phrase: str
+) -> None:
+    half = len(phrase) // 2
+    b64 = base64.b64encode(phrase.encode()).decode()
+    cases: list[list[tuple[str, str]]] = [
+        [("x-note", phrase)],
+        [("X-Note", f"prefix {phrase} suffix")],
+        [("user-agent", f"agent/{phrase}")],
+        [("x-note", "fine"), ("x-note", phrase)],  # a repeated header
+        [("x-a", phrase[:half]), ("x-b", phrase[half:])],  # split across two
+        [("x-note", quote(quote(phrase, safe=""), safe=""))],  # percent-encoded twice
+        [("x-note", b64)],
+        [("x-note", phrase.encode().hex().upper())],
+        [("cookie", f"session=abc; note={phrase}")],
+        [("x-stainless-lang", phrase)],
+        [("anthropic-beta", f"tools-2024,{phrase}")],
+        [(f"x-{phrase}", "1")],  # in the name
+    ]
+    for headers in cases:
+        _refused(gate, provider, gate_dirs, phrase, "/anthropic/v1/messages", headers)
+    value = token()
+    for headers in (
+        [("x-note", value)],
+        [("x-api-key", "k2"), ("x-trace", f"t={value}")],
+        [("openai-organization", value)],
+    ):
+        _refused(gate, provider, gate_dirs, value, "/openai/v1/chat/completions", headers)
+
+
+def test_a_repeated_auth_header_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    value = token()
+    _refused(
+        gate, provider, gate_dirs, value, "/anthropic/v1/messages", [("x-api-key", value)]
+    )  # a second x-api-key (the helper sends the first)
+    _refused(
+        gate,
+        provider,
+        gate_dirs,
+        value,
+        "/openai/v1/chat/completions",
+        [("authorization", "Bearer a"), ("authorization", f"Bearer {value}")],
+    )
+
+
+def _agent_headers() -> dict[str, str]:
+    """Headers the agents add beyond their SDK's (Claude Code, Codex, Gemini CLI, Copilot,
+    Bedrock and Vertex clients, tracing)."""
+    hexes = os.urandom(32).hex()
+    return {
+        "anthropic-beta": "claude-code-20250219,oauth-2025-04-20,interleaved-thinking-2025-05-14",
+        "anthropic-dangerous-direct-browser-access": "true",
+        "x-app": "cli",
+        "x-claude-code-session-id": str(uuid.uuid4()),
+        "chatgpt-account-id": str(uuid.uuid4()),
+        "originator": "codex_cli_rs",
+        "session_id": str(uuid.uuid4()),
+        "openai-beta": "responses=experimental",
+        "version": "0.46.0",
+        "conversation_id": str(uuid.uuid4()),
+        "x-goog-api-client": "gl-node/22.17.0 gdcl/1.30.0",
+        "x-goog-user-project": "my-proj-1",
+        "x-amz-date": "20251201T120000Z",
+        "x-amz-content-sha256": hexes,
+        "x-amz-security-token": "IQoJb3JpZ2luX2VjE" + base64.b64encode(os.urandom(300)).decode(),
+        "vscode-machineid": os.urandom(32).hex(),
+        "vscode-sessionid": str(uuid.uuid4()),
+        "copilot-integration-id": "vscode-chat",
+        "editor-version": "vscode/1.99.0",
+        "editor-plugin-version": "copilot-chat/0.26.0",
+        "openai-intent": "conversation-panel",
+        "x-github-api-version": "2025-04-01",
+        "x-initiator": "user",
+        "x-request-id": str(uuid.uuid4()),
+        "traceparent": f"00-{os.urandom(16).hex()}-{os.urandom(8).hex()}-01",
+        "openai-organization": "org-AbC123xYz456",
+        "openai-project": "proj_AbC123xYz456",
+        "cookie": "__cf_bm="
+        + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+        + "-1764590000-1.0.1.1-"
+        + base64.b64encode(os.urandom(60)).decode(),
+        "http-referer": "https://github.com/paul-gauthier/aider",
+        "x-title": "Aider",
+    }
+
+
+def test_what_sdks_and_agents_send_in_headers_passes(
+    gate: Listening, provider: FakeProvider, phrase: str
+) -> None:
+    oauth = "sk-ant-oat01-" + base64.urlsafe_b64encode(os.urandom(60)).decode().rstrip("=")
+    for auth in ({"auth_token": oauth}, {"api_key": "sk-ant-api03-" + os.urandom(40).hex()}):
+        with anthropic.Anthropic(
+            base_url=f"{gate.base_url}/anthropic",
+            max_retries=0,
+            default_headers=_agent_headers(),
+            **auth,
+        ) as c:
+            c.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+            with c.messages.stream(
+                model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+            ) as s:
+                s.until_done()
+        if "auth_token" in auth:
+            assert provider.seen[-1].headers["authorization"] == f"Bearer {oauth}"
+    assert provider.seen[-1].headers["x-stainless-lang"] == "python"
+    with openai.OpenAI(
+        base_url=f"{gate.base_url}/openai/v1",
+        max_retries=0,
+        api_key="sk-proj-" + os.urandom(40).hex(),
+        default_headers=_agent_headers(),
+    ) as o:
+        o.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        o.responses.create(model="m", input="hi")
+    resp = httpx.post(
+        f"{gate.base_url}/gemini/v1beta/models/g:generateContent",
+        headers={
+            "x-goog-api-key": "AIza" + os.urandom(16).hex()[:35],
+            "user-agent": "GeminiCLI/0.9.0 (linux; x64)",
+            **_agent_headers(),
+        },
+        json=_body("/gemini"),
+    )
+    assert resp.status_code == 200, resp.text
+
+
+# -- the query's key= ------------------------------------------------------------------------
+
+
+def _google_key() -> str:
+    return "AIza" + base64.urlsafe_b64encode(os.urandom(27)).decode()[:35]
+
+
+def test_the_first_key_on_a_google_upstream_is_its_api_key(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    key = _google_key()
+    resp = httpx.post(
+        f"{gate.base_url}/gemini/v1beta/models/g:generateContent?key={key}", json=_body("/gemini")
+    )
+    assert resp.status_code == 200 and key in provider.seen[-1].path
+    assert _rows(gate_dirs)[0]["path"] == "/v1beta/models/g:generateContent?key=***"
+
+
+def test_a_second_key_or_a_key_on_another_upstream_is_screened(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], phrase: str
+) -> None:
+    key = _google_key()
+    path = "/gemini/v1beta/models/g:generateContent"
+    second = token()
+    for value, query in (
+        (phrase, f"?key={_google_key()}&key={phrase}"),
+        (second, f"?key={_google_key()}&key={second}"),
+        (phrase, f"?alt=sse&key={_google_key()}&key={quote(phrase, safe='')}"),
+        (second, f"?key={_google_key()}&kEy={second}"),
+    ):
+        _refused(gate, provider, gate_dirs, value, path + query)
+    for path in ("/anthropic/v1/messages", "/openai/v1/chat/completions"):
+        _refused(gate, provider, gate_dirs, key, f"{path}?key={key}")
+        _refused(gate, provider, gate_dirs, phrase, f"{path}?key={phrase}")
