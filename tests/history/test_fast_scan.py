@@ -216,8 +216,12 @@ def test_ctrl_c_stops_a_parallel_scan_at_once(
     chats = p.home / ".gemini" / "tmp" / "p" / "chats"
     chats.mkdir(parents=True)
     line = json.dumps({"type": "user", "content": [{"text": "token secret api_key " * 2000}]})
-    for i in range(12):
-        (chats / f"session-{i}.jsonl").write_text((line + "\n") * 150)
+    first = chats / "session-0.jsonl"
+    first.write_text((line + "\n") * 150)
+    for i in range(1, 80):
+        # Hard links: far more to scan than the signal leaves time for, whatever the
+        # machine's speed, at one file's disk cost (each is scanned as its own store).
+        os.link(first, chats / f"session-{i}.jsonl")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gate", "history", "scan", "--home", str(p.home), "--jobs", "2"],
         stdout=subprocess.PIPE,

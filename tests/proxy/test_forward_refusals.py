@@ -152,8 +152,8 @@ def test_a_locked_agent_gets_no_relay_to_a_model_hosts_other_endpoints(
     provider: FakeProvider, gate_dirs: dict[str, Path]
 ) -> None:
     """Under --lock, chatgpt.com's account path would go, unread, to the chatgpt upstream's
-    origin (a team gateway; here the loopback fake), a host not on egress.allow. Refused;
-    the model endpoint on the same connection is still screened and sent."""
+    origin (a team gateway; here the loopback fake), a host not on egress.allow. Refused,
+    and so is the model endpoint when the request does not name its run."""
     secret = token()
     server = _gate(provider, gate_dirs, EgressSettings())  # tunnel-and-log outside the lock
     gate = server.start()
@@ -192,11 +192,12 @@ def test_a_locked_agent_gets_no_relay_to_a_model_hosts_other_endpoints(
     for reply in (account, plain_reply):
         assert reply.startswith(b"HTTP/1.1 403"), reply[:300]
         assert b"inside gate run --lock" in reply
-    assert model.startswith(b"HTTP/1.1 200"), model[:300]
-    [seen] = provider.seen
-    assert seen.path == "/responses" and secret.encode() not in seen.body
+    # The model endpoint is screened only as a run's request: from the lock's bridge without
+    # its run (gate run --lock puts it in the proxy URL) it is refused too, unsent.
+    assert model.startswith(b"HTTP/1.1 400") and b"must name its run" in model, model[:300]
+    assert provider.seen == []
     kinds = sorted(str(r["kind"]) for r in _rows(gate_dirs["data"]))
-    assert kinds == ["blocked", "blocked"]
+    assert kinds == ["blocked", "blocked"]  # the two connections gate did not read
 
 
 def test_a_locked_agent_reaches_a_listed_hosts_other_endpoints(

@@ -94,7 +94,7 @@ def test_bad_egress_config_names_the_field(text: str, where: str, tmp_path: Path
     path.write_text(text + "\n")
     with pytest.raises(ConfigError) as err:
         load(path)
-    assert f"{path}: {where}" in err.value.diagnostics()
+    assert f"{path}:1: {where}" in err.value.diagnostics()  # with its line
 
 
 def test_egress_config_loads(tmp_path: Path) -> None:

@@ -198,7 +198,7 @@ def test_health_answers_only_under_the_gates_own_host_and_names_no_path(
     ok = httpx.get(url)
     assert ok.status_code == 200 and ok.json()["ok"] is True
     assert str(gate_dirs["data"]) not in ok.text and "/" not in json.dumps(ok.json()["instance"])
-    assert set(ok.json()) == {"ok", "version", "instance", "forward"}
+    assert set(ok.json()) == {"ok", "version", "instance", "forward", "shared"}
     for host in ("evil.example", f"evil.example:{gate.port}", "127.0.0.1:1"):
         refused = httpx.get(url, headers={"host": host})
         assert refused.status_code == 403 and "ok" not in refused.json()
