@@ -181,14 +181,15 @@ class GateAddon:
         # body gate could not read included).
         flow.metadata["gate_who"] = {
             "run_id": run.id if run else None, "agent": agent,
-            "project_root": run.cwd if run else None,
+            "project_root": run.root if run else None,
             "session": session_key(req.headers, run.id if run else None, agent,
                                    route.upstream.name)}
         body = _decoded(req)
         flow.metadata["gate_body"] = body  # decoded once: a refusal's attribution reads it
         flow.metadata["gate_coding"] = ", ".join(req.headers.get_all("content-encoding")) or None
         outbound = Outbound(route.path, body, agent, run.cwd if run else None,
-                            route.upstream.unsafe_pass_non_json)
+                            route.upstream.unsafe_pass_non_json,
+                            root=run.root if run else None)
         verdict = screen(outbound, self.policies, self.screens, self.chains.known)
         flow.metadata["gate_who"].update(model=verdict.model,
                                          project_root=verdict.project_root)

@@ -45,7 +45,7 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
            ) -> Verdict:
     """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
     if not req.body.strip():
-        return Verdict(None, None, None, req.project_root)
+        return Verdict(None, None, None, req.root or req.project_root)
     fmt = providers.detect(req.path)
     if fmt is anthropic:  # the next turn of a conversation screened before: only what is new
         verdict = turns.TURNS.screen(req, policies, screens)
@@ -63,7 +63,7 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
         except (UnicodeDecodeError, ValueError) as exc:
             if req.unsafe_pass_non_json:
                 logger.warning("forwarding a non-JSON body unscreened (upstream opted out)")
-                return Verdict(None, "unscreened", None, req.project_root)
+                return Verdict(None, "unscreened", None, req.root or req.project_root)
             # Fail closed: a body gate cannot parse is a body gate cannot screen.
             raise Blocked("gate cannot screen this request: the body is not JSON"
                           f" ({_syntax(exc)}). A file upload is not screened: send it"
@@ -166,7 +166,7 @@ class Worked:
 def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
             policies: PolicyStore, screens: Screens | None) -> Worked:
     cwd = req.project_root or calls.working_directory(walk)
-    root = repository_root(cwd) if cwd else None
+    root = req.root or (repository_root(cwd) if cwd else None)
     policy = policies.policy_for(root)
     index = calls.denied_index(screens.indexes if screens else None, policies, policy, root)
     secrets = screens.secrets if screens else None

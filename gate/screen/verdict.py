@@ -24,6 +24,9 @@ class Outbound:
     unsafe_pass_non_json: bool = False  # the upstream's opt-out (config), never the default
     # Ask findings a person (or remembered answer) approved, by Asked.key: these leave as is.
     approved: frozenset[str] = frozenset()
+    # The run's project root, anchored when it started: rules come from here, never from a
+    # root found again from `project_root` (which only resolves relative paths).
+    root: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
