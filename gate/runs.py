@@ -1,4 +1,5 @@
-"""Runs started by `gate run`: a run id in the base URL tells the gate the project root."""
+"""Runs started by `gate run`: a run id in the base URL tells the gate the project root,
+anchored when the run starts."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gate import dirs
+from gate.rules.layers import find_root
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: `root`, the project root anchored at the start
 _ID = re.compile(r"^[0-9a-f]{16}$")
 
 
@@ -23,14 +25,18 @@ class Run:
     agent: str
     pid: int
     started: float
+    root: str  # the project root its rules come from, found once, when the run started
 
 
 def runs_dir(data_dir: Path) -> Path:
     return data_dir / "runs"
 
 
-def register(data_dir: Path, cwd: str, agent: str) -> Run:
-    run = Run(secrets.token_hex(8), cwd, agent, os.getpid(), time.time())
+def register(data_dir: Path, cwd: str, agent: str, root: str | None = None) -> Run:
+    """A new run in `cwd`; its project root is `root`, or found from `cwd` now (never
+    again: what the agent creates later does not move it)."""
+    run = Run(secrets.token_hex(8), cwd, agent, os.getpid(), time.time(),
+              root if root is not None else find_root(cwd))
     payload = {"schemaVersion": SCHEMA_VERSION, **asdict(run)}
     dirs.write_private(runs_dir(data_dir) / f"{run.id}.json", json.dumps(payload).encode())
     return run
@@ -50,4 +56,5 @@ def lookup(data_dir: Path, run_id: str) -> Run | None:
         return None
     if data.get("schemaVersion") != SCHEMA_VERSION:
         return None
-    return Run(data["id"], data["cwd"], data["agent"], int(data["pid"]), float(data["started"]))
+    return Run(data["id"], data["cwd"], data["agent"], int(data["pid"]), float(data["started"]),
+               data["root"])

@@ -24,7 +24,7 @@ from gate.cli.common import load_config
 from gate.config import Config, TlsSettings, base_url
 from gate.errors import GateError
 from gate.lock.run import locked, wait
-from gate.rules.layers import PolicyStore, repository_root
+from gate.rules.layers import PolicyStore, find_root, repository_root
 
 if TYPE_CHECKING:
     from gate.proxy.server import BackgroundGate
@@ -180,11 +180,13 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, forward
     config = replace(_ask_config(load_config(upstreams=upstreams), no_ask), forward=forward)
     if not forward:  # forward mode wires nothing by base URL: every host goes via the proxy
         _check_routes(spec, config)
+    # The run's project root, anchored now: what the agent creates later never moves it.
+    root = find_root(os.getcwd())
     # A malformed rule file stops us here, before the agent starts.
-    PolicyStore(warn=False).policy_for(repository_root(os.getcwd()))
+    PolicyStore(warn=False).policy_for(root)
     # --no-ask needs a gate of its own: a shared `gate serve` asks as it was told to.
     base, started = _find_or_start(config, data, bool(upstreams) or no_ask)
-    run = runs.register(data, os.getcwd(), spec.name)
+    run = runs.register(data, os.getcwd(), spec.name, root)
     run_base = f"{base}/_run/{run.id}"
     if forward:
         env = {**registry.without_forward_vars(os.environ),

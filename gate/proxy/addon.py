@@ -216,7 +216,7 @@ class GateAddon:
         user = flow.metadata.get("gate_user")
         flow.metadata["gate_who"] = {
             "run_id": run.id if run else None, "agent": agent,
-            "project_root": run.cwd if run else None,
+            "project_root": run.root if run else None,
             "session": session_key(req.headers, run.id if run else None, agent,
                                    route.upstream.name, user),
             "user_name": user}
@@ -225,7 +225,8 @@ class GateAddon:
         flow.metadata["gate_coding"] = ", ".join(req.headers.get_all("content-encoding")) or None
         outbound = Outbound(route.path, body, agent, run.cwd if run else None,
                             route.upstream.unsafe_pass_non_json,
-                            headers=upload.headers_of(req.headers))
+                            headers=upload.headers_of(req.headers),
+                            root=run.root if run else None)
         verdict = screen(outbound, self.policies, self.screens, self.chains.known)
         flow.metadata["gate_who"].update(model=verdict.model,
                                          project_root=verdict.project_root)

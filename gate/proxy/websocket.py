@@ -71,7 +71,8 @@ class Connection:
             raise Blocked("gate cannot screen this message: it is not JSON") from exc
         if not isinstance(frame, dict):
             raise Blocked("gate cannot screen this message: it is not a JSON object")
-        req = Outbound(self.route.path, content, self.agent, self.run.cwd if self.run else None)
+        req = Outbound(self.route.path, content, self.agent, self.run.cwd if self.run else None,
+                       root=self.run.root if self.run else None)
         if isinstance(frame.get("response"), dict):
             # The request sits under `response`; whatever else the frame carries is still
             # screened, as strings of no known format.

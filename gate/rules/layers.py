@@ -110,6 +110,13 @@ def layers_for(project_root: str | None, packs: tuple[str, ...] = DEFAULT_PACKS)
 def repository_root(cwd: str) -> str:
     """The directory rules anchor to: the nearest ancestor of `cwd` holding `.gate/` or
     `.git` (an agent started in a subdirectory is still in its repository), else `cwd`."""
+    return find_root(cwd)
+
+
+def find_root(cwd: str) -> str:
+    """`repository_root` looked up now, never from a cache: what `gate run` anchors a run
+    to when it starts. A run's requests are screened with that root's rules whatever is
+    created below it later (a `.gate/` the agent makes in a subdirectory is never read)."""
     here = Path(cwd)
     for d in (here, *here.parents):
         if (d / ".gate").is_dir() or (d / ".git").exists():

@@ -72,7 +72,7 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
         req.project_root or tools.working_directory([*prompt[0], *prompt[1]]))
     if cwd != turn.cwd:
         raise Miss("the working directory changed")
-    root = repository_root(cwd) if cwd else None
+    root = req.root or (repository_root(cwd) if cwd else None)
     policy = policies.policy_for(root)
     index = tool_calls.denied_index(screens.indexes if screens else None, policies, policy,
                                     root, stated=req.project_root is None)

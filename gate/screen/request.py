@@ -46,7 +46,7 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
            ) -> Verdict:
     """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
     if not req.body.strip():
-        return Verdict(None, None, None, req.project_root)
+        return Verdict(None, None, None, req.root or req.project_root)
     if (how := upload.kind(req)) is not None:  # a file upload: its parts, as text
         return upload.screen(req, how, _upload(policies, screens))
     fmt = providers.detect(req.path)
@@ -66,7 +66,7 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
         except (UnicodeDecodeError, ValueError) as exc:
             if req.unsafe_pass_non_json:
                 logger.warning("forwarding a non-JSON body unscreened (upstream opted out)")
-                return Verdict(None, "unscreened", None, req.project_root)
+                return Verdict(None, "unscreened", None, req.root or req.project_root)
             # Fail closed: a body gate cannot parse is a body gate cannot screen.
             raise Blocked("gate cannot screen this request: the body is not JSON"
                           f" ({_syntax(exc)}). A file upload is not screened: send it"
@@ -173,7 +173,7 @@ class Worked:
 def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
             policies: PolicyStore, screens: Screens | None) -> Worked:
     cwd = req.project_root or calls.working_directory(walk)
-    root = repository_root(cwd) if cwd else None
+    root = req.root or (repository_root(cwd) if cwd else None)
     policy = policies.policy_for(root)
     index = calls.denied_index(screens.indexes if screens else None, policies, policy, root,
                                stated=req.project_root is None)

@@ -84,7 +84,7 @@ def screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
     try:
         return _screen(req, how, screeners)
     except _Unreadable:
-        return Verdict(None, "unscreened", None, req.project_root)
+        return Verdict(None, "unscreened", None, req.root or req.project_root)
 
 
 def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
@@ -229,4 +229,4 @@ def _media(req: Outbound) -> tuple[str, dict[str, str]]:
 def _verdict(req: Outbound, verdicts: list[Verdict], body: bytes | None) -> Verdict:
     withheld: tuple[Withheld, ...] = tuple(w for v in verdicts for w in v.withheld)
     model = next((v.model for v in verdicts if v.model), None)
-    return Verdict(body, FORMAT, model, req.project_root, withheld)
+    return Verdict(body, FORMAT, model, req.root or req.project_root, withheld)

@@ -27,6 +27,9 @@ class Outbound:
     # The request headers that say how to read the body (Content-Type, an upload's command),
     # lower-case names.
     headers: tuple[tuple[str, str], ...] = ()
+    # The run's project root, anchored when it started: rules come from here, never from a
+    # root found again from `project_root` (which only resolves relative paths).
+    root: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

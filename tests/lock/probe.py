@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +88,12 @@ def status(field: str) -> str:
     return ""
 
 
-def send(call: dict[str, Any], result: str) -> str:
-    """One screened turn through the lock: a tool call and its result, as an agent sends."""
+def send(call: dict[str, Any], result: str, timeout: float | None = 60) -> str:
+    """One screened turn through the lock: a tool call and its result, as an agent sends.
+    `timeout=None`: wait as long as it takes (a parked request the test answers itself)."""
     import anthropic
 
-    client = anthropic.Anthropic(api_key="sk-ant-fake", max_retries=0, timeout=60)
+    client = anthropic.Anthropic(api_key="sk-ant-fake", max_retries=0, timeout=timeout)
     turn = [{"role": "user", "content": "go"},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", **call}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
@@ -107,9 +109,15 @@ def main() -> None:
     out: dict[str, Any] = {}
     parked: dict[str, str] = {}
     if spec.get("token"):  # a request gate parks to ask the person; we try to answer it
-        asking = threading.Thread(target=lambda: parked.update(reply=send(
-            {"name": "Bash", "input": {"command": "env"}}, f"GITHUB_TOKEN={spec['token']}\n"))
-        )
+        # No client timeout: the test answers it once our attempts are done, however long
+        # they take on a loaded machine (a timeout would withdraw the question first).
+        def ask() -> None:
+            parked["reply"] = send({"name": "Bash", "input": {"command": "env"}},
+                                   f"GITHUB_TOKEN={spec['token']}\n", timeout=None)
+            # Tells the test it came back (answered, or never parked: then it stops waiting).
+            Path(spec["qid_file"] + ".replied").write_text(parked["reply"])
+
+        asking = threading.Thread(target=ask)
         asking.start()
     for name, port in spec["host_ports"].items():
         out[f"connect {name}"] = connect("127.0.0.1", port)
@@ -152,9 +160,9 @@ def main() -> None:
     out["CapEff"], out["CapBnd"] = status("CapEff"), status("CapBnd")
     out["NoNewPrivs"] = status("NoNewPrivs")
     if spec.get("token"):
-        out.update(answer(spec, Path(spec["qid_file"])))
+        out.update(answer(spec, Path(spec["qid_file"]), asking.is_alive))
         Path(spec["qid_file"] + ".tried").write_text("tried")
-        asking.join(timeout=60)
+        asking.join()  # until the test answers the question
         out["parked reply"] = parked.get("reply", "none")
     env_file = Path(".env").resolve()
     if spec.get("send", True):
@@ -172,14 +180,15 @@ def connect_unix(path: str) -> str:
         return f"refused: {exc.strerror}"
 
 
-def answer(spec: dict[str, Any], qid_file: Path) -> dict[str, str]:
-    """Wait for the test to name the question our parked request raised; try to answer."""
-    for _ in range(600):
-        if qid_file.exists() and (qid := qid_file.read_text().strip()):
-            break
+def answer(spec: dict[str, Any], qid_file: Path, waiting: Callable[[], bool]
+           ) -> dict[str, str]:
+    """Wait for the test to name the question our parked request raised (however long it
+    takes: the test writes it once the question is parked, or gives up when the request
+    came back unparked); try to answer."""
+    while not (qid_file.exists() and (qid := qid_file.read_text().strip())):
+        if not waiting():
+            return {"answer": "the parked request came back before a question id"}
         time.sleep(0.05)
-    else:
-        return {"answer": "no question id"}
     gate = [sys.executable, "-m", "gate"]
     return {"gate approve": run(*gate, "approve", qid), "gate pending": run(*gate, "pending"),
             "control api": control(gate_port(), qid)}

@@ -56,18 +56,32 @@ def _project(gate_dirs: dict[str, Path]) -> tuple[Path, str]:
     (home / ".claude" / "settings.json").write_text('{"permissions": {"deny": []}}')
     config.mkdir(exist_ok=True)
     (config / "rules.yaml").write_text("deny:\n  - Read(~/.aws/**)\n")
+    # The test answers the probe's question itself: gate must not settle it first.
+    (config / "config.yaml").write_text("ask:\n  timeout_seconds: 86400\n")
     return project, secret
 
 
-def _wait_for_question(data: Path, deadline: float) -> dict[str, object]:
-    while time.monotonic() < deadline:
+def _wait_for_question(data: Path, proc: subprocess.Popen[str],
+                       replied: Path) -> dict[str, object]:
+    """The question the probe's request parked: waited for as long as the run lives and
+    that request is out (the test's timeout bounds it), never for a fixed time a loaded
+    machine may need."""
+    while proc.poll() is None:
+        if replied.exists():
+            raise AssertionError(f"the probe's request came back unparked: {replied.read_text()}")
         try:
             if pending := ControlClient.find(data).pending():
                 return pending[0]
         except GateError:
             pass  # the run's gate is not up yet
         time.sleep(0.1)
-    raise AssertionError("no question was parked")
+    raise AssertionError(f"the run ended before a question was parked: {proc.communicate()}")
+
+
+def _wait_for_file(path: Path, proc: subprocess.Popen[str]) -> None:
+    while not path.exists():
+        assert proc.poll() is None, f"the run ended first: {proc.communicate()}"
+        time.sleep(0.1)
 
 
 @pytest.mark.parametrize("mode", ["forward", "reverse"])
@@ -99,12 +113,9 @@ def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
              f"anthropic={provider.url}", "--", sys.executable, str(PROBE), json.dumps(spec)],
             cwd=project, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            question = _wait_for_question(data, time.monotonic() + 60)
+            question = _wait_for_question(data, proc, project / "qid.replied")
             (project / "qid").write_text(str(question["id"]))
-            tried = project / "qid.tried"
-            deadline = time.monotonic() + 60
-            while not tried.exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
+            _wait_for_file(project / "qid.tried", proc)
             # The agent's attempts left the question open; the person answers it.
             still = [q["id"] for q in ControlClient.find(data).pending()]
             ControlClient.find(data).answer(str(question["id"]), "redact")
