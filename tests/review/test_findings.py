@@ -1,0 +1,95 @@
+"""REVIEW FINDINGS (security review of cafe3e2): each test here FAILS on the merged code
+and passes once the finding is fixed. Every secret is fake and made at run time; every
+listener is on loopback."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+
+from conftest import fake_secret
+from fake_provider import FakeProvider
+from gate.proxy.server import Listening
+
+B = "gateb0undary"
+
+
+@pytest.fixture
+def secret(gate_dirs: dict[str, Path]) -> str:
+    value = fake_secret("sk_live_")
+    (gate_dirs["project"] / ".env").write_text(f"STRIPE_KEY={value}\n")
+    return value
+
+
+def _seen(provider: FakeProvider) -> bytes:
+    return b"".join(s.body + str(dict(s.headers)).encode() + str(s.path).encode()
+                    for s in provider.seen)
+
+
+# -- F1: a multipart part's Content-Type header leaves unscreened ------------------------
+
+
+@pytest.mark.parametrize(
+    "part_type",
+    [
+        "text/plain; note={secret}",  # an extra parameter gate never reads
+        "text/plain; charset=utf-8; x=\"{secret}\"",
+        "{secret}/plain",  # the media type itself
+    ],
+)
+def test_f1_a_part_content_type_cannot_carry_a_secret(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], secret: str,
+    part_type: str,
+) -> None:
+    head = 'Content-Disposition: form-data; name="file"; filename="a.txt"\r\n'
+    body = (f"--{B}\r\n{head}Content-Type: {part_type.format(secret=secret)}\r\n\r\n"
+            f"harmless\r\n--{B}--\r\n").encode()
+    resp = httpx.post(f"{gate.base_url}/openai/v1/files", content=body,
+                      headers={"content-type": f"multipart/form-data; boundary={B}"})
+    # Refused (400) or withheld: either way the value must not reach the provider.
+    assert secret.encode() not in _seen(provider), (resp.status_code, resp.text[:200])
+
+
+# -- F2: a signed team answer can be replayed after it was replaced or forgotten ---------
+
+
+def _team_key(path: Path) -> Path:
+    path.write_bytes(os.urandom(32).hex().encode())
+    path.chmod(0o600)
+    return path
+
+
+def test_f2_a_replaced_team_allow_cannot_be_replayed_from_the_database(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Someone with the database's credentials but not the team key (what memory_team.py
+    says cannot make gate send anything) saves a signed `approve` row, waits for the team to
+    change its mind (`block`) or forget it, then writes the saved row back."""
+    import psycopg
+
+    from gate.ask import memory_team, team_key
+
+    memory = memory_team.TeamMemory(pg_url, team_key.load(_team_key(tmp_path / "team.key")))
+    try:
+        fp = memory.fingerprint("0" * 64, "secret:github")
+        repo = "github.com/acme/api"
+        assert memory.remember(fp, "secret:github", "approve", repo=repo, question_id="q1")
+        with psycopg.connect(pg_url) as conn:
+            saved = conn.execute("SELECT * FROM team_answers").fetchone()
+        # The team changes its mind: the value is blocked from now on.
+        assert memory.remember(fp, "secret:github", "block", repo=repo, question_id="q2")
+        assert memory.lookup([(fp, "secret:github")], repo)[(fp, "secret:github")].answer == "block"
+        # The database user, without the key, puts the old signed row back.
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("DELETE FROM team_answers")
+            marks = ", ".join(["%s"] * len(saved))
+            conn.execute(f"INSERT INTO team_answers VALUES ({marks})", saved)
+        found = memory.lookup([(fp, "secret:github")], repo)
+        assert found.get((fp, "secret:github")) is None or (
+            found[(fp, "secret:github")].answer != "approve"
+        ), "a replaced team answer came back as an approval without the team key"
+    finally:
+        memory.close()
