@@ -93,3 +93,52 @@ def test_f2_a_replaced_team_allow_cannot_be_replayed_from_the_database(
         ), "a replaced team answer came back as an approval without the team key"
     finally:
         memory.close()
+
+
+# -- F3: credential headers the upstream never reads pass unscreened ---------------------
+
+
+def _sent_anywhere(provider: FakeProvider, value: str) -> bool:
+    return any(value in str(s.path) or value in str(dict(s.headers))
+               or value.encode() in (s.body or b"") for s in provider.seen)
+
+
+@pytest.mark.parametrize("header", ["x-goog-api-key", "api-key", "x-amz-security-token"])
+def test_f3_a_credential_header_of_another_provider_is_screened(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], secret: str,
+    header: str,
+) -> None:
+    """Anthropic reads x-api-key (or authorization); a denied value put in Google's, Azure's
+    or AWS's credential header still reaches it, unscreened."""
+    resp = httpx.post(f"{gate.base_url}/anthropic/v1/messages",
+               headers={"x-api-key": "k", header: secret},
+               json={"model": "m", "max_tokens": 8,
+                     "messages": [{"role": "user", "content": "hi"}]})
+    assert not _sent_anywhere(provider, secret), [dict(s.headers) for s in provider.seen]
+
+
+# -- F4: a value cut in two across path segments or query parameters ---------------------
+
+
+def _github_token() -> str:
+    import random
+
+    from screen.secrets_corpus import Gen
+
+    return Gen(random.SystemRandom().randrange(1 << 30)).crc_token("ghp_")
+
+
+@pytest.mark.parametrize("shape", ["/v1/x/{a}/{b}", "/v1/x/y?p={a}&q={b}"])
+def test_f4_a_secret_cut_across_path_segments_or_query_parameters_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], secret: str,
+    shape: str,
+) -> None:
+    """Headers are read together in their order (a value cut in two across headers); the
+    path's segments and the query's parameters are not."""
+    for value in (secret, _github_token()):
+        half = len(value) // 2
+        path = shape.format(a=value[:half], b=value[half:])
+        httpx.post(f"{gate.base_url}/openai{path}", headers={"authorization": "Bearer k"},
+                   json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        joined = "".join(str(s.path) for s in provider.seen)
+        assert not (value[:half] in joined and value[half:] in joined), path
