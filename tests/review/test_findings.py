@@ -142,3 +142,51 @@ def test_f4_a_secret_cut_across_path_segments_or_query_parameters_is_refused(
                    json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
         joined = "".join(str(s.path) for s in provider.seen)
         assert not (value[:half] in joined and value[half:] in joined), path
+
+
+# -- F5: on an upstream that passes non-JSON, one binary part unscreens every other part --
+
+
+def test_f5_a_binary_part_does_not_unscreen_the_text_parts_beside_it(
+    provider: FakeProvider, gate_dirs: dict[str, Path], secret: str
+) -> None:
+    """`unsafe_pass_non_json` lets what gate cannot read leave unscreened; the text parts of
+    the same upload can be read, and must still be screened. One byte of non-UTF-8 in an
+    extra part is enough to send a denied value in the next part."""
+    from dataclasses import replace as dc_replace
+
+    from gate.config import AskConfig, Config, parse_upstream
+    from gate.proxy.server import BackgroundGate
+
+    up = dc_replace(parse_upstream("openai", provider.url), unsafe_pass_non_json=True)
+    config = dc_replace(Config(), port=0, ask=AskConfig(mode="never"),
+                        projects=(str(gate_dirs["project"]),)).with_upstreams({"openai": up})
+    server = BackgroundGate(config, gate_dirs["data"])
+    listening = server.start()
+    try:
+        body = (f"--{B}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
+                f"notes {secret}\r\n"
+                f"--{B}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n"
+                f"\r\n").encode() + b"\xff\xfe" + f"\r\n--{B}--\r\n".encode()
+        httpx.post(f"{listening.base_url}/openai/v1/files", content=body,
+                   headers={"content-type": f"multipart/form-data; boundary={B}"})
+    finally:
+        server.stop()
+    assert secret.encode() not in b"".join(s.body for s in provider.seen)
+
+
+# -- F6: IBM Cloud IAM keys under a dotted name (Java/Spring properties) are missed -------
+
+
+@pytest.mark.parametrize("line", ["ibm.cloud.iam.key={v}", "ibm.cloud.iam.api-key: {v}",
+                                  "ibm.apikey={v}"])
+def test_f6_the_rewritten_ibm_pattern_keeps_dotted_names(line: str) -> None:
+    """detect-secrets' IbmCloudIamDetector (what the rule used before 2b1b18d) finds these;
+    the new pattern allows only [\\w-] between `ibm` and `key`."""
+    import secrets as pysecrets
+
+    from gate.screen.secrets import Scanner
+
+    value = pysecrets.token_urlsafe(33)[:44]
+    text = line.format(v=value)
+    assert any(f.rule_id == "ibm.cloud-iam-key" for f in Scanner().scan(text)), text
