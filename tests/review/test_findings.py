@@ -216,3 +216,22 @@ def test_f7_a_path_through_gate_s_own_prefix_needs_a_user_token(
         server.stop()
     assert provider.seen == [], status
     assert status == 401, _
+
+
+# -- F8: a resumable upload chunked with Content-Range (not X-Goog-Upload-*) ---------------
+
+
+def test_f8_a_content_range_chunk_of_a_resumable_upload_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], secret: str
+) -> None:
+    """upload._one_chunk reads only X-Goog-Upload-Command/-Offset. Google's upload servers
+    also take the older resumable protocol (`uploadType=resumable`, each chunk a request
+    with `Content-Range: bytes A-B/TOTAL`): each half of a value is screened alone."""
+    url = f"{gate.base_url}/openai/upload/v1beta/files?upload_id=u1"
+    n, cut = len(secret), 12
+    for start, end in ((0, cut), (cut, n)):
+        httpx.post(url, content=secret[start:end].encode(),
+                   headers={"content-type": "text/plain",
+                            "content-range": f"bytes {start}-{end - 1}/{n}"})
+    got = [s.body for s in provider.seen]
+    assert not (secret[:cut].encode() in got and secret[cut:].encode() in got), got
