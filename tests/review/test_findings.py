@@ -235,3 +235,26 @@ def test_f8_a_content_range_chunk_of_a_resumable_upload_is_refused(
                             "content-range": f"bytes {start}-{end - 1}/{n}"})
     got = [s.body for s in provider.seen]
     assert not (secret[:cut].encode() in got and secret[cut:].encode() in got), got
+
+
+# -- F9: a short letters-and-digits password rides in user-agent or any x-app*/accept* header
+
+
+@pytest.mark.parametrize("header", ["user-agent", "x-app-note", "accept-note", "x-apple-id",
+                                    "editor-note", "originator-x"])
+def test_f9_a_short_alphanumeric_denied_value_in_an_informational_header_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], header: str
+) -> None:
+    """`_INFORMATIONAL` is matched as a name *prefix* and skips every denied value that
+    is_word() (under 16 letters and digits: most passwords), not only the SDK's words;
+    the all-headers check misses it too when the next header's value starts with a letter."""
+    import secrets as pysecrets
+
+    password = "Pw" + pysecrets.token_hex(6)  # 14 letters and digits
+    (gate_dirs["project"] / ".env").write_text(f"DB_PASSWORD={password}\n")
+    httpx.post(f"{gate.base_url}/anthropic/v1/messages",
+               headers=[("x-api-key", "k"), (header, f"tool/{password}"),
+                        ("x-stainless-lang", "python")],
+               json={"model": "m", "max_tokens": 8,
+                     "messages": [{"role": "user", "content": "hi"}]})
+    assert not _sent_anywhere(provider, password)
