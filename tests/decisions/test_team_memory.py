@@ -156,7 +156,11 @@ def test_a_team_answer_given_on_one_gate_applies_on_another_and_is_forgotten_on_
     entry_id = str(row[0])
     code, out = b.cli("decisions", "forget", entry_id)
     assert (code, out) == (0, f"forgot {entry_id}\n")
-    assert _table(pg_url) == []
+    # Forgetting is a signed row of the next generation: the saved approval cannot win again.
+    [row] = _table(pg_url)
+    assert row[4] == "forgotten" and row[-1] == 2 and str(row[0]) != entry_id
+    code, out = a.cli("decisions", "forget", entry_id)
+    assert code == 1 and "no remembered decision" in out
     for m in (a, b):  # asked again on both
         _ask_and_answer(m, token, "redact", "once")
     assert token not in provider.seen[-1].body.decode()
