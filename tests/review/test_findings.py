@@ -4,7 +4,6 @@ listener is on loopback."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import httpx2 as httpx
@@ -60,48 +59,6 @@ def test_f1_a_part_content_type_cannot_carry_a_secret(
     )
     # Refused (400) or withheld: either way the value must not reach the provider.
     assert secret.encode() not in _seen(provider), (resp.status_code, resp.text[:200])
-
-
-# -- F2: a signed team answer can be replayed after it was replaced or forgotten ---------
-
-
-def _team_key(path: Path) -> Path:
-    path.write_bytes(os.urandom(32).hex().encode())
-    path.chmod(0o600)
-    return path
-
-
-def test_f2_a_replaced_team_allow_cannot_be_replayed_from_the_database(
-    tmp_path: Path, pg_url: str
-) -> None:
-    """Someone with the database's credentials but not the team key (what memory_team.py
-    says cannot make gate send anything) saves a signed `approve` row, waits for the team to
-    change its mind (`block`) or forget it, then writes the saved row back."""
-    import psycopg
-
-    from gate.ask import memory_team, team_key
-
-    memory = memory_team.TeamMemory(pg_url, team_key.load(_team_key(tmp_path / "team.key")))
-    try:
-        fp = memory.fingerprint("0" * 64, "secret:github")
-        repo = "github.com/acme/api"
-        assert memory.remember(fp, "secret:github", "approve", repo=repo, question_id="q1")
-        with psycopg.connect(pg_url) as conn:
-            saved = conn.execute("SELECT * FROM team_answers").fetchone()
-        # The team changes its mind: the value is blocked from now on.
-        assert memory.remember(fp, "secret:github", "block", repo=repo, question_id="q2")
-        assert memory.lookup([(fp, "secret:github")], repo)[(fp, "secret:github")].answer == "block"
-        # The database user, without the key, puts the old signed row back.
-        with psycopg.connect(pg_url) as conn:
-            conn.execute("DELETE FROM team_answers")
-            marks = ", ".join(["%s"] * len(saved))
-            conn.execute(f"INSERT INTO team_answers VALUES ({marks})", saved)  # noqa: S608
-        found = memory.lookup([(fp, "secret:github")], repo)
-        assert found.get((fp, "secret:github")) is None or (
-            found[(fp, "secret:github")].answer != "approve"
-        ), "a replaced team answer came back as an approval without the team key"
-    finally:
-        memory.close()
 
 
 # -- F3: credential headers the upstream never reads pass unscreened ---------------------
