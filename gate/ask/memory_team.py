@@ -263,13 +263,17 @@ class TeamMemory:
             conn.execute(_SUPERSEDED, (*slot, row["generation"]))
             return row
 
-        row = self._transaction(write)
+        row: Row = self._transaction(write)
         self.marks.raise_to({slot: row["generation"]})
         return row
 
     def _rows(self, sql: str, args: tuple[Any, ...]) -> list[Row]:
         out = []
-        for values in self._transaction(lambda conn: conn.execute(sql, args).fetchall()):
+
+        def read(conn: Any) -> list[tuple[Any, ...]]:
+            return list(conn.execute(sql, args).fetchall())
+
+        for values in self._transaction(read, atomic=False):  # one statement: no BEGIN
             *fields, signature = values
             if not hmac.compare_digest(signature, self._sign(fields)):
                 # Written without the team key (or altered since): never applied.
@@ -280,10 +284,12 @@ class TeamMemory:
             out.append(dict(zip(_COLUMNS, fields, strict=True)))
         return out
 
-    def _transaction(self, work: Callable[[Any], Any]) -> Any:
+    def _transaction(self, work: Callable[[Any], Any], *, atomic: bool = True) -> Any:
         try:
             with self._pool.connection() as conn:
                 self._migrate(conn)
+                if not atomic:
+                    return work(conn)
                 with conn.transaction():
                     return work(conn)  # our own constant SQL, values as parameters
         except self._pg.Error as exc:
