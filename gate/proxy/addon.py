@@ -49,7 +49,7 @@ class GateAddon:
         self.config = config
         self.data_dir = data_dir
         self.policies = policies
-        team_memory = memory_team.from_config(config)  # None without decisions.team_key_file
+        team_memory = memory_team.from_config(config, data_dir)  # None without a team key
         secrets = SecretScreen.load(data_dir, team_memory.key.value if team_memory else None)
         self.screens = Screens(IndexStore(Limits(config.max_files, config.max_file_bytes),
                                           config.projects), secrets)

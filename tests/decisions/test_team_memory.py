@@ -156,7 +156,11 @@ def test_a_team_answer_given_on_one_gate_applies_on_another_and_is_forgotten_on_
     entry_id = str(row[0])
     code, out = b.cli("decisions", "forget", entry_id)
     assert (code, out) == (0, f"forgot {entry_id}\n")
-    assert _table(pg_url) == []
+    # Forgetting is a signed row of the next generation: the saved approval cannot win again.
+    [row] = _table(pg_url)
+    assert row[4] == "forgotten" and row[-1] == 2 and str(row[0]) != entry_id
+    code, out = a.cli("decisions", "forget", entry_id)
+    assert code == 1 and "no remembered decision" in out
     for m in (a, b):  # asked again on both
         _ask_and_answer(m, token, "redact", "once")
     assert token not in provider.seen[-1].body.decode()
@@ -305,3 +309,220 @@ def test_a_lock_refuses_to_start_where_the_agent_could_read_the_team_key(
 )
 def test_a_repository_is_named_alike_from_every_clone(url: str, expected: str | None) -> None:
     assert memory_team.normalised_remote(url) == expected
+
+
+# -- replay and rollback by someone with the database's credentials but not the key -------
+
+REPO = "github.com/acme/api"
+KIND = "github-token"
+
+
+@pytest.fixture
+def team(tmp_path: Path, pg_url: str) -> Iterator[Callable[..., memory_team.TeamMemory]]:
+    from gate.ask import team_key
+    from gate.ask.team_marks import TeamMarks
+
+    opened: list[memory_team.TeamMemory] = []
+    default_key = _key(tmp_path / "team.key")
+
+    def open_gate(marks: Path | None = None, key: Path | None = None) -> memory_team.TeamMemory:
+        m = memory_team.TeamMemory(
+            pg_url,
+            team_key.load(key or default_key),
+            marks=TeamMarks(marks) if marks else None,
+        )
+        opened.append(m)
+        return m
+
+    yield open_gate
+    for m in opened:
+        m.close()
+
+
+@pytest.fixture
+def logged() -> Iterator[list[str]]:
+    """gate's log messages while the test runs."""
+    from loguru import logger
+
+    lines: list[str] = []
+    sink = logger.add(lambda m: lines.append(str(m)), level="DEBUG", format="{message}")
+    yield lines
+    logger.remove(sink)
+
+
+def _answer(m: memory_team.TeamMemory, fp: str, repo: str = REPO) -> str | None:
+    hit = m.lookup([(fp, KIND)], repo).get((fp, KIND))
+    return hit.answer if hit else None
+
+
+def _saved(url: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT * FROM team_answers").fetchall()
+
+
+def _put_back(url: str, rows: list[tuple[object, ...]], delete: bool = True) -> None:
+    with psycopg.connect(url) as conn:
+        if delete:
+            conn.execute("DELETE FROM team_answers")
+        for row in rows:
+            marks = ", ".join(["%s"] * len(row))
+            conn.execute(f"INSERT INTO team_answers VALUES ({marks})", row)  # noqa: S608
+
+
+@pytest.mark.parametrize("then", ["block", "forget"])
+def test_a_saved_team_approval_put_back_after_a_replace_or_forget_is_refused(
+    team: Callable[..., memory_team.TeamMemory],
+    tmp_path: Path,
+    pg_url: str,
+    then: str,
+    logged: list[str],
+) -> None:
+    """Review F2: the database user saves the signed approve row and writes it back once
+    the team changed its mind; the newest generation this gate saw wins."""
+    a = team(tmp_path / "a-marks.json")
+    fp = a.fingerprint("0" * 64, KIND)
+    approved = a.remember(fp, KIND, "approve", repo=REPO, question_id="q1")
+    assert approved is not None and _answer(a, fp) == "approve"
+    saved = _saved(pg_url)
+    if then == "block":
+        assert a.remember(fp, KIND, "block", repo=REPO, question_id="q2")
+        assert _answer(a, fp) == "block"
+    else:
+        assert a.forget(approved.id) and _answer(a, fp) is None
+    newer = _saved(pg_url)
+    assert len(newer) == 1 and newer[0][-1] == 2  # the superseded row is gone
+    # Put back beside the newer row: the newer generation still decides, for every gate.
+    _put_back(pg_url, saved, delete=False)
+    fresh = team(tmp_path / "b-marks.json")
+    assert _answer(a, fp) == _answer(fresh, fp) == ("block" if then == "block" else None)
+    # Put back in place of it: refused where the newer one was seen, after a restart too.
+    _put_back(pg_url, saved)
+    assert _answer(a, fp) is None
+    assert _answer(team(tmp_path / "a-marks.json"), fp) is None
+    assert "older than the 2 this gate saw" in "".join(logged)
+    # A new answer is numbered above what this gate saw, so the saved row never wins it back.
+    assert a.remember(fp, KIND, "redact", repo=REPO, question_id="q3")
+    assert [r[-1] for r in _saved(pg_url)] == [3]
+    _put_back(pg_url, saved, delete=False)
+    assert _answer(a, fp) == _answer(team(), fp) == "redact"
+
+
+def test_deleting_the_newer_row_is_noticed_only_where_it_was_seen(
+    team: Callable[..., memory_team.TeamMemory], tmp_path: Path, pg_url: str
+) -> None:
+    """The limit: the newest row deleted and the older approval put back rolls back a gate
+    that never saw the newer one (nothing it holds says one existed)."""
+    a = team(tmp_path / "a-marks.json")
+    fp = a.fingerprint("1" * 64, KIND)
+    assert a.remember(fp, KIND, "approve", repo=REPO, question_id="q1")
+    saved = _saved(pg_url)
+    assert a.remember(fp, KIND, "block", repo=REPO, question_id="q2")
+    saw_block = team(tmp_path / "b-marks.json")
+    assert _answer(saw_block, fp) == "block"
+    _put_back(pg_url, saved)  # the block row deleted, the approval back
+    assert _answer(a, fp) is None and _answer(saw_block, fp) is None
+    assert _answer(team(tmp_path / "never-marks.json"), fp) == "approve"  # documented limit
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("answer", "'approve'"),
+        ("repo", "'github.com/acme/web'"),
+        ("fingerprint", "md5(fingerprint) || md5(fingerprint)"),
+        ("kind", "'tool-result'"),
+        ("generation", "generation + 5"),
+        ("expires", "expires + 86400 * 365"),
+        ("created", "created + 1"),
+        ("question_id", "'q9'"),
+    ],
+)
+def test_a_row_with_any_field_changed_matches_nothing(
+    team: Callable[..., memory_team.TeamMemory],
+    pg_url: str,
+    column: str,
+    value: str,
+    logged: list[str],
+) -> None:
+    a = team()
+    fp = a.fingerprint("2" * 64, KIND)
+    assert a.remember(fp, KIND, "redact", repo=REPO, question_id="q1")
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f"UPDATE team_answers SET {column} = {value}")  # noqa: S608
+        if column == "generation":  # also: an old row renumbered above a newer one
+            conn.execute("UPDATE team_answers SET answer = 'approve'")
+    [row] = _saved(pg_url)  # looked up where the changed row now says it applies
+    b = team()
+    assert b.lookup([(str(row[2]), str(row[3]))], str(row[5])) == {} and b.entries() == []
+    assert "has a bad signature; ignored" in "".join(logged)
+
+
+def test_a_row_signed_under_another_team_key_is_never_applied(
+    team: Callable[..., memory_team.TeamMemory],
+    tmp_path: Path,
+    pg_url: str,
+    logged: list[str],
+) -> None:
+    ours = team()
+    other = team(key=_key(tmp_path / "other.key"))
+    fp = ours.fingerprint("3" * 64, KIND)
+    # The other key's gate writes an approval under our fingerprint (as if it knew it)...
+    assert other.remember(fp, KIND, "approve", repo=REPO, question_id="q1")
+    assert _answer(ours, fp) is None and ours.entries() == []  # another key_id: not ours
+    assert not ours.forget(str(_saved(pg_url)[0][0]))
+    # ...and the database user relabels it as ours: its signature is the other key's.
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("UPDATE team_answers SET key_id = %s", (ours.key.id,))
+    assert _answer(ours, fp) is None
+    assert "has a bad signature; ignored" in "".join(logged)
+
+
+def test_a_newer_team_schema_is_refused_and_the_question_asked(
+    team: Callable[..., memory_team.TeamMemory], pg_url: str, logged: list[str]
+) -> None:
+    a = team()
+    fp = a.fingerprint("4" * 64, KIND)
+    assert a.remember(fp, KIND, "approve", repo=REPO, question_id="q1")
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(
+            "INSERT INTO team_answers_schema VALUES (%s)", (len(memory_team.MIGRATIONS) + 1,)
+        )
+    b = team()
+    assert _answer(b, fp) is None
+    assert b.remember(fp, KIND, "approve", repo=REPO, question_id="q2") is None
+    assert "newer than this gate reads" in "".join(logged)
+
+
+def test_answers_signed_before_generations_are_dropped_by_the_migration(
+    team: Callable[..., memory_team.TeamMemory], pg_url: str
+) -> None:
+    with psycopg.connect(pg_url) as conn:  # a database a gate of the first schema wrote
+        conn.execute("CREATE TABLE team_answers_schema (version INTEGER NOT NULL)")
+        conn.execute(memory_team.MIGRATIONS[0])
+        conn.execute("INSERT INTO team_answers_schema VALUES (1)")
+        conn.execute(
+            "INSERT INTO team_answers VALUES ('told', 'k', 'f', 'k', 'approve', 'r', 0, 9e9,"
+            " 'q', 'g', 's')"
+        )
+    a = team()
+    fp = a.fingerprint("5" * 64, KIND)
+    assert a.remember(fp, KIND, "block", repo=REPO, question_id="q1")
+    assert _answer(a, fp) == "block"
+    assert [r[0] for r in _saved(pg_url)] != ["told"] and len(_saved(pg_url)) == 1
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT MAX(version) FROM team_answers_schema").fetchone() == (2,)
+
+
+def test_the_marks_file_is_private_and_merges_two_processes_marks(tmp_path: Path) -> None:
+    from gate.ask.team_marks import TeamMarks
+
+    path = tmp_path / "decisions" / "team-marks.json"
+    one, two = TeamMarks(path), TeamMarks(path)
+    one.raise_to({("k", "f1", KIND, REPO): 3})
+    two.raise_to({("k", "f2", KIND, REPO): 5})  # merges one's, never lowers it
+    one.raise_to({("k", "f1", KIND, REPO): 2})
+    again = TeamMarks(path)
+    assert again.get(("k", "f1", KIND, REPO)) == 3 and again.get(("k", "f2", KIND, REPO)) == 5
+    assert path.stat().st_mode & 0o777 == 0o600
+    path.write_text("{not json")
+    assert TeamMarks(path).get(("k", "f1", KIND, REPO)) == 0  # unreadable: as a new gate
