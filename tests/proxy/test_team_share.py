@@ -215,6 +215,23 @@ def test_health_is_what_the_normalised_path_names(shared: SharedGate, path: str)
     assert status == 200 and body["ok"] is True
 
 
+def _cookie_attributes(set_cookie: str) -> set[str]:
+    return {a.strip() for a in set_cookie.split(";")[1:]}
+
+
+@pytest.mark.parametrize("page", ["/_gate/console", "/_gate/ui"])
+def test_a_shared_gate_s_sign_in_cookie_is_secure(shared: SharedGate, page: str) -> None:
+    """Review F10: the console's sign-in set its cookie without Secure, so a browser would
+    later send the admin token in clear to http://HOST:PORT. One function sets it now."""
+    admin = (shared.data / "control.token").read_text().strip()
+    with shared.http() as client:
+        resp = client.get(f"{shared.base}{page}?token={admin}")
+    cookie = resp.headers.get("set-cookie", "")
+    assert resp.status_code == 303 and cookie.startswith(f"gate_control={admin};"), cookie
+    assert _cookie_attributes(cookie) == {"HttpOnly", "SameSite=Strict", "Path=/_gate/",
+                                          "Secure"}
+
+
 def test_the_header_and_path_may_agree(shared: SharedGate) -> None:
     token = shared.users["alice"].agent_token
     status, _ = shared.raw("POST", f"/_user/{token}/anthropic/v1/messages", body=MSG,

@@ -268,26 +268,3 @@ def test_f9_a_short_alphanumeric_denied_value_in_an_informational_header_is_refu
         json={"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
     )
     assert not _sent_anywhere(provider, password)
-
-
-# -- F10: the console's sign-in cookie on a shared (TLS) gate is not Secure ----------------
-
-
-def test_f10_the_console_cookie_of_a_shared_gate_is_secure(
-    provider: FakeProvider, tmp_path: Path
-) -> None:
-    """The approval page adds `Secure` on a shared gate; the console's own `?token=` sign-in
-    (the data dir's admin token) does not, so a browser later sends the admin token in
-    clear to http://HOST:PORT (TeamAuth refuses the request, but only after reading it)."""
-    from team_kit import start_shared
-
-    server, shared = start_shared(provider, tmp_path / "data", tmp_path / "pki")
-    try:
-        token = (tmp_path / "data" / "control.token").read_text().strip()
-        with shared.http() as client:
-            resp = client.get(f"{shared.base}/_gate/console?token={token}")
-    finally:
-        server.stop()
-    cookie = resp.headers.get("set-cookie", "")
-    assert resp.status_code == 303 and "gate_control=" in cookie, (resp.status_code, cookie)
-    assert "Secure" in cookie
