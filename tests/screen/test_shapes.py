@@ -70,3 +70,38 @@ def test_the_detectors_that_replaced_plugins_find_their_formats() -> None:
                  f"square_secret = '{square[:-1]}'", f"MAILCHIMP={chimp.replace('-us6', '-uk6')}"):
         found = {f.kind for f in scanner.scan(text)}
         assert not found & {"ibm-cloud-iam-key", "square-oauth-secret", "mailchimp-api-key"}, text
+
+
+@pytest.mark.parametrize("line", [
+    "ibm.cloud.iam.key={v}",  # review F6: Java/Spring properties, dotted names
+    "ibm.cloud.iam.api-key: {v}",
+    "ibm.apikey={v}",
+    "ibm_cloud_iam_api_key={v}",
+    "IBMCLOUD_API_KEY={v}",
+    'export IBM_CLOUD_APIKEY="{v}"',
+    '{{"ibm-api-key": "{v}"}}',
+    "ibm.cloud.token => '{v}'",
+    "<ibm.iam.password>{v}",  # not an assignment: the name has no : or = after it
+    "app.ibm.cloud.api.key = {v}",
+])
+def test_the_ibm_pattern_takes_the_name_forms_configs_use(line: str) -> None:
+    """What detect-secrets' IbmCloudIamDetector (the rule's pattern before 2b1b18d) finds
+    under a name that starts with ibm; an XML element (no `:` or `=`) is where it stops."""
+    from gate.screen.secrets import Scanner
+
+    value = _token(random.Random(line), string.ascii_letters + string.digits + "_-", 44)
+    found = any(f.rule_id == "ibm.cloud-iam-key" for f in Scanner().scan(line.format(v=value)))
+    assert found is not line.startswith("<"), line
+
+
+@pytest.mark.parametrize("line", [
+    "ibm.cloud.iam.key={v}x",  # 45 characters: not this format
+    "ibm.cloud.iam.region={v}",  # no key, password or token in the name
+    "ibm.a.very.long.dotted.name.of.many.parts.key={v}",  # past 24 characters of name
+])
+def test_the_ibm_pattern_keeps_its_bounds(line: str) -> None:
+    from gate.screen.secrets import Scanner
+
+    value = _token(random.Random(line), string.ascii_letters + string.digits + "_-", 44)
+    found = any(f.rule_id == "ibm.cloud-iam-key" for f in Scanner().scan(line.format(v=value)))
+    assert not found, line
