@@ -20,7 +20,7 @@ ROOT = pages.ROOT
 
 def handle(control: Control, flow: http.HTTPFlow) -> None:
     """Answer a console request; the caller has already refused foreign hosts and origins."""
-    from gate.proxy.control import COOKIE, HEADERS, html_response, json_response
+    from gate.proxy.control import HEADERS, html_response, json_response
 
     req = flow.request
     path = req.path.split("?", 1)[0].rstrip("/") or ROOT
@@ -34,7 +34,7 @@ def handle(control: Control, flow: http.HTTPFlow) -> None:
             {
                 **HEADERS,
                 "location": ROOT,
-                "set-cookie": f"{COOKIE}={control.token}; HttpOnly; SameSite=Strict; Path=/_gate/",
+                "set-cookie": control.sign_in_cookie(control.token),
             },
         )
         return

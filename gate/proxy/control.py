@@ -123,6 +123,13 @@ class Control:
         return self.identify(req.headers.get("authorization", "").removeprefix("Bearer ")
                              .strip())
 
+    def sign_in_cookie(self, token: str) -> str:
+        """The one Set-Cookie value a sign-in (the approval page's, the console's) sends:
+        never readable by the page's scripts, sent only to gate's own pages from its own
+        pages, and on a shared gate (which takes HTTPS only) never over plain HTTP."""
+        secure = "; Secure" if self.users is not None else ""
+        return f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path={PREFIX}{secure}"
+
     def _cookie(self, req: http.Request) -> Who | None:
         jar: SimpleCookie = SimpleCookie()
         try:
@@ -183,11 +190,8 @@ class Control:
         given = (query.get("token") or [""])[0]
         if self.identify(given) is not None:
             # Trade the token in the URL for a cookie, and drop it from the address bar.
-            secure = "; Secure" if self.users is not None else ""
             flow.response = http.Response.make(303, b"", {
-                **_HEADERS, "location": UI,
-                "set-cookie": f"{COOKIE}={given}; HttpOnly; SameSite=Strict; Path=/_gate/"
-                              + secure})
+                **_HEADERS, "location": UI, "set-cookie": self.sign_in_cookie(given)})
             return
         if (who := self._cookie(flow.request)) is None:
             flow.response = _html(401, page.unauthorised())

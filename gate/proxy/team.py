@@ -114,7 +114,12 @@ class TeamAuth:
         in_path = self._strip_prefix(req)
         if not self.shared:
             return None
-        path = req.path.split("?", 1)[0]
+        # Decided on the path as the gate addon will route it: the raw `/_gate/../NAME/...`
+        # or `/%5Fgate/...` would otherwise pass as gate's own and be routed as a provider's.
+        try:
+            path = routing.normalise(req.path).split("?", 1)[0]
+        except ValueError as exc:
+            raise Refused(400, f"gate cannot read this request's path: {exc}") from exc
         if path == _HEALTH:
             return None  # names no user and no path; health checks speak plain HTTP
         if self.tls and not flow.client_conn.tls_established:

@@ -4,10 +4,12 @@ served without the token's cookie, no cross-site POST."""
 
 from __future__ import annotations
 
+import http.client
 from pathlib import Path
 from typing import Any
 
 import anthropic
+import pytest
 
 from ask.ask_kit import env_turn, github_token
 from ask.control_kit import call, token
@@ -81,6 +83,27 @@ def test_the_console_shows_live_requests_sessions_search_and_report(
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("page", [ROOT, "/_gate/ui"])
+def test_the_sign_in_cookie_is_http_only_same_site_and_gate_s_own(
+    gate: Listening, gate_dirs: dict[str, Path], page: str
+) -> None:
+    """The console's and the approval page's sign-ins set one cookie the same way; a gate
+    on loopback speaks plain HTTP, so it is not Secure there (a shared gate's is)."""
+    secret = token(gate_dirs["data"])
+    conn = http.client.HTTPConnection(gate.host, gate.port, timeout=10)
+    conn.request("GET", f"{page}?token={secret}", headers={"host": f"127.0.0.1:{gate.port}"})
+    resp = conn.getresponse()
+    resp.read()
+    conn.close()
+    cookie = resp.getheader("set-cookie", "")
+    assert resp.status == 303 and cookie.startswith(f"gate_control={secret};"), cookie
+    assert {a.strip() for a in cookie.split(";")[1:]} == {
+        "HttpOnly",
+        "SameSite=Strict",
+        "Path=/_gate/",
+    }
 
 
 def test_nothing_is_served_without_the_cookie_and_no_cross_site_post(

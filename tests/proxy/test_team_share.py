@@ -148,6 +148,90 @@ def test_tricks_with_the_prefix_are_refused(shared: SharedGate, path: str,
     assert a.encode() not in written and b.encode() not in written
 
 
+@pytest.mark.parametrize("path", [
+    "/_gate/../anthropic/v1/messages",              # review F7: gate's prefix, then out
+    "/_gate/x/../../anthropic/v1/messages",
+    "/_gate/%2e%2e/anthropic/v1/messages",          # the dots escaped
+    "/_gate/%2E%2e/anthropic/v1/messages",
+    "/%5Fgate/../anthropic/v1/messages",            # the underscore escaped
+    "/_gate/./../anthropic/v1/messages",
+    "//_gate/..//anthropic/v1/messages",            # doubled slashes
+    "/_gate/health/../../anthropic/v1/messages",    # through the health check's path
+])
+def test_gate_s_own_prefix_is_no_way_around_the_user_token(shared: SharedGate,
+                                                           path: str) -> None:
+    """TeamAuth decides on the path as the addon routes it, not as it was sent."""
+    status, body = shared.raw("POST", path, body=MSG, headers={"x-api-key": "sk-ant-test-x"})
+    assert status == 401 and "send your agent token" in str(body), (status, body)
+    assert shared.provider.seen == []
+    # With a user's token it is an ordinary provider request, and it is that user's.
+    token = shared.users["alice"].agent_token
+    status, _ = shared.raw("POST", path, body=MSG, headers={"x-gate-user-token": token})
+    assert status == 200 and shared.provider.seen[-1].path == "/v1/messages"
+    assert _rows(shared.data)[0]["user_name"] == "alice"
+
+
+@pytest.mark.parametrize("path", [
+    "/_gate/../_run/r1/anthropic/v1/messages",
+    "/_gate/%2e%2e/_run/r1/anthropic/v1/messages",
+    "/%5Frun/r1/anthropic/v1/messages",
+    "//_run/r1/anthropic/v1/messages",
+    "/x/../_run/r1/anthropic/v1/messages",
+])
+def test_a_run_is_refused_however_it_is_spelled(shared: SharedGate, path: str) -> None:
+    token = shared.users["alice"].agent_token
+    for headers in ({}, {"x-gate-user-token": token}):
+        status, body = shared.raw("POST", path, body=MSG, headers=headers)
+        assert status == 400 and "no runs" in str(body), (path, status, body)
+    assert shared.provider.seen == []
+
+
+@pytest.mark.parametrize("path", ["/_gate/%2e%2e%2fanthropic/v1/messages",
+                                  "/_gate/..%2Fanthropic/v1/messages",
+                                  "/_gate/..%5canthropic/v1/messages"])
+def test_a_path_with_no_single_reading_is_refused_on_a_shared_gate(shared: SharedGate,
+                                                                   path: str) -> None:
+    status, body = shared.raw("POST", path, body=MSG)
+    assert status == 400 and "cannot read" in str(body), (status, body)
+    assert shared.provider.seen == []
+
+
+@pytest.mark.parametrize("path", ["/x/../_gate/api/pending", "/%5Fgate/api/pending",
+                                  "//_gate//api/./pending"])
+def test_the_control_api_is_what_the_normalised_path_names(shared: SharedGate,
+                                                           path: str) -> None:
+    """Any spelling of /_gate/ reaches the control API, which asks for its own token."""
+    status, body = shared.raw("GET", path)
+    assert status == 401 and "control token" in str(body), (status, body)
+    admin = (shared.data / "control.token").read_text().strip()
+    status, body = shared.raw("GET", path, headers={"authorization": f"Bearer {admin}"})
+    assert status == 200 and body == {"pending": []}, (status, body)
+    assert shared.provider.seen == []
+
+
+@pytest.mark.parametrize("path", ["/_gate/./health", "//_gate/health/", "/%5Fgate/health"])
+def test_health_is_what_the_normalised_path_names(shared: SharedGate, path: str) -> None:
+    status, body = shared.raw("GET", path, tls=False)
+    assert status == 200 and body["ok"] is True
+
+
+def _cookie_attributes(set_cookie: str) -> set[str]:
+    return {a.strip() for a in set_cookie.split(";")[1:]}
+
+
+@pytest.mark.parametrize("page", ["/_gate/console", "/_gate/ui"])
+def test_a_shared_gate_s_sign_in_cookie_is_secure(shared: SharedGate, page: str) -> None:
+    """Review F10: the console's sign-in set its cookie without Secure, so a browser would
+    later send the admin token in clear to http://HOST:PORT. One function sets it now."""
+    admin = (shared.data / "control.token").read_text().strip()
+    with shared.http() as client:
+        resp = client.get(f"{shared.base}{page}?token={admin}")
+    cookie = resp.headers.get("set-cookie", "")
+    assert resp.status_code == 303 and cookie.startswith(f"gate_control={admin};"), cookie
+    assert _cookie_attributes(cookie) == {"HttpOnly", "SameSite=Strict", "Path=/_gate/",
+                                          "Secure"}
+
+
 def test_the_header_and_path_may_agree(shared: SharedGate) -> None:
     token = shared.users["alice"].agent_token
     status, _ = shared.raw("POST", f"/_user/{token}/anthropic/v1/messages", body=MSG,

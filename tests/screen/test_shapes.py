@@ -64,9 +64,59 @@ def test_the_detectors_that_replaced_plugins_find_their_formats() -> None:
     for text, kind in ((f'IBM_CLOUD_API_KEY="{ibm}"', "ibm-cloud-iam-key"),
                        (f"ibm_iam_token: {ibm}", "ibm-cloud-iam-key"),
                        (f"square_secret = '{square}'", "square-oauth-secret"),
-                       (f"MAILCHIMP={chimp}", "mailchimp-api-key")):
+                       (f"MAILCHIMP={chimp}", "mailchimp-api-key"),
+                       # Glued to other text, as detect-secrets finds them too: the vendor's
+                       # prefix or the 32 hex and -usN are the proof, not the word's edges.
+                       (f"{square}abc", "square-oauth-secret"),
+                       (f"s={square}_old", "square-oauth-secret"),
+                       (f"x{chimp}", "mailchimp-api-key"),
+                       (f"apikey{chimp}12", "mailchimp-api-key"),
+                       (f"{_token(rng, '0123456789abcdef', 8)}{chimp}", "mailchimp-api-key")):
         assert kind in {f.kind for f in scanner.scan(text)}, text
     for text in (f'IBM_CLOUD_API_KEY="{ibm}x"',  # 45 characters: not this format
-                 f"square_secret = '{square[:-1]}'", f"MAILCHIMP={chimp.replace('-us6', '-uk6')}"):
+                 f"square_secret = '{square[:-1]}'", f"MAILCHIMP={chimp.replace('-us6', '-uk6')}",
+                 f"square_secret = '{square[:-1]}.x'",  # 42 characters, then not base64url
+                 f"MAILCHIMP={chimp[1:]}",  # 31 hex characters
+                 f"MAILCHIMP={chimp[:32].upper()}-us6",  # Mailchimp's keys are lowercase hex
+                 "MAILCHIMP=" + "g" + chimp[1:]):  # 32 characters, one of them not hex
         found = {f.kind for f in scanner.scan(text)}
         assert not found & {"ibm-cloud-iam-key", "square-oauth-secret", "mailchimp-api-key"}, text
+    # A Square body with text glued on is redacted whole, not its first 43 characters only.
+    glued = f"s={square}Xy_9"
+    spans = [(f.start, f.end) for f in scanner.scan(glued) if f.kind == "square-oauth-secret"]
+    assert spans == [(2, len(glued))], spans
+
+
+@pytest.mark.parametrize("line", [
+    "ibm.cloud.iam.key={v}",  # review F6: Java/Spring properties, dotted names
+    "ibm.cloud.iam.api-key: {v}",
+    "ibm.apikey={v}",
+    "ibm_cloud_iam_api_key={v}",
+    "IBMCLOUD_API_KEY={v}",
+    'export IBM_CLOUD_APIKEY="{v}"',
+    '{{"ibm-api-key": "{v}"}}',
+    "ibm.cloud.token => '{v}'",
+    "<ibm.iam.password>{v}",  # not an assignment: the name has no : or = after it
+    "app.ibm.cloud.api.key = {v}",
+])
+def test_the_ibm_pattern_takes_the_name_forms_configs_use(line: str) -> None:
+    """What detect-secrets' IbmCloudIamDetector (the rule's pattern before 2b1b18d) finds
+    under a name that starts with ibm; an XML element (no `:` or `=`) is where it stops."""
+    from gate.screen.secrets import Scanner
+
+    value = _token(random.Random(line), string.ascii_letters + string.digits + "_-", 44)
+    found = any(f.rule_id == "ibm.cloud-iam-key" for f in Scanner().scan(line.format(v=value)))
+    assert found is not line.startswith("<"), line
+
+
+@pytest.mark.parametrize("line", [
+    "ibm.cloud.iam.key={v}x",  # 45 characters: not this format
+    "ibm.cloud.iam.region={v}",  # no key, password or token in the name
+    "ibm.a.very.long.dotted.name.of.many.parts.key={v}",  # past 24 characters of name
+])
+def test_the_ibm_pattern_keeps_its_bounds(line: str) -> None:
+    from gate.screen.secrets import Scanner
+
+    value = _token(random.Random(line), string.ascii_letters + string.digits + "_-", 44)
+    found = any(f.rule_id == "ibm.cloud-iam-key" for f in Scanner().scan(line.format(v=value)))
+    assert not found, line
