@@ -114,10 +114,11 @@ def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
         raw = req.body[part.start : part.end]
         edited, verdict = _screen_text(req, _text(raw, label, req), screeners)
         # Field and file names leave too: screened, never edited.
-        names = {k: v for k, v in (("name", part.name), ("filename", part.filename)) if v}
+        names = {k: v for k, v in (("name", part.name), ("filename", part.filename),
+                                   ("content-type", part.header)) if v}
         if names and screeners.strings(req, names).body is not None:
             raise Blocked(
-                f"the name of upload {label} holds a denied file's value or a"
+                f"the name or Content-Type of upload {label} holds a denied file's value or a"
                 " likely secret, which gate cannot withhold in place; it was"
                 " not sent"
             )
