@@ -17,9 +17,10 @@ AUTH_HEADERS = frozenset(
 )
 # Headers whose values SDKs and agents fill with their own names and versions: a denied
 # value that is a plain alphabetic word (`RUNTIME=python` in .env) does not refuse them.
-# Exact names; only Stainless SDKs' `x-stainless-*` family is a prefix.
+# Exact names; only Stainless SDKs' `x-stainless-*` family is a prefix. Not content-type:
+# its parameters (a multipart boundary) are the client's to choose.
 _INFORMATIONAL = frozenset({
-    "user-agent", "accept", "accept-encoding", "accept-language", "content-type", "x-app",
+    "user-agent", "accept", "accept-encoding", "accept-language", "x-app",
     "x-goog-api-client", "editor-version", "editor-plugin-version", "copilot-integration-id",
     "originator",
 })

@@ -536,3 +536,21 @@ def test_a_whole_file_content_range_passes(gate: Listening, provider: FakeProvid
     )
     assert resp.status_code == 200, resp.text
     assert provider.seen[-1].body == data
+
+
+def test_a_short_password_in_the_boundary_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    import secrets as pysecrets
+
+    password = "Pw" + pysecrets.token_hex(6)
+    (gate_dirs["project"] / ".env").write_text(f"DB_PASSWORD={password}\n")
+    mark = f"b{password}"
+    body = (f"--{mark}\r\n{FILE}harmless\r\n--{mark}--\r\n").encode()
+    resp = httpx.post(
+        f"{gate.base_url}/openai/v1/files",
+        content=body,
+        headers={"content-type": f"multipart/form-data; boundary={mark}"},
+    )
+    assert resp.status_code == 400 and password not in resp.text
+    assert provider.seen == []
