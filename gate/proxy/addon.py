@@ -33,7 +33,7 @@ from gate.rules.layers import PolicyStore
 from gate.screen import codings, upload
 from gate.screen.content import SecretScreen
 from gate.screen.disclose import Scrub
-from gate.screen.envelope import Envelope, google_upstream
+from gate.screen.envelope import Envelope, credential_headers, google_upstream
 from gate.screen.fingerprints import IndexStore, Limits
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 from gate.users import Users
@@ -232,7 +232,8 @@ class GateAddon:
                                          project_root=verdict.project_root)
         up = route.upstream
         refusal = Envelope(self._scrub()).refusal(route.path, list(req.headers.items(multi=True)),
-                                                  google_upstream(up.name, up.host))
+                                                  google_upstream(up.name, up.host),
+                                                  credential_headers(up.name, up.host))
         if refusal is not None:
             raise Blocked(refusal)
         return _Screened(self, route, run, outbound, verdict, flow.metadata["gate_who"]["session"],

@@ -7,30 +7,66 @@ from collections.abc import Iterable, Sequence
 
 from gate.screen.detectors import Tier
 from gate.screen.disclose import Scrub, readings
-from gate.screen.units import is_word
 
 # Headers that carry the caller's own credential to the provider: sent as they are, never
 # stored (gate cannot tell an API key from another secret put there; docs/guarantees.md).
+# Only those the route's upstream reads pass so (`credential_headers`); the others are
+# screened like any header.
 AUTH_HEADERS = frozenset(
     {"authorization", "x-api-key", "x-goog-api-key", "api-key", "x-amz-security-token"}
 )
 # Headers whose values SDKs and agents fill with their own names and versions: a denied
-# value that is a plain word (`RUNTIME=python` in .env) does not refuse them.
-_INFORMATIONAL = (
-    "user-agent",
-    "x-stainless-",
-    "accept",
-    "content-type",
-    "x-app",
-    "x-goog-api-client",
-    "editor-",
-    "copilot-integration-id",
+# value that is a plain alphabetic word (`RUNTIME=python` in .env) does not refuse them.
+# Exact names; only Stainless SDKs' `x-stainless-*` family is a prefix. Not content-type:
+# its parameters (a multipart boundary) are the client's to choose.
+_INFORMATIONAL = frozenset({
+    "user-agent", "accept", "accept-encoding", "accept-language", "x-app",
+    "x-goog-api-client", "editor-version", "editor-plugin-version", "copilot-integration-id",
     "originator",
-)
+})
+_INFORMATIONAL_PREFIX = "x-stainless-"
+# Architecture names SDKs report that are not letters alone.
+_SDK_WORDS = frozenset({"aarch64", "arm64", "amd64", "x86_64", "win32", "win64"})
 # Gate's own framing and routing: replaced or removed before the request leaves.
 _FRAMING = frozenset(
     {"host", "content-length", "transfer-encoding", "content-encoding", "connection"}
 )
+# Path segments read joined in every run of consecutive ones (a value cut in two across
+# segments); a path with more is refused rather than read in part.
+MAX_SEGMENTS = 32
+
+
+def credential_headers(name: str, host: str) -> frozenset[str]:
+    """The credential headers the upstream `name` at `host` reads: Anthropic's x-api-key
+    or a bearer token, OpenAI's (and Copilot's, ChatGPT's) bearer token, Azure's api-key,
+    Google's x-goog-api-key or OAuth token, Bedrock's bearer or session token. An upstream
+    gate does not know (a team gateway) reads a bearer token or x-api-key."""
+    host = host.lower()
+    out = {"authorization"}
+    if name == "anthropic" or host.endswith("anthropic.com"):
+        out.add("x-api-key")
+    if name.startswith("azure") or host.endswith(".azure.com"):
+        out |= {"api-key", "x-api-key"}
+    if google_upstream(name, host):
+        out.add("x-goog-api-key")
+    if name == "bedrock" or host.endswith(".amazonaws.com"):
+        out.add("x-amz-security-token")
+    known = ("openai", "chatgpt", "github-copilot", "copilot")
+    if len(out) == 1 and name not in known and not host.endswith(
+        ("openai.com", "chatgpt.com", "githubcopilot.com")
+    ):
+        out.add("x-api-key")
+    return frozenset(out)
+
+
+def _informational(name: str) -> bool:
+    return name in _INFORMATIONAL or name.startswith(_INFORMATIONAL_PREFIX)
+
+
+def _sdk_word(form: str) -> bool:
+    """A runtime, OS or architecture name as SDKs write it: letters only, or a known
+    architecture; a password of letters and digits is not one."""
+    return len(form) < 16 and (form.isalpha() or form.lower() in _SDK_WORDS)
 
 
 class Envelope:
@@ -39,23 +75,45 @@ class Envelope:
     def __init__(self, scrub: Scrub):
         self.scrub = scrub
 
-    def refusal(self, path: str, headers: Sequence[tuple[str, str]], google: bool) -> str | None:
-        """Why the request must not leave (naming where, never what), or None."""
-        base, _, _ = path.partition("?")
+    def refusal(
+        self,
+        path: str,
+        headers: Sequence[tuple[str, str]],
+        google: bool,
+        credentials: frozenset[str] = AUTH_HEADERS,
+    ) -> str | None:
+        """Why the request must not leave (naming where, never what), or None.
+        `credentials`: the credential headers the upstream reads, passed unscreened."""
+        base, _, query = path.partition("?")
         segments = [s for s in base.split("/") if s]
-        if any(self._holds(r) for s in segments for r in readings(s)):
+        if len(segments) > MAX_SEGMENTS:
+            return f"the request path has more than {MAX_SEGMENTS} segments; it was not sent"
+        if any(self._holds(r) for s in _runs(segments) for r in readings(s)):
             return (
-                "a path segment holds a denied file's value or a likely secret; gate cannot"
-                " withhold it in place, so the request was not sent"
+                "a path segment (or a run of them read together) holds a denied file's"
+                " value or a likely secret; gate cannot withhold it in place, so the"
+                " request was not sent"
             )
-        if self.scrub.query_holds(path, google):
+        if self.scrub.query_holds(path, google) or self._values_hold(query, google):
             return (
                 "the query string holds a denied file's value or a likely secret; gate"
                 " cannot withhold it in place, so the request was not sent"
             )
-        return self._headers(headers)
+        return self._headers(headers, credentials)
 
-    def _headers(self, headers: Sequence[tuple[str, str]]) -> str | None:
+    def _values_hold(self, query: str, google: bool) -> bool:
+        """A value cut in two across parameters: their values read together, in order."""
+        params = [p for p in query.split("&") if p]
+        if google:
+            first = next((i for i, p in enumerate(params) if p.startswith("key=")), None)
+            if first is not None:
+                del params[first]
+        values = [p.partition("=")[2] for p in params][:MAX_SEGMENTS]
+        return any(self._holds(r) for s in _runs(values) for r in readings(s))
+
+    def _headers(
+        self, headers: Sequence[tuple[str, str]], credentials: frozenset[str] = AUTH_HEADERS
+    ) -> str | None:
         names = [name.lower() for name, _ in headers]
         for name in AUTH_HEADERS:
             if names.count(name) > 1:
@@ -65,10 +123,11 @@ class Envelope:
                     " header of each name, so the request was not sent"
                 )
         values: list[str] = []
+        sdk: list[str] = []  # informational values, where an SDK's own words may be
         for (raw, value), name in zip(headers, names, strict=True):
-            if name in AUTH_HEADERS or name in _FRAMING:
+            if name in credentials or name in _FRAMING:
                 continue
-            words = name.startswith(_INFORMATIONAL)
+            words = _informational(name)
             if any(self._holds(r, words) for r in readings(f"{raw}: {value}")):
                 # The name is quoted only when it is short and holds nothing itself.
                 which = (
@@ -81,20 +140,34 @@ class Envelope:
                     " was not sent"
                 )
             values.append(value)
-        # A value cut in two across headers, read back in their order.
-        if any(self._holds(r) for r in readings("".join(values))):
-            return (
-                "the request's headers together hold a denied file's value or a likely"
-                " secret; the request was not sent"
-            )
+            if words:
+                sdk += readings(value)
+        # A value cut in two across headers, read back in their order, and a word-like
+        # value inside a longer one (`aPassw0rd1z`): found wherever it is, but an SDK's
+        # own word where an SDK writes it.
+        for reading in readings("".join(values)):
+            for index in self.scrub.indexes:
+                for hit in index.find(reading, whole_words=False):
+                    form = reading[hit.start : hit.end]
+                    if not (_sdk_word(form) and any(form in v for v in sdk)):
+                        return self._joined()
+            if self._holds(reading):
+                return self._joined()
         return None
 
+    @staticmethod
+    def _joined() -> str:
+        return (
+            "the request's headers together hold a denied file's value or a likely"
+            " secret; the request was not sent"
+        )
+
     def _holds(self, text: str, skip_words: bool = False) -> bool:
-        """A denied value (other than a plain word, when `skip_words`) or a high-tier
+        """A denied value (other than an SDK's word, when `skip_words`) or a high-tier
         secret: generic low-tier detectors would refuse provider ids and trace ids."""
         for index in self.scrub.indexes:
             for hit in index.find(text):
-                if not (skip_words and is_word(text[hit.start : hit.end])):
+                if not (skip_words and _sdk_word(text[hit.start : hit.end])):
                     return True
         secrets = self.scrub.secrets
         return secrets is not None and any(f.tier is Tier.HIGH for f in secrets.scanner.scan(text))
@@ -106,3 +179,15 @@ def google_upstream(
     """Whether an upstream takes Google's `?key=` API key: the Gemini API, Code Assist or
     Vertex, by name or by host."""
     return name in names or host.lower().endswith(".googleapis.com")
+
+
+def _runs(parts: Sequence[str]) -> list[str]:
+    """Every run of consecutive parts, joined without and with a slash (a value cut in two
+    and spread over them)."""
+    out = []
+    for i in range(len(parts)):
+        for j in range(i + 1, len(parts) + 1):
+            out.append("".join(parts[i:j]))
+            if j - i > 1:
+                out.append("/".join(parts[i:j]))
+    return list(dict.fromkeys(out))

@@ -71,11 +71,13 @@ class DeniedIndex:
     def __len__(self) -> int:
         return len(self.units)
 
-    def find(self, text: str) -> list[Hit]:
+    def find(self, text: str, whole_words: bool = True) -> list[Hit]:
+        """Where the units are in `text`; a word-like unit only as a whole word unless
+        `whole_words` is False (a value cut in two and joined back, say)."""
         if self._ac is None or len(text) < MIN_UNIT:
             return []
         return [Hit(s, e, self._sources[i]) for i, s, e in self._ac.find_matches_as_indexes(text)
-                if not (self._words[i] and _inside_word(text, s, e))]
+                if not (whole_words and self._words[i] and _inside_word(text, s, e))]
 
     def redact(self, text: str) -> tuple[str, list[Hit]]:
         if self._ac is None or len(text) < MIN_UNIT:

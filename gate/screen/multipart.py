@@ -16,6 +16,7 @@ from dataclasses import dataclass
 _BOUNDARY = re.compile(r"[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]")
 _PARAM = re.compile(r'\s*;\s*([A-Za-z0-9_.*-]+)\s*=\s*("(?:[^"\\\r\n]*)"|[^;\s"]+)\s*')
 _HEADERS = ("content-disposition", "content-type")
+_MEDIA = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
 
 
 class Refused(ValueError):
@@ -29,6 +30,7 @@ class Part:
     content_type: str | None
     start: int  # where its content starts and ends in the body
     end: int
+    header: str | None = None  # its Content-Type header as sent (screened: it leaves too)
 
 
 def media_type(content_type: str) -> tuple[str, dict[str, str]]:
@@ -115,6 +117,12 @@ def _part(
             raise Refused(f"part {n} is itself multipart (nested parts are not read)")
         if params.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
             raise Refused(f"part {n} declares a charset other than UTF-8")
+        # Only what gate reads leaves: any other parameter (or a media type that is not
+        # `type/subtype`) is a place a value could ride unscreened.
+        if set(params) - {"charset"}:
+            raise Refused(f"part {n}'s Content-Type has a parameter other than charset")
+        if not _MEDIA.fullmatch(kind):
+            raise Refused(f"part {n}'s Content-Type is not a `type/subtype` media type")
     name: str | None = None
     filename: str | None = None
     if form or "content-disposition" in fields:
@@ -130,7 +138,7 @@ def _part(
         if name in names:
             raise Refused(f"two parts are named {name[:40]!r} (servers keep one or the other)")
         names.add(name)
-    return Part(name, filename, kind, content, end)
+    return Part(name, filename, kind, content, end, fields.get("content-type"))
 
 
 def assemble(body: bytes, parts: list[Part], contents: list[bytes]) -> bytes:

@@ -43,6 +43,7 @@ _HEADERS = (
     "x-goog-upload-command",
     "x-goog-upload-offset",
     "x-goog-upload-protocol",
+    "content-range",
 )
 
 
@@ -62,6 +63,8 @@ def headers_of(headers: Any) -> tuple[tuple[str, str], ...]:
 def kind(req: Outbound) -> str | None:
     """`form`, `related` or `raw` for a body gate reads as an upload, else None."""
     media, _ = _media(req)
+    if _RAW_UPLOAD in req.path.split("?", 1)[0]:
+        _whole_range(req)
     if _CHUNK.search(normalise(req.path)):
         return "chunk"
     if media == "multipart/form-data":
@@ -81,10 +84,7 @@ class _Unreadable(Exception):
 
 def screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
     """The verdict on an upload; raises Blocked when it cannot leave as it is."""
-    try:
-        return _screen(req, how, screeners)
-    except _Unreadable:
-        return Verdict(None, "unscreened", None, req.root or req.project_root)
+    return _screen(req, how, screeners)
 
 
 def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
@@ -100,7 +100,11 @@ def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
                       " not sent")
     if how == "raw":
         _one_chunk(req)
-        edited, verdict = _screen_text(req, _text(req.body, "the uploaded file", req), screeners)
+        try:
+            text = _text(req.body, "the uploaded file", req)
+        except _Unreadable:
+            return Verdict(None, "unscreened", None, req.root or req.project_root)
+        edited, verdict = _screen_text(req, text, screeners)
         return _verdict(req, [verdict], edited.encode() if verdict.body is not None else None)
     try:
         _, params = _media(req)
@@ -109,21 +113,31 @@ def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
         raise Blocked(f"gate cannot screen this upload: {exc}; it was not sent") from exc
     contents: list[bytes] = []
     verdicts: list[Verdict] = []
+    unread = 0
     for i, part in enumerate(parts):
         label = f"part {part.name!r}" if part.name is not None else f"part {i}"
         raw = req.body[part.start : part.end]
-        edited, verdict = _screen_text(req, _text(raw, label, req), screeners)
+        try:
+            edited, verdict = _screen_text(req, _text(raw, label, req), screeners)
+        except _Unreadable:
+            # Only this part leaves unread (its upstream opted in); the others are
+            # screened and edited as ever.
+            unread += 1
+            edited, verdict = "", Verdict(None, FORMAT, None, req.root or req.project_root)
         # Field and file names leave too: screened, never edited.
-        names = {k: v for k, v in (("name", part.name), ("filename", part.filename)) if v}
+        names = {k: v for k, v in (("name", part.name), ("filename", part.filename),
+                                   ("content-type", part.header)) if v}
         if names and screeners.strings(req, names).body is not None:
             raise Blocked(
-                f"the name of upload {label} holds a denied file's value or a"
-                " likely secret, which gate cannot withhold in place; it was"
+                f"the name of upload {label} (or its Content-Type) holds a denied file's"
+                " value or a likely secret, which gate cannot withhold in place; it was"
                 " not sent"
             )
         contents.append(edited.encode() if verdict.body is not None else raw)
         verdicts.append(verdict)
     changed = any(v.body is not None for v in verdicts)
+    if unread and not changed:
+        return Verdict(None, "unscreened", None, req.root or req.project_root)
     return _verdict(
         req, verdicts, multipart.assemble(req.body, parts, contents) if changed else None
     )
@@ -213,6 +227,22 @@ def _one_chunk(req: Outbound) -> None:
             "gate screens a resumable upload only when the whole file is sent in"
             " one request (`upload, finalize` at offset 0): a value split across"
             " chunks would not be found; it was not sent"
+        )
+
+
+def _whole_range(req: Outbound) -> None:
+    """A resumable upload may also be sent in chunks with `Content-Range: bytes A-B/N`,
+    each a request of its own: only the whole file in one request (`bytes 0-(N-1)/N`) is
+    read, so a value cannot be split between two chunks each screened alone."""
+    value = dict(req.headers).get("content-range")
+    if value is None:
+        return
+    m = re.fullmatch(r"bytes 0-(\d{1,18})/(\d{1,18})", value.strip(), re.IGNORECASE)
+    if not (m and int(m.group(1)) + 1 == int(m.group(2)) == len(req.body)):
+        raise Blocked(
+            "gate screens a resumable upload only when the whole file is sent in one"
+            " request (Content-Range `bytes 0-(N-1)/N` for an N-byte body): a value split"
+            " across chunks would not be found; it was not sent"
         )
 
 

@@ -350,3 +350,207 @@ def test_a_chunked_upload_part_is_refused(
         oai.uploads.parts.create("upload_1", data=secret[:12].encode())
     assert "only whole" in str(err.value)
     assert provider.seen == []
+
+
+# -- a part's Content-Type leaves too (review F1) -----------------------------------------
+
+
+def _seen(provider: FakeProvider) -> bytes:
+    return b"".join(
+        s.body + str(dict(s.headers)).encode() + str(s.path).encode() for s in provider.seen
+    )
+
+
+@pytest.mark.parametrize(
+    "part_type",
+    [
+        "text/plain; note={secret}",  # an extra parameter gate never reads
+        'text/plain; charset=utf-8; x="{secret}"',
+        "TEXT/PLAIN; Note={secret}",
+        "{secret}/plain",  # the media type itself
+        "text/{secret}",
+        "text/plain; charset={secret}",
+        "text/plain; charset=utf-8; x={encoded}",
+    ],
+)
+def test_a_part_content_type_cannot_carry_a_secret(
+    gate: Listening, provider: FakeProvider, secret: str, part_type: str
+) -> None:
+    from urllib.parse import quote
+
+    head = 'Content-Disposition: form-data; name="file"; filename="a.txt"\r\n'
+    value = part_type.format(secret=secret, encoded=quote(quote(secret, safe=""), safe=""))
+    body = (f"--{B}\r\n{head}Content-Type: {value}\r\n\r\nharmless\r\n--{B}--\r\n").encode()
+    resp = httpx.post(
+        f"{gate.base_url}/openai/v1/files",
+        content=body,
+        headers={"content-type": f"multipart/form-data; boundary={B}"},
+    )
+    assert resp.status_code == 400 and secret not in resp.text, resp.text
+    assert secret.encode() not in _seen(provider)
+
+
+def test_a_top_level_content_type_parameter_or_boundary_cannot_carry_a_secret(
+    gate: Listening, provider: FakeProvider, secret: str
+) -> None:
+    for content_type in (
+        f"multipart/form-data; boundary={B}; note={secret}",
+        f"multipart/form-data; boundary={secret}",
+    ):
+        mark = secret if f"boundary={secret}" in content_type else B
+        body = (f"--{mark}\r\n{FILE}harmless\r\n--{mark}--\r\n").encode()
+        resp = httpx.post(
+            f"{gate.base_url}/openai/v1/files",
+            content=body,
+            headers={"content-type": content_type},
+        )
+        assert resp.status_code == 400, resp.text
+    assert secret.encode() not in _seen(provider)
+
+
+def test_a_plain_part_content_type_still_passes(
+    gate: Listening, provider: FakeProvider, files: None
+) -> None:
+    head = 'Content-Disposition: form-data; name="file"; filename="a.txt"\r\n'
+    for part_type in ("text/plain", "text/plain; charset=utf-8", "application/octet-stream"):
+        body = (f"--{B}\r\n{head}Content-Type: {part_type}\r\n\r\nhi\r\n--{B}--\r\n").encode()
+        resp = httpx.post(
+            f"{gate.base_url}/openai/v1/files",
+            content=body,
+            headers={"content-type": f"multipart/form-data; boundary={B}"},
+        )
+        assert resp.status_code == 200, (part_type, resp.text)
+
+
+# -- one unreadable part leaves alone (review F5) -----------------------------------------
+
+
+def _opted_in(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Any:
+    from dataclasses import replace as dc_replace
+
+    from gate.config import AskConfig, Config, parse_upstream
+    from gate.proxy.server import BackgroundGate
+
+    up = dc_replace(parse_upstream("openai", provider.url), unsafe_pass_non_json=True)
+    config = dc_replace(
+        Config(), port=0, ask=AskConfig(mode="never"), projects=(str(gate_dirs["project"]),)
+    ).with_upstreams({"openai": up})
+    return BackgroundGate(config, gate_dirs["data"])
+
+
+@pytest.mark.parametrize("binary_first", [False, True])
+def test_a_binary_part_does_not_unscreen_the_text_parts_beside_it(
+    provider: FakeProvider, gate_dirs: dict[str, Path], secret: str, binary_first: bool
+) -> None:
+    """With `unsafe_pass_non_json`, the binary part leaves as it is and the text part
+    beside it (before or after) is still screened and edited."""
+    text = f'--{B}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nnotes {secret}\r\n'
+    binary = (
+        f'--{B}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n'
+    ).encode() + b"\xff\xfe\x00binary\r\n"
+    parts = [binary, text.encode()] if binary_first else [text.encode(), binary]
+    body = b"".join(parts) + f"--{B}--\r\n".encode()
+    server = _opted_in(provider, gate_dirs)
+    listening = server.start()
+    try:
+        resp = httpx.post(
+            f"{listening.base_url}/openai/v1/files",
+            content=body,
+            headers={"content-type": f"multipart/form-data; boundary={B}"},
+        )
+    finally:
+        server.stop()
+    assert resp.status_code == 200, resp.text
+    sent = provider.seen[-1].body
+    assert secret.encode() not in sent and PLACEHOLDER.encode() in sent
+    assert b"\xff\xfe\x00binary" in sent  # the unread part's bytes as they were
+
+
+def test_a_binary_part_without_the_opt_in_is_still_blocked(
+    gate: Listening, provider: FakeProvider
+) -> None:
+    body = (
+        (f'--{B}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n').encode()
+        + b"\xff\xfe\r\n"
+        + f"--{B}--\r\n".encode()
+    )
+    resp = httpx.post(
+        f"{gate.base_url}/openai/v1/files",
+        content=body,
+        headers={"content-type": f"multipart/form-data; boundary={B}"},
+    )
+    assert resp.status_code == 400 and "unsafe_pass_non_json" in resp.text
+    assert provider.seen == []
+
+
+# -- Content-Range chunks of a resumable upload (review F8) -------------------------------
+
+
+@pytest.mark.parametrize("command", [None, "upload, finalize"])
+def test_a_content_range_chunk_of_a_resumable_upload_is_refused(
+    gate: Listening, provider: FakeProvider, secret: str, command: str | None
+) -> None:
+    """Google's upload servers also take the older resumable protocol (each chunk a
+    request with `Content-Range: bytes A-B/TOTAL`): each half would be screened alone."""
+    url = f"{gate.base_url}/openai/upload/v1beta/files?upload_id=u1"
+    n, cut = len(secret), 12
+    extra = {"x-goog-upload-command": command} if command else {}
+    for start, end, total in ((0, cut, n), (cut, n, n), (0, cut, "*")):
+        resp = httpx.post(
+            url,
+            content=secret[start:end].encode(),
+            headers={
+                "content-type": "text/plain",
+                "content-range": f"bytes {start}-{end - 1}/{total}",
+                **extra,
+            },
+        )
+        assert resp.status_code == 400, resp.text
+    assert provider.seen == []
+
+
+def test_a_json_chunk_with_a_partial_content_range_is_refused(
+    gate: Listening, provider: FakeProvider, secret: str
+) -> None:
+    chunk = b'{"a": "' + secret[:12].encode() + b'"}'
+    resp = httpx.post(
+        f"{gate.base_url}/openai/upload/v1beta/files?upload_id=u1",
+        content=chunk,
+        headers={
+            "content-type": "application/json",
+            "content-range": f"bytes 0-99/{len(chunk) + 50}",
+        },
+    )
+    assert resp.status_code == 400 and provider.seen == []
+
+
+def test_a_whole_file_content_range_passes(gate: Listening, provider: FakeProvider) -> None:
+    data = b"the whole file, harmless\n"
+    resp = httpx.post(
+        f"{gate.base_url}/openai/upload/v1beta/files?upload_id=u1",
+        content=data,
+        headers={
+            "content-type": "text/plain",
+            "content-range": f"bytes 0-{len(data) - 1}/{len(data)}",
+        },
+    )
+    assert resp.status_code == 200, resp.text
+    assert provider.seen[-1].body == data
+
+
+def test_a_short_password_in_the_boundary_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    import secrets as pysecrets
+
+    password = "Pw" + pysecrets.token_hex(6)
+    (gate_dirs["project"] / ".env").write_text(f"DB_PASSWORD={password}\n")
+    mark = f"b{password}"
+    body = (f"--{mark}\r\n{FILE}harmless\r\n--{mark}--\r\n").encode()
+    resp = httpx.post(
+        f"{gate.base_url}/openai/v1/files",
+        content=body,
+        headers={"content-type": f"multipart/form-data; boundary={mark}"},
+    )
+    assert resp.status_code == 400 and password not in resp.text
+    assert provider.seen == []

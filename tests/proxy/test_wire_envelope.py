@@ -349,3 +349,135 @@ def test_a_second_key_or_a_key_on_another_upstream_is_screened(
     for path in ("/anthropic/v1/messages", "/openai/v1/chat/completions"):
         _refused(gate, provider, gate_dirs, key, f"{path}?key={key}")
         _refused(gate, provider, gate_dirs, phrase, f"{path}?key={phrase}")
+
+
+# -- another provider's credential header (review F3) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "header"),
+    [
+        ("/anthropic/v1/messages", "x-goog-api-key"),
+        ("/anthropic/v1/messages", "api-key"),
+        ("/anthropic/v1/messages", "X-Amz-Security-Token"),
+        ("/openai/v1/chat/completions", "x-goog-api-key"),
+        ("/openai/v1/chat/completions", "api-key"),
+        ("/gemini/v1beta/models/g:generateContent", "api-key"),
+        ("/gemini/v1beta/models/g:generateContent", "x-amz-security-token"),
+    ],
+)
+def test_a_credential_header_the_upstream_does_not_read_is_screened(
+    gate: Listening,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    phrase: str,
+    path: str,
+    header: str,
+) -> None:
+    for value in (phrase, token()):
+        _refused(gate, provider, gate_dirs, value, path, [(header, value)])
+
+
+def test_the_credential_headers_each_upstream_reads() -> None:
+    from gate.screen.envelope import credential_headers
+
+    assert credential_headers("anthropic", "api.anthropic.com") == {"x-api-key", "authorization"}
+    assert credential_headers("openai", "api.openai.com") == {"authorization"}
+    assert credential_headers("gemini", "generativelanguage.googleapis.com") == {
+        "x-goog-api-key",
+        "authorization",
+    }
+    assert "x-amz-security-token" in credential_headers(
+        "bedrock", "bedrock-runtime.us-east-1.amazonaws.com"
+    )
+    assert "api-key" in credential_headers("azure", "x.openai.azure.com")
+    assert credential_headers("github-copilot", "api.githubcopilot.com") == {"authorization"}
+    assert "x-goog-api-key" not in credential_headers("work", "llm.example")
+
+
+# -- a value cut across path segments or query parameters (review F4) ---------------------
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "/openai/v1/x/{a}/{b}",
+        "/openai/v1/x/{a}/{b}/content",
+        "/anthropic/v1/files/{a}/{b}",
+        "/openai/v1/x/y?p={a}&q={b}",
+        "/openai/v1/x/y?p={a}&alt=&q={b}",
+        "/gemini/v1beta/models/g:generateContent?key={k}&p={a}&q={b}",
+    ],
+)
+def test_a_value_cut_across_path_segments_or_query_parameters_is_refused(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], phrase: str, shape: str
+) -> None:
+    for value in (phrase, token()):
+        half = len(value) // 2
+        path = shape.format(a=value[:half], b=value[half:], k=_google_key())
+        _refused(gate, provider, gate_dirs, value, path)
+        third = len(value) // 3
+        a, b, c = value[:third], value[third : 2 * third], value[2 * third :]
+        if "?" in shape:
+            path = shape.split("?")[0] + f"?p={quote(a)}&q={b}&r={c}"
+        else:
+            path = shape.format(a=a, b=b + "/" + c, k=_google_key())
+        _refused(gate, provider, gate_dirs, value, path)
+
+
+# -- a short password in a client-naming header (review F9) -------------------------------
+
+
+@pytest.fixture
+def password(gate_dirs: dict[str, Path]) -> str:
+    value = "Pw" + secrets.token_hex(6)  # 14 letters and digits: what is_word() calls a word
+    (gate_dirs["project"] / ".env").write_text(
+        f"DB_PASSWORD={value}\nRUNTIME=python\nARCH=aarch64\n"
+    )
+    return value
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("user-agent", "tool/{p}")],
+        [("User-Agent", "tool/x{p}y")],  # inside a longer word
+        [("x-app-note", "tool/{p}")],
+        [("accept-note", "{p}")],
+        [("x-apple-id", "{p}")],
+        [("editor-note", "{p}")],
+        [("originator-x", "{p}")],
+        [("x-stainless-note", "{p}")],
+        [("x-app", "{p}")],
+        [("originator", "codex {p}")],
+        [("user-agent", "tool/{a}"), ("x-stainless-lang", "{b}")],  # cut in two
+        [("x-a", "{a}"), ("x-b", "{b}xyz")],
+    ],
+)
+def test_a_short_password_in_a_client_naming_header_is_refused(
+    gate: Listening,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    password: str,
+    headers: list[tuple[str, str]],
+) -> None:
+    half = len(password) // 2
+    sent = [(n, v.format(p=password, a=password[:half], b=password[half:])) for n, v in headers]
+    _refused(gate, provider, gate_dirs, password, "/anthropic/v1/messages", sent)
+
+
+def test_an_sdk_word_in_a_client_naming_header_still_passes(
+    gate: Listening, provider: FakeProvider, password: str
+) -> None:
+    resp = httpx.post(
+        f"{gate.base_url}/anthropic/v1/messages",
+        headers=[
+            ("x-api-key", "k"),
+            ("user-agent", "Anthropic/Python 0.40.0 python"),
+            ("x-stainless-lang", "python"),
+            ("x-stainless-arch", "aarch64"),
+            ("x-stainless-runtime", "CPython"),
+        ],
+        json=_body("/anthropic"),
+    )
+    assert resp.status_code == 200, resp.text
