@@ -50,8 +50,14 @@ from gate.audit.store import AuditStore
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "39f0799"  # main before the resent-prefix fast path (bench/README.md, audit)
 PROJECT = Path("/home/dev/project")
-META: dict[str, Any] = {"upstream": "anthropic", "host": "api.anthropic.com", "method": "POST",
-                        "path": "/v1/messages", "verdict": "forwarded", "session": "s:bench"}
+META: dict[str, Any] = {
+    "upstream": "anthropic",
+    "host": "api.anthropic.com",
+    "method": "POST",
+    "path": "/v1/messages",
+    "verdict": "forwarded",
+    "session": "s:bench",
+}
 
 
 def session(turns: int, final_bytes: int, tail: str = "") -> Iterator[bytes]:
@@ -59,9 +65,13 @@ def session(turns: int, final_bytes: int, tail: str = "") -> Iterator[bytes]:
     system prompt and tools, files read from real source text."""
     sources = _sources()
     corpus = "\n".join(text for _, text in sources)  # real source text, sliced per turn
-    base = {"model": "claude-sonnet-4-5-20250929", "max_tokens": 32000,
-            "system": _system(PROJECT), "tools": _tools(),
-            "metadata": {"user_id": "user_" + "ab" * 32 + "_account__session_bench"}}
+    base = {
+        "model": "claude-sonnet-4-5-20250929",
+        "max_tokens": 32000,
+        "system": _system(PROJECT),
+        "tools": _tools(),
+        "metadata": {"user_id": "user_" + "ab" * 32 + "_account__session_bench"},
+    }
     per_turn = max(200, (final_bytes - len(json.dumps(base))) // turns - 250)
 
     def result(turn: int) -> tuple[str, str]:
@@ -72,7 +82,7 @@ def session(turns: int, final_bytes: int, tail: str = "") -> Iterator[bytes]:
 
 def _slice(corpus: str, start: int, length: int) -> str:
     start %= max(1, len(corpus) - length)
-    return corpus[start:start + length]
+    return corpus[start : start + length]
 
 
 def disk(path: Path) -> int:
@@ -98,8 +108,10 @@ def size_report(turns: int, final: int) -> None:
     print(f"\n{turns}-turn session, final request {last / 1e3:.0f} KB")
     print(f"  sum of request bodies   {total / 1e6:9.2f} MB")
     print(f"  final request           {last / 1e6:9.2f} MB")
-    print(f"  audit on disk (chunks)  {ours / 1e6:9.2f} MB   = {ours / last:.2f}x final"
-          f" (target <= 2x), {total / ours:.0f}x smaller than the bodies")
+    print(
+        f"  audit on disk (chunks)  {ours / 1e6:9.2f} MB   = {ours / last:.2f}x final"
+        f" (target <= 2x), {total / ours:.0f}x smaller than the bodies"
+    )
     print(f"  previous design (zstd per row) {old / 1e6:6.2f} MB   = {old / last:.2f}x final")
     if breakdown:
         print("  of which: " + ", ".join(f"{k} {v / 1e3:.0f} KB" for k, v in breakdown))
@@ -107,8 +119,9 @@ def size_report(turns: int, final: int) -> None:
 
 def _breakdown(db: sqlite3.Connection) -> list[tuple[str, int]]:
     try:
-        rows = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"
-                          " ORDER BY 2 DESC LIMIT 5").fetchall()
+        rows = db.execute(
+            "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 5"
+        ).fetchall()
     except sqlite3.Error:
         return []
     return [(str(n), int(s)) for n, s in rows]
@@ -117,8 +130,9 @@ def _breakdown(db: sqlite3.Connection) -> list[tuple[str, int]]:
 def _old_design(path: Path, bodies: list[bytes]) -> int:
     db = _plain_db(path)
     for body in bodies:
-        db.execute("INSERT INTO r (body) VALUES (?)",
-                   (zstandard.ZstdCompressor(level=3).compress(body),))
+        db.execute(
+            "INSERT INTO r (body) VALUES (?)", (zstandard.ZstdCompressor(level=3).compress(body),)
+        )
     db.close()
     return disk(path)
 
@@ -131,8 +145,9 @@ def _plain_db(path: Path) -> sqlite3.Connection:
     return db
 
 
-def timing_report(final: int, label: str, samples: int, turns: int, baseline: Path | None,
-                  rounds: int) -> None:
+def timing_report(
+    final: int, label: str, samples: int, turns: int, baseline: Path | None, rounds: int
+) -> None:
     """Turn `turns` recorded `samples` times, each with a different new tail (as a real
     turn), by this tree's gate and by the baseline's, each in a child process; `rounds`
     alternated runs of each, pooled (a shared machine's load drifts between runs)."""
@@ -144,14 +159,18 @@ def timing_report(final: int, label: str, samples: int, turns: int, baseline: Pa
     before = _pooled(runs[baseline]) if baseline is not None else None
     cpu = f"cpu {_ms(now['cpu'], 50)}"
     if before is not None:
-        cpu = (f"cpu before {_ms(before['cpu'], 50)}, after {_ms(now['cpu'], 50)}"
-               f" ({statistics.median(now['cpu']) / statistics.median(before['cpu']):.2f}x)")
-    print(f"  {label:>6} ({now['size'] / 1e3:5.0f} KB, {now['chunks']:4d} chunks)  gate {cpu}"
-          f"  wall p50 {_ms(now['wall'], 50)} p90 {_ms(now['wall'], 90)}"
-          + (f" (before {_ms(before['wall'], 50)})" if before is not None else "")
-          + f"\n{'':>31}zstd insert p50 {_ms(now['plain'], 50)} | raw insert p50"
-          f" {_ms(now['raw'], 50)} | background p50 {_ms(now['background'], 50)} | every"
-          f" chunk new p50 {_ms(now['cold'], 50)} (cpu {_ms(now['cold_cpu'], 50)})")
+        cpu = (
+            f"cpu before {_ms(before['cpu'], 50)}, after {_ms(now['cpu'], 50)}"
+            f" ({statistics.median(now['cpu']) / statistics.median(before['cpu']):.2f}x)"
+        )
+    print(
+        f"  {label:>6} ({now['size'] / 1e3:5.0f} KB, {now['chunks']:4d} chunks)  gate {cpu}"
+        f"  wall p50 {_ms(now['wall'], 50)} p90 {_ms(now['wall'], 90)}"
+        + (f" (before {_ms(before['wall'], 50)})" if before is not None else "")
+        + f"\n{'':>31}zstd insert p50 {_ms(now['plain'], 50)} | raw insert p50"
+        f" {_ms(now['raw'], 50)} | background p50 {_ms(now['background'], 50)} | every"
+        f" chunk new p50 {_ms(now['cold'], 50)} (cpu {_ms(now['cold_cpu'], 50)})"
+    )
 
 
 def _pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -165,9 +184,22 @@ def _pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def _child(final: int, samples: int, turns: int, tree: Path) -> dict[str, Any]:
     """Run turn_times in a child whose `gate` package is the one in `tree`."""
     out = subprocess.run(
-        [sys.executable, __file__, "--child", str(final), "--samples", str(samples),
-         "--turns", str(turns)], check=True, capture_output=True, text=True,
-        env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tempfile.gettempdir())
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            str(final),
+            "--samples",
+            str(samples),
+            "--turns",
+            str(turns),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        cwd=tempfile.gettempdir(),
+    )
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
@@ -175,8 +207,9 @@ def _child(final: int, samples: int, turns: int, tree: Path) -> dict[str, Any]:
 def baseline_tree(rev: str, into: Path) -> Path | None:
     """`rev`'s gate package, extracted with git archive (None, with a note, if it cannot)."""
     try:
-        data = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "gate"],
-                              check=True, capture_output=True).stdout
+        data = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", rev, "gate"], check=True, capture_output=True
+        ).stdout
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             tar.extractall(into, filter="data")
     except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
@@ -211,10 +244,11 @@ def turn_times(final: int, samples: int, turns: int) -> dict[str, Any]:
             out["background"].append(time.perf_counter() - t0)
         out["cold"], out["cold_cpu"] = [], []  # every chunk new (resumed after a restart)
         for k in range(max(3, samples // 4)):
-            body = bodies[0].replace(b"e", b"EFGHIJKLMN"[k:k + 1])
+            body = bodies[0].replace(b"e", b"EFGHIJKLMN"[k : k + 1])
             t0, c0 = time.perf_counter(), time.thread_time()
-            store.record_request(**{**META, "session": f"s:cold{k}"}, request_bytes=len(body),
-                                 body=body)
+            store.record_request(
+                **{**META, "session": f"s:cold{k}"}, request_bytes=len(body), body=body
+            )
             out["cold"].append(time.perf_counter() - t0)
             out["cold_cpu"].append(time.thread_time() - c0)
             _background(db)
@@ -269,13 +303,21 @@ def _ms(xs: list[float], q: int) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--quick", action="store_true", help="fewer samples (CI smoke run)")
-    ap.add_argument("--baseline", default=BASELINE, metavar="REV",
-                    help=f"git revision whose gate/ is timed beside this one (default {BASELINE})")
-    ap.add_argument("--pg-url", metavar="URL",
-                    help="PostgreSQL database for the engines section (default: a throwaway"
-                    " server started on 127.0.0.1 with initdb/pg_ctl)")
-    ap.add_argument("--engines", action="store_true",
-                    help="only the SQLite-beside-PostgreSQL section")
+    ap.add_argument(
+        "--baseline",
+        default=BASELINE,
+        metavar="REV",
+        help=f"git revision whose gate/ is timed beside this one (default {BASELINE})",
+    )
+    ap.add_argument(
+        "--pg-url",
+        metavar="URL",
+        help="PostgreSQL database for the engines section (default: a throwaway"
+        " server started on 127.0.0.1 with initdb/pg_ctl)",
+    )
+    ap.add_argument(
+        "--engines", action="store_true", help="only the SQLite-beside-PostgreSQL section"
+    )
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--samples", type=int, default=20, help=argparse.SUPPRESS)
     ap.add_argument("--turns", type=int, default=100, help=argparse.SUPPRESS)
@@ -293,8 +335,10 @@ def main(argv: list[str] | None = None) -> None:
     for final in (500_000, 2_000_000):
         size_report(100, final)
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"\n== record_request on the request's path (before = {args.baseline}'s gate/,"
-              f" after = this tree; CPU p50 of {rounds}x{samples} writes, runs alternated) ==")
+        print(
+            f"\n== record_request on the request's path (before = {args.baseline}'s gate/,"
+            f" after = this tree; CPU p50 of {rounds}x{samples} writes, runs alternated) =="
+        )
         baseline = baseline_tree(args.baseline, Path(tmp))
         print(" turn 100 of a session (a ~20 KB tool result per turn at 2 MB):")
         for label, final in (("50 KB", 50_000), ("500 KB", 500_000), ("2 MB", 2_000_000)):

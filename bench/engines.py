@@ -26,8 +26,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent),
-                str(Path(__file__).resolve().parent.parent / "tests" / "screen")]
+sys.path[:0] = [
+    str(Path(__file__).resolve().parent),
+    str(Path(__file__).resolve().parent.parent / "tests" / "screen"),
+]
 from examples import SOURCES, from_source  # noqa: E402
 from recall import DEFAULT_SOURCES, repo_dir  # noqa: E402
 from scan import detect_secrets_defaults, ds_findings  # noqa: E402
@@ -74,8 +76,10 @@ def matchers() -> None:
         t0 = time.process_time()
         for r in ok:
             list(r.finditer(text))
-        print(f"  google-re2: {len(ok)}/{len(patterns)} of gate's patterns compile; one pass"
-              f" of those over 2 MB: {time.process_time() - t0:.2f} s CPU")
+        print(
+            f"  google-re2: {len(ok)}/{len(patterns)} of gate's patterns compile; one pass"
+            f" of those over 2 MB: {time.process_time() - t0:.2f} s CPU"
+        )
     except ImportError:
         print("  google-re2: not installed")
     try:
@@ -90,8 +94,11 @@ def matchers() -> None:
             except hyperscan.error:
                 continue
         db = hyperscan.Database()
-        db.compile(expressions=good, ids=list(range(len(good))),
-                   flags=[hyperscan.HS_FLAG_SOM_LEFTMOST] * len(good))
+        db.compile(
+            expressions=good,
+            ids=list(range(len(good))),
+            flags=[hyperscan.HS_FLAG_SOM_LEFTMOST] * len(good),
+        )
         hits = [0]
 
         def on_match(*_: object) -> None:
@@ -99,9 +106,11 @@ def matchers() -> None:
 
         t0 = time.process_time()
         db.scan(text.encode(), match_event_handler=on_match)
-        print(f"  hyperscan: {len(good)}/{len(patterns)} of gate's patterns compile; one"
-              f" multi-pattern pass over 2 MB: {time.process_time() - t0:.2f} s CPU,"
-              f" {hits[0]} raw matches")
+        print(
+            f"  hyperscan: {len(good)}/{len(patterns)} of gate's patterns compile; one"
+            f" multi-pattern pass over 2 MB: {time.process_time() - t0:.2f} s CPU,"
+            f" {hits[0]} raw matches"
+        )
     except ImportError:
         print("  hyperscan: not installed")
 
@@ -123,10 +132,14 @@ def main() -> None:
     fps = rng.sample(fps, min(args.sample, len(fps)))
     pos, neg = positives(), negatives()
     mixed = realistic_text(2_000_000)[1]
-    print(f"{len(tps)} true / {len(fps)} false examples sampled from {', '.join(SOURCES)};"
-          f" gate corpus {len(pos)} / {len(neg)}; 2 MB mixed traffic")
-    print(f"{'engine':16}{'recall':>8}{'FP':>7}{'corpus recall':>15}{'corpus FP':>11}"
-          f"{'MB/s (CPU)':>12}")
+    print(
+        f"{len(tps)} true / {len(fps)} false examples sampled from {', '.join(SOURCES)};"
+        f" gate corpus {len(pos)} / {len(neg)}; 2 MB mixed traffic"
+    )
+    print(
+        f"{'engine':16}{'recall':>8}{'FP':>7}{'corpus recall':>15}{'corpus FP':>11}"
+        f"{'MB/s (CPU)':>12}"
+    )
     with tempfile.TemporaryDirectory(prefix="gate-engines-") as d, detect_secrets_defaults():
         hits: dict[str, tuple[list[bool], list[bool]]] = {}
         for name, engine in engines(Path(d)).items():
@@ -144,13 +157,14 @@ def main() -> None:
                 for c in mixed:
                     engine(c)
             mbs = 2 / max(1e-9, time.process_time() - t0)
-            print(f"{name:16}{recall:>8.3f}{fp:>7.3f}{c_recall:>15.3f}{c_fp:>11.3f}"
-                  f"{mbs:>12.1f}")
+            print(f"{name:16}{recall:>8.3f}{fp:>7.3f}{c_recall:>15.3f}{c_fp:>11.3f}{mbs:>12.1f}")
         for other in [n for n in hits if n != "gate"]:
             tp = [a or b for a, b in zip(hits["gate"][0], hits[other][0], strict=True)]
             fp_ = [a or b for a, b in zip(hits["gate"][1], hits[other][1], strict=True)]
-            print(f"{'gate + ' + other:16}{sum(tp) / max(1, len(tp)):>8.3f}"
-                  f"{sum(fp_) / max(1, len(fp_)):>7.3f}   (either finds it)")
+            print(
+                f"{'gate + ' + other:16}{sum(tp) / max(1, len(tp)):>8.3f}"
+                f"{sum(fp_) / max(1, len(fp_)):>7.3f}   (either finds it)"
+            )
     print("matchers for gate's own regexes:")
     matchers()
 

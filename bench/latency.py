@@ -46,16 +46,27 @@ from latency_formats import FORMAT, FORMATS, convert, reply_for  # noqa: E402
 
 PATHS = ("direct", "mitmproxy", "gate")
 SIZES = (("50 KB", 50_000), ("500 KB", 500_000), ("2 MB", 2_000_000))
-REPLY = json.dumps({
-    "id": "msg_bench", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-    "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
-    "stop_sequence": None, "usage": {"input_tokens": 21, "output_tokens": 7,
-                                     "cache_read_input_tokens": 3,
-                                     "cache_creation_input_tokens": 0},
-}).encode()
+REPLY = json.dumps(
+    {
+        "id": "msg_bench",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Done."}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 21,
+            "output_tokens": 7,
+            "cache_read_input_tokens": 3,
+            "cache_creation_input_tokens": 0,
+        },
+    }
+).encode()
 
 
 # -- child processes: the upstream, plain mitmproxy, gate ---------------------------------
+
 
 @dataclasses.dataclass
 class Child:
@@ -79,8 +90,9 @@ def child(*argv: str) -> Iterator[Child]:
 
     Closing its stdin stops it cleanly (a proxy finishes its audit writes and profile first).
     """
-    proc = subprocess.Popen([sys.executable, __file__, *argv],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -100,8 +112,9 @@ def child(*argv: str) -> Iterator[Child]:
 def _announce_and_wait(port: int, loop_thread: threading.Thread | None = None) -> None:
     """Serve until the parent closes our stdin; answer `cpu` with the loop thread's CPU."""
     print(port, flush=True)
-    clock = time.pthread_getcpuclockid(loop_thread.ident) if loop_thread and loop_thread.ident \
-        else None
+    clock = (
+        time.pthread_getcpuclockid(loop_thread.ident) if loop_thread and loop_thread.ident else None
+    )
     for line in sys.stdin:
         if line.strip() == "cpu":
             print(time.clock_gettime(clock) if clock is not None else "nan", flush=True)
@@ -115,9 +128,10 @@ async def _fast_upstream() -> None:
     def answer(path: bytes) -> bytes:
         if path not in heads:
             reply = reply_for(path.decode())
-            heads[path] = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                           b"content-length: " + str(len(reply)).encode() + b"\r\n\r\n"
-                           + reply)
+            heads[path] = (
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                b"content-length: " + str(len(reply)).encode() + b"\r\n\r\n" + reply
+            )
         return heads[path]
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -141,7 +155,8 @@ async def _fast_upstream() -> None:
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     await asyncio.get_running_loop().run_in_executor(
-        None, _announce_and_wait, server.sockets[0].getsockname()[1])
+        None, _announce_and_wait, server.sockets[0].getsockname()[1]
+    )
 
 
 def _fake_upstream() -> None:
@@ -205,8 +220,13 @@ class BackgroundMitmproxy:
             master = DumpMaster(opts, with_termlog=False, with_dumper=False)
             # The transport options gate sets too, so that only gate's addon differs.
             opts.update(  # type: ignore[no-untyped-call]
-                listen_host="127.0.0.1", listen_port=0, mode=[f"reverse:{self.upstream}/"],
-                connection_strategy="lazy", confdir=str(self.confdir), stream_large_bodies=None)
+                listen_host="127.0.0.1",
+                listen_port=0,
+                mode=[f"reverse:{self.upstream}/"],
+                connection_strategy="lazy",
+                confdir=str(self.confdir),
+                stream_large_bodies=None,
+            )
             master.addons.add(Ready())  # type: ignore[no-untyped-call]
             self._master = master
             await master.run()
@@ -238,8 +258,11 @@ def _serve_gate(upstream: str, profile: str | None) -> None:
     data = dirs.private_dir(dirs.data_dir())
     log.configure(file=data / "gate.log", stderr=False)  # as `gate run` does
     config = dataclasses.replace(
-        Config().with_upstreams({name: parse_upstream(name, upstream)
-                                 for name in ("anthropic", "openai", "gemini")}), port=0)
+        Config().with_upstreams(
+            {name: parse_upstream(name, upstream) for name in ("anthropic", "openai", "gemini")}
+        ),
+        port=0,
+    )
     cls = _profiled(BackgroundGate, profile) if profile else BackgroundGate
     gate = cls(config, data)
     listening = gate.start()
@@ -269,63 +292,96 @@ def _profiled(base: type, out: str) -> type:
 # -- realistic Claude Code request bodies ----------------------------------------------------
 
 _TOOLS = {
-    "Bash": ("Executes a given bash command in a persistent shell session with optional "
-             "timeout, ensuring proper handling and security measures.",
-             {"command": "string", "timeout": "number", "description": "string"}),
-    "Glob": ("Fast file pattern matching tool that works with any codebase size.",
-             {"pattern": "string", "path": "string"}),
-    "Grep": ("A powerful search tool built on ripgrep. Supports full regex syntax.",
-             {"pattern": "string", "path": "string", "glob": "string", "output_mode": "string"}),
-    "Read": ("Reads a file from the local filesystem. The file_path parameter must be an "
-             "absolute path. By default, it reads up to 2000 lines starting from the beginning.",
-             {"file_path": "string", "offset": "number", "limit": "number"}),
-    "Edit": ("Performs exact string replacements in files. You must use your Read tool at "
-             "least once in the conversation before editing.",
-             {"file_path": "string", "old_string": "string", "new_string": "string",
-              "replace_all": "boolean"}),
-    "Write": ("Writes a file to the local filesystem. This tool will overwrite the existing "
-              "file if there is one at the provided path.",
-              {"file_path": "string", "content": "string"}),
-    "TodoWrite": ("Use this tool to create and manage a structured task list for your current "
-                  "coding session.", {"todos": "array"}),
-    "WebFetch": ("Fetches content from a specified URL and processes it using an AI model.",
-                 {"url": "string", "prompt": "string"}),
+    "Bash": (
+        "Executes a given bash command in a persistent shell session with optional "
+        "timeout, ensuring proper handling and security measures.",
+        {"command": "string", "timeout": "number", "description": "string"},
+    ),
+    "Glob": (
+        "Fast file pattern matching tool that works with any codebase size.",
+        {"pattern": "string", "path": "string"},
+    ),
+    "Grep": (
+        "A powerful search tool built on ripgrep. Supports full regex syntax.",
+        {"pattern": "string", "path": "string", "glob": "string", "output_mode": "string"},
+    ),
+    "Read": (
+        "Reads a file from the local filesystem. The file_path parameter must be an "
+        "absolute path. By default, it reads up to 2000 lines starting from the beginning.",
+        {"file_path": "string", "offset": "number", "limit": "number"},
+    ),
+    "Edit": (
+        "Performs exact string replacements in files. You must use your Read tool at "
+        "least once in the conversation before editing.",
+        {
+            "file_path": "string",
+            "old_string": "string",
+            "new_string": "string",
+            "replace_all": "boolean",
+        },
+    ),
+    "Write": (
+        "Writes a file to the local filesystem. This tool will overwrite the existing "
+        "file if there is one at the provided path.",
+        {"file_path": "string", "content": "string"},
+    ),
+    "TodoWrite": (
+        "Use this tool to create and manage a structured task list for your current "
+        "coding session.",
+        {"todos": "array"},
+    ),
+    "WebFetch": (
+        "Fetches content from a specified URL and processes it using an AI model.",
+        {"url": "string", "prompt": "string"},
+    ),
 }
 
 
 def _tools() -> list[dict[str, Any]]:
     out = []
     for name, (desc, props) in _TOOLS.items():
-        out.append({
-            "name": name,
-            # Real descriptions run to kilobytes; pad with usage notes of similar shape.
-            "description": desc + "\n\nUsage notes:\n" + "\n".join(
-                f"  - Note {i}: {desc.lower()}" for i in range(6)),
-            "input_schema": {
-                "type": "object", "additionalProperties": False,
-                "$schema": "http://json-schema.org/draft-07/schema#",
-                "properties": {k: {"type": v, "description": f"The {k} to use"}
-                               for k, v in props.items()},
-                "required": [next(iter(props))],
-            },
-        })
+        out.append(
+            {
+                "name": name,
+                # Real descriptions run to kilobytes; pad with usage notes of similar shape.
+                "description": desc
+                + "\n\nUsage notes:\n"
+                + "\n".join(f"  - Note {i}: {desc.lower()}" for i in range(6)),
+                "input_schema": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "$schema": "http://json-schema.org/draft-07/schema#",
+                    "properties": {
+                        k: {"type": v, "description": f"The {k} to use"} for k, v in props.items()
+                    },
+                    "required": [next(iter(props))],
+                },
+            }
+        )
     return out
 
 
 def _system(project: Path) -> list[dict[str, Any]]:
     return [
-        {"type": "text",
-         "text": "x-anthropic-billing-header: cc_version=2.0.14; cc_entrypoint=cli"},
-        {"type": "text",
-         "text": "You are Claude Code, Anthropic's official CLI for Claude."},
-        {"type": "text", "cache_control": {"type": "ephemeral"}, "text": (
-            "You are an interactive CLI tool that helps users with software engineering tasks."
-            " Use the instructions below and the tools available to you to assist the user.\n\n"
-            + "# Tone and style\nBe concise, direct, and to the point.\n" * 20
-            + "\nHere is useful information about the environment you are running in:\n<env>\n"
-            f"Primary working directory: {project}\nIs directory a git repo: Yes\n"
-            f"Platform: linux\nOS Version: Linux 6.8.0\nToday's date: 2025-10-01\n</env>\n"
-            "You are powered by the model named Sonnet 4.5.")},
+        {
+            "type": "text",
+            "text": "x-anthropic-billing-header: cc_version=2.0.14; cc_entrypoint=cli",
+        },
+        {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."},
+        {
+            "type": "text",
+            "cache_control": {"type": "ephemeral"},
+            "text": (
+                "You are an interactive CLI tool that helps users with software engineering tasks."
+                " Use the instructions below and the tools available to you to assist the user.\n\n"
+                + "# Tone and style\nBe concise, direct, and to the point.\n"
+                * 20
+                + "\nHere is useful information about the environment you are running in:\n<env>\n"
+                f"Primary working directory: {project}\nIs directory a git repo: Yes\n"
+                f"Platform: linux\nOS Version: Linux 6.8.0\nToday's date: 2025-10-01\n</env>\n"
+                "You are powered by the model named Sonnet 4.5."
+            ),
+        },
     ]
 
 
@@ -364,9 +420,11 @@ class Conversation:
         id_ = self._id()
         if k == 1:  # the agent read the project's .env: gate must withhold this one
             name, inp = "Read", {"file_path": f"{self.project}/.env"}
-            result = _numbered("DATABASE_URL=postgres://app:s3cr3t-pw@db.internal:5432/app\n"
-                               "STRIPE_SECRET_KEY=sk_live_51Hx0000000000000000000000\n"
-                               "SESSION_SECRET=8f2b1c9d0e7a6b5c4d3e2f1a0b9c8d7e\nDEBUG=false")
+            result = _numbered(
+                "DATABASE_URL=postgres://app:s3cr3t-pw@db.internal:5432/app\n"
+                "STRIPE_SECRET_KEY=sk_live_51Hx0000000000000000000000\n"
+                "SESSION_SECRET=8f2b1c9d0e7a6b5c4d3e2f1a0b9c8d7e\nDEBUG=false"
+            )
         elif k % 3 == 2:
             name, inp, result = "Bash", *self._bash(k)
         else:
@@ -374,34 +432,46 @@ class Conversation:
             path = f"{self.project}/src/pkg{k % 7}/{fname}"
             name, inp, result = "Read", {"file_path": path}, _numbered(text)
         return [
-            {"role": "assistant", "content": [
-                {"type": "text", "text": f"Let me check this ({name}, step {k})."},
-                {"type": "tool_use", "id": id_, "name": name, "input": inp}]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": id_, "content": result}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Let me check this ({name}, step {k})."},
+                    {"type": "tool_use", "id": id_, "name": name, "input": inp},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": id_, "content": result}],
+            },
         ]
 
     def _bash(self, k: int) -> tuple[dict[str, Any], str]:
         kind = k % 4
         if kind == 0:
             cmd = "python -m pytest -q tests"
-            out = "".join(f"tests/test_mod{i}.py::test_case_{j} PASSED\n"
-                          for i in range(12) for j in range(8))
+            out = "".join(
+                f"tests/test_mod{i}.py::test_case_{j} PASSED\n" for i in range(12) for j in range(8)
+            )
             out += "\n96 passed in 4.21s\n"
         elif kind == 1:
             cmd = "git log --stat -n 20"
             out = "".join(
                 f"commit {self.rand.getrandbits(160):040x}\nAuthor: Dev <dev@example.com>\n"
                 f"Date:   Mon Sep {i + 1} 10:00:00 2025\n\n    Change {i}\n\n"
-                f" src/pkg{i % 7}/mod.py | {i + 3} ++-\n 1 file changed\n\n" for i in range(20))
+                f" src/pkg{i % 7}/mod.py | {i + 3} ++-\n 1 file changed\n\n"
+                for i in range(20)
+            )
         elif kind == 2:
             cmd = f"ls -la {self.project}/src"
-            out = "".join(f"-rw-r--r-- 1 dev dev {1000 + i * 37:>6} Sep 30 12:00 file{i}.py\n"
-                          for i in range(60))
+            out = "".join(
+                f"-rw-r--r-- 1 dev dev {1000 + i * 37:>6} Sep 30 12:00 file{i}.py\n"
+                for i in range(60)
+            )
         else:
             cmd = "grep -rn 'def ' src | head -200"
-            out = "".join(f"src/pkg{i % 7}/mod{i}.py:{i * 3 + 1}:def func_{i}(arg):\n"
-                          for i in range(200))
+            out = "".join(
+                f"src/pkg{i % 7}/mod{i}.py:{i * 3 + 1}:def func_{i}(arg):\n" for i in range(200)
+            )
         return {"command": cmd, "description": "Inspect the project"}, out
 
     def body(self, target: int) -> bytes:
@@ -412,11 +482,22 @@ class Conversation:
         and so on: each body resends the previous one's messages and adds one short call
         and its result, as an agent's next request does (`--turns`)."""
         req: dict[str, Any] = {
-            "model": "claude-sonnet-4-5-20250929", "max_tokens": 32000,
-            "system": _system(self.project), "tools": _tools(),
+            "model": "claude-sonnet-4-5-20250929",
+            "max_tokens": 32000,
+            "system": _system(self.project),
+            "tools": _tools(),
             "metadata": {"user_id": "user_" + "ab" * 32 + "_account__session_bench"},
-            "messages": [{"role": "user", "content": [{"type": "text", "text":
-                          "Find out why the integration tests are slow and fix it."}]}],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "Find out why the integration tests are slow and fix it.",
+                        }
+                    ],
+                }
+            ],
         }
         size = len(json.dumps(req))
         k = 0
@@ -425,11 +506,18 @@ class Conversation:
             pair = self.pair(k)
             req["messages"] += pair
             size += len(json.dumps(pair)) + 2
-        closing = [{"role": "assistant", "content": [
-                       {"type": "text", "text": "I have what I need. Summarising."}]},
-                   {"role": "user", "content": [
-                       {"type": "text", "text": "Go ahead.",
-                        "cache_control": {"type": "ephemeral"}}]}]
+        closing = [
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "I have what I need. Summarising."}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Go ahead.", "cache_control": {"type": "ephemeral"}}
+                ],
+            },
+        ]
         while True:
             yield json.dumps({**req, "messages": req["messages"] + closing}).encode()
             k += 1
@@ -440,20 +528,32 @@ class Conversation:
         id_ = self._id()
         out = "".join(f" M src/pkg{i}/mod{k % 11}.py\n" for i in range(k % 5 + 3))
         return [
-            {"role": "assistant", "content": [
-                {"type": "text", "text": f"Checking the tree again (turn {k})."},
-                {"type": "tool_use", "id": id_, "name": "Bash",
-                 "input": {"command": "git status --short", "description": "Status"}}]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": id_, "content": out}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Checking the tree again (turn {k})."},
+                    {
+                        "type": "tool_use",
+                        "id": id_,
+                        "name": "Bash",
+                        "input": {"command": "git status --short", "description": "Status"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": id_, "content": out}],
+            },
         ]
 
 
 # -- the client ---------------------------------------------------------------------------
 
 HEADERS = {
-    "content-type": "application/json", "accept": "application/json",
-    "x-api-key": "sk-ant-bench-not-a-real-key", "anthropic-version": "2023-06-01",
+    "content-type": "application/json",
+    "accept": "application/json",
+    "x-api-key": "sk-ant-bench-not-a-real-key",
+    "anthropic-version": "2023-06-01",
     "user-agent": "claude-cli/2.0.14 (external, cli)",
 }
 
@@ -492,12 +592,18 @@ class Result:
     label: str
     size: int
     times: dict[str, list[float]]  # path → wall-clock ms per request
-    cpu: dict[str, float]          # proxy → its loop thread's CPU ms per request
-    last: int = 0                  # the last timed body's size (it grows with --turns)
+    cpu: dict[str, float]  # proxy → its loop thread's CPU ms per request
+    last: int = 0  # the last timed body's size (it grows with --turns)
 
 
-def measure(clients: dict[str, Client], servers: dict[str, Child], label: str,
-            bodies: Iterator[bytes], n: int, warmup: int) -> Result:
+def measure(
+    clients: dict[str, Client],
+    servers: dict[str, Child],
+    label: str,
+    bodies: Iterator[bytes],
+    n: int,
+    warmup: int,
+) -> Result:
     """Each round sends the next body from `bodies` over every path (the same body in every
     mode but --turns)."""
     for _ in range(warmup):
@@ -511,7 +617,7 @@ def measure(clients: dict[str, Client], servers: dict[str, Child], label: str,
     for i in range(n):
         body = next(bodies)
         sizes.append(len(body))
-        order = names[i % len(names):] + names[:i % len(names)]  # rotate: no position bias
+        order = names[i % len(names) :] + names[: i % len(names)]  # rotate: no position bias
         for p in order:
             times[p].append(clients[p].post(body))
     cpu = {p: (srv.cpu() - cpu0[p]) * 1000 / n for p, srv in servers.items()}
@@ -530,35 +636,59 @@ def gate_check(data_dir: Path) -> str:
         verdicts[v] = verdicts.get(v, 0) + 1
     targets = sorted({w["target"] for _, wh, _ in rows for w in json.loads(wh)})
     bad = sum(1 for *_, s in rows if s != 200)
-    return (f"gate audit: {len(rows)} rows, verdicts {verdicts}, withheld {targets},"
-            f" non-200 {bad}")
+    return f"gate audit: {len(rows)} rows, verdicts {verdicts}, withheld {targets}, non-200 {bad}"
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     ap.add_argument("--n", type=int, default=100, help="timed requests per size per path")
-    ap.add_argument("--warmup", type=int, default=10,
-                    help="untimed requests per size per path")
+    ap.add_argument("--warmup", type=int, default=10, help="untimed requests per size per path")
     ap.add_argument("--quick", action="store_true", help="n=10, warmup=2 (CI smoke)")
-    ap.add_argument("--upstream", choices=("fast", "fake"), default="fast",
-                    help="fast: a minimal asyncio server (default); "
-                    "fake: tests/fake_provider.FakeProvider (http.server)")
-    ap.add_argument("--profile", metavar="FILE",
-                    help="cProfile gate's proxy thread into FILE and print its top functions")
-    ap.add_argument("--sizes", default=",".join(label.replace(" ", "") for label, _ in SIZES),
-                    help="which sizes to run, comma-separated (default: 50KB,500KB,2MB)")
-    ap.add_argument("--breakdown", action="store_true",
-                    help="also time gate's screening and audit row in-process, per size")
-    ap.add_argument("--turns", action="store_true",
-                    help="also run each size as a session: every request is a new turn that"
-                    " resends the previous one's messages and adds a short call")
-    ap.add_argument("--format", default="anthropic",
-                    help=f"wire formats, comma-separated or 'all': {', '.join(FORMATS)}")
-    ap.add_argument("--concurrent", action="store_true",
-                    help="instead: 16 sessions at once, one sending 2 MB bodies never sent"
-                    " before (throughput, p95, time to first byte, peak RSS)")
-    ap.add_argument("--seconds", type=float, default=10.0,
-                    help="--concurrent: seconds per timed phase (two per proxy)")
+    ap.add_argument(
+        "--upstream",
+        choices=("fast", "fake"),
+        default="fast",
+        help="fast: a minimal asyncio server (default); "
+        "fake: tests/fake_provider.FakeProvider (http.server)",
+    )
+    ap.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="cProfile gate's proxy thread into FILE and print its top functions",
+    )
+    ap.add_argument(
+        "--sizes",
+        default=",".join(label.replace(" ", "") for label, _ in SIZES),
+        help="which sizes to run, comma-separated (default: 50KB,500KB,2MB)",
+    )
+    ap.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also time gate's screening and audit row in-process, per size",
+    )
+    ap.add_argument(
+        "--turns",
+        action="store_true",
+        help="also run each size as a session: every request is a new turn that"
+        " resends the previous one's messages and adds a short call",
+    )
+    ap.add_argument(
+        "--format",
+        default="anthropic",
+        help=f"wire formats, comma-separated or 'all': {', '.join(FORMATS)}",
+    )
+    ap.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="instead: 16 sessions at once, one sending 2 MB bodies never sent"
+        " before (throughput, p95, time to first byte, peak RSS)",
+    )
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        default=10.0,
+        help="--concurrent: seconds per timed phase (two per proxy)",
+    )
     ap.add_argument("--serve", help=argparse.SUPPRESS)  # child roles
     ap.add_argument("--to", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -584,11 +714,15 @@ def main(argv: list[str] | None = None) -> None:
 
 def report(results: list[Result]) -> None:
     w = 15
-    head = (f"{'size':>6} {'bytes':>9} | {'direct':>{w}} | {'mitmproxy':>{w}} | {'gate':>{w}} |"
-            f" {'added p50':>{w}} | {'gate/mitm':>9} | {'loop CPU/req':>{w}} | {'gate/mitm':>9}")
-    sub = (f"{'':>6} {'':>9} | {'p50     p95':>{w}} | {'p50     p95':>{w}} |"
-           f" {'p50     p95':>{w}} | {'mitm     gate':>{w}} | {'added p50':>9} |"
-           f" {'mitm     gate':>{w}} | {'CPU':>9}")
+    head = (
+        f"{'size':>6} {'bytes':>9} | {'direct':>{w}} | {'mitmproxy':>{w}} | {'gate':>{w}} |"
+        f" {'added p50':>{w}} | {'gate/mitm':>9} | {'loop CPU/req':>{w}} | {'gate/mitm':>9}"
+    )
+    sub = (
+        f"{'':>6} {'':>9} | {'p50     p95':>{w}} | {'p50     p95':>{w}} |"
+        f" {'p50     p95':>{w}} | {'mitm     gate':>{w}} | {'added p50':>9} |"
+        f" {'mitm     gate':>{w}} | {'CPU':>9}"
+    )
     print(head)
     print(sub)
     print("-" * len(head))
@@ -599,15 +733,21 @@ def report(results: list[Result]) -> None:
         gate_added = p50["gate"] - p50["direct"]
         cols = " | ".join(f"{p50[p]:7.2f} {p95[p]:7.2f}" for p in PATHS)
         cpu = r.cpu
-        print(f"{r.label:>6} {r.size:>9} | {cols} | {mitm_added:7.2f} {gate_added:7.2f} |"
-              f" {_ratio(gate_added, mitm_added):>9} | {cpu['mitmproxy']:7.2f}"
-              f" {cpu['gate']:7.2f} | {_ratio(cpu['gate'], cpu['mitmproxy']):>9}")
+        print(
+            f"{r.label:>6} {r.size:>9} | {cols} | {mitm_added:7.2f} {gate_added:7.2f} |"
+            f" {_ratio(gate_added, mitm_added):>9} | {cpu['mitmproxy']:7.2f}"
+            f" {cpu['gate']:7.2f} | {_ratio(cpu['gate'], cpu['mitmproxy']):>9}"
+        )
     print()
-    print("added p50 = path p50 − direct p50; gate/mitm = gate's added p50 / mitmproxy's"
-          " (target ≤ 1.5×; informational, no pass/fail)")
-    print("loop CPU/req = CPU time of the proxy's event-loop thread per request (hooks and"
-          " I/O on the request's path; gate's background threads excluded): the figure to"
-          " trust when the machine is shared")
+    print(
+        "added p50 = path p50 − direct p50; gate/mitm = gate's added p50 / mitmproxy's"
+        " (target ≤ 1.5×; informational, no pass/fail)"
+    )
+    print(
+        "loop CPU/req = CPU time of the proxy's event-loop thread per request (hooks and"
+        " I/O on the request's path; gate's background threads excluded): the figure to"
+        " trust when the machine is shared"
+    )
 
 
 def breakdown(bodies: list[tuple[str, bytes]], root: Path, n: int) -> None:
@@ -638,9 +778,16 @@ def breakdown(bodies: list[tuple[str, bytes]], root: Path, n: int) -> None:
         return min(runs) * 1000
 
     def record(sent: bytes) -> None:
-        row = audit.record_request(upstream="anthropic", host="127.0.0.1", method="POST",
-                                   path="/v1/messages", request_bytes=len(sent),
-                                   verdict="modified", withheld=[], body=sent)
+        row = audit.record_request(
+            upstream="anthropic",
+            host="127.0.0.1",
+            method="POST",
+            path="/v1/messages",
+            request_bytes=len(sent),
+            verdict="modified",
+            withheld=[],
+            body=sent,
+        )
         audit.record_response(row, status=200, latency_ms=1.0, usage=Usage(1, 1))
 
     print(f"\nin-process CPU per request (best of {n}), ms:")
@@ -672,8 +819,9 @@ def run(args: argparse.Namespace, root: Path) -> None:
         raise SystemExit(f"--format: unknown {unknown}; choose from {', '.join(FORMATS)}")
     conv = Conversation(project)
     wanted = {w.strip().upper() for w in args.sizes.split(",")}
-    targets = [(label, target) for label, target in SIZES
-               if label.replace(" ", "").upper() in wanted]
+    targets = [
+        (label, target) for label, target in SIZES if label.replace(" ", "").upper() in wanted
+    ]
     bodies = [(label, conv.body(target)) for label, target in targets]
 
     profile = ["--profile", str(Path(args.profile).resolve())] if args.profile else []
@@ -684,51 +832,77 @@ def run(args: argparse.Namespace, root: Path) -> None:
     with contextlib.ExitStack() as stack:
         up = stack.enter_context(child("--serve", role))
         upstream = f"http://127.0.0.1:{up.port}"
-        servers = {"mitmproxy": stack.enter_context(child("--serve", "mitmproxy", "--to",
-                                                          upstream)),
-                   "gate": stack.enter_context(child("--serve", "gate", "--to", upstream,
-                                                     *profile))}
+        servers = {
+            "mitmproxy": stack.enter_context(child("--serve", "mitmproxy", "--to", upstream)),
+            "gate": stack.enter_context(child("--serve", "gate", "--to", upstream, *profile)),
+        }
         t0 = time.monotonic()
         for fmt in formats:
             f = FORMAT[fmt]
             if args.concurrent:
                 load[fmt] = concurrent(fmt, servers, project, args.seconds)
                 continue
-            clients = {"direct": Client(up.port, f.path),
-                       "mitmproxy": Client(servers["mitmproxy"].port, f.path),
-                       "gate": Client(servers["gate"].port, f.gate_path)}
+            clients = {
+                "direct": Client(up.port, f.path),
+                "mitmproxy": Client(servers["mitmproxy"].port, f.path),
+                "gate": Client(servers["gate"].port, f.gate_path),
+            }
             try:
-                results[fmt] = [measure(clients, servers, label,
-                                        itertools.repeat(convert(body, fmt)), args.n,
-                                        args.warmup) for label, body in bodies]
-                turns[fmt] = [measure(clients, servers, label,
-                                      (convert(b, fmt) for b in
-                                       Conversation(project).turns(target)),
-                                      args.n, args.warmup)
-                              for label, target in targets] if args.turns else []
+                results[fmt] = [
+                    measure(
+                        clients,
+                        servers,
+                        label,
+                        itertools.repeat(convert(body, fmt)),
+                        args.n,
+                        args.warmup,
+                    )
+                    for label, body in bodies
+                ]
+                turns[fmt] = (
+                    [
+                        measure(
+                            clients,
+                            servers,
+                            label,
+                            (convert(b, fmt) for b in Conversation(project).turns(target)),
+                            args.n,
+                            args.warmup,
+                        )
+                        for label, target in targets
+                    ]
+                    if args.turns
+                    else []
+                )
             finally:
                 for c in clients.values():
                     c.close()
         elapsed = time.monotonic() - t0
 
-    print(f"gate latency bench: {os.cpu_count()} cores, Python {platform.python_version()}"
-          f" ({platform.python_implementation()}), mitmproxy {mitm_version.VERSION},"
-          f" {platform.system()} {platform.machine()}, load {os.getloadavg()[0]:.1f}")
+    print(
+        f"gate latency bench: {os.cpu_count()} cores, Python {platform.python_version()}"
+        f" ({platform.python_implementation()}), mitmproxy {mitm_version.VERSION},"
+        f" {platform.system()} {platform.machine()}, load {os.getloadavg()[0]:.1f}"
+    )
     if args.concurrent:
         print(f"upstream={args.upstream}, {elapsed:.0f} s")
         for fmt in formats:
             latency_load.report(load[fmt], fmt, args.seconds)
         print(gate_check(Path(os.environ["GATE_DATA_DIR"])))
         return
-    print(f"upstream={args.upstream}, n={args.n} timed + {args.warmup} warm-up requests per"
-          f" size per path, paths interleaved, keep-alive; {elapsed:.0f} s; times in ms")
+    print(
+        f"upstream={args.upstream}, n={args.n} timed + {args.warmup} warm-up requests per"
+        f" size per path, paths interleaved, keep-alive; {elapsed:.0f} s; times in ms"
+    )
     for fmt in formats:
         print(f"\n== {fmt}: {FORMAT[fmt].path} (gate: {FORMAT[fmt].gate_path})")
         report(results[fmt])
         if turns[fmt]:
-            print("\n--turns: each request a new turn (the previous body's messages + one"
-                  " short call); bytes = first timed body, growing to:",
-                  ", ".join(f"{r.label} {r.last}" for r in turns[fmt]))
+            print(
+                "\n--turns: each request a new turn (the previous body's messages + one"
+                " short call); bytes = first timed body, growing to:",
+                ", ".join(f"{r.label} {r.last}" for r in turns[fmt]),
+            )
             report(turns[fmt])
     if len(formats) > 1:
         summary(formats, results, turns)
@@ -742,9 +916,11 @@ def run(args: argparse.Namespace, root: Path) -> None:
         pstats.Stats(args.profile).sort_stats("tottime").print_stats(30)
 
 
-def summary(formats: list[str], results: dict[str, list[Result]],
-            turns: dict[str, list[Result]]) -> None:
+def summary(
+    formats: list[str], results: dict[str, list[Result]], turns: dict[str, list[Result]]
+) -> None:
     """gate's added p50 over mitmproxy's, every format and size side by side."""
+
     def added(r: Result) -> str:
         base = pct(r.times["direct"], 0.5)
         return _ratio(pct(r.times["gate"], 0.5) - base, pct(r.times["mitmproxy"], 0.5) - base)
@@ -758,8 +934,9 @@ def summary(formats: list[str], results: dict[str, list[Result]],
         print(f"{fmt:>10} | " + " | ".join(f"{c:>12}" for c in row))
 
 
-def concurrent(fmt: str, servers: dict[str, Child], project: Path,
-               seconds: float) -> list[latency_load.Outcome]:
+def concurrent(
+    fmt: str, servers: dict[str, Child], project: Path, seconds: float
+) -> list[latency_load.Outcome]:
     """16 sessions at once through plain mitmproxy, then through gate."""
     f = FORMAT[fmt]
     req = json.loads(Conversation(project, seed=999).body(latency_load.HEAVY_BYTES))
@@ -777,8 +954,11 @@ def concurrent(fmt: str, servers: dict[str, Child], project: Path,
     out = []
     for name, path in (("mitmproxy", f.path), ("gate", f.gate_path)):
         srv = servers[name]
-        out.append(latency_load.measure(name, srv.port, srv.proc.pid, path, HEADERS, ordinary,
-                                        heavy, seconds))
+        out.append(
+            latency_load.measure(
+                name, srv.port, srv.proc.pid, path, HEADERS, ordinary, heavy, seconds
+            )
+        )
     return out
 
 

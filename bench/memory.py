@@ -47,8 +47,20 @@ def run(size: int, n: int) -> list[tuple[str, tuple[float, float]]]:
         mem = DecisionMemory(Path(tmp), os.urandom(32))
         fps = [mem.fingerprint(os.urandom(20).hex(), "github-token") for _ in range(size)]
         now = time.time()
-        entries = [Remembered(os.urandom(5).hex(), fp, "github-token", "approve", "always",
-                              None, None, now, now + 86400) for fp in fps]
+        entries = [
+            Remembered(
+                os.urandom(5).hex(),
+                fp,
+                "github-token",
+                "approve",
+                "always",
+                None,
+                None,
+                now,
+                now + 86400,
+            )
+            for fp in fps
+        ]
         MemoryFile(memory_path(Path(tmp))).update(lambda _: entries)  # one write, not 10k
         here = {"session": "s", "project": "/p"}
         values = [os.urandom(20).hex() for _ in range(n)]
@@ -57,9 +69,15 @@ def run(size: int, n: int) -> list[tuple[str, tuple[float, float]]]:
             ("fingerprint", timings(lambda i: mem.fingerprint(values[i], "github-token"), n)),
             ("lookup hit", timings(lambda i: mem.lookup(hit, "github-token", **here), n)),
             ("lookup miss", timings(lambda i: mem.lookup(values[i], "github-token", **here), n)),
-            ("remember", timings(lambda i: mem.remember(values[i], "github-token", "block",
-                                                        "always", question_id="q", **here),
-                                 max(20, n // 50))),
+            (
+                "remember",
+                timings(
+                    lambda i: mem.remember(
+                        values[i], "github-token", "block", "always", question_id="q", **here
+                    ),
+                    max(20, n // 50),
+                ),
+            ),
         ]
 
 
@@ -77,8 +95,18 @@ def run_team(size: int, n: int, url: str) -> list[tuple[str, tuple[float, float]
     now = time.time()
     rows = []
     for i, fp in enumerate(fps):
-        values = [f"t{i:010x}", team.key.id, fp, "github-token", "approve", repo, now,
-                  now + 86400, "q", "bench"]
+        values = [
+            f"t{i:010x}",
+            team.key.id,
+            fp,
+            "github-token",
+            "approve",
+            repo,
+            now,
+            now + 86400,
+            "q",
+            "bench",
+        ]
         rows.append((*values, team._sign(values)))
     with psycopg.connect(url, autocommit=True) as conn:
         with conn.cursor() as cur, conn.transaction():
@@ -91,9 +119,15 @@ def run_team(size: int, n: int, url: str) -> list[tuple[str, tuple[float, float]
         ("fingerprint", timings(lambda i: team.fingerprint(values[i], "github-token"), n)),
         ("lookup hit", timings(lambda i: team.lookup([(hit, "github-token")], repo), n)),
         ("lookup miss", timings(lambda i: team.lookup([(values[i], "github-token")], repo), n)),
-        ("remember", timings(lambda i: team.remember(values[i], "github-token", "block",
-                                                     repo=repo, question_id="q"),
-                             max(20, n // 50))),
+        (
+            "remember",
+            timings(
+                lambda i: team.remember(
+                    values[i], "github-token", "block", repo=repo, question_id="q"
+                ),
+                max(20, n // 50),
+            ),
+        ),
     ]
     team.close()
     return out
@@ -102,12 +136,17 @@ def run_team(size: int, n: int, url: str) -> list[tuple[str, tuple[float, float]
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2000)
-    parser.add_argument("--team", action="store_true",
-                        help="also team answers in a throwaway PostgreSQL (initdb/pg_ctl)")
+    parser.add_argument(
+        "--team",
+        action="store_true",
+        help="also team answers in a throwaway PostgreSQL (initdb/pg_ctl)",
+    )
     args = parser.parse_args()
     n = args.n
-    print(f"python {platform.python_version()}, {os.cpu_count()} cores, n={n},"
-          f" load {os.getloadavg()[0]:.1f}")
+    print(
+        f"python {platform.python_version()}, {os.cpu_count()} cores, n={n},"
+        f" load {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'entries':>8}  {'operation':<12}  {'p50 us':>9}  {'p95 us':>9}  {'vs HMAC':>8}")
     for size in (0, 1000, 10000):
         _print(size, run(size, n))

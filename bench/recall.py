@@ -66,8 +66,9 @@ def measure(examples: list[Example], scanner: Scanner, tmp: Path | None) -> dict
                 c["sharp"] += 1
                 c["sharp_high"] += high
                 # A GitHub/npm-format token whose generated body fails the CRC32: low by design.
-                c["sharp_crc"] += bool(found) and not high and all(
-                    crc.get(f.rule_id) for f in found)
+                c["sharp_crc"] += (
+                    bool(found) and not high and all(crc.get(f.rule_id) for f in found)
+                )
                 missed[e.rule] += bool(found) and not high
         else:
             c["fp"] += 1

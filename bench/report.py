@@ -38,8 +38,12 @@ from gate.audit import html, report, tables  # noqa: E402
 from gate.audit.store import AuditStore  # noqa: E402
 
 AGENTS = ["claude-code", "codex", "opencode", "gemini-cli", None]
-HOSTS = ["api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com",
-         "bedrock-runtime.us-east-1.amazonaws.com"]
+HOSTS = [
+    "api.anthropic.com",
+    "api.openai.com",
+    "generativelanguage.googleapis.com",
+    "bedrock-runtime.us-east-1.amazonaws.com",
+]
 MODELS = [f"model-{i}" for i in range(12)]
 
 
@@ -51,27 +55,43 @@ def populate(path: Path, rows: int, rng: random.Random) -> float:
     for i, ts in enumerate(stamps):
         withheld: list[dict[str, Any]] = []
         if i % 3 == 0:
-            withheld.append({"kind": rng.choice(["tool-result", "content", "secret"]),
-                             "call_id": f"toolu_{i}", "tool": "Read", "target": "/p/.env",
-                             "rule": rng.choice(["Read(./.env)", "Read(~/.ssh/**)",
-                                                 "github.token"]),
-                             "where": "rules.yaml:3", "count": rng.randint(1, 3)})
+            withheld.append(
+                {
+                    "kind": rng.choice(["tool-result", "content", "secret"]),
+                    "call_id": f"toolu_{i}",
+                    "tool": "Read",
+                    "target": "/p/.env",
+                    "rule": rng.choice(["Read(./.env)", "Read(~/.ssh/**)", "github.token"]),
+                    "where": "rules.yaml:3",
+                    "count": rng.randint(1, 3),
+                }
+            )
             if i % 15 == 0:
-                withheld[0]["decision"] = {"id": f"q{i // 30}", "question": "send-secret",
-                                           "answer": rng.choice(["approve", "redact"]),
-                                           "by": rng.choice(["person", "memory"])}
+                withheld[0]["decision"] = {
+                    "id": f"q{i // 30}",
+                    "question": "send-secret",
+                    "answer": rng.choice(["approve", "redact"]),
+                    "by": rng.choice(["person", "memory"]),
+                }
         blocked = i % 50 == 0
         store.record_request(
-            ts=ts, agent=rng.choice(AGENTS),
-            upstream="anthropic", host=rng.choice(HOSTS), method="POST", path="/v1/messages",
-            model=rng.choice(MODELS), project_root="/home/me/app",
+            ts=ts,
+            agent=rng.choice(AGENTS),
+            upstream="anthropic",
+            host=rng.choice(HOSTS),
+            method="POST",
+            path="/v1/messages",
+            model=rng.choice(MODELS),
+            project_root="/home/me/app",
             request_bytes=rng.randint(2_000, 400_000),
             verdict="blocked" if blocked else "modified" if withheld else "forwarded",
-            withheld=withheld, reason="a likely secret" if blocked else None,
+            withheld=withheld,
+            reason="a likely secret" if blocked else None,
             status=403 if blocked else 200,
             input_tokens=None if blocked else rng.randint(1_000, 150_000),
             output_tokens=None if blocked else rng.randint(10, 4_000),
-            body=os.urandom(700).hex().encode() + b"x" * 600)
+            body=os.urandom(700).hex().encode() + b"x" * 600,
+        )
     store.close()
     return time.perf_counter() - t0
 
@@ -103,24 +123,33 @@ def main() -> None:
         assert db is not None
         scan_sql = f"SELECT {', '.join(report.COLUMNS)} FROM requests"  # noqa: S608
         rep = report.build(db)
-        timed = best({"scan": lambda: db.execute(scan_sql).fetchall(),
-                      "report": lambda: report.build(db),
-                      "text": lambda: tables.text(rep),
-                      "html": lambda: html.render(rep),
-                      "export": lambda: sum(map(len, report.export_lines(db)))}, repeat)
+        timed = best(
+            {
+                "scan": lambda: db.execute(scan_sql).fetchall(),
+                "report": lambda: report.build(db),
+                "text": lambda: tables.text(rep),
+                "html": lambda: html.render(rep),
+                "export": lambda: sum(map(len, report.export_lines(db))),
+            },
+            repeat,
+        )
         size = path.stat().st_size
     scan, built, text_t = timed["scan"][0], timed["report"][0], timed["text"][0]
     (html_t, page), (export_t, n) = timed["html"], timed["export"]
-    print(f"gate report/export bench: {rows:,} requests over 30 days, audit.db "
-          f"{size / 1e6:.0f} MB (filled in {filled:.1f} s); best of {repeat}; "
-          f"{os.cpu_count()} cores, Python {platform.python_version()}")
+    print(
+        f"gate report/export bench: {rows:,} requests over 30 days, audit.db "
+        f"{size / 1e6:.0f} MB (filled in {filled:.1f} s); best of {repeat}; "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    )
     print(f"{'step':<10} {'seconds':>8} {'x baseline':>11}  note")
     print(f"{'baseline':<10} {scan:8.3f} {1:11.2f}  SELECT metadata of every row into Python")
     print(f"{'report':<10} {built:8.3f} {built / scan:11.2f}  every aggregate")
     print(f"{'text':<10} {text_t:8.3f} {'':>11}  {len(tables.text(rep)):,} characters")
     print(f"{'html':<10} {html_t:8.3f} {'':>11}  {len(page.encode()) / 1e3:.1f} kB page")
-    print(f"{'export':<10} {export_t:8.3f} {export_t / scan:11.2f}  {rows / export_t:,.0f} "
-          f"lines/s, {n / 1e6:.1f} MB of JSONL")
+    print(
+        f"{'export':<10} {export_t:8.3f} {export_t / scan:11.2f}  {rows / export_t:,.0f} "
+        f"lines/s, {n / 1e6:.1f} MB of JSONL"
+    )
 
 
 if __name__ == "__main__":

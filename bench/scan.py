@@ -75,8 +75,7 @@ def cold(text: str, chunks: list[str], tmp: Path) -> None:
     print(f"  {'gate, one string':24}{mb / gate_whole:>10.1f}{gate_whole:>10.3f}")
     print(f"  {'detect-secrets':24}{mb / ds_time:>10.2f}{ds_time:>10.2f}{ds_found:>10}")
     print(f"  gate is {ds_time / gate_chunks:.0f}x faster (target: gate >= 100 MB/s)")
-    print(f"  warm-up, every detector used once (pattern analysis, once per process):"
-          f" {warm:.2f} s")
+    print(f"  warm-up, every detector used once (pattern analysis, once per process): {warm:.2f} s")
 
 
 def turn(chunks: list[str], tmp: Path) -> None:
@@ -98,10 +97,14 @@ def turn(chunks: list[str], tmp: Path) -> None:
     with detect_secrets_defaults():
         ds_new = timed(lambda: ds_findings(new, tmp))
     print(f"\nturn: {size / 1e6:.1f} MB of history in {len(history)} strings + 20 KB new")
-    print(f"  gate, cache warm       p50 {runs[10] * 1e3:.2f} ms   max {runs[-1] * 1e3:.2f} ms"
-          "   (target <= 1 ms)")
-    print(f"  detect-secrets, 20 KB  {ds_new * 1e3:.0f} ms (it has no cache: every turn"
-          f" rescans the history, ~{size / 1e6 / max(1e-9, 20e3 / 1e6 / ds_new):.1f} s)")
+    print(
+        f"  gate, cache warm       p50 {runs[10] * 1e3:.2f} ms   max {runs[-1] * 1e3:.2f} ms"
+        "   (target <= 1 ms)"
+    )
+    print(
+        f"  detect-secrets, 20 KB  {ds_new * 1e3:.0f} ms (it has no cache: every turn"
+        f" rescans the history, ~{size / 1e6 / max(1e-9, 20e3 / 1e6 / ds_new):.1f} s)"
+    )
 
 
 def accuracy(tmp: Path) -> None:
@@ -127,16 +130,22 @@ def accuracy(tmp: Path) -> None:
             g["flagged"] += bool(fs)
             g["high"] += any(f.tier is Tier.HIGH for f in fs)
             d["flagged"] += bool(ds_findings(s.text, tmp))
-    print(f"\nlabelled corpus: {spans} secrets in {len(pos)} samples, {len(neg)} harmless"
-          " samples (tests/screen/secrets_corpus.py)")
+    print(
+        f"\nlabelled corpus: {spans} secrets in {len(pos)} samples, {len(neg)} harmless"
+        " samples (tests/screen/secrets_corpus.py)"
+    )
     print(f"  {'':16}{'recall':>8}{'whole':>8}{'FPR':>8}{'precision':>11}{'high FP':>9}")
     for name, r in (("gate", g), ("detect-secrets", d)):
         precision = r["found"] / max(1, r["found"] + r["flagged"])
         high = str(r["high"]) if name == "gate" else "-"
-        print(f"  {name:16}{r['found'] / spans:>8.3f}{r['whole'] / spans:>8.3f}"
-              f"{r['flagged'] / len(neg):>8.3f}{precision:>11.3f}{high:>9}")
-    print("  recall: secrets overlapped by a finding (detect-secrets: on the same line);"
-          " whole: the finding is exactly the secret; FPR: harmless samples with any finding")
+        print(
+            f"  {name:16}{r['found'] / spans:>8.3f}{r['whole'] / spans:>8.3f}"
+            f"{r['flagged'] / len(neg):>8.3f}{precision:>11.3f}{high:>9}"
+        )
+    print(
+        "  recall: secrets overlapped by a finding (detect-secrets: on the same line);"
+        " whole: the finding is exactly the secret; FPR: harmless samples with any finding"
+    )
     _missed(pos, scanner, tmp)
 
 
@@ -163,8 +172,10 @@ def startup() -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".env", delete=False) as f:
         f.write("PORT=8080\n")
     bindir = Path(sys.executable).parent
-    runs = {"gate scan": [sys.executable, "-m", "gate", "scan", f.name],
-            "detect-secrets scan": [str(bindir / "detect-secrets"), "scan", f.name]}
+    runs = {
+        "gate scan": [sys.executable, "-m", "gate", "scan", f.name],
+        "detect-secrets scan": [str(bindir / "detect-secrets"), "scan", f.name],
+    }
     print("\nstart-up (exec to exit, a one-line file, median of 5)")
     for name, argv in runs.items():
         times = []
@@ -183,8 +194,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="1 MB, for a smoke run")
     args = ap.parse_args()
     size = int((1.0 if args.quick else args.size) * 1e6)
-    print(f"gate secret screening vs detect-secrets | Python {platform.python_version()},"
-          f" {os.cpu_count()} cores, {platform.machine()}")
+    print(
+        f"gate secret screening vs detect-secrets | Python {platform.python_version()},"
+        f" {os.cpu_count()} cores, {platform.machine()}"
+    )
     text, chunks = realistic_text(size)
     with tempfile.TemporaryDirectory(prefix="gate-bench-") as d:
         tmp = Path(d)

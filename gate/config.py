@@ -18,28 +18,44 @@ from gate.errors import ConfigError, did_you_mean
 SCHEMA_VERSION = 1
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
-DEFAULT_UPSTREAMS = MappingProxyType({
-    "anthropic": "https://api.anthropic.com",
-    "openai": "https://api.openai.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-    # Gemini CLI signed in with Google talks to Code Assist, not the Gemini API.
-    "code-assist": "https://cloudcode-pa.googleapis.com",
-    # Codex signed in with ChatGPT: a provider whose base URL is this upstream.
-    "chatgpt": "https://chatgpt.com/backend-api/codex",
-})
+DEFAULT_UPSTREAMS = MappingProxyType(
+    {
+        "anthropic": "https://api.anthropic.com",
+        "openai": "https://api.openai.com",
+        "gemini": "https://generativelanguage.googleapis.com",
+        # Gemini CLI signed in with Google talks to Code Assist, not the Gemini API.
+        "code-assist": "https://cloudcode-pa.googleapis.com",
+        # Codex signed in with ChatGPT: a provider whose base URL is this upstream.
+        "chatgpt": "https://chatgpt.com/backend-api/codex",
+    }
+)
 # Path segments gate keeps for itself: /_gate/... (health, control) and /_run/<id>/... (runs).
 RESERVED_NAMES = frozenset({"_gate", "_run"})
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
-_KEYS = frozenset({"schemaVersion", "host", "port", "upstreams", "screen", "audit", "ask",
-                   "decisions", "projects", "egress", "shared", "tls"})
+_KEYS = frozenset(
+    {
+        "schemaVersion",
+        "host",
+        "port",
+        "upstreams",
+        "screen",
+        "audit",
+        "ask",
+        "decisions",
+        "projects",
+        "egress",
+        "shared",
+        "tls",
+    }
+)
 _SCREEN_KEYS = {"max_files": 20_000, "max_file_bytes": 256 << 10}
 _AUDIT_KEYS = frozenset({"retention_days", "max_size_mb", "lock_timeout_ms", "url"})
-
 
 
 def base_url(host: str, port: int) -> str:
     """`http://host:port`, with an IPv6 address in brackets."""
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
 
 @dataclass(frozen=True)
 class AuditSettings:
@@ -77,9 +93,9 @@ class Upstream:
 class AskConfig:
     """`ask:` how gate puts an ask finding to a person (docs/ask.md)."""
 
-    mode: str = "ask"              # "ask", or "never": apply `default` at once (headless, CI)
+    mode: str = "ask"  # "ask", or "never": apply `default` at once (headless, CI)
     timeout_seconds: float = 120.0  # then `default` applies
-    default: str = "redact"        # "redact" | "block"
+    default: str = "redact"  # "redact" | "block"
 
 
 @dataclass(frozen=True)
@@ -117,8 +133,10 @@ class EgressSettings:
     def listed(self, host: str) -> bool:
         """On the allow list (what a locked agent may reach besides the model hosts)."""
         host = host.lower().rstrip(".")
-        return any(host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:]))
-                   for pattern in self.allow)
+        return any(
+            host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:]))
+            for pattern in self.allow
+        )
 
 
 @dataclass(frozen=True)
@@ -228,14 +246,16 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
     unknown = sorted(set(data) - _KEYS)
     if unknown:
         raise ConfigError(
-            f"unknown key {unknown[0]!r}", where=f"{path}: {unknown[0]}",
+            f"unknown key {unknown[0]!r}",
+            where=f"{path}: {unknown[0]}",
             hint=did_you_mean(str(unknown[0]), _KEYS),
         )
     version = data.get("schemaVersion", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
         raise ConfigError(
             f"schemaVersion {version!r} is not supported (this gate reads {SCHEMA_VERSION})",
-            where=f"{path}: schemaVersion", hint="upgrade gate or fix the file",
+            where=f"{path}: schemaVersion",
+            hint="upgrade gate or fix the file",
         )
     config = Config()
     host = data.get("host", DEFAULT_HOST)
@@ -260,20 +280,28 @@ def _from_mapping(data: dict[str, Any], path: Path) -> Config:
     limits: dict[str, int] = dict(_SCREEN_KEYS)
     for key, value in screen.items():
         if key not in _SCREEN_KEYS:
-            raise ConfigError(f"unknown key {key!r}", where=f"{path}: screen.{key}",
-                              hint=did_you_mean(str(key), _SCREEN_KEYS))
+            raise ConfigError(
+                f"unknown key {key!r}",
+                where=f"{path}: screen.{key}",
+                hint=did_you_mean(str(key), _SCREEN_KEYS),
+            )
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError("must be a positive integer", where=f"{path}: screen.{key}")
         limits[key] = value
-    return replace(config, host=host, port=port, max_files=limits["max_files"],
-                   projects=_projects(data.get("projects"), path),
-                   max_file_bytes=limits["max_file_bytes"],
-                   audit=_audit(data.get("audit"), path),
-                   ask=_ask(data.get("ask"), path),
-                   decisions=_decisions(data.get("decisions"), path),
-                   egress=_egress(data.get("egress"), path),
-                   shared=_flag(data.get("shared", False), f"{path}: shared"),
-                   tls=_tls(data.get("tls"), path)).with_upstreams(extra)
+    return replace(
+        config,
+        host=host,
+        port=port,
+        max_files=limits["max_files"],
+        projects=_projects(data.get("projects"), path),
+        max_file_bytes=limits["max_file_bytes"],
+        audit=_audit(data.get("audit"), path),
+        ask=_ask(data.get("ask"), path),
+        decisions=_decisions(data.get("decisions"), path),
+        egress=_egress(data.get("egress"), path),
+        shared=_flag(data.get("shared", False), f"{path}: shared"),
+        tls=_tls(data.get("tls"), path),
+    ).with_upstreams(extra)
 
 
 def _projects(section: Any, path: Path) -> tuple[str, ...]:
@@ -289,8 +317,9 @@ def _projects(section: Any, path: Path) -> tuple[str, ...]:
             raise ConfigError("must be a directory path", where=where)
         full = os.path.abspath(os.path.expanduser(entry))
         if not os.path.isdir(full):
-            raise ConfigError(f"{full} is not a directory", where=where,
-                              hint="create it, or remove the entry")
+            raise ConfigError(
+                f"{full} is not a directory", where=where, hint="create it, or remove the entry"
+            )
         out.append(full)
     return tuple(out)
 
@@ -307,9 +336,13 @@ def _audit(section: Any, path: Path) -> AuditSettings:
             values[key] = audit_url(value, where)
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(f"must be a positive integer, not {value!r}", where=where,
-                              hint="max_size_mb may also be null for no size cap"
-                              if key == "max_size_mb" else None)
+            raise ConfigError(
+                f"must be a positive integer, not {value!r}",
+                where=where,
+                hint="max_size_mb may also be null for no size cap"
+                if key == "max_size_mb"
+                else None,
+            )
         values[key] = value
     return replace(AuditSettings(), **values)
 
@@ -318,9 +351,12 @@ def audit_url(value: Any, where: str) -> str:
     """A PostgreSQL URL (postgresql:// or postgres://); the message never repeats it, as
     it may hold a password."""
     if not isinstance(value, str) or urlsplit(value).scheme not in ("postgresql", "postgres"):
-        raise ConfigError("must be a PostgreSQL URL (postgresql://user@host/db)", where=where,
-                          hint="leave audit.url out for the audit.db in the data dir; a"
-                          " password is better kept in ~/.pgpass or PGPASSWORD")
+        raise ConfigError(
+            "must be a PostgreSQL URL (postgresql://user@host/db)",
+            where=where,
+            hint="leave audit.url out for the audit.db in the data dir; a"
+            " password is better kept in ~/.pgpass or PGPASSWORD",
+        )
     return value
 
 
@@ -330,8 +366,11 @@ def _section(data: Any, name: str, keys: frozenset[str], path: Path) -> dict[str
     if not isinstance(data, dict):
         raise ConfigError(f"{name} must be a mapping", where=f"{path}: {name}")
     if unknown := sorted(set(map(str, data)) - keys):
-        raise ConfigError(f"unknown key {unknown[0]!r}", where=f"{path}: {name}.{unknown[0]}",
-                          hint=did_you_mean(unknown[0], keys))
+        raise ConfigError(
+            f"unknown key {unknown[0]!r}",
+            where=f"{path}: {name}.{unknown[0]}",
+            hint=did_you_mean(unknown[0], keys),
+        )
     return data
 
 
@@ -347,39 +386,58 @@ def _ask(data: Any, path: Path) -> AskConfig:
     timeout = d.get("timeout_seconds", ask.timeout_seconds)
     if mode not in ("ask", "never"):
         raise ConfigError("must be ask or never", where=f"{path}: ask.mode")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) \
-            or not 0 < timeout <= 86400:
-        raise ConfigError("must be a number of seconds, more than 0 and at most 86400",
-                          where=f"{path}: ask.timeout_seconds")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout <= 86400
+    ):
+        raise ConfigError(
+            "must be a number of seconds, more than 0 and at most 86400",
+            where=f"{path}: ask.timeout_seconds",
+        )
     if default not in ("redact", "block"):
-        raise ConfigError("must be redact or block (what applies when nobody answers)",
-                          where=f"{path}: ask.default")
+        raise ConfigError(
+            "must be redact or block (what applies when nobody answers)",
+            where=f"{path}: ask.default",
+        )
     return AskConfig(str(mode), float(timeout), str(default))
 
 
 def _decisions(data: Any, path: Path) -> DecisionsConfig:
-    d = _section(data, "decisions", frozenset({"record_dataset", "helper_url", "allow_remote",
-                                               "team_key_file", "url"}), path)
+    d = _section(
+        data,
+        "decisions",
+        frozenset({"record_dataset", "helper_url", "allow_remote", "team_key_file", "url"}),
+        path,
+    )
     for key in ("record_dataset", "allow_remote"):
         if not isinstance(d.get(key, False), bool):
             raise ConfigError("must be true or false", where=f"{path}: decisions.{key}")
     url = d.get("helper_url")
-    if url is not None and (not isinstance(url, str)
-                            or urlsplit(url).scheme not in ("http", "https")):
+    if url is not None and (
+        not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https")
+    ):
         raise ConfigError("must be an http(s) URL", where=f"{path}: decisions.helper_url")
     key_file = d.get("team_key_file")
     if key_file is not None and (not isinstance(key_file, str) or not key_file):
-        raise ConfigError("must be the path of the team's key file",
-                          where=f"{path}: decisions.team_key_file")
+        raise ConfigError(
+            "must be the path of the team's key file", where=f"{path}: decisions.team_key_file"
+        )
     team_url = d.get("url")
-    return DecisionsConfig(d.get("record_dataset", True), url, d.get("allow_remote", False),
-                           # relative: to config.yaml's dir, never the cwd
-                           path.parent / os.path.expanduser(key_file) if key_file else None,
-                           audit_url(team_url, f"{path}: decisions.url") if team_url else None)
+    return DecisionsConfig(
+        d.get("record_dataset", True),
+        url,
+        d.get("allow_remote", False),
+        # relative: to config.yaml's dir, never the cwd
+        path.parent / os.path.expanduser(key_file) if key_file else None,
+        audit_url(team_url, f"{path}: decisions.url") if team_url else None,
+    )
 
 
-_HOST = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$"
-                   r"|^[0-9.]+$|^\[?[0-9a-f:]+\]?$")
+_HOST = re.compile(
+    r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$"
+    r"|^[0-9.]+$|^\[?[0-9a-f:]+\]?$"
+)
 
 
 def _egress(data: Any, path: Path) -> EgressSettings:
@@ -387,17 +445,20 @@ def _egress(data: Any, path: Path) -> EgressSettings:
     d = _section(data, "egress", frozenset({"default", "allow"}), path)
     default = d.get("default", EgressDefault.TUNNEL_AND_LOG.value)
     if default not in {e.value for e in EgressDefault}:
-        raise ConfigError(f"must be tunnel-and-log or block, not {default!r}",
-                          where=f"{path}: egress.default")
+        raise ConfigError(
+            f"must be tunnel-and-log or block, not {default!r}", where=f"{path}: egress.default"
+        )
     allow = d.get("allow") or []
     if not isinstance(allow, list):
         raise ConfigError("must be a list of host names", where=f"{path}: egress.allow")
     hosts: list[str] = []
     for i, host in enumerate(allow):
         if not isinstance(host, str) or not _HOST.match(host.lower()):
-            raise ConfigError(f"{host!r} is not a host name (write example.com or"
-                              " *.example.com, no scheme, port or path)",
-                              where=f"{path}: egress.allow[{i}]")
+            raise ConfigError(
+                f"{host!r} is not a host name (write example.com or"
+                " *.example.com, no scheme, port or path)",
+                where=f"{path}: egress.allow[{i}]",
+            )
         hosts.append(host.lower().strip("[]"))
     return EgressSettings(EgressDefault(default), tuple(hosts))
 
@@ -419,8 +480,11 @@ def _tls(data: Any, path: Path) -> TlsSettings:
             raise ConfigError("must be the path of a PEM file", where=f"{path}: tls.{key}")
         values[str(key)] = os.path.abspath(os.path.expanduser(value))
     if ("cert" in values) != ("key" in values):
-        raise ConfigError("tls.cert and tls.key go together", where=f"{path}: tls",
-                          hint="give both: the certificate chain and its private key")
+        raise ConfigError(
+            "tls.cert and tls.key go together",
+            where=f"{path}: tls",
+            hint="give both: the certificate chain and its private key",
+        )
     if "client_ca" in values and "cert" not in values:
         raise ConfigError("tls.client_ca needs tls.cert and tls.key", where=f"{path}: tls")
     return TlsSettings(**values)

@@ -45,11 +45,13 @@ def private_dir(path: Path) -> Path:
         if path.stat().st_mode & 0o777 != 0o700:
             os.chmod(path, 0o700)
     except OSError as exc:
-        raise Unreachable(f"gate cannot create or protect this directory ({exc.strerror})",
-                        where=str(path),
-                        hint="make it writable by this user (gate blocks every request while"
-                        " it cannot write its audit), or set GATE_DATA_DIR / GATE_CONFIG_DIR"
-                        " to another directory") from exc
+        raise Unreachable(
+            f"gate cannot create or protect this directory ({exc.strerror})",
+            where=str(path),
+            hint="make it writable by this user (gate blocks every request while"
+            " it cannot write its audit), or set GATE_DATA_DIR / GATE_CONFIG_DIR"
+            " to another directory",
+        ) from exc
     return path
 
 

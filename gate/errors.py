@@ -27,8 +27,11 @@ class GateError(Exception):
 
     def to_json(self) -> dict[str, Any]:
         """The `error` object of a failed --json command."""
-        out: dict[str, Any] = {"code": type(self).__name__, "message": self.message,
-                               "hint": self.hint or ""}
+        out: dict[str, Any] = {
+            "code": type(self).__name__,
+            "message": self.message,
+            "hint": self.hint or "",
+        }
         if self.where:
             out["where"] = self.where
         if self.also:

@@ -25,11 +25,22 @@ def configure(*, level: str = "INFO", file: Path | None = None, stderr: bool = T
             file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             file.touch(mode=0o600, exist_ok=True)
         except OSError as exc:  # a read-only or full data dir: say so before anything else
-            raise Unreachable(f"gate cannot write its log ({exc.strerror})", where=str(file),
-                            hint="make the data dir writable by this user, or set"
-                            " GATE_DATA_DIR to another directory") from exc
-        logger.add(file, level=level, format="{time} {level} {message}", diagnose=False,
-                   backtrace=False, rotation="10 MB", retention=3, opener=_private_opener)
+            raise Unreachable(
+                f"gate cannot write its log ({exc.strerror})",
+                where=str(file),
+                hint="make the data dir writable by this user, or set"
+                " GATE_DATA_DIR to another directory",
+            ) from exc
+        logger.add(
+            file,
+            level=level,
+            format="{time} {level} {message}",
+            diagnose=False,
+            backtrace=False,
+            rotation="10 MB",
+            retention=3,
+            opener=_private_opener,
+        )
 
 
 def _private_opener(path: str, flags: int) -> int:

@@ -35,8 +35,14 @@ def runs_dir(data_dir: Path) -> Path:
 def register(data_dir: Path, cwd: str, agent: str, root: str | None = None) -> Run:
     """A new run in `cwd`; its project root is `root`, or found from `cwd` now (never
     again: what the agent creates later does not move it)."""
-    run = Run(secrets.token_hex(8), cwd, agent, os.getpid(), time.time(),
-              root if root is not None else find_root(cwd))
+    run = Run(
+        secrets.token_hex(8),
+        cwd,
+        agent,
+        os.getpid(),
+        time.time(),
+        root if root is not None else find_root(cwd),
+    )
     payload = {"schemaVersion": SCHEMA_VERSION, **asdict(run)}
     dirs.write_private(runs_dir(data_dir) / f"{run.id}.json", json.dumps(payload).encode())
     return run
@@ -56,5 +62,11 @@ def lookup(data_dir: Path, run_id: str) -> Run | None:
         return None
     if data.get("schemaVersion") != SCHEMA_VERSION:
         return None
-    return Run(data["id"], data["cwd"], data["agent"], int(data["pid"]), float(data["started"]),
-               data["root"])
+    return Run(
+        data["id"],
+        data["cwd"],
+        data["agent"],
+        int(data["pid"]),
+        float(data["started"]),
+        data["root"],
+    )

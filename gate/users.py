@@ -48,8 +48,8 @@ class Kind(StrEnum):
 class User:
     name: str
     admin: bool
-    agent_hash: str     # sha256 hex of the agent token
-    person_hash: str    # sha256 hex of the person token
+    agent_hash: str  # sha256 hex of the agent token
+    person_hash: str  # sha256 hex of the person token
     created: float
     revoked: float | None = None
 
@@ -70,8 +70,10 @@ class Issued:
 def check_name(name: str) -> str:
     """A user name as the audit and the client certificate's CN carry it."""
     if not _NAME.match(name):
-        raise ValueError(f"user name {name!r} is invalid: use 1-64 lowercase letters, digits"
-                         " and . _ @ - (starting with a letter or digit)")
+        raise ValueError(
+            f"user name {name!r} is invalid: use 1-64 lowercase letters, digits"
+            " and . _ @ - (starting with a letter or digit)"
+        )
     return name
 
 
@@ -102,8 +104,11 @@ class Users:
         with self._lock:
             self._refresh()
             if self._error is not None:
-                raise StateError(self._error, where=str(self.path),
-                                 hint="fix or remove it; until then nobody is let in")
+                raise StateError(
+                    self._error,
+                    where=str(self.path),
+                    hint="fix or remove it; until then nobody is let in",
+                )
             return self._users
 
     def active(self) -> tuple[User, ...]:
@@ -144,8 +149,10 @@ class Users:
         except (OSError, ValueError) as exc:
             self._users, self._error = (), f"cannot read the users file: {exc}"
         active = [u for u in self._users if u.active]
-        self._hashes = {Kind.AGENT: tuple((u.agent_hash.encode(), u) for u in active),
-                        Kind.PERSON: tuple((u.person_hash.encode(), u) for u in active)}
+        self._hashes = {
+            Kind.AGENT: tuple((u.agent_hash.encode(), u) for u in active),
+            Kind.PERSON: tuple((u.person_hash.encode(), u) for u in active),
+        }
         self._seen = seen
 
     # -- writing (`gate users`) ------------------------------------------------------------
@@ -156,8 +163,13 @@ class Users:
             if any(u.name == name and u.active for u in users):
                 raise ValueError(f"user {name!r} exists; revoke it first to issue new tokens")
             agent, person = new_token(Kind.AGENT), new_token(Kind.PERSON)
-            user = User(name=name, admin=admin, agent_hash=digest(agent),
-                        person_hash=digest(person), created=time.time())
+            user = User(
+                name=name,
+                admin=admin,
+                agent_hash=digest(agent),
+                person_hash=digest(person),
+                created=time.time(),
+            )
             users[:] = [u for u in users if u.name != name] + [user]
         return Issued(user, agent, person)
 
@@ -183,9 +195,12 @@ class Users:
             except FileNotFoundError:
                 users = []
             except ValueError as exc:
-                raise StateError(f"cannot read the users file: {exc}", where=str(self.path),
-                                 hint="fix it, or move it aside to start over (every"
-                                 " user then needs a new token)") from exc
+                raise StateError(
+                    f"cannot read the users file: {exc}",
+                    where=str(self.path),
+                    hint="fix it, or move it aside to start over (every"
+                    " user then needs a new token)",
+                ) from exc
             yield users
             body = {"schemaVersion": SCHEMA_VERSION, "users": [asdict(u) for u in users]}
             dirs.write_private(self.path, json.dumps(body, indent=2).encode())
@@ -199,16 +214,17 @@ def _parse(raw: bytes) -> tuple[User, ...]:
         raise ValueError("expected {schemaVersion, users: [...]}")
     version = data.get("schemaVersion")
     if version != SCHEMA_VERSION:
-        raise ValueError(f"schemaVersion {version!r} is not {SCHEMA_VERSION}: written by"
-                         " another gate version")
+        raise ValueError(
+            f"schemaVersion {version!r} is not {SCHEMA_VERSION}: written by another gate version"
+        )
     out = []
     for i, entry in enumerate(data["users"]):
         try:
             user = User(**entry)
             check_name(user.name)
             if not isinstance(user.admin, bool) or not all(
-                    isinstance(h, str) and len(h) == 64
-                    for h in (user.agent_hash, user.person_hash)):
+                isinstance(h, str) and len(h) == 64 for h in (user.agent_hash, user.person_hash)
+            ):
                 raise ValueError("admin must be true or false, and each hash 64 hex digits")
         except (TypeError, ValueError) as exc:
             raise ValueError(f"users[{i}]: {exc}") from exc

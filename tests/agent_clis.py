@@ -22,10 +22,32 @@ from loopback import LoopbackServer
 
 PROMPT = "Show me what is in .env"
 # Variables that could point an agent at a real account, provider, config or proxy.
-_SCRUB_PREFIXES = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "COPILOT_", "CODEX_",
-                   "OPENCODE_", "AIDER_", "CLAUDE_", "GH_", "GITHUB_", "LITELLM_", "XDG_",
-                   "AZURE_", "AWS_", "NODE_OPTIONS", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-                   "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy")
+_SCRUB_PREFIXES = (
+    "ANTHROPIC_",
+    "OPENAI_",
+    "GEMINI_",
+    "GOOGLE_",
+    "COPILOT_",
+    "CODEX_",
+    "OPENCODE_",
+    "AIDER_",
+    "CLAUDE_",
+    "GH_",
+    "GITHUB_",
+    "LITELLM_",
+    "XDG_",
+    "AZURE_",
+    "AWS_",
+    "NODE_OPTIONS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+)
 
 
 def fake_key(prefix: str) -> str:
@@ -34,19 +56,19 @@ def fake_key(prefix: str) -> str:
 
 @dataclass(frozen=True)
 class Case:
-    agent: str                            # gate's name for it (gate/agents/registry.py)
-    name: str                             # corpus file: tests/corpus/<agent>/<name>.json
-    exe: str                              # executable looked up on PATH
-    format: str                           # the wire format its requests use here
-    upstream: str                         # gate upstream its requests go to
-    argv: Callable[[str], list[str]]      # arguments after the executable, for a prompt
+    agent: str  # gate's name for it (gate/agents/registry.py)
+    name: str  # corpus file: tests/corpus/<agent>/<name>.json
+    exe: str  # executable looked up on PATH
+    format: str  # the wire format its requests use here
+    upstream: str  # gate upstream its requests go to
+    argv: Callable[[str], list[str]]  # arguments after the executable, for a prompt
     calls: Callable[[Path], tuple[Call, ...]]  # what the fake model asks for, in order
-    env: Callable[[], dict[str, str]] = dict   # fake keys and quiet switches (run time)
+    env: Callable[[], dict[str, str]] = dict  # fake keys and quiet switches (run time)
     home: Mapping[str, str] = field(default_factory=dict)  # files written under HOME
     # The variable naming the user's own provider, which gate inherits as the upstream
     # (Copilot BYOK); None: the test passes --upstream NAME=fake instead.
     inherit: str | None = None
-    answer: str = "done"                  # the fake model's last reply
+    answer: str = "done"  # the fake model's last reply
 
     @property
     def bin_env(self) -> str:
@@ -63,79 +85,160 @@ def _calls(*make: Callable[[Path], Call]) -> Callable[[Path], tuple[Call, ...]]:
 
 
 _CAT = {"command": "cat .env", "description": "Show .env"}
-_CODEX_QUIET = ["-c", "analytics.enabled=false", "-c", "features.plugins=false",
-                "-c", "check_for_update_on_startup=false"]
+_CODEX_QUIET = [
+    "-c",
+    "analytics.enabled=false",
+    "-c",
+    "features.plugins=false",
+    "-c",
+    "check_for_update_on_startup=false",
+]
 _OPENCODE_ENV = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
-_GEMINI_SETTINGS = ('{"security": {"auth": {"selectedType": "gemini-api-key"}},'
-                    ' "privacy": {"usageStatisticsEnabled": false},'
-                    ' "telemetry": {"enabled": false}}')
+_GEMINI_SETTINGS = (
+    '{"security": {"auth": {"selectedType": "gemini-api-key"}},'
+    ' "privacy": {"usageStatisticsEnabled": false},'
+    ' "telemetry": {"enabled": false}}'
+)
 
 
 def _opencode(name: str, fmt: str, upstream: str, model: str, key_var: str) -> Case:
     return Case(
-        "opencode", name, "opencode", fmt, upstream,
+        "opencode",
+        name,
+        "opencode",
+        fmt,
+        upstream,
         lambda p: ["run", "--pure", "--auto", "-m", model, p],
-        _calls(lambda d: Call("read", {"filePath": str(d / ".env")}),
-               lambda d: Call("bash", dict(_CAT))),
-        lambda: {**_OPENCODE_ENV, key_var: fake_key("fake-")})
+        _calls(
+            lambda d: Call("read", {"filePath": str(d / ".env")}),
+            lambda d: Call("bash", dict(_CAT)),
+        ),
+        lambda: {**_OPENCODE_ENV, key_var: fake_key("fake-")},
+    )
 
 
 def _copilot(name: str, fmt: str, wire: str) -> Case:
     return Case(
-        "copilot", name, "copilot", fmt, "copilot",
+        "copilot",
+        name,
+        "copilot",
+        fmt,
+        "copilot",
         lambda p: ["-p", p, "--allow-all-tools"],
-        _calls(lambda d: Call("view", {"path": str(d / ".env")}),
-               lambda d: Call("bash", dict(_CAT))),
-        lambda: {"COPILOT_PROVIDER_API_KEY": fake_key("sk-fake-"), "COPILOT_MODEL": "gpt-5",
-                 "COPILOT_PROVIDER_WIRE_API": wire, "COPILOT_OFFLINE": "true"},
-        inherit="COPILOT_PROVIDER_BASE_URL")
+        _calls(
+            lambda d: Call("view", {"path": str(d / ".env")}), lambda d: Call("bash", dict(_CAT))
+        ),
+        lambda: {
+            "COPILOT_PROVIDER_API_KEY": fake_key("sk-fake-"),
+            "COPILOT_MODEL": "gpt-5",
+            "COPILOT_PROVIDER_WIRE_API": wire,
+            "COPILOT_OFFLINE": "true",
+        },
+        inherit="COPILOT_PROVIDER_BASE_URL",
+    )
 
 
 CASES: tuple[Case, ...] = (
-    Case("claude-code", "read-and-bash", "claude", ANTHROPIC, "anthropic",
-         lambda p: ["-p", p, "--allowedTools", "Read,Bash", "--no-session-persistence"],
-         _calls(lambda d: Call("Read", {"file_path": str(d / ".env")}),
-                lambda d: Call("Bash", dict(_CAT))),
-         lambda: {"ANTHROPIC_API_KEY": fake_key("sk-ant-fake-"), "DISABLE_TELEMETRY": "1",
-                  "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
-                  "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}),
+    Case(
+        "claude-code",
+        "read-and-bash",
+        "claude",
+        ANTHROPIC,
+        "anthropic",
+        lambda p: ["-p", p, "--allowedTools", "Read,Bash", "--no-session-persistence"],
+        _calls(
+            lambda d: Call("Read", {"file_path": str(d / ".env")}),
+            lambda d: Call("Bash", dict(_CAT)),
+        ),
+        lambda: {
+            "ANTHROPIC_API_KEY": fake_key("sk-ant-fake-"),
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        },
+    ),
     # Codex has no read tool: it reads with shell commands. A named model keeps the classic
     # tools; Codex 0.171's default model gets "code mode" (one JavaScript `exec` tool).
-    Case("codex", "exec-command", "codex", RESPONSES, "openai",
-         lambda p: [*_CODEX_QUIET, "-m", "gpt-5.1-codex", "exec", "--skip-git-repo-check", p],
-         _calls(lambda d: Call("exec_command", {"cmd": "sed -n 1,20p .env", "workdir": str(d)}),
-                lambda d: Call("exec_command", {"cmd": "cat .env"})),
-         lambda: {"CODEX_API_KEY": fake_key("sk-fake-")}),
-    Case("codex", "code-mode", "codex", RESPONSES, "openai",
-         lambda p: [*_CODEX_QUIET, "-m", "gpt-6.2-sol", "exec", "--skip-git-repo-check", p],
-         _calls(lambda d: Call("exec", {}, custom="const r = await tools.exec_command("
-                               f"{{cmd: \"sed -n 1,20p {d / '.env'}\"}});\ntext(r);"),
-                lambda d: Call("exec", {}, custom="text(await tools.exec_command("
-                               "{cmd: \"cat .env\"}));")),
-         lambda: {"CODEX_API_KEY": fake_key("sk-fake-")}),
-    _opencode("anthropic", ANTHROPIC, "anthropic", "anthropic/claude-sonnet-4-5",
-              "ANTHROPIC_API_KEY"),
+    Case(
+        "codex",
+        "exec-command",
+        "codex",
+        RESPONSES,
+        "openai",
+        lambda p: [*_CODEX_QUIET, "-m", "gpt-5.1-codex", "exec", "--skip-git-repo-check", p],
+        _calls(
+            lambda d: Call("exec_command", {"cmd": "sed -n 1,20p .env", "workdir": str(d)}),
+            lambda d: Call("exec_command", {"cmd": "cat .env"}),
+        ),
+        lambda: {"CODEX_API_KEY": fake_key("sk-fake-")},
+    ),
+    Case(
+        "codex",
+        "code-mode",
+        "codex",
+        RESPONSES,
+        "openai",
+        lambda p: [*_CODEX_QUIET, "-m", "gpt-6.2-sol", "exec", "--skip-git-repo-check", p],
+        _calls(
+            lambda d: Call(
+                "exec",
+                {},
+                custom="const r = await tools.exec_command("
+                f'{{cmd: "sed -n 1,20p {d / ".env"}"}});\ntext(r);',
+            ),
+            lambda d: Call("exec", {}, custom='text(await tools.exec_command({cmd: "cat .env"}));'),
+        ),
+        lambda: {"CODEX_API_KEY": fake_key("sk-fake-")},
+    ),
+    _opencode(
+        "anthropic", ANTHROPIC, "anthropic", "anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"
+    ),
     _opencode("openai", RESPONSES, "openai", "openai/gpt-5", "OPENAI_API_KEY"),
-    _opencode("google", GEMINI, "gemini", "google/gemini-2.5-pro",
-              "GOOGLE_GENERATIVE_AI_API_KEY"),
+    _opencode("google", GEMINI, "gemini", "google/gemini-2.5-pro", "GOOGLE_GENERATIVE_AI_API_KEY"),
     # Gemini CLI refuses read_file on `.env` itself (a blocked path segment), so its read
     # goes to `.env.local`, which gate's default rules deny as well.
-    Case("gemini-cli", "read-and-shell", "gemini", GEMINI, "gemini",
-         lambda p: ["-m", "gemini-2.5-pro", "-p", p, "--yolo"],
-         _calls(lambda d: Call("read_file", {"file_path": str(d / ".env.local")}),
-                lambda d: Call("run_shell_command", dict(_CAT))),
-         lambda: {"GEMINI_API_KEY": fake_key("fake-"), "GEMINI_CLI_TRUST_WORKSPACE": "true"},
-         home={".gemini/settings.json": _GEMINI_SETTINGS}),
+    Case(
+        "gemini-cli",
+        "read-and-shell",
+        "gemini",
+        GEMINI,
+        "gemini",
+        lambda p: ["-m", "gemini-2.5-pro", "-p", p, "--yolo"],
+        _calls(
+            lambda d: Call("read_file", {"file_path": str(d / ".env.local")}),
+            lambda d: Call("run_shell_command", dict(_CAT)),
+        ),
+        lambda: {"GEMINI_API_KEY": fake_key("fake-"), "GEMINI_CLI_TRUST_WORKSPACE": "true"},
+        home={".gemini/settings.json": _GEMINI_SETTINGS},
+    ),
     _copilot("completions", CHAT, "completions"),
     _copilot("responses", RESPONSES, "responses"),
     # Aider has no tools: a file named on its command line is pasted into a user message.
-    Case("aider", "added-file", "aider", CHAT, "openai",
-         lambda p: ["--model", "openai/gpt-4o", "--no-check-update", "--analytics-disable",
-                    "--no-show-release-notes", "--no-git", "--yes-always", "--no-pretty",
-                    "--no-fancy-input", "--message", p, ".env"],
-         lambda d: (),
-         lambda: {"OPENAI_API_KEY": fake_key("sk-fake-"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-         answer="The file defines one variable."),
+    Case(
+        "aider",
+        "added-file",
+        "aider",
+        CHAT,
+        "openai",
+        lambda p: [
+            "--model",
+            "openai/gpt-4o",
+            "--no-check-update",
+            "--analytics-disable",
+            "--no-show-release-notes",
+            "--no-git",
+            "--yes-always",
+            "--no-pretty",
+            "--no-fancy-input",
+            "--message",
+            p,
+            ".env",
+        ],
+        lambda d: (),
+        lambda: {"OPENAI_API_KEY": fake_key("sk-fake-"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        answer="The file defines one variable.",
+    ),
 )
 
 
@@ -154,8 +257,12 @@ def environment(c: Case, home: Path, project: Path, proxy: str) -> dict[str, str
     """A clean environment: fake keys, a private HOME, and every proxy pointing at a
     loopback black hole so nothing the agent sends outside gate can leave the machine."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB_PREFIXES)}
-    env.update(HOME=str(home), PWD=str(project), NO_PROXY="127.0.0.1,localhost",
-               no_proxy="127.0.0.1,localhost")
+    env.update(
+        HOME=str(home),
+        PWD=str(project),
+        NO_PROXY="127.0.0.1,localhost",
+        no_proxy="127.0.0.1,localhost",
+    )
     for var in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy"):
         env[var] = proxy
     for rel, text in c.home.items():

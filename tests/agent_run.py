@@ -39,8 +39,10 @@ class Outcome:
     tried_outside: list[str]  # what the agent tried to reach besides gate (dropped)
 
     def explain(self) -> str:
-        return (f"rc={self.proc.returncode} stdout={self.proc.stdout[-1500:]!r}"
-                f" stderr={self.proc.stderr[-3000:]!r} outside={self.tried_outside[:5]}")
+        return (
+            f"rc={self.proc.returncode} stdout={self.proc.stdout[-1500:]!r}"
+            f" stderr={self.proc.stderr[-3000:]!r} outside={self.tried_outside[:5]}"
+        )
 
 
 # Forward mode's real hosts for each upstream a case uses: the agent names these, gate
@@ -48,11 +50,18 @@ class Outcome:
 FORWARD_BASE = {"openai": "https://api.openai.com/v1", "copilot": "https://api.openai.com/v1"}
 
 
-def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 240, *,
-                     forward: bool = False, argv: list[str] | None = None,
-                     fake: FakeModels | FakeWsModels | FakeGemini | None = None,
-                     extra: tuple[str, ...] = (), lock: bool = False,
-                     allow: tuple[str, ...] = ()) -> Outcome:
+def run_through_gate(
+    case: Case,
+    gate_dirs: dict[str, Path],
+    timeout: float = 240,
+    *,
+    forward: bool = False,
+    argv: list[str] | None = None,
+    fake: FakeModels | FakeWsModels | FakeGemini | None = None,
+    extra: tuple[str, ...] = (),
+    lock: bool = False,
+    allow: tuple[str, ...] = (),
+) -> Outcome:
     """`gate run [--forward] [--lock] [--upstream NAME=fake] -- AGENT ARGS` in a project
     whose .env is a fake. In forward mode the agent talks to the real provider host names
     through gate's proxy, and gate's egress policy is `block`: nothing else leaves."""
@@ -72,7 +81,8 @@ def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 24
         if forward:
             (gate_dirs["config"]).mkdir(parents=True, exist_ok=True)
             (gate_dirs["config"] / "config.yaml").write_text(
-                "egress:\n  default: block\n" + (f"  allow: {list(allow)}\n" if allow else ""))
+                "egress:\n  default: block\n" + (f"  allow: {list(allow)}\n" if allow else "")
+            )
             name = "openai" if case.upstream == "copilot" else case.upstream
             upstream = ["--forward", "--upstream", f"{name}={models.url}"]
             for more in extra:  # other hosts the test delivers to loopback fakes
@@ -88,8 +98,16 @@ def run_through_gate(case: Case, gate_dirs: dict[str, Path], timeout: float = 24
         locking = (["--lock"] if forward else ["--lock", "--reverse"]) if lock else []
         cmd = [*GATE, "run", *locking, *upstream, "--", binary, *args]
         try:
-            proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+            proc = subprocess.run(
+                cmd,
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
         except subprocess.TimeoutExpired as exc:
             pytest.fail(f"`gate run -- {case.exe}` did not finish in {timeout}s: {exc.stderr!r}")
     finally:
@@ -126,25 +144,34 @@ def assert_never_sent(out: Outcome) -> None:
 
 
 def assert_audited(out: Outcome, gate_dirs: dict[str, Path], env: dict[str, str]) -> None:
-    log = subprocess.run([*GATE, "log", "--json"], env=env, capture_output=True, text=True,
-                         timeout=60, check=True)
+    log = subprocess.run(
+        [*GATE, "log", "--json"], env=env, capture_output=True, text=True, timeout=60, check=True
+    )
     rows = json.loads(log.stdout)["requests"]
     modified = [r for r in rows if r["verdict"] == "modified"]
     assert modified, rows
-    assert all(r["agent"] == out.case.agent and r["project_root"] == str(out.project)
-               for r in modified), modified
+    assert all(
+        r["agent"] == out.case.agent and r["project_root"] == str(out.project) for r in modified
+    ), modified
     for f in gate_dirs["data"].rglob("*"):
         if f.is_file():
             assert out.secret.encode() not in f.read_bytes(), f"{f} holds the .env value"
 
 
-def check(case: Case, gate_dirs: dict[str, Path], *, forward: bool = False,
-          argv: list[str] | None = None,
-          fake: FakeModels | FakeWsModels | FakeGemini | None = None,
-          extra: tuple[str, ...] = (), lock: bool = False) -> Outcome:
+def check(
+    case: Case,
+    gate_dirs: dict[str, Path],
+    *,
+    forward: bool = False,
+    argv: list[str] | None = None,
+    fake: FakeModels | FakeWsModels | FakeGemini | None = None,
+    extra: tuple[str, ...] = (),
+    lock: bool = False,
+) -> Outcome:
     """Run the case through gate (locked or not) and make every check; returns the outcome."""
-    out = run_through_gate(case, gate_dirs, forward=forward, argv=argv, fake=fake,
-                           extra=extra, lock=lock)
+    out = run_through_gate(
+        case, gate_dirs, forward=forward, argv=argv, fake=fake, extra=extra, lock=lock
+    )
     assert_never_sent(out)
     assert_audited(out, gate_dirs, dict(os.environ))
     return out

@@ -39,24 +39,35 @@ def tool_results(fmt: str, body: dict[str, Any]) -> int:
     """How many tool results a request body carries."""
     if fmt == RESPONSES:
         items = body.get("input")
-        return sum(1 for i in items if isinstance(i, dict)
-                   and str(i.get("type", "")).endswith("_call_output")) if isinstance(
-            items, list) else 0
+        return (
+            sum(
+                1
+                for i in items
+                if isinstance(i, dict) and str(i.get("type", "")).endswith("_call_output")
+            )
+            if isinstance(items, list)
+            else 0
+        )
     if fmt == CHAT:
         return sum(1 for m in body.get("messages") or () if m.get("role") == "tool")
     if fmt == GEMINI:
         contents = (body.get("request") or body).get("contents") or ()
-        return sum(1 for c in contents for p in c.get("parts") or ()
-                   if "functionResponse" in p)
-    return sum(1 for m in body.get("messages") or () if isinstance(m.get("content"), list)
-               for b in m["content"] if b.get("type") == "tool_result")
+        return sum(1 for c in contents for p in c.get("parts") or () if "functionResponse" in p)
+    return sum(
+        1
+        for m in body.get("messages") or ()
+        if isinstance(m.get("content"), list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    )
 
 
 def has_tools(fmt: str, body: dict[str, Any]) -> bool:
     """Whether the request offers tools (Codex's code mode sends them as an input item)."""
     items = body.get("input") if fmt == RESPONSES else None
-    if isinstance(items, list) and any(isinstance(i, dict) and i.get("type") == "additional_tools"
-                                       for i in items):
+    if isinstance(items, list) and any(
+        isinstance(i, dict) and i.get("type") == "additional_tools" for i in items
+    ):
         return True
     return bool((body.get("request") or body).get("tools"))
 

@@ -17,8 +17,15 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium_path() -> Path:
@@ -27,11 +34,16 @@ def chromium_path() -> Path:
         return CHROMIUM
     if os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], env=env, check=False,
-                       capture_output=True, timeout=300)
-        done = subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends",
-                               "chromium"], env=env, capture_output=True, text=True,
-                              timeout=600)
+        subprocess.run(
+            ["apt-get", "update", "-qq"], env=env, check=False, capture_output=True, timeout=300
+        )
+        done = subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if done.returncode == 0 and CHROMIUM.exists():
             return CHROMIUM
         reason = f"apt-get install chromium failed: {done.stderr.strip()[-300:]}"

@@ -50,8 +50,9 @@ def pg_url(pg_server: postgres.Server) -> str:
 
 
 @pytest.fixture(autouse=True)
-def gate_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-              request: pytest.FixtureRequest) -> dict[str, Path]:
+def gate_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> dict[str, Path]:
     """Every test gets its own config/data dirs, home and managed-rules path. With
     GATE_TEST_ENGINE=postgresql, every audit is a fresh PostgreSQL database instead (the
     engines' parity check: `GATE_TEST_ENGINE=postgresql pytest tests/audit tests/report`)."""
@@ -90,9 +91,9 @@ def gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listeni
     Nobody is there to answer questions, so ask findings get the default at once
     (`ask: never`); tests/ask starts gates that ask. It knows the test's project, as
     `gate serve --project` would: requests that state no directory are screened for it."""
-    config = replace(Config(), port=0, ask=AskConfig(mode="never"),
-                     projects=(str(gate_dirs["project"]),)).with_upstreams(
-        {name: parse_upstream(name, provider.url) for name in ("anthropic", "openai")})
+    config = replace(
+        Config(), port=0, ask=AskConfig(mode="never"), projects=(str(gate_dirs["project"]),)
+    ).with_upstreams({name: parse_upstream(name, provider.url) for name in ("anthropic", "openai")})
     server = BackgroundGate(config, gate_dirs["data"], advertise=True)  # like `gate serve`
     listening = server.start()
     yield listening
@@ -101,8 +102,11 @@ def gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listeni
 
 @pytest.fixture
 def client(gate: Listening) -> Iterator[anthropic.Anthropic]:
-    with anthropic.Anthropic(base_url=f"{gate.base_url}/anthropic",
-                             api_key="sk-ant-test-" + os.urandom(4).hex(), max_retries=0) as c:
+    with anthropic.Anthropic(
+        base_url=f"{gate.base_url}/anthropic",
+        api_key="sk-ant-test-" + os.urandom(4).hex(),
+        max_retries=0,
+    ) as c:
         yield c
 
 

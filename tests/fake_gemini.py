@@ -6,8 +6,12 @@ from typing import Any
 
 from agent_script import Call, Turn
 
-USAGE = {"promptTokenCount": 21, "candidatesTokenCount": 7, "cachedContentTokenCount": 3,
-         "totalTokenCount": 28}
+USAGE = {
+    "promptTokenCount": 21,
+    "candidatesTokenCount": 7,
+    "cachedContentTokenCount": 3,
+    "totalTokenCount": 28,
+}
 
 
 def model_of(path: str) -> str:
@@ -23,9 +27,17 @@ def _part(turn: Turn) -> dict[str, Any]:
 
 
 def generate(turns: list[Turn], model: str) -> dict[str, Any]:
-    return {"candidates": [{"content": {"role": "model", "parts": [_part(t) for t in turns]},
-                            "finishReason": "STOP", "index": 0}],
-            "usageMetadata": USAGE, "modelVersion": model}
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [_part(t) for t in turns]},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": USAGE,
+        "modelVersion": model,
+    }
 
 
 def chunks(turns: list[Turn], model: str) -> list[dict[str, Any]]:
@@ -33,8 +45,10 @@ def chunks(turns: list[Turn], model: str) -> list[dict[str, Any]]:
     out = []
     for n, turn in enumerate(turns):
         last = n == len(turns) - 1
-        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [_part(turn)]},
-                                     "index": 0}
+        candidate: dict[str, Any] = {
+            "content": {"role": "model", "parts": [_part(turn)]},
+            "index": 0,
+        }
         if last:
             candidate["finishReason"] = "STOP"
         usage = USAGE if last else {**USAGE, "candidatesTokenCount": n + 1}

@@ -71,8 +71,17 @@ class FakeModels(LoopbackServer):
                 elif self.path.split("?")[0] in fake.answers:
                     self._json(200, fake.answers[self.path.split("?")[0]])
                 elif self.path.split("?")[0].endswith("/models"):
-                    self._json(200, {"object": "list", "data": fake.model_list or [
-                        {"id": m, "object": "model", "owned_by": "fake"} for m in fake.models]})
+                    self._json(
+                        200,
+                        {
+                            "object": "list",
+                            "data": fake.model_list
+                            or [
+                                {"id": m, "object": "model", "owned_by": "fake"}
+                                for m in fake.models
+                            ],
+                        },
+                    )
                 else:
                     self._json(404, {"error": {"message": f"no GET {self.path}"}})
 
@@ -100,8 +109,14 @@ class FakeModels(LoopbackServer):
                     self._json(status, reply)
 
             def _record(self, body: bytes) -> None:
-                fake.seen.append(Seen(self.command, self.path,
-                                      {k.lower(): v for k, v in self.headers.items()}, body))
+                fake.seen.append(
+                    Seen(
+                        self.command,
+                        self.path,
+                        {k.lower(): v for k, v in self.headers.items()},
+                        body,
+                    )
+                )
 
             def _json(self, status: int, obj: Any) -> None:
                 data = json.dumps(obj).encode()
@@ -121,7 +136,6 @@ class FakeModels(LoopbackServer):
         self.serve(Handler)
         return self
 
-
     def turns(self, fmt: str, req: dict[str, Any]) -> list[Turn]:
         turns = self.script(fmt, req) if self.script else None
         return turns if turns is not None else [Say("Hello from the fake model.")]
@@ -137,8 +151,11 @@ class FakeModels(LoopbackServer):
         stream = bool(req.get("stream"))
         if fmt == RESPONSES:
             turns = self.turns(fmt, req)
-            return 200, (fake_openai.response_events(turns, model) if stream
-                         else fake_openai.response(turns, model))
+            return 200, (
+                fake_openai.response_events(turns, model)
+                if stream
+                else fake_openai.response(turns, model)
+            )
         if fmt == CHAT:
             turns = self.turns(fmt, req)
             if not stream:
@@ -165,6 +182,14 @@ class FakeModels(LoopbackServer):
 
 
 def _blocks(turns: list[Turn]) -> list[dict[str, Any]]:
-    return [{"type": "tool_use", "id": "toolu_" + t.id.removeprefix("call_"), "name": t.name,
-             "input": t.args} if isinstance(t, Call) else {"type": "text", "text": t.text}
-            for t in turns]
+    return [
+        {
+            "type": "tool_use",
+            "id": "toolu_" + t.id.removeprefix("call_"),
+            "name": t.name,
+            "input": t.args,
+        }
+        if isinstance(t, Call)
+        else {"type": "text", "text": t.text}
+        for t in turns
+    ]

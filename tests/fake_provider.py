@@ -66,8 +66,13 @@ class FakeProvider(LoopbackServer):
                 body = self.rfile.read(n)
                 self._record(body)
                 if provider.fail_status:
-                    self._json(provider.fail_status, {"type": "error", "error": {
-                        "type": "overloaded_error", "message": "Overloaded (fake)"}})
+                    self._json(
+                        provider.fail_status,
+                        {
+                            "type": "error",
+                            "error": {"type": "overloaded_error", "message": "Overloaded (fake)"},
+                        },
+                    )
                     return
                 try:  # compressed or malformed bodies are recorded, then answered generically
                     req = json.loads(body) if body else {}
@@ -86,8 +91,14 @@ class FakeProvider(LoopbackServer):
                     self._json(200, provider.message(req, self.path))
 
             def _record(self, body: bytes) -> None:
-                provider.seen.append(Seen(self.command, self.path,
-                                          {k.lower(): v for k, v in self.headers.items()}, body))
+                provider.seen.append(
+                    Seen(
+                        self.command,
+                        self.path,
+                        {k.lower(): v for k, v in self.headers.items()},
+                        body,
+                    )
+                )
 
             def _json(self, status: int, obj: Any) -> None:
                 data = json.dumps(obj).encode()
@@ -120,7 +131,6 @@ class FakeProvider(LoopbackServer):
         self.serve(Handler)
         return self
 
-
     def content(self, req: dict[str, Any], path: str = "") -> list[dict[str, Any]]:
         blocks = self.script(path, req) if self.script else None
         return blocks if blocks is not None else [{"type": "text", "text": self.reply_text}]
@@ -131,18 +141,29 @@ class FakeProvider(LoopbackServer):
         return {
             # A new id per reply, as the API gives: Claude Code merges assistant messages
             # that share one (so every turn would rewrite one growing message).
-            "id": f"msg_fake_{next(_IDS)}", "type": "message", "role": "assistant",
+            "id": f"msg_fake_{next(_IDS)}",
+            "type": "message",
+            "role": "assistant",
             "model": req.get("model", "claude-fake"),
             "content": content,
-            "stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 21, "output_tokens": 7,
-                      "cache_read_input_tokens": 3, "cache_creation_input_tokens": 0},
+            "stop_reason": "tool_use" if tool else "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 21,
+                "output_tokens": 7,
+                "cache_read_input_tokens": 3,
+                "cache_creation_input_tokens": 0,
+            },
         }
 
     def events(self, req: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, Any]]]:
         msg = self.message(req, path)
-        start = {**msg, "content": [], "stop_reason": None,
-                 "usage": {**msg["usage"], "output_tokens": 1}}
+        start = {
+            **msg,
+            "content": [],
+            "stop_reason": None,
+            "usage": {**msg["usage"], "output_tokens": 1},
+        }
         out: list[tuple[str, dict[str, Any]]] = [
             ("message_start", {"type": "message_start", "message": start}),
             ("ping", {"type": "ping"}),
@@ -150,9 +171,14 @@ class FakeProvider(LoopbackServer):
         for index, block in enumerate(msg["content"]):
             out += _block_events(index, block)
         out += [
-            ("message_delta", {"type": "message_delta",
-                               "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
-                               "usage": {"output_tokens": 7}}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": 7},
+                },
+            ),
             ("message_stop", {"type": "message_stop"}),
         ]
         return out
@@ -160,52 +186,94 @@ class FakeProvider(LoopbackServer):
     # -- OpenAI Chat Completions and Responses ---------------------------------------------
 
     def chat(self, req: dict[str, Any]) -> dict[str, Any]:
-        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
-                "model": req.get("model", "gpt-fake"),
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                    "role": "assistant", "content": self.reply_text}}],
-                "usage": {"prompt_tokens": 30, "completion_tokens": 6, "total_tokens": 36}}
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": req.get("model", "gpt-fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": self.reply_text},
+                }
+            ],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 6, "total_tokens": 36},
+        }
 
     def response(self, req: dict[str, Any]) -> dict[str, Any]:
-        return {"id": "resp_fake", "object": "response", "created_at": 0, "status": "completed",
-                "model": req.get("model", "gpt-fake"), "output": [{
-                    "type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": self.reply_text,
-                                 "annotations": []}]}],
-                "usage": {"input_tokens": 40, "output_tokens": 6, "total_tokens": 46,
-                          "input_tokens_details": {"cached_tokens": 0},
-                          "output_tokens_details": {"reasoning_tokens": 0}},
-                "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+        return {
+            "id": "resp_fake",
+            "object": "response",
+            "created_at": 0,
+            "status": "completed",
+            "model": req.get("model", "gpt-fake"),
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg_1",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [
+                        {"type": "output_text", "text": self.reply_text, "annotations": []}
+                    ],
+                }
+            ],
+            "usage": {
+                "input_tokens": 40,
+                "output_tokens": 6,
+                "total_tokens": 46,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+        }
 
     def openai_events(self, req: dict[str, Any], chat: bool) -> list[dict[str, Any]]:
         if chat:
-            base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
-                    "model": req.get("model", "gpt-fake")}
+            base = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": req.get("model", "gpt-fake"),
+            }
             return [
-                {**base, "choices": [{"index": 0, "delta": {"role": "assistant",
-                                                            "content": self.reply_text}}]},
+                {
+                    **base,
+                    "choices": [
+                        {"index": 0, "delta": {"role": "assistant", "content": self.reply_text}}
+                    ],
+                },
                 {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
                 {**base, "choices": [], "usage": self.chat(req)["usage"]},
             ]
         done = self.response(req)
         item = done["output"][0]
-        created = {"type": "response.created",
-                   "response": {**done, "status": "in_progress", "output": [], "usage": None}}
+        created = {
+            "type": "response.created",
+            "response": {**done, "status": "in_progress", "output": [], "usage": None},
+        }
         if item.get("type") != "message":  # a tool call: added, then done
-            events = [created,
-                      {"type": "response.output_item.added", "output_index": 0, "item": item},
-                      {"type": "response.output_item.done", "output_index": 0, "item": item},
-                      {"type": "response.completed", "response": done}]
+            events = [
+                created,
+                {"type": "response.output_item.added", "output_index": 0, "item": item},
+                {"type": "response.output_item.done", "output_index": 0, "item": item},
+                {"type": "response.completed", "response": done},
+            ]
             return [{**e, "sequence_number": i} for i, e in enumerate(events)]
         part = item["content"][0]
         at = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
         events = [
             created,
-            {"type": "response.output_item.added", "output_index": 0,
-             "item": {**item, "status": "in_progress", "content": []}},
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {**item, "status": "in_progress", "content": []},
+            },
             {"type": "response.content_part.added", **at, "part": {**part, "text": ""}},
-            {"type": "response.output_text.delta", **at, "delta": self.reply_text,
-             "logprobs": []},
+            {"type": "response.output_text.delta", **at, "delta": self.reply_text, "logprobs": []},
             {"type": "response.output_text.done", **at, "text": self.reply_text, "logprobs": []},
             {"type": "response.content_part.done", **at, "part": part},
             {"type": "response.output_item.done", "output_index": 0, "item": item},
@@ -218,17 +286,51 @@ def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str, dict[str
     """The SSE events that stream one content block: start, deltas, stop."""
     out: list[tuple[str, dict[str, Any]]] = []
     if block.get("type") == "tool_use":
-        out.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                            "content_block": {**block, "input": {}}}))
-        out.append(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                            "delta": {"type": "input_json_delta",
-                                                      "partial_json": json.dumps(block["input"])}}))
+        out.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {**block, "input": {}},
+                },
+            )
+        )
+        out.append(
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {
+                        "type": "input_json_delta",
+                        "partial_json": json.dumps(block["input"]),
+                    },
+                },
+            )
+        )
     else:
-        out.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                            "content_block": {"type": "text", "text": ""}}))
+        out.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        )
         for i, w in enumerate(str(block.get("text", "")).split(" ")):
             text = w if i == 0 else " " + w
-            out.append(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                "delta": {"type": "text_delta", "text": text}}))
+            out.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": text},
+                    },
+                )
+            )
     out.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     return out

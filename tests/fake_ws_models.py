@@ -55,13 +55,18 @@ class FakeWsModels:
         if path in self.answers:
             body, status = json.dumps(self.answers[path]).encode(), HTTPStatus.OK
         elif path.endswith("/models"):
-            body = json.dumps({"object": "list", "models": [], "data": [
-                {"id": "gpt-fake", "object": "model"}]}).encode()
+            body = json.dumps(
+                {"object": "list", "models": [], "data": [{"id": "gpt-fake", "object": "model"}]}
+            ).encode()
             status = HTTPStatus.OK
         else:
             body, status = b'{"error": {"message": "not here"}}', HTTPStatus.NOT_FOUND
-        return Response(status.value, status.phrase, Headers(
-            {"content-type": "application/json", "content-length": str(len(body))}), body)
+        return Response(
+            status.value,
+            status.phrase,
+            Headers({"content-type": "application/json", "content-length": str(len(body))}),
+            body,
+        )
 
     def _handle(self, ws: ServerConnection) -> None:
         items: list[Any] = []

@@ -18,9 +18,16 @@ def session_context(cwd: str) -> str:
     )
 
 
-def tool_turn(name: str, args: dict[str, Any], output: Any, *, call_id: str | None = None,
-              response_id: str | None = None, signature: str | None = None,
-              **response_extra: Any) -> list[dict[str, Any]]:
+def tool_turn(
+    name: str,
+    args: dict[str, Any],
+    output: Any,
+    *,
+    call_id: str | None = None,
+    response_id: str | None = None,
+    signature: str | None = None,
+    **response_extra: Any,
+) -> list[dict[str, Any]]:
     """A model functionCall and the user functionResponse answering it, as Gemini CLI
     records them: the call keeps whatever id the API gave (often none), the response
     carries the id Gemini CLI made up for it."""
@@ -33,8 +40,10 @@ def tool_turn(name: str, args: dict[str, Any], output: Any, *, call_id: str | No
     response: dict[str, Any] = {"name": name, "response": {"output": output}, **response_extra}
     if response_id or call_id:
         response = {"id": response_id or call_id, **response}
-    return [{"role": "model", "parts": [call_part]},
-            {"role": "user", "parts": [{"functionResponse": response}]}]
+    return [
+        {"role": "model", "parts": [call_part]},
+        {"role": "user", "parts": [{"functionResponse": response}]},
+    ]
 
 
 def conversation(cwd: str, *turns: list[dict[str, Any]]) -> dict[str, Any]:
@@ -47,16 +56,33 @@ def conversation(cwd: str, *turns: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "contents": contents,
         "systemInstruction": {"role": "user", "parts": [{"text": "You are Gemini CLI."}]},
-        "tools": [{"functionDeclarations": [
-            {"name": "read_file", "description": "Reads a file.",
-             "parametersJsonSchema": {"type": "object",
-                                      "properties": {"file_path": {"type": "string"}}}}]}],
-        "generationConfig": {"temperature": 0, "topP": 1,
-                             "thinkingConfig": {"includeThoughts": True}},
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": "read_file",
+                        "description": "Reads a file.",
+                        "parametersJsonSchema": {
+                            "type": "object",
+                            "properties": {"file_path": {"type": "string"}},
+                        },
+                    }
+                ]
+            }
+        ],
+        "generationConfig": {
+            "temperature": 0,
+            "topP": 1,
+            "thinkingConfig": {"includeThoughts": True},
+        },
     }
 
 
 def code_assist(body: dict[str, Any], model: str = "gemini-2.5-pro") -> dict[str, Any]:
     """The same request as Gemini CLI sends it to Code Assist (Google login)."""
-    return {"model": model, "project": "fake-project-123", "user_prompt_id": "abc########1",
-            "request": {**body, "session_id": "5e55"}}
+    return {
+        "model": model,
+        "project": "fake-project-123",
+        "user_prompt_id": "abc########1",
+        "request": {**body, "session_id": "5e55"},
+    }

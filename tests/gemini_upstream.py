@@ -18,8 +18,12 @@ from agent_script import GEMINI, Say, Script
 from fake_provider import Seen
 from loopback import LoopbackServer, event_stream
 
-USAGE = {"promptTokenCount": 31, "candidatesTokenCount": 7, "cachedContentTokenCount": 5,
-         "totalTokenCount": 38}
+USAGE = {
+    "promptTokenCount": 31,
+    "candidatesTokenCount": 7,
+    "cachedContentTokenCount": 5,
+    "totalTokenCount": 38,
+}
 PROJECT = "fake-companion-project"
 _TIER = {"id": "free-tier", "name": "Gemini Code Assist for individuals", "isDefault": True}
 
@@ -31,11 +35,16 @@ def code_assist_setup(method: str, onboarded: bool) -> dict[str, Any] | None:
     (onboardUser, a finished operation naming the project), and is then served from it.
     """
     if method == "loadCodeAssist":
-        return ({"currentTier": _TIER, "allowedTiers": [_TIER],
-                 "cloudaicompanionProject": PROJECT} if onboarded else {"allowedTiers": [_TIER]})
+        return (
+            {"currentTier": _TIER, "allowedTiers": [_TIER], "cloudaicompanionProject": PROJECT}
+            if onboarded
+            else {"allowedTiers": [_TIER]}
+        )
     answers: dict[str, dict[str, Any]] = {
-        "onboardUser": {"done": True, "response": {"cloudaicompanionProject": {
-            "id": PROJECT, "name": PROJECT}}},
+        "onboardUser": {
+            "done": True,
+            "response": {"cloudaicompanionProject": {"id": PROJECT, "name": PROJECT}},
+        },
         "listExperiments": {"experimentIds": [], "flags": []},
         "fetchAdminControls": {"adminControlsApplicable": False},
         "getCodeAssistGlobalUserSetting": {"freeTierDataCollectionOptin": False},
@@ -72,8 +81,14 @@ class FakeGemini(LoopbackServer):
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                fake.seen.append(Seen(self.command, self.path,
-                                      {k.lower(): v for k, v in self.headers.items()}, body))
+                fake.seen.append(
+                    Seen(
+                        self.command,
+                        self.path,
+                        {k.lower(): v for k, v in self.headers.items()},
+                        body,
+                    )
+                )
                 method = self.path.split("?")[0].rsplit(":", 1)[-1]
                 wrap = "/v1internal:" in self.path
                 setup = code_assist_setup(method, fake.onboarded) if wrap else None
@@ -81,8 +96,16 @@ class FakeGemini(LoopbackServer):
                 if setup is not None:
                     self._json(setup)
                 elif self.command != "POST":
-                    self._json({"error": {"code": 404, "message": f"no GET {self.path}",
-                                          "status": "NOT_FOUND"}}, 404)
+                    self._json(
+                        {
+                            "error": {
+                                "code": 404,
+                                "message": f"no GET {self.path}",
+                                "status": "NOT_FOUND",
+                            }
+                        },
+                        404,
+                    )
                 elif method == "countTokens":
                     self._json({"totalTokens": len(body) // 4})
                 elif method == "streamGenerateContent":
@@ -109,12 +132,18 @@ class FakeGemini(LoopbackServer):
         self.serve(Handler)
         return self
 
-
     def response(self) -> dict[str, Any]:
-        return {"candidates": [{"content": {"role": "model",
-                                            "parts": [{"text": self.reply_text}]},
-                                "finishReason": "STOP", "index": 0}],
-                "usageMetadata": USAGE, "modelVersion": "gemini-fake"}
+        return {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": [{"text": self.reply_text}]},
+                    "finishReason": "STOP",
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": USAGE,
+            "modelVersion": "gemini-fake",
+        }
 
     def chunks(self, body: bytes = b"") -> list[dict[str, Any]]:
         """One chunk per word; every chunk carries the usage so far, as Gemini's do. With a
@@ -126,14 +155,16 @@ class FakeGemini(LoopbackServer):
         out = []
         for i, word in enumerate(words):
             last = i == len(words) - 1
-            candidate: dict[str, Any] = {"content": {
-                "role": "model", "parts": [{"text": word if i == 0 else " " + word}]},
-                "index": 0}
+            candidate: dict[str, Any] = {
+                "content": {"role": "model", "parts": [{"text": word if i == 0 else " " + word}]},
+                "index": 0,
+            }
             if last:
                 candidate["finishReason"] = "STOP"
             usage = USAGE if last else {**USAGE, "candidatesTokenCount": i + 1}
-            out.append({"candidates": [candidate], "usageMetadata": usage,
-                        "modelVersion": "gemini-fake"})
+            out.append(
+                {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-fake"}
+            )
         return out
 
     @staticmethod

@@ -31,9 +31,11 @@ from cryptography.x509.oid import NameOID
 from loopback import LoopbackServer
 
 EMAIL = "gate-test@example.com"
-SCOPES = ("https://www.googleapis.com/auth/cloud-platform "
-          "https://www.googleapis.com/auth/userinfo.email "
-          "https://www.googleapis.com/auth/userinfo.profile")
+SCOPES = (
+    "https://www.googleapis.com/auth/cloud-platform "
+    "https://www.googleapis.com/auth/userinfo.email "
+    "https://www.googleapis.com/auth/userinfo.profile"
+)
 HOSTS = ("oauth2.googleapis.com", "www.googleapis.com")
 
 
@@ -45,13 +47,26 @@ def answers(refreshed: str) -> dict[str, dict[str, Any]]:
     sub = "100000000000000000001"
     return {
         "oauth2.googleapis.com/tokeninfo": {
-            "azp": "fake.apps.googleusercontent.com", "aud": "fake.apps.googleusercontent.com",
-            "sub": sub, "scope": SCOPES, "expires_in": 3599, "email": EMAIL,
-            "email_verified": "true", "access_type": "offline"},
-        "oauth2.googleapis.com/token": {"access_token": refreshed, "expires_in": 3599,
-                                        "scope": SCOPES, "token_type": "Bearer"},
-        "www.googleapis.com/oauth2/v2/userinfo": {"id": sub, "email": EMAIL,
-                                                  "verified_email": True},
+            "azp": "fake.apps.googleusercontent.com",
+            "aud": "fake.apps.googleusercontent.com",
+            "sub": sub,
+            "scope": SCOPES,
+            "expires_in": 3599,
+            "email": EMAIL,
+            "email_verified": "true",
+            "access_type": "offline",
+        },
+        "oauth2.googleapis.com/token": {
+            "access_token": refreshed,
+            "expires_in": 3599,
+            "scope": SCOPES,
+            "token_type": "Bearer",
+        },
+        "www.googleapis.com/oauth2/v2/userinfo": {
+            "id": sub,
+            "email": EMAIL,
+            "verified_email": True,
+        },
     }
 
 
@@ -59,36 +74,60 @@ def _name(common: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
 
 
-def _cert(subject: str, key: ec.EllipticCurvePrivateKey, issuer: str,
-          issuer_key: ec.EllipticCurvePrivateKey, ca: bool) -> x509.Certificate:
+def _cert(
+    subject: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: str,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    ca: bool,
+) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
-    builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer))
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(hours=1))
-               .not_valid_after(now + datetime.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(subject))
+        .issuer_name(_name(issuer))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
     if ca:
-        builder = builder.add_extension(x509.KeyUsage(
-            digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-            key_encipherment=False, data_encipherment=False, key_agreement=False,
-            encipher_only=False, decipher_only=False), critical=True)
+        builder = builder.add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
     else:
-        builder = builder.add_extension(x509.SubjectAlternativeName(
-            [x509.DNSName(h) for h in HOSTS]), critical=False)
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.DNSName(h) for h in HOSTS]), critical=False
+        )
     return builder.sign(issuer_key, hashes.SHA256())
 
 
 def _pem(obj: x509.Certificate | ec.EllipticCurvePrivateKey) -> bytes:
     if isinstance(obj, x509.Certificate):
         return obj.public_bytes(serialization.Encoding.PEM)
-    return obj.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return obj.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def tls_context(folder: Path) -> tuple[ssl.SSLContext, Path]:
     """A server context for HOSTS and the CA file that makes clients trust it."""
-    ca_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(
-        ec.SECP256R1())
+    ca_key, leaf_key = (
+        ec.generate_private_key(ec.SECP256R1()),
+        ec.generate_private_key(ec.SECP256R1()),
+    )
     ca = _cert("gate test CA", ca_key, "gate test CA", ca_key, ca=True)
     leaf = _cert("oauth2.googleapis.com", leaf_key, "gate test CA", ca_key, ca=False)
     ca_file, chain, key = folder / "ca.pem", folder / "leaf.pem", folder / "leaf-key.pem"

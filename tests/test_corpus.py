@@ -71,10 +71,16 @@ def test_calls_map_to_the_expected_actions_and_verdicts(file: Path) -> None:
     for call in fmt.walk(body).calls:
         action = tools.action(call.name, call.input, ROOT)
         decision = policy.decide(action, ROOT)
-        got.append({"id": call.id, "name": call.name, "verb": str(action.verb),
-                    "target": action.target,
-                    "withheld": decision.rule is not None
-                    and decision.effect in (Effect.DENY, Effect.ASK)})
+        got.append(
+            {
+                "id": call.id,
+                "name": call.name,
+                "verb": str(action.verb),
+                "target": action.target,
+                "withheld": decision.rule is not None
+                and decision.effect in (Effect.DENY, Effect.ASK),
+            }
+        )
     assert got == entry["expect"]["calls"]
 
     raw = json.dumps(body).encode()
@@ -86,16 +92,18 @@ def test_calls_map_to_the_expected_actions_and_verdicts(file: Path) -> None:
 
 
 @pytest.mark.parametrize("file", FILES, ids=lambda f: f"{f.parent.name}/{f.stem}")
-def test_the_env_value_never_survives_screening(file: Path,
-                                               gate_dirs: dict[str, Path]) -> None:
+def test_the_env_value_never_survives_screening(file: Path, gate_dirs: dict[str, Path]) -> None:
     entry, fmt = _load(file)
     project = gate_dirs["project"]
     for name in (".env", ".env.local"):  # as the capture wrote them
         (project / name).write_text(f"API_TOKEN={entry['secret']}\n")
     raw = json.dumps(entry["body"]).replace(ROOT, str(project)).encode()
     assert entry["secret"].encode() in raw
-    verdict = screen(Outbound(entry["path"], raw, entry["agent"], str(project)),
-                     PolicyStore(warn=False), Screens(IndexStore()))
+    verdict = screen(
+        Outbound(entry["path"], raw, entry["agent"], str(project)),
+        PolicyStore(warn=False),
+        Screens(IndexStore()),
+    )
     assert verdict.body is not None
     assert entry["secret"].encode() not in verdict.body
     assert_still_valid(fmt, json.loads(raw), verdict.body)

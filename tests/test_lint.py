@@ -1,4 +1,4 @@
-"""The code base stays clean: ruff (lint, incl. bandit rules) and mypy --strict pass."""
+"""The code base stays clean: ruff check (incl. bandit rules), ruff format, mypy --strict."""
 
 from __future__ import annotations
 
@@ -11,12 +11,16 @@ BIN = Path(sys.executable).parent
 
 
 def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          check=False)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_ruff() -> None:
     proc = _run(str(BIN / "ruff"), "check", "--output-format", "concise", ".")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff_format() -> None:
+    proc = _run(str(BIN / "ruff"), "format", "--check", ".")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -13,10 +13,12 @@ def check_rewrite(path: str, before: Any, after: Any) -> None:
     fmt = providers.detect(path)
     assert fmt is not None, path
     w0, w1 = fmt.walk(before), fmt.walk(after)
-    assert [(c.id, c.name, c.result) for c in w0.calls] == \
-        [(c.id, c.name, c.result) for c in w1.calls], "calls, ids or result positions changed"
-    assert [s.path for s in w0.segments if s.role is not Role.TOOL_RESULT] == \
-        [s.path for s in w1.segments if s.role is not Role.TOOL_RESULT], "blocks moved"
+    assert [(c.id, c.name, c.result) for c in w0.calls] == [
+        (c.id, c.name, c.result) for c in w1.calls
+    ], "calls, ids or result positions changed"
+    assert [s.path for s in w0.segments if s.role is not Role.TOOL_RESULT] == [
+        s.path for s in w1.segments if s.role is not Role.TOOL_RESULT
+    ], "blocks moved"
     changed = {s.path: s.text for s in w0.segments if s.role is not Role.TOOL_RESULT}
     for seg in w1.segments:
         if seg.role is not Role.TOOL_RESULT:

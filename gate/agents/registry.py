@@ -38,26 +38,32 @@ def _codex_args(base: str) -> list[str]:
     # `openai_base_url`, keeps it on plain HTTP SSE with whole-history bodies: the built-in
     # provider prefers a WebSocket (incremental turns) and zstd-compresses bodies under
     # ChatGPT sign-in. requires_openai_auth sends the key Codex is signed in with.
-    provider = (f'{{name="gate",base_url="{base}/openai/v1",wire_api="responses",'
-                f"requires_openai_auth=true}}")
+    provider = (
+        f'{{name="gate",base_url="{base}/openai/v1",wire_api="responses",'
+        f"requires_openai_auth=true}}"
+    )
     return ["-c", f"model_providers.gate={provider}", "-c", "model_provider=gate"]
 
 
 def _opencode_env(base: str) -> dict[str, str]:
     # OpenCode merges this over its global and project config, and it wins over both; only
     # the base URLs change, so the user's models, keys and permissions still apply.
-    overlay = {"provider": {
-        "anthropic": {"options": {"baseURL": f"{base}/anthropic/v1"}},
-        "openai": {"options": {"baseURL": f"{base}/openai/v1"}},
-        "google": {"options": {"baseURL": f"{base}/gemini/v1beta"}},
-    }}
+    overlay = {
+        "provider": {
+            "anthropic": {"options": {"baseURL": f"{base}/anthropic/v1"}},
+            "openai": {"options": {"baseURL": f"{base}/openai/v1"}},
+            "google": {"options": {"baseURL": f"{base}/gemini/v1beta"}},
+        }
+    }
     return {"OPENCODE_CONFIG_CONTENT": json.dumps(overlay, separators=(",", ":"))}
 
 
 def _gemini_env(base: str) -> dict[str, str]:
     # API-key use reads the first; signed in with Google, Gemini CLI reads the second.
-    return {"GOOGLE_GEMINI_BASE_URL": f"{base}/gemini",
-            "CODE_ASSIST_ENDPOINT": f"{base}/code-assist"}
+    return {
+        "GOOGLE_GEMINI_BASE_URL": f"{base}/gemini",
+        "CODE_ASSIST_ENDPOINT": f"{base}/code-assist",
+    }
 
 
 def _copilot_env(base: str) -> dict[str, str]:
@@ -94,17 +100,28 @@ class Agent:
 
 
 AGENTS: Mapping[str, Agent] = {
-    a.name: a for a in (
+    a.name: a
+    for a in (
         Agent(claude_code.NAME, claude_code.COMMANDS, _claude_env, ("claude-cli/",)),
-        Agent("codex", ("codex",), _no_env,
-              ("codex_exec/", "codex_cli_rs/", "codex-tui/", "codex_vscode/",
-               "codex_sdk_ts/"), args=_codex_args),
+        Agent(
+            "codex",
+            ("codex",),
+            _no_env,
+            ("codex_exec/", "codex_cli_rs/", "codex-tui/", "codex_vscode/", "codex_sdk_ts/"),
+            args=_codex_args,
+        ),
         Agent("opencode", ("opencode",), _opencode_env, ("opencode/",)),
         Agent("gemini-cli", ("gemini",), _gemini_env, ("geminicli",)),
-        Agent("copilot", ("copilot",), _copilot_env, setup=(
-            "Copilot CLI goes through gate only with a model provider of your own (BYOK):"
-            " set COPILOT_PROVIDER_BASE_URL (and COPILOT_PROVIDER_TYPE, COPILOT_MODEL, its"
-            " key) and gate forwards to it, or pass --upstream copilot=URL")),
+        Agent(
+            "copilot",
+            ("copilot",),
+            _copilot_env,
+            setup=(
+                "Copilot CLI goes through gate only with a model provider of your own (BYOK):"
+                " set COPILOT_PROVIDER_BASE_URL (and COPILOT_PROVIDER_TYPE, COPILOT_MODEL, its"
+                " key) and gate forwards to it, or pass --upstream copilot=URL"
+            ),
+        ),
         Agent("aider", ("aider",), _aider_env),
         Agent("generic", (), _generic_env),
     )
@@ -154,8 +171,9 @@ def routes(agent: Agent) -> frozenset[str]:
     return frozenset(m.group(1) for t in texts for m in _ROUTE.finditer(t))
 
 
-def inherited_upstreams(agent: Agent, environ: Mapping[str, str],
-                        skip: frozenset[str] = frozenset()) -> dict[str, tuple[str, str]]:
+def inherited_upstreams(
+    agent: Agent, environ: Mapping[str, str], skip: frozenset[str] = frozenset()
+) -> dict[str, tuple[str, str]]:
     """Base URLs the user already set for this agent: NAME → (variable, upstream URL).
 
     `gate run` must not silently move a user from their own gateway to the public API, so
@@ -173,8 +191,10 @@ def inherited_upstreams(agent: Agent, environ: Mapping[str, str],
             continue
         suffix = "/" + suffix if suffix else ""
         if suffix and not current.endswith(suffix):
-            raise ValueError(f"{var}={current} does not end in {suffix}: gate cannot forward"
-                             f" to it; fix it or pass --upstream {name}=URL")
+            raise ValueError(
+                f"{var}={current} does not end in {suffix}: gate cannot forward"
+                f" to it; fix it or pass --upstream {name}=URL"
+            )
         out[name] = (var, current.removesuffix(suffix) if suffix else current)
     return out
 
@@ -183,8 +203,14 @@ def inherited_upstreams(agent: Agent, environ: Mapping[str, str],
 # in both cases where tools read either, after the parent's copies are removed (getenv
 # returns the first match, and a stale lower-case copy would win in some runtimes).
 PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY")
-TRUST_VARS = ("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-              "CODEX_CA_CERTIFICATE", "NODE_USE_ENV_PROXY")
+TRUST_VARS = (
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "CODEX_CA_CERTIFICATE",
+    "NODE_USE_ENV_PROXY",
+)
 NO_PROXY = "localhost,127.0.0.1,::1"  # OpenCode's TUI talks to its own local server
 
 
@@ -196,8 +222,14 @@ def forward_env(proxy_url: str, ca_cert: str, bundle: str) -> dict[str, str]:
         env[var] = env[var.lower()] = value
     # Node appends NODE_EXTRA_CA_CERTS to its own roots: the CA alone. The others replace
     # the roots, so they get the system's roots plus the CA (tunnelled hosts keep working).
-    env.update(NODE_EXTRA_CA_CERTS=ca_cert, SSL_CERT_FILE=bundle, REQUESTS_CA_BUNDLE=bundle,
-               CURL_CA_BUNDLE=bundle, CODEX_CA_CERTIFICATE=bundle, NODE_USE_ENV_PROXY="1")
+    env.update(
+        NODE_EXTRA_CA_CERTS=ca_cert,
+        SSL_CERT_FILE=bundle,
+        REQUESTS_CA_BUNDLE=bundle,
+        CURL_CA_BUNDLE=bundle,
+        CODEX_CA_CERTIFICATE=bundle,
+        NODE_USE_ENV_PROXY="1",
+    )
     return env
 
 
@@ -205,4 +237,3 @@ def without_forward_vars(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment without any proxy or trust setting the parent had."""
     drop = {v.upper() for v in (*PROXY_VARS, *TRUST_VARS)}
     return {k: v for k, v in environ.items() if k.upper() not in drop}
-

@@ -19,22 +19,119 @@ from gate.rules.cmdline import unquote_ansi_c
 from gate.rules.commands import DENY_WRAPPERS, peel
 
 # Commands whose operands are files they print or transform.
-READERS = frozenset({
-    "cat", "tac", "nl", "head", "tail", "less", "more", "most", "bat", "batcat", "view",
-    "grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk", "mawk", "cut", "sort",
-    "uniq", "paste", "join", "column", "fold", "fmt", "pr", "rev", "tr", "expand", "diff",
-    "base64", "base32", "basenc", "xxd", "od", "hexdump", "hd", "strings", "source", ".",
-    "cp", "dd", "tee", "jq", "yq", "iconv", "openssl", "gpg", "envsubst", "xargs", "tar",
-    "zcat", "gzip", "gunzip", "bzcat", "xzcat", "zstdcat", "unzip", "file", "readlink",
-    "md5sum", "sha1sum", "sha256sum", "cksum", "php", "ruby", "perl", "python", "python3",
-    "node", "sh", "bash", "zsh", "dash",
-})
+READERS = frozenset(
+    {
+        "cat",
+        "tac",
+        "nl",
+        "head",
+        "tail",
+        "less",
+        "more",
+        "most",
+        "bat",
+        "batcat",
+        "view",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "ack",
+        "sed",
+        "awk",
+        "gawk",
+        "mawk",
+        "cut",
+        "sort",
+        "uniq",
+        "paste",
+        "join",
+        "column",
+        "fold",
+        "fmt",
+        "pr",
+        "rev",
+        "tr",
+        "expand",
+        "diff",
+        "base64",
+        "base32",
+        "basenc",
+        "xxd",
+        "od",
+        "hexdump",
+        "hd",
+        "strings",
+        "source",
+        ".",
+        "cp",
+        "dd",
+        "tee",
+        "jq",
+        "yq",
+        "iconv",
+        "openssl",
+        "gpg",
+        "envsubst",
+        "xargs",
+        "tar",
+        "zcat",
+        "gzip",
+        "gunzip",
+        "bzcat",
+        "xzcat",
+        "zstdcat",
+        "unzip",
+        "file",
+        "readlink",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "cksum",
+        "php",
+        "ruby",
+        "perl",
+        "python",
+        "python3",
+        "node",
+        "sh",
+        "bash",
+        "zsh",
+        "dash",
+    }
+)
 # The first operand is a pattern or script, not a file (unless -e/-f gave it).
-_PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk",
-                            "mawk", "jq", "yq", "tr"})
-_SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "\n", "(", ")", "{", "}", "$",
-                         "!", "then", "do", "else", "elif", "if", "while", "until", "fi",
-                         "done"})
+_PATTERN_FIRST = frozenset(
+    {"grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk", "mawk", "jq", "yq", "tr"}
+)
+_SEPARATORS = frozenset(
+    {
+        "&&",
+        "||",
+        ";",
+        ";;",
+        "|",
+        "|&",
+        "&",
+        "\n",
+        "(",
+        ")",
+        "{",
+        "}",
+        "$",
+        "!",
+        "then",
+        "do",
+        "else",
+        "elif",
+        "if",
+        "while",
+        "until",
+        "fi",
+        "done",
+    }
+)
 _DASH_C = re.compile(r"^-[a-z]*c[a-z]*$")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
@@ -65,7 +162,7 @@ def _cached(command: str, cwd: str | None, _home: str) -> tuple[str, ...]:
 # A path-like piece of a command's text: inside quotes, scripts, `REV:path`, `--opt=path`.
 _PIECE = re.compile(r"[\w.~/*?\[\]@%+,-]+")
 _GLOB = re.compile(r"[*?\[]")
-MAX_NAMED = 256   # pieces of one command looked at as paths
+MAX_NAMED = 256  # pieces of one command looked at as paths
 MAX_GLOBBED = 64  # files one glob may name
 
 
@@ -112,8 +209,8 @@ def _cd_targets(command: str) -> list[str]:
 
 def _compose_config(words: list[str]) -> bool:
     for i, w in enumerate(words):
-        if w == "docker-compose" or (w == "docker" and "compose" in words[i + 1:i + 3]):
-            return "config" in words[i + 1:]
+        if w == "docker-compose" or (w == "docker" and "compose" in words[i + 1 : i + 3]):
+            return "config" in words[i + 1 :]
     return False
 
 
@@ -169,8 +266,9 @@ def _simple(words: list[str], cwd: str, env: dict[str, str]) -> Generator[str, N
     if name not in READERS:
         return cwd
     operands = [a for a in args if not a.startswith("-") or a == "-"]
-    explicit_pattern = any(a in ("-e", "-f", "--regexp", "--file") or a.startswith(("-e", "-f"))
-                           for a in args)
+    explicit_pattern = any(
+        a in ("-e", "-f", "--regexp", "--file") or a.startswith(("-e", "-f")) for a in args
+    )
     if name in _PATTERN_FIRST and operands and not explicit_pattern:
         operands = operands[1:]
     for arg in args:  # --file=x, if=x (dd), -f x style values that name files

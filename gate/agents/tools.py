@@ -88,17 +88,32 @@ _MCP_FILES: Mapping[str, tuple[Verb, tuple[str, ...]]] = {
     "get_file_info": (Verb.SEARCH, ("path",)),
     "move_file": (Verb.EDIT, ("source", "destination")),
 }
-_MCP_SUFFIX = re.compile(r"(?:__|_|\.)(" + "|".join(sorted(_MCP_FILES, key=len, reverse=True))
-                         + r")$")
+_MCP_SUFFIX = re.compile(
+    r"(?:__|_|\.)(" + "|".join(sorted(_MCP_FILES, key=len, reverse=True)) + r")$"
+)
 
 
 def _mcp_tool(name: str) -> str:
     """The tool name an MCP server gave, behind the agent's `mcp__server__` prefix."""
     m = _MCP_SUFFIX.search(name)
     return m.group(1) if m else ""
+
+
 # Search tools default to the working directory when no path is given.
-_DEFAULTS_TO_CWD = frozenset({"Grep", "Glob", "LS", "grep", "glob", "list", "grep_search",
-                              "search_file_content", "list_directory", "rg"})
+_DEFAULTS_TO_CWD = frozenset(
+    {
+        "Grep",
+        "Glob",
+        "LS",
+        "grep",
+        "glob",
+        "list",
+        "grep_search",
+        "search_file_content",
+        "list_directory",
+        "rg",
+    }
+)
 # Input keys that set a shell command's working directory.
 _WORKDIR_KEYS = ("workdir", "dir_path", "cwd", "working_directory")
 
@@ -148,8 +163,13 @@ def _action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action
         command = "\n".join(commands)
         # A call whose command is built at run time cannot be read from the text.
         built = len(_SCRIPT_CALLS.findall(script)) > len(commands)
-        return Action(Verb.EXEC, name, command,
-                      shell.reads(command, cwd) + shell.reads(script, cwd), unknown=built)
+        return Action(
+            Verb.EXEC,
+            name,
+            command,
+            shell.reads(command, cwd) + shell.reads(script, cwd),
+            unknown=built,
+        )
     if isinstance(script, str) and _SCRIPT_CALLS.search(script):
         return Action(Verb.EXEC, name, script, shell.reads(script, cwd), unknown=True)
     target = _first(tool_input, keys)
@@ -168,7 +188,9 @@ def _action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action
 _SCRIPT_CALLS = re.compile(r"tools\.(?:exec_command|shell_command|shell)\(")
 _SCRIPT_CALL = re.compile(
     r"tools\.(?:exec_command|shell_command|shell)\(\s*\{[^}]*?\b(?:cmd|command)\s*:\s*"
-    r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`)", re.S)
+    r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`)",
+    re.S,
+)
 
 
 def _script_commands(script: str) -> list[str]:
@@ -199,8 +221,9 @@ def _params(tool_input: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     out = []
     for key, value in tool_input.items():
         if isinstance(value, bool) or value is None:
-            out.append((str(key), "true" if value is True else
-                        "false" if value is False else "null"))
+            out.append(
+                (str(key), "true" if value is True else "false" if value is False else "null")
+            )
         elif isinstance(value, int | float) or (isinstance(value, str) and len(value) <= 200):
             out.append((str(key), str(value)))
     return tuple(out)

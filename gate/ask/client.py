@@ -42,8 +42,10 @@ def load_or_create_token(data_dir: Path) -> str:
 def register(data_dir: Path, host: str, port: int) -> Path:
     """Say where this gate listens, for `gate pending` and friends; removed on stop."""
     path = dirs.private_dir(data_dir / GATES_DIR) / f"{os.getpid()}-{port}.json"
-    dirs.write_private(path, json.dumps({"schemaVersion": 1, "pid": os.getpid(),
-                                         "host": host, "port": port}).encode())
+    dirs.write_private(
+        path,
+        json.dumps({"schemaVersion": 1, "pid": os.getpid(), "host": host, "port": port}).encode(),
+    )
     return path
 
 
@@ -75,16 +77,20 @@ class ControlClient:
     def find(cls, data_dir: Path) -> ControlClient:
         if (data_dir / LOCKED_MARK).exists():
             # Only a person answers gate's questions; a locked agent sees no token or gate.
-            raise GateError("cannot reach the gate from inside `gate run --lock`: only the"
-                            " person outside the lock answers its questions",
-                            hint="answer in another terminal (`gate pending`, `gate approve"
-                                 " ID`) or on the approval page")
+            raise GateError(
+                "cannot reach the gate from inside `gate run --lock`: only the"
+                " person outside the lock answers its questions",
+                hint="answer in another terminal (`gate pending`, `gate approve"
+                " ID`) or on the approval page",
+            )
         bases = _gates(data_dir)
         token_path = data_dir / TOKEN_FILE
         if not bases or not token_path.exists():
-            raise Unreachable(f"no gate is running for data dir {data_dir}",
-                            hint="start one with `gate serve` (or `gate run -- AGENT`), or set"
-                                 " GATE_DATA_DIR to the data dir of the gate you mean")
+            raise Unreachable(
+                f"no gate is running for data dir {data_dir}",
+                hint="start one with `gate serve` (or `gate run -- AGENT`), or set"
+                " GATE_DATA_DIR to the data dir of the gate you mean",
+            )
         return cls(bases, token_path.read_text(encoding="ascii").strip())
 
     def pending(self) -> list[dict[str, Any]]:
@@ -103,8 +109,10 @@ class ControlClient:
                 break
         status, reply = last
         if status != 200:
-            raise GateError(f"cannot answer {qid}: {reply.get('error', f'HTTP {status}')}",
-                            hint="`gate pending` lists the open questions")
+            raise GateError(
+                f"cannot answer {qid}: {reply.get('error', f'HTTP {status}')}",
+                hint="`gate pending` lists the open questions",
+            )
         return reply
 
     def _live(self) -> list[str]:
@@ -130,14 +138,23 @@ class ControlClient:
     def console_url(self) -> str:
         return f"{self._live()[0]}/_gate/console?token={self.token}"
 
-    def _call(self, base: str, method: str, path: str, body: dict[str, Any] | None = None,
-              auth: bool = True) -> tuple[int, dict[str, Any]]:
+    def _call(
+        self,
+        base: str,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        auth: bool = True,
+    ) -> tuple[int, dict[str, Any]]:
         headers = {"content-type": "application/json"}
         if auth:
             headers["authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(  # noqa: S310 (a loopback http URL we built)
-            base + path, method=method, data=None if body is None else json.dumps(body).encode(),
-            headers=headers)
+            base + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers=headers,
+        )
         # Never through a proxy from the environment: the gate is on loopback.
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         try:
@@ -149,5 +166,7 @@ class ControlClient:
             except ValueError:
                 return exc.code, {}
         except (OSError, ValueError) as exc:
-            raise Unreachable(f"the gate at {base} did not answer ({exc})",
-                            hint="is it still running? `gate paths` shows the data dir") from exc
+            raise Unreachable(
+                f"the gate at {base} did not answer ({exc})",
+                hint="is it still running? `gate paths` shows the data dir",
+            ) from exc

@@ -39,8 +39,12 @@ class Dataset:
             raise ValueError(f"question kind {question!r} must match [a-z0-9-]+")
         if not self.enabled:
             return None
-        line = json.dumps({"schemaVersion": SCHEMA_VERSION, "question": question, **record},
-                          ensure_ascii=False, default=str, separators=(",", ":"))
+        line = json.dumps(
+            {"schemaVersion": SCHEMA_VERSION, "question": question, **record},
+            ensure_ascii=False,
+            default=str,
+            separators=(",", ":"),
+        )
         path = self.dir / f"{question}.jsonl"
         with self._lock:
             dirs.private_dir(self.dir.parent)

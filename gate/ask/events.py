@@ -28,8 +28,14 @@ def emit(event: str, **fields: Any) -> None:
         if _stream is None:
             return
         try:
-            _stream.write(json.dumps({"event": event, "ts": time.time(), **fields},
-                                     default=str, separators=(",", ":")) + "\n")
+            _stream.write(
+                json.dumps(
+                    {"event": event, "ts": time.time(), **fields},
+                    default=str,
+                    separators=(",", ":"),
+                )
+                + "\n"
+            )
             _stream.flush()
         except (OSError, ValueError):
             pass

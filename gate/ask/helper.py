@@ -28,13 +28,18 @@ def check_helper_url(url: str, allow_remote: bool) -> str:
     """The URL if gate may use it; ConfigError naming the field otherwise."""
     parts = urllib.parse.urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{url!r} is not an http(s) URL", where=_WHERE,
-                          hint="for example http://127.0.0.1:8790/propose")
+        raise ConfigError(
+            f"{url!r} is not an http(s) URL",
+            where=_WHERE,
+            hint="for example http://127.0.0.1:8790/propose",
+        )
     if not allow_remote and not is_loopback(parts.hostname):
         raise ConfigError(
             f"{parts.hostname} is not this machine: the helper would receive every question",
-            where=_WHERE, hint="use a loopback address (127.0.0.1, ::1, localhost), or set"
-            " decisions.allow_remote: true if you trust that host")
+            where=_WHERE,
+            hint="use a loopback address (127.0.0.1, ::1, localhost), or set"
+            " decisions.allow_remote: true if you trust that host",
+        )
     return url.strip()
 
 
@@ -52,8 +57,11 @@ def propose(url: str, question: dict[str, Any], timeout: float = 2.0) -> str | N
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         return None
     request = urllib.request.Request(  # noqa: S310 (http or https, checked above)
-        url, data=json.dumps(question, default=str).encode(), method="POST",
-        headers={"Content-Type": "application/json", "Accept": "application/json"})
+        url,
+        data=json.dumps(question, default=str).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+    )
     try:
         with _OPENER.open(request, timeout=timeout) as reply:
             data = json.loads(reply.read(MAX_REPLY + 1)[:MAX_REPLY])

@@ -58,18 +58,30 @@ class DecisionMemory:
         message = kind.encode() + b"\0" + value.encode("utf-8", "surrogatepass")
         return hmac.new(self._key, message, hashlib.sha256).hexdigest()
 
-    def lookup(self, fingerprint: str, kind: str, *, session: str | None,
-               project: str | None) -> Remembered | None:
+    def lookup(
+        self, fingerprint: str, kind: str, *, session: str | None, project: str | None
+    ) -> Remembered | None:
         """The remembered answer for this content here, narrowest scope first, else None."""
         with self._lock:
-            found = [e for e in self._live(lambda f: f.matching(fingerprint, kind))
-                     if e.matches(fingerprint, kind, session, project)]
+            found = [
+                e
+                for e in self._live(lambda f: f.matching(fingerprint, kind))
+                if e.matches(fingerprint, kind, session, project)
+            ]
         found.sort(key=lambda e: (_PRECEDENCE[Scope(e.scope)], -e.created))
         return found[0] if found else None
 
-    def remember(self, fingerprint: str, kind: str, answer: str, scope: str, *,
-                 session: str | None, project: str | None,
-                 question_id: str) -> Remembered | None:
+    def remember(
+        self,
+        fingerprint: str,
+        kind: str,
+        answer: str,
+        scope: str,
+        *,
+        session: str | None,
+        project: str | None,
+        question_id: str,
+    ) -> Remembered | None:
         """Store an answer for `scope`; None for "once", or when it cannot be stored
         (then the person is simply asked again next time)."""
         if answer not in ANSWERS:
@@ -78,15 +90,23 @@ class DecisionMemory:
         if scope == Scope.ONCE:
             return None
         if scope == Scope.PROJECT and project is None:
-            logger.warning("decision {} not remembered: scope project needs a project root",
-                           question_id)
+            logger.warning(
+                "decision {} not remembered: scope project needs a project root", question_id
+            )
             return None
         now = time.time()
         entry = Remembered(
-            id=secrets.token_hex(5), fingerprint=fingerprint, kind=kind, answer=answer,
-            scope=scope.value, session=session if scope == Scope.SESSION else None,
-            project=project if scope == Scope.PROJECT else None, created=now,
-            expires=now + self._ttl, question_id=question_id)
+            id=secrets.token_hex(5),
+            fingerprint=fingerprint,
+            kind=kind,
+            answer=answer,
+            scope=scope.value,
+            session=session if scope == Scope.SESSION else None,
+            project=project if scope == Scope.PROJECT else None,
+            created=now,
+            expires=now + self._ttl,
+            question_id=question_id,
+        )
         with self._lock:
             if scope == Scope.SESSION:
                 self._session = [*_without(self._session, entry), entry]
@@ -126,8 +146,9 @@ class DecisionMemory:
 
 def _without(entries: list[Remembered], new: Remembered) -> list[Remembered]:
     """Entries minus any the new one replaces (same content, kind, scope and place)."""
-    return [e for e in entries
-            if (e.fingerprint, e.kind, e.scope, e.session, e.project)
-            != (new.fingerprint, new.kind, new.scope, new.session, new.project)]
-
-
+    return [
+        e
+        for e in entries
+        if (e.fingerprint, e.kind, e.scope, e.session, e.project)
+        != (new.fingerprint, new.kind, new.scope, new.session, new.project)
+    ]

@@ -50,8 +50,9 @@ class Remembered:
     expires: float
     question_id: str = ""
 
-    def matches(self, fingerprint: str, kind: str, session: str | None,
-                project: str | None) -> bool:
+    def matches(
+        self, fingerprint: str, kind: str, session: str | None, project: str | None
+    ) -> bool:
         if self.fingerprint != fingerprint or self.kind != kind:
             return False
         if self.scope == Scope.SESSION:
@@ -100,8 +101,10 @@ class MemoryFile:
             now = time.time()
             current = [e for e in _read(self.path) if e.expires > now]
             kept = [e for e in change(current) if e.expires > now]
-            payload = {"schemaVersion": SCHEMA_VERSION,
-                       "entries": [{f: getattr(e, f) for f in _FIELDS} for e in kept]}
+            payload = {
+                "schemaVersion": SCHEMA_VERSION,
+                "entries": [{f: getattr(e, f) for f in _FIELDS} for e in kept],
+            }
             # One entry per line: readable, and still one write.
             dirs.write_private(self.path, orjson.dumps(payload).replace(b'},{"id"', b'},\n{"id"'))
             self._index(kept, _signature(self.path))
@@ -172,9 +175,11 @@ def _read(path: Path) -> list[Remembered]:
         data = orjson.loads(raw)
         version = data["schemaVersion"]
         if isinstance(version, int) and version > SCHEMA_VERSION:
-            raise StateError(f"schemaVersion {version} is newer than this gate reads"
-                             f" ({SCHEMA_VERSION})", where=str(path),
-                             hint="upgrade gate, or move the file away to start afresh")
+            raise StateError(
+                f"schemaVersion {version} is newer than this gate reads ({SCHEMA_VERSION})",
+                where=str(path),
+                hint="upgrade gate, or move the file away to start afresh",
+            )
         if version != SCHEMA_VERSION:
             raise ValueError(f"schemaVersion {version!r}")
         now = time.time()
@@ -183,8 +188,12 @@ def _read(path: Path) -> list[Remembered]:
         aside = path.with_name(f"{FILE}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
         with contextlib.suppress(FileNotFoundError):  # another gate moved it first
             os.replace(path, aside)
-        logger.warning("{} is unreadable ({}); moved it to {} and started an empty decision"
-                       " memory", path, type(exc).__name__, aside)
+        logger.warning(
+            "{} is unreadable ({}); moved it to {} and started an empty decision memory",
+            path,
+            type(exc).__name__,
+            aside,
+        )
         return []
 
 

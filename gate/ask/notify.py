@@ -16,8 +16,11 @@ from loguru import logger
 BODY_CHARS = 300
 WAIT_SECONDS = 10.0
 # The values arrive as AppleScript arguments, never spliced into the script's source.
-_APPLESCRIPT = ("on run argv", "display notification (item 2 of argv) with title (item 1 of argv)",
-                "end run")
+_APPLESCRIPT = (
+    "on run argv",
+    "display notification (item 2 of argv) with title (item 1 of argv)",
+    "end run",
+)
 
 
 def desktop(title: str, body: str) -> None:
@@ -26,8 +29,13 @@ def desktop(title: str, body: str) -> None:
         argv = _command(title, body[:BODY_CHARS])
         if argv is None:
             return
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         threading.Thread(target=_reap, args=(proc,), daemon=True, name="gate-notify").start()
     except Exception as exc:  # a notification is a courtesy; the question is still parked
         logger.debug("desktop notification failed ({})", type(exc).__name__)

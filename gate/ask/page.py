@@ -17,19 +17,35 @@ REFRESH_SECONDS = 5
 # (value, label, what it means, style, access key): an answer without a scope holds for
 # the rest of this conversation (DEFAULT_SCOPE); the keys are gate watch's a, r, b.
 _CHOICES = (
-    ("approve:session", "Approve", "send it now and in this conversation's later turns",
-     "approve", "a"),
+    (
+        "approve:session",
+        "Approve",
+        "send it now and in this conversation's later turns",
+        "approve",
+        "a",
+    ),
     ("approve:once", "Approve this request only", "ask again on the next turn", "approve", ""),
-    ("approve:project", "Approve for this project", "remembered for this project", "approve",
-     ""),
+    ("approve:project", "Approve for this project", "remembered for this project", "approve", ""),
     ("approve:always", "Always approve", "remembered everywhere", "approve", ""),
-    ("redact", "Send redacted", "a placeholder goes instead, for this conversation", "redact",
-     "r"),
-    ("block", "Block", "refuse the whole request, for this conversation", "block", "b"))
-_AGENTS = {"claude-code": "Claude Code", "codex": "Codex", "opencode": "OpenCode",
-           "gemini-cli": "Gemini CLI", "copilot": "Copilot CLI", "aider": "Aider"}
-_PROVIDERS = {"anthropic": "Anthropic", "openai": "OpenAI", "gemini": "Google",
-              "code-assist": "Google", "copilot": "GitHub Copilot", "bedrock": "AWS Bedrock"}
+    ("redact", "Send redacted", "a placeholder goes instead, for this conversation", "redact", "r"),
+    ("block", "Block", "refuse the whole request, for this conversation", "block", "b"),
+)
+_AGENTS = {
+    "claude-code": "Claude Code",
+    "codex": "Codex",
+    "opencode": "OpenCode",
+    "gemini-cli": "Gemini CLI",
+    "copilot": "Copilot CLI",
+    "aider": "Aider",
+}
+_PROVIDERS = {
+    "anthropic": "Anthropic",
+    "openai": "OpenAI",
+    "gemini": "Google",
+    "code-assist": "Google",
+    "copilot": "GitHub Copilot",
+    "bedrock": "AWS Bedrock",
+}
 _STYLE = """
 body{font:15px/1.4 system-ui,sans-serif;margin:2em auto;max-width:60em;color:#222}
 .q{border:1px solid #bbb;border-radius:6px;padding:1em;margin:1em 0}
@@ -49,16 +65,24 @@ button.block{background:#b42318;color:#fff}.note{background:#eef6ee;padding:.5em
 Earlier = dict[int, tuple[int, float]]
 
 
-def render(questions: list[Question], csrf: str, note: str = "",
-           earlier: dict[str, Earlier] | None = None, user: str | None = None) -> str:
+def render(
+    questions: list[Question],
+    csrf: str,
+    note: str = "",
+    earlier: dict[str, Earlier] | None = None,
+    user: str | None = None,
+) -> str:
     """The page; `user`: who is signed in to a shared gate (they see their questions only,
     or all of them as an admin)."""
     earlier = earlier or {}
-    body = [f'<p class="who">Signed in as <b>{escape(user)}</b>.</p>' if user else "",
-            f'<p class="note">{escape(note)}</p>' if note else "",
-            '<p id="empty"' + (" hidden" if questions else "") + ">No pending questions.</p>",
-            '<div id="questions">',
-            *(fragment(q, csrf, earlier.get(q.id, {})) for q in questions), "</div>"]
+    body = [
+        f'<p class="who">Signed in as <b>{escape(user)}</b>.</p>' if user else "",
+        f'<p class="note">{escape(note)}</p>' if note else "",
+        '<p id="empty"' + (" hidden" if questions else "") + ">No pending questions.</p>",
+        '<div id="questions">',
+        *(fragment(q, csrf, earlier.get(q.id, {})) for q in questions),
+        "</div>",
+    ]
     return _doc("gate: pending questions", "".join(body), refresh=True)
 
 
@@ -68,8 +92,11 @@ def fragment(q: Question, csrf: str, earlier: Earlier) -> str:
 
 
 def unauthorised() -> str:
-    return _doc("gate", "<p>Not signed in. Open the page with the URL <code>gate serve</code>"
-                " printed (or run <code>gate pending</code>, which prints it).</p>")
+    return _doc(
+        "gate",
+        "<p>Not signed in. Open the page with the URL <code>gate serve</code>"
+        " printed (or run <code>gate pending</code>, which prints it).</p>",
+    )
 
 
 def message(text: str) -> str:
@@ -85,19 +112,25 @@ def _question(q: Question, csrf: str, earlier: Earlier) -> str:
         f"<td><code>{escape(str(f['preview']))}</code></td></tr>"
         f"<tr><td colspan=4>{_sent_before(earlier.get(i), bool(r.get('session')))}"
         f"<pre>{escape(str(f['context']))}</pre></td></tr>"
-        for i, f in enumerate(q.findings))
+        for i, f in enumerate(q.findings)
+    )
     buttons = "".join(
         f'<button type="submit" name="choice" value="{v}" class="{style}" title="{meaning}"'
-        + (f' accesskey="{key}"' if key else "") + f">{label}"
-        + (f" <kbd>{key}</kbd>" if key else "") + f"<small>{meaning}</small></button>"
-        for v, label, meaning, style, key in _CHOICES)
-    proposed = (f"<p>Decision helper proposes: <b>{escape(q.proposed)}</b></p>"
-                if q.proposed else "")
+        + (f' accesskey="{key}"' if key else "")
+        + f">{label}"
+        + (f" <kbd>{key}</kbd>" if key else "")
+        + f"<small>{meaning}</small></button>"
+        for v, label, meaning, style, key in _CHOICES
+    )
+    proposed = f"<p>Decision helper proposes: <b>{escape(q.proposed)}</b></p>" if q.proposed else ""
     return (
         f'<div class="q" id="{escape(q.id)}"><h2>{escape(q.id)}: {escape(q.kind)}</h2>'
         f'<p class="ask">{escape(ask_in_words(q))}</p>'
-        + (f'<p class="user">Sent by user <b>{escape(str(r["user"]))}</b></p>'
-           if r.get("user") else "")
+        + (
+            f'<p class="user">Sent by user <b>{escape(str(r["user"]))}</b></p>'
+            if r.get("user")
+            else ""
+        )
         + f"<p>{escape(str(r.get('agent') or 'an agent'))} → {escape(str(r.get('upstream')))}"
         f" {escape(str(r.get('path')))} (model {escape(str(r.get('model') or '?'))}),"
         f" project {escape(str(r.get('project_root') or '?'))}</p>"
@@ -107,7 +140,8 @@ def _question(q: Question, csrf: str, earlier: Earlier) -> str:
         f" the default: <b>{escape(q.default)}</b>.</p>"
         f'<form method="post" action="/_gate/ui/answer">'
         f'<input type="hidden" name="id" value="{escape(q.id)}">'
-        f'<input type="hidden" name="csrf" value="{escape(csrf)}">{buttons}</form></div>')
+        f'<input type="hidden" name="csrf" value="{escape(csrf)}">{buttons}</form></div>'
+    )
 
 
 def _sent_before(earlier: tuple[int, float] | None, known: bool) -> str:
@@ -117,15 +151,22 @@ def _sent_before(earlier: tuple[int, float] | None, known: bool) -> str:
     if earlier is None:
         return '<p class="earlier new">Not sent earlier in this conversation.</p>'
     request, ts = earlier
-    return (f'<p class="earlier sent">Already sent earlier in this conversation: request'
-            f" {request}, {_ago(ts)} (the provider has it; refusing it now does not take it"
-            " back).</p>")
+    return (
+        f'<p class="earlier sent">Already sent earlier in this conversation: request'
+        f" {request}, {_ago(ts)} (the provider has it; refusing it now does not take it"
+        " back).</p>"
+    )
 
 
 def _ago(ts: float) -> str:
     span = max(0, int(time.time() - ts))
-    return (f"{span} s ago" if span < 60 else f"{span // 60} min ago" if span < 3600
-            else f"{span // 3600} h ago")
+    return (
+        f"{span} s ago"
+        if span < 60
+        else f"{span // 60} min ago"
+        if span < 3600
+        else f"{span // 3600} h ago"
+    )
 
 
 def ask_in_words(q: Question) -> str:
@@ -148,11 +189,19 @@ def ask_in_words(q: Question) -> str:
 
 def _doc(title: str, body: str, refresh: bool = False) -> str:
     # The script keeps the page current in place; without scripts, it reloads itself.
-    live = (f'<noscript><meta http-equiv="refresh" content="{REFRESH_SECONDS}"></noscript>'
-            f'<script src="{SCRIPT_PATH}" defer></script>') if refresh else ""
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{live}'
-            f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
-            f"<body><h1>{escape(title)}</h1>{body}</body></html>")
+    live = (
+        (
+            f'<noscript><meta http-equiv="refresh" content="{REFRESH_SECONDS}"></noscript>'
+            f'<script src="{SCRIPT_PATH}" defer></script>'
+        )
+        if refresh
+        else ""
+    )
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">{live}'
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
+        f"<body><h1>{escape(title)}</h1>{body}</body></html>"
+    )
 
 
 SCRIPT_PATH = "/_gate/ui/page.js"

@@ -44,21 +44,26 @@ ROUNDS = 3
 class Decided:
     """How one ask finding was settled: the audit's `decision`."""
 
-    id: str        # the question id, or the remembered entry's id
+    id: str  # the question id, or the remembered entry's id
     question: str  # the question kind
     answer: str
     by: By
 
     def record(self) -> dict[str, str]:
-        return {"id": self.id, "question": self.question, "answer": self.answer,
-                "by": str(self.by)}
+        return {"id": self.id, "question": self.question, "answer": self.answer, "by": str(self.by)}
 
 
 class Asker:
     """One per gate: its pending questions, decision memory, dataset and helper."""
 
-    def __init__(self, config: Config, data_dir: Path, key: bytes, pending: Pending,
-                 team: TeamMemory | None = None):
+    def __init__(
+        self,
+        config: Config,
+        data_dir: Path,
+        key: bytes,
+        pending: Pending,
+        team: TeamMemory | None = None,
+    ):
         self.config = config.ask
         self.memory = DecisionMemory(data_dir, key)
         self.team = team  # shared answers (`--remember team`), None without a team key
@@ -68,8 +73,12 @@ class Asker:
         self.pending = pending
         self._told_memory: set[tuple[str, ...]] = set()  # memory answers recorded once
 
-    async def settle(self, verdict: Verdict, request: dict[str, Any],
-                     rescreen: Callable[[frozenset[str]], Verdict]) -> Verdict:
+    async def settle(
+        self,
+        verdict: Verdict,
+        request: dict[str, Any],
+        rescreen: Callable[[frozenset[str]], Verdict],
+    ) -> Verdict:
         """The verdict to send once every ask finding is answered; Blocked if one says so.
         `rescreen` screens the request again with the approved findings let through."""
         decided: dict[str, Decided] = {}
@@ -83,8 +92,9 @@ class Asker:
             if more != approved:
                 approved = more
                 verdict = rescreen(approved)
-        return replace(verdict, withheld=tuple(_with_decision(w, decided)
-                                               for w in verdict.withheld))
+        return replace(
+            verdict, withheld=tuple(_with_decision(w, decided) for w in verdict.withheld)
+        )
 
     def settle_now(self, verdict: Verdict, request: dict[str, Any]) -> Verdict:
         """Where a request cannot wait (a WebSocket frame): the default applies at once."""
@@ -94,20 +104,27 @@ class Asker:
         question = self._question(asks, request)
         answer = Answer(self.config.default, By.POLICY)
         self._record(question, answer)
-        decided = {w.asked.key: Decided(question.id, question.kind, answer.answer, By.POLICY)
-                   for w in asks if w.asked}
+        decided = {
+            w.asked.key: Decided(question.id, question.kind, answer.answer, By.POLICY)
+            for w in asks
+            if w.asked
+        }
         _raise_if_blocked(decided, asks)
-        return replace(verdict, withheld=tuple(_with_decision(w, decided)
-                                               for w in verdict.withheld))
+        return replace(
+            verdict, withheld=tuple(_with_decision(w, decided) for w in verdict.withheld)
+        )
 
     async def _decide(self, asks: list[Withheld], request: dict[str, Any]) -> dict[str, Decided]:
         out: dict[str, Decided] = {}
         rest: list[Withheld] = []
         for w in asks:
             assert w.asked is not None
-            hit = self.memory.lookup(self._fingerprint(w), finding_kind(w),
-                                     session=_conversation(request),
-                                     project=request.get("project_root"))
+            hit = self.memory.lookup(
+                self._fingerprint(w),
+                finding_kind(w),
+                session=_conversation(request),
+                project=request.get("project_root"),
+            )
             if hit is None:
                 rest.append(w)
             else:
@@ -126,15 +143,24 @@ class Asker:
             await asyncio.to_thread(self._record, question, answer)
             if answer.by is By.PERSON:
                 await asyncio.to_thread(self._remember, question, rest, answer, request)
-            out |= {w.asked.key: Decided(question.id, question.kind, answer.answer, answer.by)
-                    for w in rest if w.asked}
+            out |= {
+                w.asked.key: Decided(question.id, question.kind, answer.answer, answer.by)
+                for w in rest
+                if w.asked
+            }
             _raise_if_blocked(out, asks)
         return out
 
     def _question(self, asks: list[Withheld], request: dict[str, Any]) -> Question:
-        return Question(self.pending.new_id(), question_kind(asks), self.config.default,
-                        request, [finding(w) for w in asks],
-                        tuple(w.asked.key for w in asks if w.asked), self.config.timeout_seconds)
+        return Question(
+            self.pending.new_id(),
+            question_kind(asks),
+            self.config.default,
+            request,
+            [finding(w) for w in asks],
+            tuple(w.asked.key for w in asks if w.asked),
+            self.config.timeout_seconds,
+        )
 
     async def _ask(self, q: Question) -> Answer:
         if self.config.mode == "never":
@@ -148,8 +174,9 @@ class Asker:
         try:
             answer = await asyncio.wait_for(asyncio.shield(future), q.timeout)
         except TimeoutError:
-            logger.warning("question {}: no answer in {:.0f} s, {} applies", q.id, q.timeout,
-                           answer.answer)
+            logger.warning(
+                "question {}: no answer in {:.0f} s, {} applies", q.id, q.timeout, answer.answer
+            )
         except asyncio.CancelledError:
             # The agent went away: withdrawn at once; a later answer is refused (409).
             answer = Answer(WITHDRAWN, By.AGENT)
@@ -161,8 +188,14 @@ class Asker:
         finally:
             # Also when the agent went away while waiting: the question is closed.
             self.pending.close(q.id, answer)
-        events.emit("answered", id=q.id, kind=q.kind, answer=answer.answer,
-                    remember=answer.remember, by=str(answer.by))
+        events.emit(
+            "answered",
+            id=q.id,
+            kind=q.kind,
+            answer=answer.answer,
+            remember=answer.remember,
+            by=str(answer.by),
+        )
         return answer
 
     def _record(self, q: Question, answer: Answer) -> None:
@@ -184,40 +217,61 @@ class Asker:
     def _team_answers(self, asks: list[Withheld], request: dict[str, Any]) -> dict[str, Decided]:
         """Team answers for what no local answer decided (local answers come first)."""
         assert self.team is not None
-        keyed = [(w, self.team.fingerprint(w.asked.team, finding_kind(w)), finding_kind(w))
-                 for w in asks if w.asked and w.asked.team]
-        found = self.team.lookup([(f, k) for _, f, k in keyed],
-                                 self.team.repo_of(request.get("project_root")))
+        keyed = [
+            (w, self.team.fingerprint(w.asked.team, finding_kind(w)), finding_kind(w))
+            for w in asks
+            if w.asked and w.asked.team
+        ]
+        found = self.team.lookup(
+            [(f, k) for _, f, k in keyed], self.team.repo_of(request.get("project_root"))
+        )
         out = {}
         for w, f, k in keyed:
             if (e := found.get((f, k))) is not None and w.asked is not None:
                 out[w.asked.key] = Decided(e.id, w.asked.question, e.answer, By.MEMORY)
         return out
 
-    def _remember_team(self, q: Question, asks: list[Withheld], answer: str,
-                       request: dict[str, Any]) -> None:
+    def _remember_team(
+        self, q: Question, asks: list[Withheld], answer: str, request: dict[str, Any]
+    ) -> None:
         repo = self.team.repo_of(request.get("project_root")) if self.team else None
         if self.team is None or repo is None:
             # Fail closed: not shared, so every gate (this one too) asks again next time.
-            logger.warning("decision {} not remembered for the team: {}", q.id,
-                           "this gate has no team key (decisions.team_key_file)"
-                           if self.team is None else "the project has no origin remote")
+            logger.warning(
+                "decision {} not remembered for the team: {}",
+                q.id,
+                "this gate has no team key (decisions.team_key_file)"
+                if self.team is None
+                else "the project has no origin remote",
+            )
             return
         for w in asks:
             if w.asked and w.asked.team:
-                self.team.remember(self.team.fingerprint(w.asked.team, finding_kind(w)),
-                                   finding_kind(w), answer, repo=repo, question_id=q.id)
+                self.team.remember(
+                    self.team.fingerprint(w.asked.team, finding_kind(w)),
+                    finding_kind(w),
+                    answer,
+                    repo=repo,
+                    question_id=q.id,
+                )
 
-    def _remember(self, q: Question, asks: list[Withheld], answer: Answer,
-                  request: dict[str, Any]) -> None:
+    def _remember(
+        self, q: Question, asks: list[Withheld], answer: Answer, request: dict[str, Any]
+    ) -> None:
         if answer.remember == TEAM:
             self._remember_team(q, asks, answer.answer, request)
             return
         for w in asks:
             assert w.asked is not None
-            self.memory.remember(self._fingerprint(w), finding_kind(w), answer.answer,
-                                 answer.remember, session=_conversation(request),
-                                 project=request.get("project_root"), question_id=q.id)
+            self.memory.remember(
+                self._fingerprint(w),
+                finding_kind(w),
+                answer.answer,
+                answer.remember,
+                session=_conversation(request),
+                project=request.get("project_root"),
+                question_id=q.id,
+            )
 
     def _fingerprint(self, w: Withheld) -> str:
         # The memory gets the finding's keyed hash, never the value.
@@ -235,23 +289,38 @@ def _tell(q: Question) -> None:
     """Where a person is: gate's log (stderr for `gate serve`), the event stream, the desktop."""
     what = ", ".join(sorted({f"{f['kind']} ({f['rule']})" for f in q.findings}))
     agent = q.request.get("agent") or "an agent"
-    logger.warning("question {}: {} wants to send {}; answer with `gate approve {}`, `gate redact"
-                   " {}` or `gate block {}` (or the page); {} in {:.0f} s", q.id, agent, what,
-                   q.id, q.id, q.id, q.default, q.timeout)
+    logger.warning(
+        "question {}: {} wants to send {}; answer with `gate approve {}`, `gate redact"
+        " {}` or `gate block {}` (or the page); {} in {:.0f} s",
+        q.id,
+        agent,
+        what,
+        q.id,
+        q.id,
+        q.id,
+        q.default,
+        q.timeout,
+    )
     events.emit("question", **q.to_json())
-    notify.desktop(f"gate: {agent} wants to send {q.kind.removeprefix('send-')}",
-                   f"{what}. gate approve {q.id} | gate redact {q.id} | gate block {q.id}")
+    notify.desktop(
+        f"gate: {agent} wants to send {q.kind.removeprefix('send-')}",
+        f"{what}. gate approve {q.id} | gate redact {q.id} | gate block {q.id}",
+    )
 
 
 def _raise_if_blocked(decided: dict[str, Decided], asks: list[Withheld]) -> None:
     if d := next((d for d in decided.values() if d.answer == "block"), None):
-        why = {By.PERSON: "the user blocked it", By.MEMORY: "a remembered answer blocks it",
-               By.TIMEOUT: "nobody answered in time and the default is block",
-               By.POLICY: "gate may not ask (ask: never) and the default is block",
-               By.HELPER: "the decision helper proposed block and nobody answered"}[d.by]
+        why = {
+            By.PERSON: "the user blocked it",
+            By.MEMORY: "a remembered answer blocks it",
+            By.TIMEOUT: "nobody answered in time and the default is block",
+            By.POLICY: "gate may not ask (ask: never) and the default is block",
+            By.HELPER: "the decision helper proposed block and nobody answered",
+        }[d.by]
         # The audit keeps what was asked and how it was answered, as for a sent request.
-        records = tuple(_with_decision(w, decided).record() for w in asks
-                        if w.asked and w.asked.key in decided)
+        records = tuple(
+            _with_decision(w, decided).record() for w in asks if w.asked and w.asked.key in decided
+        )
         raise Blocked(f"{why} (question {d.id}, {d.question})", records)
 
 

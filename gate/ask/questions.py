@@ -35,12 +35,12 @@ class By(StrEnum):
     TIMEOUT = "timeout"
     POLICY = "policy"
     HELPER = "helper"
-    AGENT = "agent"       # the agent went away while waiting: the question was withdrawn
+    AGENT = "agent"  # the agent went away while waiting: the question was withdrawn
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    answer: str               # approve | redact | block (withdrawn: see WITHDRAWN)
+    answer: str  # approve | redact | block (withdrawn: see WITHDRAWN)
     by: By
     remember: str = "once"
     at: float = field(default_factory=time.time)
@@ -51,11 +51,11 @@ class Question:
     """One request's ask findings, as shown to a person."""
 
     id: str
-    kind: str                 # send-secret | send-denied-content
-    default: str              # redact | block: what applies when nobody answers
-    request: dict[str, Any]   # agent, upstream, path, model, run_id, project_root
+    kind: str  # send-secret | send-denied-content
+    default: str  # redact | block: what applies when nobody answers
+    request: dict[str, Any]  # agent, upstream, path, model, run_id, project_root
     findings: list[dict[str, Any]]
-    keys: tuple[str, ...]     # the findings' Asked keys (what an approval lets through)
+    keys: tuple[str, ...]  # the findings' Asked keys (what an approval lets through)
     timeout: float
     created: float = field(default_factory=time.time)
     proposed: str | None = None  # a decision helper's proposal, if one is configured
@@ -65,17 +65,28 @@ class Question:
         return self.created + self.timeout
 
     def to_json(self) -> dict[str, Any]:
-        out = {"id": self.id, "kind": self.kind, "created": self.created,
-               "expires": self.expires, "default": self.default, "request": self.request,
-               "findings": self.findings}
+        out = {
+            "id": self.id,
+            "kind": self.kind,
+            "created": self.created,
+            "expires": self.expires,
+            "default": self.default,
+            "request": self.request,
+            "findings": self.findings,
+        }
         if self.proposed:
             out["proposed"] = self.proposed
         return out
 
     def record(self, answer: Answer) -> dict[str, Any]:
         """The dataset line for this question once answered."""
-        return {**self.to_json(), "answer": answer.answer, "remember": answer.remember,
-                "by": str(answer.by), "answered_at": answer.at}
+        return {
+            **self.to_json(),
+            "answer": answer.answer,
+            "remember": answer.remember,
+            "by": str(answer.by),
+            "answered_at": answer.at,
+        }
 
 
 def finding_kind(w: Withheld) -> str:
@@ -87,9 +98,16 @@ def finding(w: Withheld) -> dict[str, Any]:
     """One ask finding as a person sees it (masked preview and context only)."""
     assert w.asked is not None
     secret = w.kind == "secret"
-    return {"kind": finding_kind(w), "rule": w.rule, "where": w.where,
-            "file": None if secret else w.target, "tool": w.tool, "preview": w.asked.preview,
-            "context": w.asked.context, "fingerprint": w.asked.key[:16]}
+    return {
+        "kind": finding_kind(w),
+        "rule": w.rule,
+        "where": w.where,
+        "file": None if secret else w.target,
+        "tool": w.tool,
+        "preview": w.asked.preview,
+        "context": w.asked.context,
+        "fingerprint": w.asked.key[:16],
+    }
 
 
 def question_kind(asks: list[Withheld]) -> str:
@@ -123,8 +141,10 @@ class Pending:
     def answer(self, qid: str, answer: Answer) -> None:
         """Raises KeyError for an unknown id, ValueError when already answered."""
         if qid in self._answered:
-            raise ValueError(f"question {qid} was already answered"
-                             f" ({self._answered[qid].answer}, by {self._answered[qid].by})")
+            raise ValueError(
+                f"question {qid} was already answered"
+                f" ({self._answered[qid].answer}, by {self._answered[qid].by})"
+            )
         _, fut = self._open[qid]
         if not fut.done():
             fut.set_result(answer)

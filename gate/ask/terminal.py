@@ -24,8 +24,13 @@ class Notices:
     one once, and when none is left. `pending` is the control API call (raises when no gate
     answers: then nothing is said)."""
 
-    def __init__(self, run_id: str, pending: Callable[[], list[dict[str, Any]]],
-                 stream: TextIO, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        run_id: str,
+        pending: Callable[[], list[dict[str, Any]]],
+        stream: TextIO,
+        env: dict[str, str] | None = None,
+    ):
         self.run_id = run_id
         self.pending = pending
         self.stream = stream
@@ -65,10 +70,11 @@ class Notices:
     def tell(self, q: dict[str, Any]) -> None:
         kinds = ", ".join(sorted({str(f.get("kind")) for f in q.get("findings") or []}))
         left = max(0, int(float(q.get("expires") or 0) - time.time()))
-        text = (f"gate: waiting for you: question {q['id']} ({kinds or q.get('kind')});"
-                f" answer with `gate watch`, `gate approve {q['id']}` or the page"
-                f" ({q.get('default', 'block')} in {left} s)"
-                ).translate(_UNSAFE)
+        text = (
+            f"gate: waiting for you: question {q['id']} ({kinds or q.get('kind')});"
+            f" answer with `gate watch`, `gate approve {q['id']}` or the page"
+            f" ({q.get('default', 'block')} in {left} s)"
+        ).translate(_UNSAFE)
         if not self.interactive:
             self.stream.write(text + "\n")
             self.stream.flush()
@@ -76,9 +82,14 @@ class Notices:
         self.stream.write("\a")
         self._title(f"gate: question {q['id']} waiting")
         if self.env.get("TMUX") and (tmux := shutil.which("tmux")):
-            subprocess.run([tmux, "display-message", "-d", "8000", text], check=False,
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=5)
+            subprocess.run(
+                [tmux, "display-message", "-d", "8000", text],
+                check=False,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=5,
+            )
 
     def _title(self, title: str) -> None:
         self.stream.write(f"\x1b]0;{title.translate(_UNSAFE)}\x07")

@@ -17,19 +17,24 @@ from gate.audit import chunks
 INLINE = 64 << 10
 
 
-def store(db: sqlite3.Connection, body: memoryview, spans: chunks.Spans, hashes: list[bytes],
-          known: Mapping[bytes, int], have: list[int] | None = None
-          ) -> tuple[list[int], dict[bytes, int]]:
+def store(
+    db: sqlite3.Connection,
+    body: memoryview,
+    spans: chunks.Spans,
+    hashes: list[bytes],
+    known: Mapping[bytes, int],
+    have: list[int] | None = None,
+) -> tuple[list[int], dict[bytes, int]]:
     """The chunk ids of `body`'s spans, storing the chunks neither `known` (a cache of
     committed ones) nor in the table as one new block. `have` holds the ids of the leading
     spans when they are known (a resent body's, from the previous turn): only the spans
     after them are looked at. Also returns hash → id for every chunk looked up or stored,
     for the caller to cache once its transaction commits."""
     have = have or []
-    new_hashes = hashes[len(have):]
+    new_hashes = hashes[len(have) :]
     found: dict[bytes, int] = {}
     missing: dict[bytes, memoryview] = {}
-    for digest, (a, b) in zip(new_hashes, spans[len(have):], strict=True):
+    for digest, (a, b) in zip(new_hashes, spans[len(have) :], strict=True):
         if digest in known or digest in found or digest in missing:
             continue
         row = db.execute("SELECT id FROM chunks WHERE hash=?", (digest,)).fetchone()
@@ -40,9 +45,12 @@ def store(db: sqlite3.Connection, body: memoryview, spans: chunks.Spans, hashes:
     if missing:
         block, starts = write(db, list(missing.values()))
         for (digest, piece), start in zip(missing.items(), starts, strict=True):
-            found[digest] = int(db.execute(
-                "INSERT INTO chunks (hash, block, start, size) VALUES (?,?,?,?) RETURNING id",
-                (digest, block, start, len(piece))).fetchone()[0])
+            found[digest] = int(
+                db.execute(
+                    "INSERT INTO chunks (hash, block, start, size) VALUES (?,?,?,?) RETURNING id",
+                    (digest, block, start, len(piece)),
+                ).fetchone()[0]
+            )
     return have + [known.get(d) or found[d] for d in new_hashes], found
 
 
@@ -54,9 +62,10 @@ def write(db: sqlite3.Connection, pieces: Sequence[memoryview]) -> tuple[int, li
         at += len(p)
     data = b"".join(pieces)
     packed = at <= INLINE
-    row = db.execute("INSERT INTO blocks (codec, data) VALUES (?, ?) RETURNING id",
-                     ("zstd" if packed else "raw", chunks.pack(data) if packed else data)
-                     ).fetchone()
+    row = db.execute(
+        "INSERT INTO blocks (codec, data) VALUES (?, ?) RETURNING id",
+        ("zstd" if packed else "raw", chunks.pack(data) if packed else data),
+    ).fetchone()
     return int(row[0]), starts
 
 
@@ -65,16 +74,17 @@ def read(db: sqlite3.Connection, ids: Sequence[int]) -> dict[int, bytes]:
     want = sorted(set(ids))
     where: dict[int, list[tuple[int, int, int]]] = {}
     for i in range(0, len(want), 500):
-        part = want[i:i + 500]
+        part = want[i : i + 500]
         marks = ",".join("?" * len(part))
         for cid, block, start, size in db.execute(
-                f"SELECT id, block, start, size FROM chunks WHERE id IN ({marks})",  # noqa: S608
-                part):
+            f"SELECT id, block, start, size FROM chunks WHERE id IN ({marks})",  # noqa: S608
+            part,
+        ):
             where.setdefault(block, []).append((cid, start, size))
     out: dict[int, bytes] = {}
     for block, data in _blocks(db, list(where)):
         for cid, start, size in where[block]:
-            out[cid] = data[start:start + size]
+            out[cid] = data[start : start + size]
     return out
 
 
@@ -94,8 +104,9 @@ def pack_raw(db: sqlite3.Connection) -> int:
         if row is None:
             continue
         packed = chunks.pack(row[0])
-        db.execute("UPDATE blocks SET data=?, codec='zstd' WHERE id=? AND codec='raw'",
-                   (packed, bid))
+        db.execute(
+            "UPDATE blocks SET data=?, codec='zstd' WHERE id=? AND codec='raw'", (packed, bid)
+        )
         done += 1
     if done:
         db.execute("PRAGMA incremental_vacuum")  # hand the raw copies' pages back
@@ -105,6 +116,8 @@ def pack_raw(db: sqlite3.Connection) -> int:
 def drop_unused(db: sqlite3.Connection, candidates: set[int]) -> None:
     """Delete those of these blocks none of whose chunks remain (in the caller's
     transaction)."""
-    db.executemany("DELETE FROM blocks WHERE id=? AND NOT EXISTS"
-                   " (SELECT 1 FROM chunks WHERE chunks.block = ?)",
-                   [(b, b) for b in sorted(candidates)])
+    db.executemany(
+        "DELETE FROM blocks WHERE id=? AND NOT EXISTS"
+        " (SELECT 1 FROM chunks WHERE chunks.block = ?)",
+        [(b, b) for b in sorted(candidates)],
+    )

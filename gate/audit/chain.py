@@ -26,11 +26,33 @@ from dataclasses import dataclass
 from typing import Any
 
 GENESIS = bytes(32)
-_RECORD = ("id", "ts", "run_id", "session", "agent", "upstream", "host", "method", "path",
-           "model", "project_root", "request_bytes", "verdict", "withheld", "reason",
-           "content_encoding")
-_RESPONSE = ("status", "latency_ms", "input_tokens", "output_tokens", "cache_read_tokens",
-             "cache_creation_tokens", "error")
+_RECORD = (
+    "id",
+    "ts",
+    "run_id",
+    "session",
+    "agent",
+    "upstream",
+    "host",
+    "method",
+    "path",
+    "model",
+    "project_root",
+    "request_bytes",
+    "verdict",
+    "withheld",
+    "reason",
+    "content_encoding",
+)
+_RESPONSE = (
+    "status",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "error",
+)
 
 
 def record_hash(fields: Mapping[str, Any]) -> bytes:
@@ -62,8 +84,7 @@ def anchor(db: sqlite3.Connection) -> tuple[int, bytes]:
 
 def next_link(db: sqlite3.Connection) -> tuple[int, bytes]:
     """The id and `prev_hash` of the row about to be written (inside its transaction)."""
-    last = db.execute("SELECT id, record_hash FROM requests ORDER BY id DESC LIMIT 1"
-                      ).fetchone()
+    last = db.execute("SELECT id, record_hash FROM requests ORDER BY id DESC LIMIT 1").fetchone()
     anchor_id, anchor_hash = anchor(db)
     if last is not None and last[0] > anchor_id:
         return int(last[0]) + 1, last[1]
@@ -71,9 +92,11 @@ def next_link(db: sqlite3.Connection) -> tuple[int, bytes]:
 
 
 def set_anchor(db: sqlite3.Connection, row_id: int, digest: bytes) -> None:
-    db.execute("INSERT INTO audit_state (key, value) VALUES ('anchor', ?)"
-               " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-               (json.dumps({"id": row_id, "hash": digest.hex()}),))
+    db.execute(
+        "INSERT INTO audit_state (key, value) VALUES ('anchor', ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (json.dumps({"id": row_id, "hash": digest.hex()}),),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +104,7 @@ class Verdict:
     ok: bool
     requests: int
     chunks: int
-    head: str | None          # the last record hash (hex), to keep elsewhere
+    head: str | None  # the last record hash (hex), to keep elsewhere
     broken_id: int | None = None
     problem: str | None = None
 
@@ -103,10 +126,17 @@ def _verify(db: sqlite3.Connection) -> Verdict:
     for bid, codec, data in db.execute("SELECT id, codec, data FROM blocks"):
         raw = chunks.stored(codec, data)
         for cid, digest, start, size in db.execute(
-                "SELECT id, hash, start, size FROM chunks WHERE block=?", (bid,)):
-            if chunks.digest(raw[start:start + size]) != digest:
-                return Verdict(False, 0, len(hashes), None, None,
-                               f"chunk {cid} does not match its hash: its bytes were edited")
+            "SELECT id, hash, start, size FROM chunks WHERE block=?", (bid,)
+        ):
+            if chunks.digest(raw[start : start + size]) != digest:
+                return Verdict(
+                    False,
+                    0,
+                    len(hashes),
+                    None,
+                    None,
+                    f"chunk {cid} does not match its hash: its bytes were edited",
+                )
             hashes[cid] = digest
     n_chunks = len(hashes)
     last_id, prev = anchor(db)
@@ -116,9 +146,14 @@ def _verify(db: sqlite3.Connection) -> Verdict:
         rid = fields["id"]
         if rid != last_id + 1:
             gap = f"{last_id + 1}" if rid == last_id + 2 else f"{last_id + 1}-{rid - 1}"
-            return Verdict(False, count, n_chunks, None, rid,
-                           f"request {gap} missing: request {rid} is not linked to"
-                           f" request {last_id}")
+            return Verdict(
+                False,
+                count,
+                n_chunks,
+                None,
+                rid,
+                f"request {gap} missing: request {rid} is not linked to request {last_id}",
+            )
         problem = _check_row(fields, prev, hashes)
         if problem:
             return Verdict(False, count, n_chunks, None, rid, f"request {rid}: {problem}")

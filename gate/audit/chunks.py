@@ -54,8 +54,9 @@ def split(body: bytes, start: int = 0) -> Spans:
     return spans
 
 
-def split_like(body: bytes, prev: tuple[bytes, Spans, list[bytes]] | None
-               ) -> tuple[Spans, list[bytes]]:
+def split_like(
+    body: bytes, prev: tuple[bytes, Spans, list[bytes]] | None
+) -> tuple[Spans, list[bytes]]:
     """Spans and chunk hashes of `body`, reusing those of the session's previous body (its
     bytes, spans, hashes) for the leading spans whose bytes, and the few after them that
     decide the cut, are equal: the result is exactly split()'s, but turn N+1 of a
@@ -64,8 +65,9 @@ def split_like(body: bytes, prev: tuple[bytes, Spans, list[bytes]] | None
     return spans, hashes
 
 
-def resplit(body: bytes, prev: tuple[bytes, Spans, list[bytes]] | None
-            ) -> tuple[Spans, list[bytes], int]:
+def resplit(
+    body: bytes, prev: tuple[bytes, Spans, list[bytes]] | None
+) -> tuple[Spans, list[bytes], int]:
     """split_like, plus how many leading spans came from `prev` (their chunk ids are the
     previous body's too)."""
     if prev is None:
@@ -79,14 +81,15 @@ def resplit(body: bytes, prev: tuple[bytes, Spans, list[bytes]] | None
     return old_spans[:keep] + rest, old_hashes[:keep] + fresh, keep
 
 
-def resumed_digest(hashes: list[bytes], prev: Sequence[HASH], keep: int
-                   ) -> tuple[bytes, list[HASH]]:
+def resumed_digest(
+    hashes: list[bytes], prev: Sequence[HASH], keep: int
+) -> tuple[bytes, list[HASH]]:
     """body_digest(hashes), resumed from a previous body's saved sha256 states (`prev`,
     from this function) when its first `keep` hashes are these. Returns the states to save
     for this body: one every _MARK hashes, so a resent body hashes what is new plus fewer
     than _MARK hashes of what it shares, not every chunk's hash again."""
     j = keep // _MARK if prev else 0
-    marks = list(prev[:j + 1]) if prev else [hashlib.sha256()]
+    marks = list(prev[: j + 1]) if prev else [hashlib.sha256()]
     state, at = marks[-1].copy(), j * _MARK
     for nxt in range(at + _MARK, len(hashes) + 1, _MARK):
         state.update(b"".join(hashes[at:nxt]))
@@ -181,8 +184,7 @@ def unpack_refs(blob: bytes) -> list[int]:
 
 
 _ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
-_SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
-           "t": "\t"}
+_SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
 def text_of(chunk: bytes) -> str:

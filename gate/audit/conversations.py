@@ -23,7 +23,7 @@ class Conversation:
     first_ts: float
     last_ts: float
     requests: int
-    withheld: int      # findings withheld (approved ones were sent: not counted)
+    withheld: int  # findings withheld (approved ones were sent: not counted)
     blocked: int
     first_prompt: str  # the first user text, cut short
 
@@ -39,35 +39,51 @@ class Item:
     text: str
 
 
-def listed(store: AuditStore, since: float | None = None, limit: int = 50
-           ) -> list[Conversation]:
+def listed(store: AuditStore, since: float | None = None, limit: int = 50) -> list[Conversation]:
     """The most recent conversations first."""
     db = store.conn()
     groups = db.execute(
         "SELECT session, MIN(ts), MAX(ts), COUNT(*), SUM(verdict = 'blocked'), MIN(id)"
         " FROM requests WHERE session IS NOT NULL AND ts >= ? GROUP BY session"
-        " ORDER BY MAX(ts) DESC LIMIT ?", (since or 0.0, limit)).fetchall()
+        " ORDER BY MAX(ts) DESC LIMIT ?",
+        (since or 0.0, limit),
+    ).fetchall()
     out = []
     for session, lo, hi, n, blocked, first in groups:
         withheld = 0
         agent = project = None
         for agent_, project_, entries in db.execute(
-                "SELECT agent, project_root, withheld FROM requests WHERE session = ?"
-                " ORDER BY id", (session,)):
+            "SELECT agent, project_root, withheld FROM requests WHERE session = ? ORDER BY id",
+            (session,),
+        ):
             agent, project = agent or agent_, project or project_
             withheld += sum(not approved(e.get("decision")) for e in json.loads(entries))
-        out.append(Conversation(session=session, agent=agent, project=project, first_ts=lo,
-                                last_ts=hi, requests=n, withheld=withheld,
-                                blocked=int(blocked or 0),
-                                first_prompt=_first_prompt(store, session, first)))
+        out.append(
+            Conversation(
+                session=session,
+                agent=agent,
+                project=project,
+                first_ts=lo,
+                last_ts=hi,
+                requests=n,
+                withheld=withheld,
+                blocked=int(blocked or 0),
+                first_prompt=_first_prompt(store, session, first),
+            )
+        )
     return out
 
 
 def requests_of(store: AuditStore, session: str) -> list[int]:
     """The session's requests in order; a unique prefix of the key names it too."""
-    rows = store.conn().execute(
-        "SELECT id, session FROM requests WHERE session >= ? AND session < ? ORDER BY id",
-        (session, session + "\uffff")).fetchall()
+    rows = (
+        store.conn()
+        .execute(
+            "SELECT id, session FROM requests WHERE session >= ? AND session < ? ORDER BY id",
+            (session, session + "\uffff"),
+        )
+        .fetchall()
+    )
     keys = {s for _, s in rows}
     if len(keys) > 1 and session not in keys:
         raise ValueError(f"{session!r} names {len(keys)} sessions: give more of it")
@@ -117,14 +133,21 @@ def _message(m: dict[str, Any]) -> list[Item]:
             args = json.dumps(call.get("input", call.get("args")), ensure_ascii=False)
             out.append(Item("tool call", f"{call.get('name')}({args})"))
         elif part.get("type") == "tool_result" or "functionResponse" in part:
-            out.append(Item("tool result", _text(part.get("content",
-                                                          part.get("functionResponse")))))
+            out.append(
+                Item("tool result", _text(part.get("content", part.get("functionResponse"))))
+            )
         elif isinstance(part.get("text"), str):
             out.append(Item(role, part["text"]))
     if isinstance(m.get("tool_calls"), list):  # chat completions
-        out += [Item("tool call", f"{(c.get('function') or {}).get('name')}"
-                                  f"({(c.get('function') or {}).get('arguments')})")
-                for c in m["tool_calls"] if isinstance(c, dict)]
+        out += [
+            Item(
+                "tool call",
+                f"{(c.get('function') or {}).get('name')}"
+                f"({(c.get('function') or {}).get('arguments')})",
+            )
+            for c in m["tool_calls"]
+            if isinstance(c, dict)
+        ]
     return out
 
 
@@ -137,11 +160,18 @@ def _text(value: Any) -> str:
 
 
 def _first_prompt(store: AuditStore, session: str, first: int) -> str:
-    for rid in [first, *(r for (r,) in store.conn().execute(
-            "SELECT id FROM requests WHERE session = ? AND id > ? ORDER BY id LIMIT 3",
-            (session, first)))]:
+    for rid in [
+        first,
+        *(
+            r
+            for (r,) in store.conn().execute(
+                "SELECT id FROM requests WHERE session = ? AND id > ? ORDER BY id LIMIT 3",
+                (session, first),
+            )
+        ),
+    ]:
         for item in items(store.body_of(rid)):
             if item.role == "user" and item.text.strip():
                 text = " ".join(item.text.split())
-                return text if len(text) <= _PROMPT_CHARS else text[:_PROMPT_CHARS - 1] + "…"
+                return text if len(text) <= _PROMPT_CHARS else text[: _PROMPT_CHARS - 1] + "…"
     return ""

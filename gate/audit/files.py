@@ -17,8 +17,9 @@ def connect(path: Path, settings: AuditSettings, background: bool) -> sqlite3.Co
     if not path.exists():
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
     _private(path)
-    db = sqlite3.connect(path, timeout=settings.lock_timeout_ms / 1000, isolation_level=None,
-                         check_same_thread=False)
+    db = sqlite3.connect(
+        path, timeout=settings.lock_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+    )
     db.row_factory = sqlite3.Row
     try:
         _configure(db, background)
@@ -68,11 +69,15 @@ def hint(exc: sqlite3.Error, settings: AuditSettings) -> str:
     """What the user can do about a failed write, by SQLite's error."""
     name = getattr(exc, "sqlite_errorname", "")
     if name == "SQLITE_BUSY" or "locked" in str(exc):
-        return (f"another process held the audit database longer than audit.lock_timeout_ms"
-                f" ({settings.lock_timeout_ms} ms); find it with `fuser` on audit.db")
+        return (
+            f"another process held the audit database longer than audit.lock_timeout_ms"
+            f" ({settings.lock_timeout_ms} ms); find it with `fuser` on audit.db"
+        )
     if name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"):
-        return ("free disk space (a full disk, a file size limit or a failing disk stops"
-                " writes), or lower audit.max_size_mb / audit.retention_days")
+        return (
+            "free disk space (a full disk, a file size limit or a failing disk stops"
+            " writes), or lower audit.max_size_mb / audit.retention_days"
+        )
     if name == "SQLITE_READONLY" or "readonly" in str(exc):
         return "make the data dir and audit.db writable by the user running gate"
     return "see gate's log; `gate audit verify` checks the database"

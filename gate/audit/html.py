@@ -92,50 +92,87 @@ def _charts(report: Report) -> str:
         if w.items:
             kinds[w.kind] = kinds.get(w.kind, 0) + w.items
     out = [
-        _figure("Bytes sent per day", charts.columns(
-            "chart-bytes", "Bytes sent per day", labels, [t.bytes_sent for t in span],
-            tables.size)),
-        _figure("Tokens per day", charts.lines(
-            "chart-tokens", "Tokens per day", labels,
-            [("input tokens", [t.input_tokens for t in span]),
-             ("output tokens", [t.output_tokens for t in span])], tables.count)),
+        _figure(
+            "Bytes sent per day",
+            charts.columns(
+                "chart-bytes",
+                "Bytes sent per day",
+                labels,
+                [t.bytes_sent for t in span],
+                tables.size,
+            ),
+        ),
+        _figure(
+            "Tokens per day",
+            charts.lines(
+                "chart-tokens",
+                "Tokens per day",
+                labels,
+                [
+                    ("input tokens", [t.input_tokens for t in span]),
+                    ("output tokens", [t.output_tokens for t in span]),
+                ],
+                tables.count,
+            ),
+        ),
         '<div class="grid2">',
         _requests_by("chart-agents", "Requests by agent", report.by_agent),
         _requests_by("chart-hosts", "Requests by host", report.by_host),
         _requests_by("chart-models", "Requests by model", report.by_model),
     ]
     if kinds:
-        labels, values = _top(sorted(((tables.clean(k), n) for k, n in kinds.items()),
-                                     key=lambda p: (-p[1], p[0])))
-        out.append(_figure("Withheld items by kind", charts.rows(
-            "chart-withheld", "Withheld items by kind", labels, values, tables.count)))
+        labels, values = _top(
+            sorted(((tables.clean(k), n) for k, n in kinds.items()), key=lambda p: (-p[1], p[0]))
+        )
+        out.append(
+            _figure(
+                "Withheld items by kind",
+                charts.rows(
+                    "chart-withheld", "Withheld items by kind", labels, values, tables.count
+                ),
+            )
+        )
     return "".join([*out, "</div>"])
 
 
 def _table(table: tables.Table) -> str:
     cls = [' class="n"' if i in table.numeric else "" for i in range(len(table.columns))]
-    head = "".join(f'<th scope="col"{c}>{esc(name)}</th>' for name, c in zip(
-        table.columns, cls, strict=True))
+    head = "".join(
+        f'<th scope="col"{c}>{esc(name)}</th>' for name, c in zip(table.columns, cls, strict=True)
+    )
     if not table.rows:
         return f'<h2>{esc(table.title)}</h2><p class="muted empty">{esc(table.empty)}</p>'
-    body = "".join("<tr>" + "".join(f"<td{c}>{esc(cell)}</td>" for cell, c in zip(
-        row, cls, strict=True)) + "</tr>" for row in table.rows)
-    return (f"<h2>{esc(table.title)}</h2><table><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>")
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td{c}>{esc(cell)}</td>" for cell, c in zip(row, cls, strict=True))
+        + "</tr>"
+        for row in table.rows
+    )
+    return (
+        f"<h2>{esc(table.title)}</h2><table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
 
 
 def _cards(report: Report) -> str:
     t = report.totals
-    items = [(tables.count(t.requests), "requests"), (tables.size(t.bytes_sent), "sent"),
-             (tables.count(t.input_tokens), "input tokens"),
-             (tables.count(t.output_tokens), "output tokens"),
-             (tables.count(sum(w.items for w in report.withheld)), "items withheld"),
-             (tables.count(sum(w.approved for w in report.withheld)), "approved and sent"),
-             (tables.count(t.blocked), "requests blocked"),
-             (tables.count(sum(a.questions for a in report.questions)), "questions asked")]
-    return '<ul class="cards">' + "".join(
-        f"<li><b>{esc(value)}</b><span>{esc(label)}</span></li>" for value, label in items
-    ) + "</ul>"
+    items = [
+        (tables.count(t.requests), "requests"),
+        (tables.size(t.bytes_sent), "sent"),
+        (tables.count(t.input_tokens), "input tokens"),
+        (tables.count(t.output_tokens), "output tokens"),
+        (tables.count(sum(w.items for w in report.withheld)), "items withheld"),
+        (tables.count(sum(w.approved for w in report.withheld)), "approved and sent"),
+        (tables.count(t.blocked), "requests blocked"),
+        (tables.count(sum(a.questions for a in report.questions)), "questions asked"),
+    ]
+    return (
+        '<ul class="cards">'
+        + "".join(
+            f"<li><b>{esc(value)}</b><span>{esc(label)}</span></li>" for value, label in items
+        )
+        + "</ul>"
+    )
 
 
 def render(report: Report) -> str:
@@ -143,8 +180,12 @@ def render(report: Report) -> str:
     if report.empty:
         content = f'<p class="empty">{esc(tables.summary(report))}</p>'
     else:
-        content = (_cards(report) + f"<p>{esc(tables.summary(report))}</p>" + _charts(report)
-                   + "".join(_table(t) for t in tables.tables(report)))
+        content = (
+            _cards(report)
+            + f"<p>{esc(tables.summary(report))}</p>"
+            + _charts(report)
+            + "".join(_table(t) for t in tables.tables(report))
+        )
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -155,4 +196,5 @@ def render(report: Report) -> str:
         f'<h1>gate report</h1><p class="muted">{esc(tables.period(report))}</p>{content}'
         f"<footer>Made by gate {esc(__version__)} from the local audit's metadata; request"
         " bodies are not included. This page loads nothing from the network.</footer>"
-        "</main></body></html>\n")
+        "</main></body></html>\n"
+    )

@@ -17,8 +17,12 @@ def index_pending(db: sqlite3.Connection) -> int:
     blocks.pack_raw(db)
     done = 0
     while True:
-        ids = [cid for (cid,) in db.execute(
-            "SELECT id FROM chunks WHERE indexed = 0 ORDER BY id LIMIT ?", (_BATCH,))]
+        ids = [
+            cid
+            for (cid,) in db.execute(
+                "SELECT id FROM chunks WHERE indexed = 0 ORDER BY id LIMIT ?", (_BATCH,)
+            )
+        ]
         if not ids:
             return done
         # The slow part (reading, un-escaping) happens before the lock is taken.
@@ -46,7 +50,8 @@ def forget(db: sqlite3.Connection, ids: list[int]) -> None:
         return
     rows = db.execute(
         f"SELECT id, block, indexed FROM chunks WHERE id IN ({','.join('?' * len(ids))})",  # noqa: S608
-        ids).fetchall()
+        ids,
+    ).fetchall()
     indexed = sorted(cid for cid, _, flag in rows if flag)
     for cid, raw in blocks.read(db, indexed).items():
         fulltext.forget(db, cid, chunks.text_of(raw))

@@ -29,7 +29,7 @@ class Turn:
     # out again to other chunks, so they are never reused.
     ids: list[int] | None = None
     deltas: bytes = b""  # chunks.deltas(ids)
-    gen: str = ""        # the chunk generation `ids` were committed in
+    gen: str = ""  # the chunk generation `ids` were committed in
 
     def committed(self, ids: list[int], deltas: bytes, gen: str) -> None:
         self.ids, self.deltas, self.gen = ids, deltas, gen
@@ -40,7 +40,7 @@ class Turn:
         while it is unchanged every committed id still names its chunk."""
         if self.ids is None or gen != self.gen:
             return [], b""
-        return self.ids[:keep], self.deltas[:8 * keep]
+        return self.ids[:keep], self.deltas[: 8 * keep]
 
 
 class Recent:
@@ -58,7 +58,8 @@ class Recent:
         if prev is not None:
             self._bytes -= len(prev.body)
         spans, hashes, keep = chunks.resplit(
-            body, (prev.body, prev.spans, prev.hashes) if prev is not None else None)
+            body, (prev.body, prev.spans, prev.hashes) if prev is not None else None
+        )
         digest, marks = chunks.resumed_digest(hashes, prev.marks if prev else [], keep)
         turn = Turn(body, spans, hashes, digest, marks)
         if session:
@@ -69,15 +70,19 @@ class Recent:
         return turn, prev, keep
 
 
-def chunk_ids(db: sqlite3.Connection, turn: Turn, prev: Turn | None, keep: int,
-              known: Mapping[bytes, int], gen: str
-              ) -> tuple[list[int], bytes, dict[bytes, int]]:
+def chunk_ids(
+    db: sqlite3.Connection,
+    turn: Turn,
+    prev: Turn | None,
+    keep: int,
+    known: Mapping[bytes, int],
+    gen: str,
+) -> tuple[list[int], bytes, dict[bytes, int]]:
     """`turn`'s chunk ids and their deltas (storing its new chunks, in the caller's
     transaction), and hash → id of those looked up. The `keep` leading chunks it shares
     with the session's previous turn take that turn's ids and deltas while they are valid
     in `gen`: the work is then what the turn added, not what it resent."""
     have, head = prev.ids_for(keep, gen) if prev is not None else ([], b"")
-    ids, fresh = blocks.store(db, memoryview(turn.body), turn.spans, turn.hashes, known,
-                              have)
+    ids, fresh = blocks.store(db, memoryview(turn.body), turn.spans, turn.hashes, known, have)
     n = len(have)
     return ids, head + chunks.deltas(ids[n:], ids[n - 1] if n else 0), fresh

@@ -18,18 +18,40 @@ from typing import Any
 import orjson
 
 # Every column a report or an export may read. Not "body": see the module docstring.
-COLUMNS = ("id", "ts", "run_id", "agent", "upstream", "host", "method", "path", "model",
-           "project_root", "request_bytes", "verdict", "withheld", "reason", "status",
-           "latency_ms", "input_tokens", "output_tokens", "cache_read_tokens",
-           "cache_creation_tokens", "error", "user_name")
+COLUMNS = (
+    "id",
+    "ts",
+    "run_id",
+    "agent",
+    "upstream",
+    "host",
+    "method",
+    "path",
+    "model",
+    "project_root",
+    "request_bytes",
+    "verdict",
+    "withheld",
+    "reason",
+    "status",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "error",
+    "user_name",
+)
 EXPORT_SCHEMA = 1  # bump when an export field changes meaning; never rename a field
 
 # A request that never reached its provider (unreachable, refused, reset before any reply):
 # its row holds the error and no status. It is shown and counted as `failed`, never as
 # forwarded or sent, wherever verdicts are shown (one definition for SQL and for rows).
 FAILED = "failed"
-_SHOWN = (f"CASE WHEN verdict != 'blocked' AND error IS NOT NULL AND status IS NULL"
-          f" THEN '{FAILED}' ELSE verdict END")
+_SHOWN = (
+    f"CASE WHEN verdict != 'blocked' AND error IS NOT NULL AND status IS NULL"
+    f" THEN '{FAILED}' ELSE verdict END"
+)
 
 
 def shown_sql() -> str:
@@ -157,23 +179,28 @@ def _where(since: float | None, *more: str) -> tuple[str, tuple[float, ...]]:
     """The WHERE clause for a period. Without --since there is none: SQLite would
     otherwise walk the ts index and fetch every row through it, slower than a plain scan."""
     terms = [*(["ts >= ?"] if since is not None else []), *more]
-    return ("WHERE " + " AND ".join(terms) if terms else "",
-            (since,) if since is not None else ())
+    return ("WHERE " + " AND ".join(terms) if terms else "", (since,) if since is not None else ())
 
 
 def build(db: sqlite3.Connection | None, since: float | None = None) -> Report:
     """Every aggregate of the report, for requests at or after `since` (all when None).
     Raises BadRow naming the request whose withheld list is unreadable."""
     groups: dict[str, dict[str | None, list[int]]] = {
-        name: {} for name in ("all", "day", "host", "agent", "model")}
+        name: {} for name in ("all", "day", "host", "agent", "model")
+    }
     verdicts: dict[str, int] = {}
     blocked: dict[str | None, int] = {}
     first = last = None
     where, args = _where(since)
     cube = db.execute(_CUBE.format(where=where, shown=_SHOWN), args) if db is not None else ()
     for day, host, agent, model, verdict, reason, *sums, lo, hi in cube:
-        for name, key in (("all", "all"), ("day", day), ("host", host), ("agent", agent),
-                          ("model", model)):
+        for name, key in (
+            ("all", "all"),
+            ("day", day),
+            ("host", host),
+            ("agent", agent),
+            ("model", model),
+        ):
             tally = groups[name].setdefault(key, [0] * len(sums))
             for i, n in enumerate(sums):
                 tally[i] += int(n)
@@ -182,34 +209,43 @@ def build(db: sqlite3.Connection | None, since: float | None = None) -> Report:
             blocked[reason] = blocked.get(reason, 0) + sums[0]
         first = lo if first is None else min(first, lo)
         last = hi if last is None else max(last, hi)
-    traffic = {name: [Traffic(key, *tally) for key, tally in rows.items()]
-               for name, rows in groups.items()}
+    traffic = {
+        name: [Traffic(key, *tally) for key, tally in rows.items()] for name, rows in groups.items()
+    }
     withheld, questions = _withheld(db, since)
     return Report(
-        since=since, generated=time.time(), first_ts=first, last_ts=last,
+        since=since,
+        generated=time.time(),
+        first_ts=first,
+        last_ts=last,
         totals=(traffic["all"] or [Traffic("all", 0, 0, 0, 0, 0, 0, 0)])[0],
         verdicts=dict(sorted(verdicts.items())),
         by_day=tuple(sorted(traffic["day"], key=lambda t: t.key or "")),
-        by_host=_busiest(traffic["host"]), by_agent=_busiest(traffic["agent"]),
-        by_model=_busiest(traffic["model"]), withheld=withheld,
-        blocked=tuple(BlockedCount(r, n) for r, n in sorted(
-            blocked.items(), key=lambda p: (-p[1], p[0] or ""))),
-        questions=questions)
+        by_host=_busiest(traffic["host"]),
+        by_agent=_busiest(traffic["agent"]),
+        by_model=_busiest(traffic["model"]),
+        withheld=withheld,
+        blocked=tuple(
+            BlockedCount(r, n)
+            for r, n in sorted(blocked.items(), key=lambda p: (-p[1], p[0] or ""))
+        ),
+        questions=questions,
+    )
 
 
 def _busiest(rows: list[Traffic]) -> tuple[Traffic, ...]:
     return tuple(sorted(rows, key=lambda t: (-t.requests, t.key or "")))
 
 
-def _withheld(db: sqlite3.Connection | None, since: float | None
-              ) -> tuple[tuple[WithheldCount, ...], tuple[AnswerCount, ...]]:
+def _withheld(
+    db: sqlite3.Connection | None, since: float | None
+) -> tuple[tuple[WithheldCount, ...], tuple[AnswerCount, ...]]:
     counts: dict[tuple[str, str], list[int]] = {}
     seen_in: dict[tuple[str, str], set[int]] = {}
     asked: dict[tuple[str, str, str], set[str]] = {}
     settled: dict[tuple[str, str, str], int] = {}
     where, args = _where(since, "withheld != '[]'")
-    rows = () if db is None else db.execute(
-        f"SELECT id, withheld FROM requests {where}", args)  # noqa: S608 (our clauses)
+    rows = () if db is None else db.execute(f"SELECT id, withheld FROM requests {where}", args)  # noqa: S608 (our clauses)
     for row_id, text in rows:
         for n, entry in enumerate(withheld_list(row_id, text)):
             key = (str(entry.get("kind", "?")), str(entry.get("rule", "?")))
@@ -222,14 +258,24 @@ def _withheld(db: sqlite3.Connection | None, since: float | None
                 tally[1] += _count(entry.get("count", 1))
                 seen_in.setdefault(key, set()).add(row_id)
             if decision is not None:
-                how = (str(decision.get("question", "?")), str(decision.get("answer", "?")),
-                       str(decision.get("by", "?")))
+                how = (
+                    str(decision.get("question", "?")),
+                    str(decision.get("answer", "?")),
+                    str(decision.get("by", "?")),
+                )
                 asked.setdefault(how, set()).add(str(decision.get("id") or f"{row_id}/{n}"))
                 settled[how] = settled.get(how, 0) + 1
-    withheld = sorted((WithheldCount(k, r, c[0], c[1], len(seen_in.get((k, r), ())), c[2])
-                       for (k, r), c in counts.items()), key=lambda w: (-w.items, w.kind, w.rule))
-    answers = sorted((AnswerCount(*how, len(ids), settled[how]) for how, ids in asked.items()),
-                     key=lambda x: (-x.questions, x.question, x.answer, x.by))
+    withheld = sorted(
+        (
+            WithheldCount(k, r, c[0], c[1], len(seen_in.get((k, r), ())), c[2])
+            for (k, r), c in counts.items()
+        ),
+        key=lambda w: (-w.items, w.kind, w.rule),
+    )
+    answers = sorted(
+        (AnswerCount(*how, len(ids), settled[how]) for how, ids in asked.items()),
+        key=lambda x: (-x.questions, x.question, x.answer, x.by),
+    )
     return tuple(withheld), tuple(answers)
 
 
@@ -261,15 +307,19 @@ def approved(decision: dict[str, Any] | None) -> bool:
     return decision is not None and decision.get("answer") == "approve"
 
 
-def export_rows(db: sqlite3.Connection | None, since: float | None = None
-                ) -> Iterator[dict[str, Any]]:
+def export_rows(
+    db: sqlite3.Connection | None, since: float | None = None
+) -> Iterator[dict[str, Any]]:
     """One flat object per request, oldest first, streamed: the metadata, the withheld
     entries, and the decisions taken on them (each once)."""
     if db is None:
         return
     where, args = _where(since)
-    cur = db.execute(f"SELECT {', '.join(COLUMNS)} FROM requests {where}"  # noqa: S608
-                     " ORDER BY ts, id", args)
+    cur = db.execute(
+        f"SELECT {', '.join(COLUMNS)} FROM requests {where}"  # noqa: S608
+        " ORDER BY ts, id",
+        args,
+    )
     for values in cur:
         row = dict(zip(COLUMNS, values, strict=True))
         withheld = withheld_list(row["id"], row["withheld"])
@@ -277,13 +327,16 @@ def export_rows(db: sqlite3.Connection | None, since: float | None = None
         for n, entry in enumerate(withheld):
             if (decision := decision_of(row["id"], entry)) is not None:
                 decisions.setdefault(str(decision.get("id") or n), decision)
-        yield {"schema": EXPORT_SCHEMA,
-               "time": dt.datetime.fromtimestamp(row["ts"], dt.UTC).isoformat(),
-               **row, "withheld": withheld, "decisions": list(decisions.values())}
+        yield {
+            "schema": EXPORT_SCHEMA,
+            "time": dt.datetime.fromtimestamp(row["ts"], dt.UTC).isoformat(),
+            **row,
+            "withheld": withheld,
+            "decisions": list(decisions.values()),
+        }
 
 
-def export_lines(db: sqlite3.Connection | None, since: float | None = None
-                 ) -> Iterator[bytes]:
+def export_lines(db: sqlite3.Connection | None, since: float | None = None) -> Iterator[bytes]:
     """`gate export --jsonl`: each export row as one line of JSON (UTF-8, no spaces)."""
     for row in export_rows(db, since):
         yield orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)

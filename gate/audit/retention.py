@@ -51,8 +51,9 @@ def prune(store: AuditStore, now: float | None = None) -> Pruned:
                 break
             gone += tunnels.drop_oldest(db, max(1, left // 10))
             continue
-        last = db.execute("SELECT id FROM requests ORDER BY id LIMIT 1 OFFSET ?",
-                          (max(0, count // 10 - 1),)).fetchone()[0]
+        last = db.execute(
+            "SELECT id FROM requests ORDER BY id LIMIT 1 OFFSET ?", (max(0, count // 10 - 1),)
+        ).fetchone()[0]
         capped += _drop_through(db, last)
         freed += collect_garbage(db)
     if capped:  # none older than the oldest request kept: they are what the cap frees last
@@ -100,15 +101,18 @@ def collect_garbage(db: sqlite3.Connection) -> int:
         return 0
     db.execute("BEGIN IMMEDIATE")
     try:
-        dead -= _refs(db, "SELECT chunk_refs FROM requests WHERE id > ?"
-                      " AND chunk_refs IS NOT NULL", (top,))
+        dead -= _refs(
+            db, "SELECT chunk_refs FROM requests WHERE id > ? AND chunk_refs IS NOT NULL", (top,)
+        )
         doomed = sorted(dead)
         for i in range(0, len(doomed), 500):
-            index.forget(db, doomed[i:i + 500])
+            index.forget(db, doomed[i : i + 500])
         # Other stores' hash → id caches may name what was just deleted: they drop them.
-        db.execute("INSERT INTO audit_state (key, value) VALUES ('chunk_gen', ?)"
-                   " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                   (os.urandom(8).hex(),))
+        db.execute(
+            "INSERT INTO audit_state (key, value) VALUES ('chunk_gen', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (os.urandom(8).hex(),),
+        )
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")

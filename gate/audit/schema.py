@@ -109,12 +109,15 @@ def migrate(db: sqlite3.Connection) -> None:
     row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
     current = row[0] or 0
     if current > len(MIGRATIONS):
-        raise NewerSchema(f"audit.db schema {current} is newer than this gate"
-                          f" ({len(MIGRATIONS)}): upgrade gate")
+        raise NewerSchema(
+            f"audit.db schema {current} is newer than this gate ({len(MIGRATIONS)}): upgrade gate"
+        )
     for version in range(current + 1, len(MIGRATIONS) + 1):
         script = MIGRATIONS[version - 1]  # our own constant SQL, never user input
-        db.executescript(f"BEGIN; {script}; INSERT INTO schema_version VALUES ({version});"  # noqa: S608
-                         " COMMIT;")
+        db.executescript(
+            f"BEGIN; {script}; INSERT INTO schema_version VALUES ({version});"  # noqa: S608
+            " COMMIT;"
+        )
     if db.execute("SELECT 1 FROM requests WHERE record_hash IS NULL LIMIT 1").fetchone():
         upgrade_legacy(db)
 
@@ -140,10 +143,18 @@ def upgrade_legacy(db: sqlite3.Connection) -> None:
             fields["prev_hash"] = prev
             fields["record_hash"] = prev = chain.record_hash(fields)
             fields["response_hash"] = chain.response_hash(fields)
-            db.execute("UPDATE requests SET body=NULL, chunk_refs=?, body_digest=?, prev_hash=?,"
-                       " record_hash=?, response_hash=? WHERE id=?",
-                       (fields.get("chunk_refs"), fields.get("body_digest"), fields["prev_hash"],
-                        fields["record_hash"], fields["response_hash"], fields["id"]))
+            db.execute(
+                "UPDATE requests SET body=NULL, chunk_refs=?, body_digest=?, prev_hash=?,"
+                " record_hash=?, response_hash=? WHERE id=?",
+                (
+                    fields.get("chunk_refs"),
+                    fields.get("body_digest"),
+                    fields["prev_hash"],
+                    fields["record_hash"],
+                    fields["response_hash"],
+                    fields["id"],
+                ),
+            )
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")

@@ -9,12 +9,16 @@ from collections.abc import Mapping
 # Headers agents send that name a conversation (protocols.md): Claude Code's session and,
 # for a subagent, its agent id; Codex's session_id / conversation_id. Their values are
 # identifying, so only a hash of them is stored.
-_HEADERS = ("x-claude-code-session-id", "x-claude-code-agent-id", "session_id",
-            "conversation_id")
+_HEADERS = ("x-claude-code-session-id", "x-claude-code-agent-id", "session_id", "conversation_id")
 
 
-def session_key(headers: Mapping[str, str], run_id: str | None, agent: str | None,
-                upstream: str, user: str | None = None) -> str:
+def session_key(
+    headers: Mapping[str, str],
+    run_id: str | None,
+    agent: str | None,
+    upstream: str,
+    user: str | None = None,
+) -> str:
     """`s:` + a hash of the agent's session headers; without them, `d:` + a hash of the run,
     agent and upstream (every conversation of that run then counts as one session). On a
     shared gate the user is part of it: one user naming another's session id does not

@@ -50,17 +50,23 @@ class AuditStore:
     With audit.url (or GATE_AUDIT_URL), the same store on PostgreSQL (engine.py, pg.py):
     pooled connections, and one advisory lock in place of SQLite's write lock."""
 
-    def __init__(self, path: Path, settings: AuditSettings | None = None, *,
-                 background: bool = False, reader: bool = False):
+    def __init__(
+        self,
+        path: Path,
+        settings: AuditSettings | None = None,
+        *,
+        background: bool = False,
+        reader: bool = False,
+    ):
         self.path = path
         # A reader (`gate log`, `gate watch`) never moves a running gate's database aside.
         self._reader = reader
         self.settings = settings or AuditSettings()
         self._local = threading.local()
         self._write = threading.Lock()
-        self._known: dict[bytes, int] = {}   # chunk hash → id, for chunks known committed
-        self._recent = recent.Recent()           # each session's last body, to reuse
-        self._gen = ""                        # chunk generation the cache belongs to
+        self._known: dict[bytes, int] = {}  # chunk hash → id, for chunks known committed
+        self._recent = recent.Recent()  # each session's last body, to reuse
+        self._gen = ""  # chunk generation the cache belongs to
         # With a background pass, it checkpoints the WAL: not the request's commit.
         self._background = background
         self.engine = engine_for(path, self.settings)
@@ -84,19 +90,27 @@ class AuditStore:
         try:
             schema.migrate(self.conn())
         except schema.NewerSchema as exc:
-            raise AuditError(str(exc), where=str(self.path),
-                             hint="upgrade gate; the database was left untouched") from exc
+            raise AuditError(
+                str(exc), where=str(self.path), hint="upgrade gate; the database was left untouched"
+            ) from exc
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorname", "") not in _CORRUPT:
                 raise
             if self._reader:
-                raise AuditError(f"cannot read the audit: {exc}", where=str(self.path),
-                                 hint="a gate moves an unreadable audit aside and starts a"
-                                 " fresh one when it starts") from exc
+                raise AuditError(
+                    f"cannot read the audit: {exc}",
+                    where=str(self.path),
+                    hint="a gate moves an unreadable audit aside and starts a"
+                    " fresh one when it starts",
+                ) from exc
             self.close_thread()
             moved = files.move_aside(self.path)
-            logger.warning("audit: {} could not be opened ({}); moved it to {} and started a"
-                           " fresh one", self.path, exc, moved)
+            logger.warning(
+                "audit: {} could not be opened ({}); moved it to {} and started a fresh one",
+                self.path,
+                exc,
+                moved,
+            )
             schema.migrate(self.conn())
 
     def _open_remote(self) -> None:
@@ -105,13 +119,17 @@ class AuditStore:
             self.engine.migrate(self.conn())
         except schema.NewerSchema as exc:
             self.close_thread()
-            raise AuditError(str(exc), where=self.where,
-                             hint="upgrade gate; the database was left untouched") from exc
+            raise AuditError(
+                str(exc), where=self.where, hint="upgrade gate; the database was left untouched"
+            ) from exc
         except self.engine.errors as exc:
             self.close_thread()
             self.engine.close()
-            raise AuditError(f"cannot open the audit database: {exc}", where=self.where,
-                             hint=self.engine.hint(exc)) from exc
+            raise AuditError(
+                f"cannot open the audit database: {exc}",
+                where=self.where,
+                hint=self.engine.hint(exc),
+            ) from exc
 
     def conn(self) -> sqlite3.Connection:
         """This thread's connection (autocommit; transactions are explicit). A PostgreSQL
@@ -147,11 +165,14 @@ class AuditStore:
             # Fail closed: a request whose record is not committed never leaves.
             raise AuditError(
                 f"gate could not write the audit record ({exc}); the request was not sent",
-                where=self.where, hint=self.engine.hint(exc)) from exc
+                where=self.where,
+                hint=self.engine.hint(exc),
+            ) from exc
 
     def _insert(self, fields: dict[str, Any], body: bytes | None) -> int:
-        turn, prev, keep = (self._recent.split(body, fields.get("session"))
-                            if body is not None else (None, None, 0))
+        turn, prev, keep = (
+            self._recent.split(body, fields.get("session")) if body is not None else (None, None, 0)
+        )
         db = self.conn()
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -159,8 +180,7 @@ class AuditStore:
             self.engine.before_link(db, fields)
             fresh: dict[bytes, int] = {}
             if turn is not None:
-                ids, deltas, fresh = recent.chunk_ids(db, turn, prev, keep, self._known,
-                                                      self._gen)
+                ids, deltas, fresh = recent.chunk_ids(db, turn, prev, keep, self._known, self._gen)
                 fields["chunk_refs"] = chunks.pack(deltas)
                 fields["body_digest"] = turn.digest
             fields["id"], fields["prev_hash"] = chain.next_link(db)
@@ -168,8 +188,10 @@ class AuditStore:
             fields["response_hash"] = chain.response_hash(fields)
             cols = ", ".join(fields)
             marks = ", ".join("?" for _ in fields)
-            db.execute(f"INSERT INTO requests ({cols}) VALUES ({marks})",  # noqa: S608 (keys are ours)
-                       tuple(fields.values()))
+            db.execute(
+                f"INSERT INTO requests ({cols}) VALUES ({marks})",  # noqa: S608 (keys are ours)
+                tuple(fields.values()),
+            )
             db.execute("COMMIT")
         except BaseException:
             if not getattr(db, "broken", False) and db.in_transaction:
@@ -194,35 +216,69 @@ class AuditStore:
             self._known.clear()
             self._gen = gen
 
-    def record_response(self, row_id: int, *, status: int | None, latency_ms: float,
-                        usage: Usage, error: str | None = None) -> None:
+    def record_response(
+        self,
+        row_id: int,
+        *,
+        status: int | None,
+        latency_ms: float,
+        usage: Usage,
+        error: str | None = None,
+    ) -> None:
         db = self.conn()
         row = db.execute("SELECT record_hash FROM requests WHERE id=?", (row_id,)).fetchone()
         if row is None:
             return  # pruned meanwhile
         latency_ms = float(latency_ms)
-        fields = {"record_hash": row[0], "status": status, "latency_ms": latency_ms,
-                  "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                  "cache_read_tokens": usage.cache_read_tokens,
-                  "cache_creation_tokens": usage.cache_creation_tokens, "error": error}
+        fields = {
+            "record_hash": row[0],
+            "status": status,
+            "latency_ms": latency_ms,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_creation_tokens": usage.cache_creation_tokens,
+            "error": error,
+        }
         db.execute(
             "UPDATE requests SET status=?, latency_ms=?, input_tokens=?, output_tokens=?,"
             " cache_read_tokens=?, cache_creation_tokens=?, error=?, response_hash=? WHERE id=?",
-            (status, latency_ms, usage.input_tokens, usage.output_tokens,
-             usage.cache_read_tokens, usage.cache_creation_tokens, error,
-             chain.response_hash(fields), row_id),
+            (
+                status,
+                latency_ms,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_creation_tokens,
+                error,
+                chain.response_hash(fields),
+                row_id,
+            ),
         )
 
     # -- reading -----------------------------------------------------------------------
 
-    def rows(self, limit: int = 50, *, since: float | None = None, agent: str | None = None,
-             body: bool = True, run_id: str | None = None, session: str | None = None,
-             verdict: str | None = None, user: str | None = None) -> Iterator[dict[str, Any]]:
+    def rows(
+        self,
+        limit: int = 50,
+        *,
+        since: float | None = None,
+        agent: str | None = None,
+        body: bool = True,
+        run_id: str | None = None,
+        session: str | None = None,
+        verdict: str | None = None,
+        user: str | None = None,
+    ) -> Iterator[dict[str, Any]]:
         """Newest first. `verdict` is as shown (report.shown_verdict: `failed` included)."""
         where = ["ts >= ?"]
         args: list[object] = [since or 0.0]
-        for column, value in (("agent", agent), ("run_id", run_id), ("session", session),
-                              ("user_name", user)):
+        for column, value in (
+            ("agent", agent),
+            ("run_id", run_id),
+            ("session", session),
+            ("user_name", user),
+        ):
             if value:
                 where.append(f"{column} = ?")
                 args.append(value)
@@ -231,7 +287,9 @@ class AuditStore:
             args.append(verdict)
         cur = self.conn().execute(
             f"SELECT * FROM requests WHERE {' AND '.join(where)}"  # noqa: S608 (ours)
-            " ORDER BY id DESC LIMIT ?", (*args, limit))
+            " ORDER BY id DESC LIMIT ?",
+            (*args, limit),
+        )
         for row in cur.fetchall():
             yield self._public(row, body)
 
@@ -240,8 +298,9 @@ class AuditStore:
         return self._public(row, body) if row else None
 
     def chunk_ids(self, row_id: int) -> list[int]:
-        row = self.conn().execute("SELECT chunk_refs FROM requests WHERE id=?",
-                                  (row_id,)).fetchone()
+        row = (
+            self.conn().execute("SELECT chunk_refs FROM requests WHERE id=?", (row_id,)).fetchone()
+        )
         return chunks.unpack_refs(row[0]) if row and row[0] is not None else []
 
     def chunk_data(self, ids: list[int]) -> dict[int, bytes]:
@@ -250,8 +309,11 @@ class AuditStore:
 
     def body_of(self, row_id: int) -> bytes | None:
         """The body exactly as sent, from its chunks (None: no body was recorded)."""
-        row = self.conn().execute("SELECT chunk_refs, body, body_codec FROM requests"
-                                  " WHERE id=?", (row_id,)).fetchone()
+        row = (
+            self.conn()
+            .execute("SELECT chunk_refs, body, body_codec FROM requests WHERE id=?", (row_id,))
+            .fetchone()
+        )
         if row is None or (row[0] is None and row[1] is None):
             return None
         if row[0] is None:  # a schema-2 row not upgraded (a read-only copy)
@@ -261,17 +323,30 @@ class AuditStore:
         return b"".join(data[i] for i in ids)
 
     def previous_in_session(self, row_id: int) -> int | None:
-        row = self.conn().execute(
-            "SELECT p.id FROM requests r JOIN requests p ON p.session = r.session"
-            " AND p.id < r.id AND p.chunk_refs IS NOT NULL WHERE r.id=?"
-            " ORDER BY p.id DESC LIMIT 1", (row_id,)).fetchone()
+        row = (
+            self.conn()
+            .execute(
+                "SELECT p.id FROM requests r JOIN requests p ON p.session = r.session"
+                " AND p.id < r.id AND p.chunk_refs IS NOT NULL WHERE r.id=?"
+                " ORDER BY p.id DESC LIMIT 1",
+                (row_id,),
+            )
+            .fetchone()
+        )
         return int(row[0]) if row else None
 
     def _public(self, row: sqlite3.Row, with_body: bool) -> dict[str, Any]:
         out = dict(row)
         out["withheld"] = json.loads(out["withheld"])
-        for key in ("body", "body_codec", "chunk_refs", "body_digest", "prev_hash",
-                    "response_hash", "day"):
+        for key in (
+            "body",
+            "body_codec",
+            "chunk_refs",
+            "body_digest",
+            "prev_hash",
+            "response_hash",
+            "day",
+        ):
             out.pop(key, None)
         out["record_hash"] = out["record_hash"].hex() if out["record_hash"] else None
         if with_body:

@@ -14,9 +14,15 @@ if TYPE_CHECKING:
 
 
 def of_run(store: AuditStore, run_id: str) -> str:
-    rows = store.conn().execute(
-        "SELECT verdict, status, error, request_bytes, withheld, upstream FROM requests"
-        " WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+    rows = (
+        store.conn()
+        .execute(
+            "SELECT verdict, status, error, request_bytes, withheld, upstream FROM requests"
+            " WHERE run_id = ? ORDER BY id",
+            (run_id,),
+        )
+        .fetchall()
+    )
     if not rows:
         return f"gate: this run sent no request through gate (run {run_id})."
     verdicts: Counter[str] = Counter()
@@ -39,18 +45,26 @@ def of_run(store: AuditStore, run_id: str) -> str:
                 answers[str(decision.get("answer"))] += 1
             if not approved(decision):
                 held[f"{entry.get('kind')} ({entry.get('rule')})"] += 1
-    parts = [f"gate: this run made {len(rows)} request(s) to {', '.join(sorted(upstreams))}"
-             f" ({', '.join(f'{n} {v}' for v, n in sorted(verdicts.items()))});"
-             f" {size(sent)} sent."]
+    parts = [
+        f"gate: this run made {len(rows)} request(s) to {', '.join(sorted(upstreams))}"
+        f" ({', '.join(f'{n} {v}' for v, n in sorted(verdicts.items()))});"
+        f" {size(sent)} sent."
+    ]
     if held:
-        parts.append("Withheld: " + ", ".join(
-            f"{what}" + (f" ×{n}" if n > 1 else "") for what, n in held.most_common(5))
-            + (" and more" if len(held) > 5 else "") + " (counted per request: agents resend"
-            " their history).")
+        parts.append(
+            "Withheld: "
+            + ", ".join(f"{what}" + (f" ×{n}" if n > 1 else "") for what, n in held.most_common(5))
+            + (" and more" if len(held) > 5 else "")
+            + " (counted per request: agents resend"
+            " their history)."
+        )
     else:
         parts.append("Nothing was withheld.")
     if questions:
-        parts.append(f"You answered {len(questions)} question(s): " + ", ".join(
-            f"{n} {a}" for a, n in sorted(answers.items())) + ".")
+        parts.append(
+            f"You answered {len(questions)} question(s): "
+            + ", ".join(f"{n} {a}" for a, n in sorted(answers.items()))
+            + "."
+        )
     parts.append(f"Details: gate log --run {run_id}")
     return " ".join(parts)

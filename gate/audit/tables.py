@@ -21,7 +21,7 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     numeric: tuple[int, ...]  # the columns that hold numbers (right-aligned)
-    empty: str    # said instead of an empty table
+    empty: str  # said instead of an empty table
 
 
 def clean(text: str | None) -> str:
@@ -58,20 +58,38 @@ def period(report: Report) -> str:
 def summary(report: Report) -> str:
     t = report.totals
     if report.empty:
-        return ("no requests recorded in this period" if report.since is not None else
-                "no requests recorded yet: point an agent at gate (gate run -- claude)")
+        return (
+            "no requests recorded in this period"
+            if report.since is not None
+            else "no requests recorded yet: point an agent at gate (gate run -- claude)"
+        )
     verdicts = ", ".join(f"{n} {clean(v)}" for v, n in report.verdicts.items())
     plural = "" if t.requests == 1 else "s"
-    return (f"{count(t.requests)} request{plural} ({verdicts}) from {when(report.first_ts)} to"
-            f" {when(report.last_ts)}; {size(t.bytes_sent)} sent; {count(t.input_tokens)}"
-            f" input and {count(t.output_tokens)} output tokens")
+    return (
+        f"{count(t.requests)} request{plural} ({verdicts}) from {when(report.first_ts)} to"
+        f" {when(report.last_ts)}; {size(t.bytes_sent)} sent; {count(t.input_tokens)}"
+        f" input and {count(t.output_tokens)} output tokens"
+    )
 
 
 def _traffic(title: str, key: str, rows: tuple[Traffic, ...]) -> Table:
-    return Table(title, (key, "requests", "blocked", "sent", "input tokens", "output tokens"),
-                 tuple((clean(t.key), count(t.requests), count(t.blocked), size(t.bytes_sent),
-                        count(t.input_tokens), count(t.output_tokens)) for t in rows),
-                 numeric=(1, 2, 3, 4, 5), empty="no requests")
+    return Table(
+        title,
+        (key, "requests", "blocked", "sent", "input tokens", "output tokens"),
+        tuple(
+            (
+                clean(t.key),
+                count(t.requests),
+                count(t.blocked),
+                size(t.bytes_sent),
+                count(t.input_tokens),
+                count(t.output_tokens),
+            )
+            for t in rows
+        ),
+        numeric=(1, 2, 3, 4, 5),
+        empty="no requests",
+    )
 
 
 def tables(report: Report) -> list[Table]:
@@ -80,19 +98,46 @@ def tables(report: Report) -> list[Table]:
         _traffic("Per host", "host", report.by_host),
         _traffic("Per agent", "agent", report.by_agent),
         _traffic("Per model", "model", report.by_model),
-        Table("Withheld and redacted, by kind and rule",
-              ("kind", "rule", "items", "occurrences", "requests", "approved"),
-              tuple((clean(w.kind), clean(w.rule), count(w.items), count(w.occurrences),
-                     count(w.requests), count(w.approved)) for w in report.withheld),
-              numeric=(2, 3, 4, 5), empty="nothing was withheld or redacted"),
-        Table("Blocked requests, by reason", ("requests", "reason"),
-              tuple((count(b.requests), clean(b.reason)) for b in report.blocked),
-              numeric=(0,), empty="no request was blocked"),
-        Table("Questions asked and answers",
-              ("question", "answer", "answered by", "questions", "items"),
-              tuple((clean(a.question), clean(a.answer), clean(a.by), count(a.questions),
-                     count(a.items)) for a in report.questions),
-              numeric=(3, 4), empty="no questions were asked"),
+        Table(
+            "Withheld and redacted, by kind and rule",
+            ("kind", "rule", "items", "occurrences", "requests", "approved"),
+            tuple(
+                (
+                    clean(w.kind),
+                    clean(w.rule),
+                    count(w.items),
+                    count(w.occurrences),
+                    count(w.requests),
+                    count(w.approved),
+                )
+                for w in report.withheld
+            ),
+            numeric=(2, 3, 4, 5),
+            empty="nothing was withheld or redacted",
+        ),
+        Table(
+            "Blocked requests, by reason",
+            ("requests", "reason"),
+            tuple((count(b.requests), clean(b.reason)) for b in report.blocked),
+            numeric=(0,),
+            empty="no request was blocked",
+        ),
+        Table(
+            "Questions asked and answers",
+            ("question", "answer", "answered by", "questions", "items"),
+            tuple(
+                (
+                    clean(a.question),
+                    clean(a.answer),
+                    clean(a.by),
+                    count(a.questions),
+                    count(a.items),
+                )
+                for a in report.questions
+            ),
+            numeric=(3, 4),
+            empty="no questions were asked",
+        ),
     ]
 
 
@@ -106,10 +151,13 @@ def text(report: Report) -> str:
         if not table.rows:
             out.append(f"  {table.empty}")
             continue
-        widths = [max(len(r[i]) for r in (table.columns, *table.rows))
-                  for i in range(len(table.columns))]
+        widths = [
+            max(len(r[i]) for r in (table.columns, *table.rows)) for i in range(len(table.columns))
+        ]
         for row in (table.columns, *table.rows):
-            cells = [cell.rjust(w) if i in table.numeric else cell.ljust(w)
-                     for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
+            cells = [
+                cell.rjust(w) if i in table.numeric else cell.ljust(w)
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            ]
             out.append("  " + "  ".join(cells).rstrip())
     return "\n".join(out) + "\n"

@@ -11,8 +11,8 @@ from gate.audit.store import AuditStore
 
 
 class Kind(StrEnum):
-    TUNNEL = "tunnel"    # a CONNECT relayed as opaque bytes
-    HTTP = "http"        # a plain-HTTP request relayed unread
+    TUNNEL = "tunnel"  # a CONNECT relayed as opaque bytes
+    HTTP = "http"  # a plain-HTTP request relayed unread
     BLOCKED = "blocked"  # refused by the egress policy
 
 
@@ -31,28 +31,43 @@ def opened(audit: AuditStore, t: Opened) -> int:
     cur = audit.conn().execute(
         "INSERT INTO tunnels (ts, host, port, kind, agent, run_id, reason)"
         " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",  # the row id on SQLite and PostgreSQL
-        (time.time(), t.host, t.port, t.kind.value, t.agent, t.run_id, t.reason))
+        (time.time(), t.host, t.port, t.kind.value, t.agent, t.run_id, t.reason),
+    )
     return int(cur.fetchone()[0])
 
 
 def closed(audit: AuditStore, row: int, bytes_out: int, bytes_in: int) -> None:
-    audit.conn().execute("UPDATE tunnels SET ended=?, bytes_out=?, bytes_in=? WHERE id=?",
-                         (time.time(), bytes_out, bytes_in, row))
+    audit.conn().execute(
+        "UPDATE tunnels SET ended=?, bytes_out=?, bytes_in=? WHERE id=?",
+        (time.time(), bytes_out, bytes_in, row),
+    )
 
 
-def rows(audit: AuditStore, limit: int = 100, *, since: float | None = None,
-         agent: str | None = None, run_id: str | None = None,
-         kind: Kind | None = None) -> list[dict[str, Any]]:
+def rows(
+    audit: AuditStore,
+    limit: int = 100,
+    *,
+    since: float | None = None,
+    agent: str | None = None,
+    run_id: str | None = None,
+    kind: Kind | None = None,
+) -> list[dict[str, Any]]:
     """Newest first, optionally only those since a time, of an agent, run or kind."""
     where, args = ["1=1"], []
-    for sql, value in (("ts >= ?", since), ("agent = ?", agent), ("run_id = ?", run_id),
-                       ("kind = ?", kind.value if kind else None)):
+    for sql, value in (
+        ("ts >= ?", since),
+        ("agent = ?", agent),
+        ("run_id = ?", run_id),
+        ("kind = ?", kind.value if kind else None),
+    ):
         if value is not None:
             where.append(sql)
             args.append(value)
     cur = audit.conn().execute(
         f"SELECT * FROM tunnels WHERE {' AND '.join(where)}"  # noqa: S608 (our own SQL)
-        " ORDER BY id DESC LIMIT ?", (*args, limit))
+        " ORDER BY id DESC LIMIT ?",
+        (*args, limit),
+    )
     return [dict(r) for r in cur.fetchall()]
 
 
@@ -63,5 +78,9 @@ def prune(db: Any, before: float) -> int:
 
 def drop_oldest(db: Any, n: int) -> int:
     """Drop the `n` oldest rows (the size cap, once no request is left to drop)."""
-    return int(db.execute("DELETE FROM tunnels WHERE id IN (SELECT id FROM tunnels"
-                          " ORDER BY id LIMIT ?)", (n,)).rowcount or 0)
+    return int(
+        db.execute(
+            "DELETE FROM tunnels WHERE id IN (SELECT id FROM tunnels ORDER BY id LIMIT ?)", (n,)
+        ).rowcount
+        or 0
+    )

@@ -29,23 +29,23 @@ class Sent:
     upstream: str
     path: str
     approved_by: str | None  # who let it through when gate asked ("person", "memory")
-    snippet: str = ""        # around the value, the value itself masked
+    snippet: str = ""  # around the value, the value itself masked
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Held:
     request: int
     ts: float
-    kind: str                # secret | content | tool-result | blocked
+    kind: str  # secret | content | tool-result | blocked
     rule: str
-    answer: str | None       # the answer that kept it back when gate asked
+    answer: str | None  # the answer that kept it back when gate asked
     by: str | None
-    blocked: bool            # the whole request was refused
+    blocked: bool  # the whole request was refused
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    value: str               # "value 2 of .env": never the value itself
+    value: str  # "value 2 of .env": never the value itself
     sent: tuple[Sent, ...] = ()
     withheld: tuple[Held, ...] = ()
 
@@ -54,9 +54,12 @@ class Answer:
         return Status.SENT if self.sent else Status.WITHHELD if self.withheld else Status.UNSEEN
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "status": str(self.status),
-                "sent": [_fields(s) for s in self.sent],
-                "withheld": [_fields(h) for h in self.withheld]}
+        return {
+            "value": self.value,
+            "status": str(self.status),
+            "sent": [_fields(s) for s in self.sent],
+            "withheld": [_fields(h) for h in self.withheld],
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,20 +88,34 @@ def answer(store: AuditStore, look: Lookup, since: float | None = None) -> list[
                 if decision.get("answer") == "approve":
                     approvals[(label, row["id"])] = str(decision.get("by") or "?")
                     continue
-                held[label].setdefault(row["id"], Held(
-                    request=row["id"], ts=row["ts"], kind=str(entry.get("kind") or "?"),
-                    rule=str(entry.get("rule") or "?"), answer=decision.get("answer"),
-                    by=decision.get("by"), blocked=row["verdict"] == "blocked"))
+                held[label].setdefault(
+                    row["id"],
+                    Held(
+                        request=row["id"],
+                        ts=row["ts"],
+                        kind=str(entry.get("kind") or "?"),
+                        rule=str(entry.get("rule") or "?"),
+                        answer=decision.get("answer"),
+                        by=decision.get("by"),
+                        blocked=row["verdict"] == "blocked",
+                    ),
+                )
     for found in search.scan(store, look.match, since, 1 << 62):
         for rid in found.requests:
             if rid in rows and found.what in sent:
-                sent[found.what].setdefault(rid, _sent(rows[rid], approvals.get(
-                    (found.what, rid)), found.snippet))
+                sent[found.what].setdefault(
+                    rid, _sent(rows[rid], approvals.get((found.what, rid)), found.snippet)
+                )
     for (label, rid), by in approvals.items():  # approved, so sent, even in a form not found
         sent[label].setdefault(rid, _sent(rows[rid], by, ""))
-    return [Answer(label, tuple(sorted(sent[label].values(), key=lambda s: s.request)),
-                   tuple(h for rid, h in sorted(held[label].items()) if rid not in sent[label]))
-            for label in look.labels]
+    return [
+        Answer(
+            label,
+            tuple(sorted(sent[label].values(), key=lambda s: s.request)),
+            tuple(h for rid, h in sorted(held[label].items()) if rid not in sent[label]),
+        )
+        for label in look.labels
+    ]
 
 
 def _labels_of(entry: dict[str, Any], row: dict[str, Any], look: Lookup) -> tuple[str, ...]:
@@ -120,8 +137,15 @@ def _labels_of(entry: dict[str, Any], row: dict[str, Any], look: Lookup) -> tupl
 
 
 def _sent(row: dict[str, Any], by: str | None, snippet: str) -> Sent:
-    return Sent(request=row["id"], ts=row["ts"], agent=row["agent"], upstream=row["upstream"],
-                path=row["path"], approved_by=by, snippet=snippet)
+    return Sent(
+        request=row["id"],
+        ts=row["ts"],
+        agent=row["agent"],
+        upstream=row["upstream"],
+        path=row["path"],
+        approved_by=by,
+        snippet=snippet,
+    )
 
 
 def _fields(item: Sent | Held) -> dict[str, Any]:

@@ -73,8 +73,7 @@ class Worker(threading.Thread):
             try:
                 self.store.record_response(row_id, **fields)
             except Exception as exc:
-                logger.error("audit update failed for request {}: {}", row_id,
-                             type(exc).__name__)
+                logger.error("audit update failed for request {}: {}", row_id, type(exc).__name__)
         try:
             index.index_pending(self.store.conn())
         except Exception as exc:  # the chunks stay readable (raw) and are retried next pass
@@ -88,5 +87,4 @@ class Worker(threading.Thread):
             logger.warning("audit: pruning failed ({}: {})", type(exc).__name__, exc)
             return
         if result.requests:
-            logger.info("audit: pruned {} requests and {} chunks", result.requests,
-                        result.chunks)
+            logger.info("audit: pruned {} requests and {} chunks", result.requests, result.chunks)

@@ -16,12 +16,31 @@ from gate.errors import GateError
 # scan` need not load mitmproxy. tests/cli/test_json_output.py checks this against every
 # module's COMMANDS.
 MODULES = {
-    "serve": "serve", "run": "serve", "env": "serve", "log": "audit", "show": "audit",
-    "search": "search", "audit": "integrity", "report": "report", "export": "report",
-    "paths": "paths", "rules": "rules", "scan": "scan", "pending": "ask", "approve": "ask",
-    "redact": "ask", "block": "ask", "decisions": "decisions", "watch": "watch", "ca": "ca",
-    "doctor": "doctor", "demo": "demo", "history": "history", "sessions": "sessions",
-    "completion": "completion", "users": "users",
+    "serve": "serve",
+    "run": "serve",
+    "env": "serve",
+    "log": "audit",
+    "show": "audit",
+    "search": "search",
+    "audit": "integrity",
+    "report": "report",
+    "export": "report",
+    "paths": "paths",
+    "rules": "rules",
+    "scan": "scan",
+    "pending": "ask",
+    "approve": "ask",
+    "redact": "ask",
+    "block": "ask",
+    "decisions": "decisions",
+    "watch": "watch",
+    "ca": "ca",
+    "doctor": "doctor",
+    "demo": "demo",
+    "history": "history",
+    "sessions": "sessions",
+    "completion": "completion",
+    "users": "users",
 }
 
 
@@ -58,11 +77,16 @@ class _Group(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         named = {name for _, names in _SECTIONS for name in names}
-        sections = [*_SECTIONS, ("Other", tuple(n for n in self.list_commands(ctx)
-                                                 if n not in named))]
+        sections = [
+            *_SECTIONS,
+            ("Other", tuple(n for n in self.list_commands(ctx) if n not in named)),
+        ]
         for title, names in sections:
-            rows = [(n, cmd.get_short_help_str(limit=formatter.width - 20))
-                    for n in names if (cmd := self.get_command(ctx, n)) and not cmd.hidden]
+            rows = [
+                (n, cmd.get_short_help_str(limit=formatter.width - 20))
+                for n in names
+                if (cmd := self.get_command(ctx, n)) and not cmd.hidden
+            ]
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)
@@ -88,8 +112,11 @@ def _fail(exc: GateError, wants_json: bool) -> None:
 
 def _json_error(code: str, message: str, hint: str | None, where: str | None = None) -> None:
     error = {"code": code, "message": message, "hint": hint or ""}
-    click.echo(json.dumps({"ok": False, "error": {**error, **({"where": where} if where
-                                                             else {})}}, indent=2))
+    click.echo(
+        json.dumps(
+            {"ok": False, "error": {**error, **({"where": where} if where else {})}}, indent=2
+        )
+    )
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

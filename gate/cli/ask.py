@@ -37,8 +37,13 @@ def pending_cmd(as_json: bool) -> None:
 def _answer_command(answer: str, doc: str, remember: str) -> click.Command:
     @click.command(answer, help=doc)
     @click.argument("question_id", metavar="ID")
-    @click.option("--remember", type=click.Choice(SCOPES), default=DEFAULT_SCOPE, show_default=True,
-                  help=f"{remember} (stored as a keyed fingerprint, never the value).")
+    @click.option(
+        "--remember",
+        type=click.Choice(SCOPES),
+        default=DEFAULT_SCOPE,
+        show_default=True,
+        help=f"{remember} (stored as a keyed fingerprint, never the value).",
+    )
     def command(question_id: str, remember: str) -> None:
         _answer(question_id, answer, remember)
 
@@ -46,14 +51,20 @@ def _answer_command(answer: str, doc: str, remember: str) -> click.Command:
 
 
 approve_cmd = _answer_command(
-    "approve", "Send the request as the agent wrote it (the findings included).",
-    "Also approve identical content later: in this session, this project, or everywhere")
+    "approve",
+    "Send the request as the agent wrote it (the findings included).",
+    "Also approve identical content later: in this session, this project, or everywhere",
+)
 redact_cmd = _answer_command(
-    "redact", "Send the request with the findings replaced by placeholders.",
-    "Also redact identical content later without asking")
+    "redact",
+    "Send the request with the findings replaced by placeholders.",
+    "Also redact identical content later without asking",
+)
 block_cmd = _answer_command(
-    "block", "Do not send the request; the agent gets an error saying gate blocked it, and why.",
-    "Also block requests with identical content later without asking")
+    "block",
+    "Do not send the request; the agent gets an error saying gate blocked it, and why.",
+    "Also block requests with identical content later without asking",
+)
 
 
 def _answer(qid: str, answer: str, remember: str) -> None:
@@ -65,8 +76,10 @@ def _answer(qid: str, answer: str, remember: str) -> None:
 def _show(q: dict[str, Any]) -> None:
     r = q.get("request", {})
     left = max(0, int(q.get("expires", 0) - time.time()))
-    click.echo(f"{q['id']}  {q['kind']}  {r.get('agent') or 'agent?'} → {r.get('upstream')}"
-               f" {r.get('path')}  ({q['default']} in {left} s)")
+    click.echo(
+        f"{q['id']}  {q['kind']}  {r.get('agent') or 'agent?'} → {r.get('upstream')}"
+        f" {r.get('path')}  ({q['default']} in {left} s)"
+    )
     for f in q.get("findings", []):
         where = f.get("file") or f.get("tool") or ""
         click.echo(f"    {f['kind']}  {f['rule']}  {where}  {f['preview']}")

@@ -28,8 +28,14 @@ def when(ts: float) -> str:
 
 
 FOLLOW_SECONDS = 0.5  # how often `gate log --follow` looks for new requests
-_VERDICT_COLOURS = {"forwarded": "green", "modified": "yellow", "blocked": "red",
-                   "failed": "red", "withdrawn": "magenta", "unscreened": "red"}
+_VERDICT_COLOURS = {
+    "forwarded": "green",
+    "modified": "yellow",
+    "blocked": "red",
+    "failed": "red",
+    "withdrawn": "magenta",
+    "unscreened": "red",
+}
 
 
 def ago(ts: float, now: float | None = None) -> str:
@@ -47,21 +53,36 @@ def ago(ts: float, now: float | None = None) -> str:
 @click.command("log")
 @since_option
 @click.option("--agent", help="Only requests from this agent (as `gate log` names it).")
-@click.option("--verdict", type=click.Choice(["forwarded", "modified", "blocked", "failed",
-                                              "withdrawn", "unscreened"]),
-              help="Only requests with this verdict.")
+@click.option(
+    "--verdict",
+    type=click.Choice(["forwarded", "modified", "blocked", "failed", "withdrawn", "unscreened"]),
+    help="Only requests with this verdict.",
+)
 @click.option("--session", help="Only requests of this conversation (see `gate sessions`).")
 @click.option("--run", "run_id", help="Only requests of this `gate run` (its summary names it).")
 @click.option("--user", help="Only requests this user of a shared gate sent (`gate users list`).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new requests as they come.")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
-@click.option("--tunnels", "with_tunnels", is_flag=True,
-              help="Instead of requests: forward mode's connections to hosts gate does not"
-                   " screen (tunnelled, relayed unread or refused), with their bytes.")
+@click.option(
+    "--tunnels",
+    "with_tunnels",
+    is_flag=True,
+    help="Instead of requests: forward mode's connections to hosts gate does not"
+    " screen (tunnelled, relayed unread or refused), with their bytes.",
+)
 @json_option
-def log_cmd(since: float | None, agent: str | None, verdict: str | None, session: str | None,
-            run_id: str | None, user: str | None, follow: bool, limit: int,
-            with_tunnels: bool, as_json: bool) -> None:
+def log_cmd(
+    since: float | None,
+    agent: str | None,
+    verdict: str | None,
+    session: str | None,
+    run_id: str | None,
+    user: str | None,
+    follow: bool,
+    limit: int,
+    with_tunnels: bool,
+    as_json: bool,
+) -> None:
     """List recent requests: when, agent, verdict, status, where, model, size, tokens,
     what was withheld and what a person approved. Colour on a terminal (not with NO_COLOR).
     With --tunnels: host, port, kind, bytes up/down, agent, run and time of each connection
@@ -69,15 +90,21 @@ def log_cmd(since: float | None, agent: str | None, verdict: str | None, session
     store = open_store()
     if with_tunnels:
         if verdict or session or follow:
-            raise click.UsageError("--tunnels takes --since, --agent, --run, --limit and"
-                                   " --json only")
+            raise click.UsageError(
+                "--tunnels takes --since, --agent, --run, --limit and --json only"
+            )
         from gate.cli import tunnels
 
-        tunnels.show(store, since=since, agent=agent, run_id=run_id, limit=limit,
-                     as_json=as_json)
+        tunnels.show(store, since=since, agent=agent, run_id=run_id, limit=limit, as_json=as_json)
         return
-    filters = {"since": since, "agent": agent, "verdict": verdict, "session": session,
-               "run_id": run_id, "user": user}
+    filters = {
+        "since": since,
+        "agent": agent,
+        "verdict": verdict,
+        "session": session,
+        "run_id": run_id,
+        "user": user,
+    }
     rows = list(store.rows(limit, body=False, **filters))  # type: ignore[arg-type]
     if as_json:
         if follow:
@@ -86,11 +113,19 @@ def log_cmd(since: float | None, agent: str | None, verdict: str | None, session
         return
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     if not rows and not follow:
-        click.echo("no requests recorded" + (" matching these filters"
-                                              if any(filters.values()) else " yet"))
+        click.echo(
+            "no requests recorded"
+            + (" matching these filters" if any(filters.values()) else " yet")
+        )
         return
-    click.echo(_style(f"{'ID':>6}  {'WHEN':<12}  {'AGENT':<12} {'VERDICT':<9} {'ST':>3}  "
-                      "WHERE  MODEL  SIZE  TOKENS in/out  WITHHELD", "bold", color))
+    click.echo(
+        _style(
+            f"{'ID':>6}  {'WHEN':<12}  {'AGENT':<12} {'VERDICT':<9} {'ST':>3}  "
+            "WHERE  MODEL  SIZE  TOKENS in/out  WITHHELD",
+            "bold",
+            color,
+        )
+    )
     last = 0
     for r in reversed(rows):
         click.echo(_line(r, color))
@@ -105,8 +140,7 @@ def _follow(store: AuditStore, filters: dict[str, Any], last: int, color: bool) 
         while True:
             sys.stdout.flush()  # a pipe (`gate log -f | grep`) sees each line as it comes
             time.sleep(FOLLOW_SECONDS)
-            new = [r for r in store.rows(500, body=False, **filters)
-                   if r["id"] > last]
+            new = [r for r in store.rows(500, body=False, **filters) if r["id"] > last]
             for r in reversed(new):
                 click.echo(_line(r, color))
                 last = max(last, r["id"])
@@ -120,15 +154,16 @@ def _line(r: dict[str, Any], color: bool) -> str:
     tokens = f"{r['input_tokens'] or '-'}/{r['output_tokens'] or '-'}"
     kept = [w for w in r["withheld"] if not approved(w.get("decision"))]
     sent = len(r["withheld"]) - len(kept)  # findings a person or memory approved
-    withheld = (f" withheld={len(kept)}" if kept else "") + (
-        f" approved={sent}" if sent else "")
+    withheld = (f" withheld={len(kept)}" if kept else "") + (f" approved={sent}" if sent else "")
     shown = shown_verdict(r)
     colour = _VERDICT_COLOURS.get(shown, "")
-    return (f"{r['id']:>6}  {ago(r['ts']):<12}  {r['agent'] or '-':<12} "
-            f"{_style(f'{shown:<9}', colour, color)}"
-            f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
-            f"  {r['model'] or '-'}  {size(r['request_bytes'])}  tok={tokens}{withheld}"
-            + (f" user={r['user_name']}" if r.get("user_name") else ""))
+    return (
+        f"{r['id']:>6}  {ago(r['ts']):<12}  {r['agent'] or '-':<12} "
+        f"{_style(f'{shown:<9}', colour, color)}"
+        f" {r['status'] or '-':>3}  {r['upstream']}{r['path'].split('?')[0]}"
+        f"  {r['model'] or '-'}  {size(r['request_bytes'])}  tok={tokens}{withheld}"
+        + (f" user={r['user_name']}" if r.get("user_name") else "")
+    )
 
 
 def _style(text: str, how: str, color: bool) -> str:
@@ -139,19 +174,35 @@ def _style(text: str, how: str, color: bool) -> str:
 
 @click.command("show")
 @click.argument("request_id", type=int, required=False)
-@click.option("--body", "with_body", is_flag=True, help="Also print the body sent"
-              " (secrets masked unless --reveal).")
+@click.option(
+    "--body",
+    "with_body",
+    is_flag=True,
+    help="Also print the body sent (secrets masked unless --reveal).",
+)
 @click.option("--raw", is_flag=True, help="Print only the exact bytes sent (for jq).")
-@click.option("--new", "only_new", is_flag=True,
-              help="Print only what this request added since the previous request of the"
-                   " same session.")
-@click.option("--session", help="Instead of one request: a conversation, turn by turn, as"
-              " the provider received it (see `gate sessions`).")
-@click.option("--reveal", is_flag=True, help="Show secrets a person approved (masked by"
-              " default).")
+@click.option(
+    "--new",
+    "only_new",
+    is_flag=True,
+    help="Print only what this request added since the previous request of the same session.",
+)
+@click.option(
+    "--session",
+    help="Instead of one request: a conversation, turn by turn, as"
+    " the provider received it (see `gate sessions`).",
+)
+@click.option("--reveal", is_flag=True, help="Show secrets a person approved (masked by default).")
 @json_option
-def show_cmd(request_id: int | None, with_body: bool, raw: bool, only_new: bool,
-             session: str | None, reveal: bool, as_json: bool) -> None:
+def show_cmd(
+    request_id: int | None,
+    with_body: bool,
+    raw: bool,
+    only_new: bool,
+    session: str | None,
+    reveal: bool,
+    as_json: bool,
+) -> None:
     """Show one request: its metadata, what was withheld and why, and on request its body;
     or, with --session, a whole conversation turn by turn."""
     if (request_id is None) == (session is None):
@@ -172,8 +223,9 @@ def show_cmd(request_id: int | None, with_body: bool, raw: bool, only_new: bool,
         return
     row = store.get(request_id, body=with_body)
     if row is None:
-        raise GateError(f"no request {request_id} in the audit",
-                        hint="`gate log` lists the recorded requests")
+        raise GateError(
+            f"no request {request_id} in the audit", hint="`gate log` lists the recorded requests"
+        )
     new = _new_parts(store, request_id) if only_new else None
     if as_json:
         echo_json({"request": row, **({"new": new} if new is not None else {})})
@@ -191,10 +243,14 @@ def show_cmd(request_id: int | None, with_body: bool, raw: bool, only_new: bool,
         click.echo(_pretty(body))
     if new is not None:
         prev = new["previous"]
-        click.echo("\n--- no body was recorded for this request ---" if not new["parts"] else
-                   f"\n--- new since request {prev} ({new['new_bytes']} of"
-                   f" {new['body_bytes']} bytes) ---" if prev else
-                   "\n--- no earlier request in this session: all of it is new ---")
+        click.echo(
+            "\n--- no body was recorded for this request ---"
+            if not new["parts"]
+            else f"\n--- new since request {prev} ({new['new_bytes']} of"
+            f" {new['body_bytes']} bytes) ---"
+            if prev
+            else "\n--- no earlier request in this session: all of it is new ---"
+        )
         for part in new["parts"]:
             click.echo(f"@{part['offset']}: {part['text']}")
 
@@ -235,8 +291,12 @@ def _new_parts(store: AuditStore, row_id: int) -> dict[str, Any]:
         offset += len(piece)
     for part in parts:
         part["text"] = part.pop("raw").decode("utf-8", "replace")
-    return {"previous": prev, "body_bytes": offset,
-            "new_bytes": sum(p["bytes"] for p in parts), "parts": parts}
+    return {
+        "previous": prev,
+        "body_bytes": offset,
+        "new_bytes": sum(p["bytes"] for p in parts),
+        "parts": parts,
+    }
 
 
 def _pretty(body: str) -> str:

@@ -16,8 +16,9 @@ from gate.config import Config
 from gate.errors import ConfigError
 
 
-def load_config(host: str | None = None, port: int | None = None,
-                upstreams: tuple[str, ...] = ()) -> Config:
+def load_config(
+    host: str | None = None, port: int | None = None, upstreams: tuple[str, ...] = ()
+) -> Config:
     cfg = config_mod.load(dirs.config_dir() / "config.yaml")
     extra = {}
     for text in upstreams:
@@ -56,15 +57,17 @@ def parse_since(text: str, now: float | None = None) -> float:
     try:
         return dt.datetime.fromisoformat(text).timestamp()
     except ValueError:
-        raise ValueError(f"{text!r} is neither a span like 7d, 12h, 30m, 2w nor a date like"
-                         " 2026-11-01") from None
+        raise ValueError(
+            f"{text!r} is neither a span like 7d, 12h, 30m, 2w nor a date like 2026-11-01"
+        ) from None
 
 
 class SinceType(click.ParamType[float]):
     name = "SPAN|DATE"
 
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> float:
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
         if isinstance(value, float):
             return value
         try:
@@ -74,5 +77,8 @@ class SinceType(click.ParamType[float]):
 
 
 since_option = click.option(
-    "--since", type=SinceType(), default=None,
-    help="Only requests since then: a span back from now (7d, 12h, 30m, 2w) or a date.")
+    "--since",
+    type=SinceType(),
+    default=None,
+    help="Only requests since then: a span back from now (7d, 12h, 30m, 2w) or a date.",
+)

@@ -51,8 +51,10 @@ def list_cmd(as_json: bool) -> None:
     click.echo(f"{'ID':<11}  {'SCOPE':<7}  {'ANSWER':<7}  {'KIND':<22}  {'EXPIRES':<10}  WHERE")
     for e in entries:
         expires = dt.datetime.fromtimestamp(e.expires).strftime("%Y-%m-%d")
-        click.echo(f"{e.id:<11}  {e.scope:<7}  {e.answer:<7}  {e.kind:<22}  {expires:<10}  "
-                   f"{e.project or 'everywhere'}")
+        click.echo(
+            f"{e.id:<11}  {e.scope:<7}  {e.answer:<7}  {e.kind:<22}  {expires:<10}  "
+            f"{e.project or 'everywhere'}"
+        )
 
 
 @decisions_cmd.command("forget")
@@ -69,8 +71,9 @@ def forget_cmd(entry_id: str, as_json: bool) -> None:
         finally:
             team.close()
     if not found:
-        raise GateError(f"no remembered decision {entry_id!r}",
-                        hint="`gate decisions list` shows the ids")
+        raise GateError(
+            f"no remembered decision {entry_id!r}", hint="`gate decisions list` shows the ids"
+        )
     if as_json:
         echo_json({"forgotten": entry_id})
     else:

@@ -24,8 +24,12 @@ ANSWERS = ("approve", "redact", "block")
 
 
 @click.command("demo")
-@click.option("--answer", type=click.Choice(ANSWERS), default=None,
-              help="Answer gate's question with this instead of asking you.")
+@click.option(
+    "--answer",
+    type=click.Choice(ANSWERS),
+    default=None,
+    help="Answer gate's question with this instead of asking you.",
+)
 def demo_cmd(answer: str | None) -> None:
     """Watch gate withhold a .env file and ask about a token, then read its audit.
 
@@ -68,11 +72,16 @@ def _tour(stage: Stage, answer: str | None) -> None:
     if len(stage.fake.seen) > seen:
         _sent(stage, "then the model provider got")
     else:
-        click.echo("   gate blocked the request: the model provider got nothing; the agent"
-                   " got an error saying why.")
+        click.echo(
+            "   gate blocked the request: the model provider got nothing; the agent"
+            " got an error saying why."
+        )
     leaked = stage.leaked()
-    click.echo(f"   on the wire: {', '.join(leaked)} (you approved it)" if leaked else
-               "   on the wire: neither the .env value nor the token.")
+    click.echo(
+        f"   on the wire: {', '.join(leaked)} (you approved it)"
+        if leaked
+        else "   on the wire: neither the .env value nor the token."
+    )
     _say("3. What gate kept: `gate log`, then `gate show` of each request.")
     rows = json.loads(_gate("log", "--json"))["requests"]
     click.echo(_gate("log"))
@@ -117,8 +126,14 @@ def _sent(stage: Stage, what: str) -> None:
 
 
 def _gate(*args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "gate", *args], capture_output=True,
-                          text=True, timeout=60, env=os.environ, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ,
+        check=False,
+    )
     return proc.stdout.rstrip() or proc.stderr.rstrip()
 
 

@@ -35,15 +35,26 @@ def doctor_cmd(agent: str | None, upstreams: tuple[str, ...], as_json: bool) -> 
     log.configure(stderr=False)  # the checks' own gate logs nowhere: the lines say it all
     config = load_config(upstreams=upstreams)
     cwd = os.getcwd()
-    results = [checks.gate_reachable(data), checks.rules_load(cwd),
-               checks.ca_trusted(data, spec.name if spec else None), checks.namespaces(cwd)]
+    results = [
+        checks.gate_reachable(data),
+        checks.rules_load(cwd),
+        checks.ca_trusted(data, spec.name if spec else None),
+        checks.namespaces(cwd),
+    ]
     names = registry.routes(spec) if spec else frozenset(config.upstreams)
     results += checks.upstreams(config, names)
     results.append(checks.canary())
     failed = any(r.status is Status.FAIL for r in results)
     if as_json:
-        click.echo(json.dumps({"ok": not failed, "agent": spec.name if spec else None,
-                               "checks": [r.to_json() for r in results]}))
+        click.echo(
+            json.dumps(
+                {
+                    "ok": not failed,
+                    "agent": spec.name if spec else None,
+                    "checks": [r.to_json() for r in results],
+                }
+            )
+        )
     else:
         for r in results:
             _line(r)

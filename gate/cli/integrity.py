@@ -27,19 +27,34 @@ def verify_cmd(as_json: bool) -> None:
     store = open_store()
     verdict = chain.verify(store.conn())
     # On PostgreSQL, say what the chain spans: every gate of the team, in one sequence.
-    scope = (f"one chain for every gate writing to {store.where}, kept in daily partitions;"
-             " retention drops the oldest days and the chain goes on from the last request"
-             " dropped" if store.engine.postgres else None)
+    scope = (
+        f"one chain for every gate writing to {store.where}, kept in daily partitions;"
+        " retention drops the oldest days and the chain goes on from the last request"
+        " dropped"
+        if store.engine.postgres
+        else None
+    )
     if as_json:
-        echo_json({"ok": verdict.ok, "requests": verdict.requests, "chunks": verdict.chunks,
-                   "head": verdict.head, "broken_id": verdict.broken_id,
-                   "problem": verdict.problem, **({"chain": scope} if scope else {})})
+        echo_json(
+            {
+                "ok": verdict.ok,
+                "requests": verdict.requests,
+                "chunks": verdict.chunks,
+                "head": verdict.head,
+                "broken_id": verdict.broken_id,
+                "problem": verdict.problem,
+                **({"chain": scope} if scope else {}),
+            }
+        )
     elif verdict.ok:
-        click.echo(f"audit intact: {verdict.requests} requests, {verdict.chunks} chunks;"
-                   f" head {verdict.head or '-'}")
+        click.echo(
+            f"audit intact: {verdict.requests} requests, {verdict.chunks} chunks;"
+            f" head {verdict.head or '-'}"
+        )
     else:
-        click.echo(f"audit BROKEN: {verdict.problem} (the {verdict.requests} requests before"
-                   " it verify)")
+        click.echo(
+            f"audit BROKEN: {verdict.problem} (the {verdict.requests} requests before it verify)"
+        )
     if scope and not as_json:
         click.echo(scope)
     sys.exit(0 if verdict.ok else 1)
@@ -52,11 +67,19 @@ def prune_cmd(as_json: bool) -> None:
     and hourly)."""
     done = retention.prune(open_store())
     if as_json:
-        echo_json({"requests": done.requests, "chunks": done.chunks,
-                   "size_before": done.size_before, "size_after": done.size_after})
+        echo_json(
+            {
+                "requests": done.requests,
+                "chunks": done.chunks,
+                "size_before": done.size_before,
+                "size_after": done.size_after,
+            }
+        )
         return
-    click.echo(f"pruned {done.requests} requests and {done.chunks} chunks;"
-               f" {done.size_before >> 10} KB -> {done.size_after >> 10} KB in use")
+    click.echo(
+        f"pruned {done.requests} requests and {done.chunks} chunks;"
+        f" {done.size_before >> 10} KB -> {done.size_after >> 10} KB in use"
+    )
 
 
 COMMANDS = (audit_group,)

@@ -25,8 +25,11 @@ def _audit() -> Iterator[sqlite3.Connection | None]:
     names the file, never an empty report."""
     path = dirs.data_dir() / "audit.db"
     if path.parent.exists() and not path.parent.is_dir():  # never "nothing was sent"
-        raise Unreachable("the data dir is not a directory", where=str(path.parent),
-                          hint="set GATE_DATA_DIR to gate's data dir (`gate paths`)")
+        raise Unreachable(
+            "the data dir is not a directory",
+            where=str(path.parent),
+            hint="set GATE_DATA_DIR to gate's data dir (`gate paths`)",
+        )
     settings = load_config().audit
     if engine_for(path, settings).postgres:  # shared by many gates: read through the store
         store = AuditStore(path, settings, reader=True)
@@ -40,9 +43,12 @@ def _audit() -> Iterator[sqlite3.Connection | None]:
     try:
         db = report.connect(path)
     except sqlite3.Error as exc:
-        raise StateError(f"cannot read the audit: {exc}", where=str(path),
-                         hint="check `gate paths`; a damaged audit.db can be moved aside"
-                              " (gate creates a new one)") from exc
+        raise StateError(
+            f"cannot read the audit: {exc}",
+            where=str(path),
+            hint="check `gate paths`; a damaged audit.db can be moved aside"
+            " (gate creates a new one)",
+        ) from exc
     try:
         yield db
     except report.BadRow as exc:
@@ -63,8 +69,12 @@ def _output(path: Path) -> contextlib.AbstractContextManager[BinaryIO]:
 @click.command("report")
 @since_option
 @json_option
-@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the report as one self-contained HTML file (mode 0600).")
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the report as one self-contained HTML file (mode 0600).",
+)
 def report_cmd(since: float | None, as_json: bool, html_file: Path | None) -> None:
     """Sum up what left the machine: requests, bytes and tokens per day, host, agent and
     model; what was withheld or redacted, by kind and rule; blocked requests by reason;
@@ -86,19 +96,28 @@ def report_cmd(since: float | None, as_json: bool, html_file: Path | None) -> No
 
 
 @click.command("export")
-@click.option("--jsonl", is_flag=True, default=True,
-              help="One JSON object per line per request (the default and only format).")
+@click.option(
+    "--jsonl",
+    is_flag=True,
+    default=True,
+    help="One JSON object per line per request (the default and only format).",
+)
 @since_option
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write to FILE (mode 0600) instead of stdout.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to FILE (mode 0600) instead of stdout.",
+)
 def export_cmd(jsonl: bool, since: float | None, output: Path | None) -> None:
     """Export the audit for a SIEM or a data warehouse: one JSON line per request, oldest
     first, with its metadata, what was withheld and the decisions taken. Never a body,
     never a header. Field names are stable (docs/report.md).
     """
     with _audit() as db, contextlib.ExitStack() as stack:
-        out: BinaryIO = (stack.enter_context(_output(output)) if output is not None
-                         else sys.stdout.buffer)
+        out: BinaryIO = (
+            stack.enter_context(_output(output)) if output is not None else sys.stdout.buffer
+        )
         lines = 0
         for line in report.export_lines(db, since):
             out.write(line)

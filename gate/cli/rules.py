@@ -24,8 +24,10 @@ _CALL = re.compile(r"^(?P<tool>[A-Za-z_][A-Za-z0-9_.-]*)(?:\((?P<arg>.*)\))?$", 
 _SHORTCUTS = {"read": "Read", "edit": "Edit", "bash": "Bash", "fetch": "WebFetch"}
 
 project_option = click.option(
-    "--project", type=click.Path(exists=True, file_okay=False, resolve_path=True),
-    help="The project directory (default: the current directory).")
+    "--project",
+    type=click.Path(exists=True, file_okay=False, resolve_path=True),
+    help="The project directory (default: the current directory).",
+)
 
 
 def _walk_incomplete(policy: Policy, root: str) -> list[str]:
@@ -77,23 +79,35 @@ def _list(project: str | None, as_json: bool) -> None:
     rules = sorted(policy.rules, key=lambda r: _ORDER[r.effect])
     unwalked = _walk_incomplete(policy, root)
     if as_json:
-        echo_json({"project_root": root, "lockdown": policy.lockdown,
-                   "rules": [_rule_json(r) for r in rules],
-                   "ignored": [_rule_json(r) for r in policy.ignored],
-                   "warnings": list(policy.warnings), "index_incomplete": bool(unwalked),
-                   "unwalked": unwalked})
+        echo_json(
+            {
+                "project_root": root,
+                "lockdown": policy.lockdown,
+                "rules": [_rule_json(r) for r in rules],
+                "ignored": [_rule_json(r) for r in policy.ignored],
+                "warnings": list(policy.warnings),
+                "index_incomplete": bool(unwalked),
+                "unwalked": unwalked,
+            }
+        )
         return
     if unwalked:
-        click.echo("gate: warning: the denied-file walk of this project runs out of its budget"
-                   " (screen.max_files, screen.max_file_bytes): a running gate indexes the rest"
-                   " in the background, and meanwhile withholds searches over it; raise the"
-                   " limits in config.yaml to index it at once. Not walked: "
-                   + ", ".join(unwalked[:10]) + (", ..." if len(unwalked) > 10 else ""),
-                   err=True)
-    click.echo(f"project root: {root}" + ("  (lockdown: only managed allow rules count)"
-                                          if policy.lockdown else ""))
-    shown = [(r, _note(r)) for r in rules] + [(r, "ignored: managed lockdown")
-                                              for r in policy.ignored]
+        click.echo(
+            "gate: warning: the denied-file walk of this project runs out of its budget"
+            " (screen.max_files, screen.max_file_bytes): a running gate indexes the rest"
+            " in the background, and meanwhile withholds searches over it; raise the"
+            " limits in config.yaml to index it at once. Not walked: "
+            + ", ".join(unwalked[:10])
+            + (", ..." if len(unwalked) > 10 else ""),
+            err=True,
+        )
+    click.echo(
+        f"project root: {root}"
+        + ("  (lockdown: only managed allow rules count)" if policy.lockdown else "")
+    )
+    shown = [(r, _note(r)) for r in rules] + [
+        (r, "ignored: managed lockdown") for r in policy.ignored
+    ]
     width = max((len(r.text) for r, _ in shown), default=0)
     for rule, note in shown:
         line = f"{rule.effect.value:<5}  {rule.text:<{width}}  {rule.where}  [{rule.layer or '-'}]"
@@ -104,8 +118,11 @@ def _list(project: str | None, as_json: bool) -> None:
 @click.argument("call", required=False)
 @click.argument("tool_input", metavar="[INPUT]", required=False)
 @click.option("--tool", help="A tool name, with --input.")
-@click.option("--input", "input_text", help="The tool's input: a JSON object, or the value"
-              " of its main field (path, command or URL).")
+@click.option(
+    "--input",
+    "input_text",
+    help="The tool's input: a JSON object, or the value of its main field (path, command or URL).",
+)
 @click.option("--read", help="Check reading this path.")
 @click.option("--edit", help="Check editing this path.")
 @click.option("--bash", help="Check running this shell command.")
@@ -113,9 +130,19 @@ def _list(project: str | None, as_json: bool) -> None:
 @project_option
 @json_option
 @click.pass_obj
-def check_cmd(obj: dict[str, str | None], call: str | None, tool_input: str | None,
-              tool: str | None, input_text: str | None, read: str | None, edit: str | None,
-              bash: str | None, fetch: str | None, project: str | None, as_json: bool) -> None:
+def check_cmd(
+    obj: dict[str, str | None],
+    call: str | None,
+    tool_input: str | None,
+    tool: str | None,
+    input_text: str | None,
+    read: str | None,
+    edit: str | None,
+    bash: str | None,
+    fetch: str | None,
+    project: str | None,
+    as_json: bool,
+) -> None:
     """Decide one tool call against the rules.
 
     Exit 0 if it is allowed or no rule matches, 1 if its result is withheld (deny or ask).
@@ -126,8 +153,13 @@ def check_cmd(obj: dict[str, str | None], call: str | None, tool_input: str | No
     gate rules check --tool Bash --input 'cat .env'
     gate rules check --read .env | --bash 'curl x' | --fetch https://example.com
     """
-    name, given = _call(call, tool_input, tool, input_text,
-                        {"read": read, "edit": edit, "bash": bash, "fetch": fetch})
+    name, given = _call(
+        call,
+        tool_input,
+        tool,
+        input_text,
+        {"read": read, "edit": edit, "bash": bash, "fetch": fetch},
+    )
     project = project or obj["project"]
     cwd = project or os.getcwd()
     root, policy = _policy(project)
@@ -139,25 +171,42 @@ def check_cmd(obj: dict[str, str | None], call: str | None, tool_input: str | No
     decision = policy.decide(action, root)
     withheld = decision.effect in (Effect.DENY, Effect.ASK)
     if as_json:
-        echo_json({"project_root": root, "decision": decision.effect, "withheld": withheld,
-                   "action": {"verb": action.verb, "tool": action.tool,
-                              "target": action.target, "reads": list(action.reads)},
-                   "path": decision.path,
-                   "rule": _rule_json(decision.rule) if decision.rule else None})
+        echo_json(
+            {
+                "project_root": root,
+                "decision": decision.effect,
+                "withheld": withheld,
+                "action": {
+                    "verb": action.verb,
+                    "tool": action.tool,
+                    "target": action.target,
+                    "reads": list(action.reads),
+                },
+                "path": decision.path,
+                "rule": _rule_json(decision.rule) if decision.rule else None,
+            }
+        )
     else:
         click.echo(_explain(action, decision))
     if withheld:
         raise SystemExit(1)
 
 
-def _call(call: str | None, tool_input: str | None, tool: str | None, input_text: str | None,
-          shortcuts: dict[str, str | None]) -> tuple[str, dict[str, Any]]:
+def _call(
+    call: str | None,
+    tool_input: str | None,
+    tool: str | None,
+    input_text: str | None,
+    shortcuts: dict[str, str | None],
+) -> tuple[str, dict[str, Any]]:
     """The tool name and input the options name; exactly one way of naming them."""
     chosen = [(k, v) for k, v in shortcuts.items() if v is not None]
     ways = len(chosen) + (call is not None) + (tool is not None)
     if ways != 1 or (tool_input is not None and call is None) or (input_text and not tool):
-        raise click.UsageError("name one tool call: 'Tool(input)', TOOL INPUT, --tool T"
-                               " --input X, or one of --read, --edit, --bash, --fetch")
+        raise click.UsageError(
+            "name one tool call: 'Tool(input)', TOOL INPUT, --tool T"
+            " --input X, or one of --read, --edit, --bash, --fetch"
+        )
     if chosen:
         name = _SHORTCUTS[chosen[0][0]]
         return name, _input(name, chosen[0][1])
@@ -166,8 +215,7 @@ def _call(call: str | None, tool_input: str | None, tool: str | None, input_text
     assert call is not None
     m = _CALL.match(call.strip())
     if not m or (m.group("arg") is not None and tool_input is not None):
-        raise click.UsageError(f"{call!r}: write Tool(input), e.g. 'Read(./.env)', or TOOL"
-                               " INPUT")
+        raise click.UsageError(f"{call!r}: write Tool(input), e.g. 'Read(./.env)', or TOOL INPUT")
     return m.group("tool"), _input(m.group("tool"), m.group("arg") or tool_input)
 
 
@@ -192,8 +240,11 @@ def _explain(action: Action, decision: Decision) -> str:
     rule = decision.rule
     if rule is None:
         return f"no rule: {what} (nothing is withheld)"
-    head = {Effect.DENY: "deny", Effect.ASK: "ask (withheld like deny until gate can ask)",
-            Effect.ALLOW: "allow"}[rule.effect]
+    head = {
+        Effect.DENY: "deny",
+        Effect.ASK: "ask (withheld like deny until gate can ask)",
+        Effect.ALLOW: "allow",
+    }[rule.effect]
     text = f"{head}: {what} matches {rule.text} ({rule.where}, {rule.layer or 'rule file'})"
     if rule.kind is Kind.PARAM:
         text += f"\n  note: at the wire this rule matches nothing yet: {rule.unenforced}"
@@ -205,10 +256,19 @@ def _note(rule: Rule) -> str:
 
 
 def _rule_json(rule: Rule) -> dict[str, Any]:
-    return {"effect": rule.effect, "rule": rule.text, "tool": rule.tool,
-            "specifier": rule.specifier, "unless": list(rule.unless), "source": rule.source,
-            "line": rule.line, "where": rule.where, "layer": rule.layer, "kind": rule.kind,
-            "enforced": rule.unenforced is None}
+    return {
+        "effect": rule.effect,
+        "rule": rule.text,
+        "tool": rule.tool,
+        "specifier": rule.specifier,
+        "unless": list(rule.unless),
+        "source": rule.source,
+        "line": rule.line,
+        "where": rule.where,
+        "layer": rule.layer,
+        "kind": rule.kind,
+        "enforced": rule.unenforced is None,
+    }
 
 
 COMMANDS = (rules_cmd,)

@@ -37,9 +37,18 @@ def _record(path: str, text: str, f: Finding, fingerprint: bool) -> dict[str, An
     """One finding for output; the fingerprint (a slow hash) only when something uses it."""
     line, col = _position(text, f.start)
     end_line, end_col = _position(text, f.end)
-    value = text[f.start:f.end]
-    record = {"path": path, "line": line, "col": col, "end_line": end_line, "end_col": end_col,
-              "kind": f.kind, "tier": str(f.tier), "rule_id": f.rule_id, "preview": mask(value)}
+    value = text[f.start : f.end]
+    record = {
+        "path": path,
+        "line": line,
+        "col": col,
+        "end_line": end_line,
+        "end_col": end_col,
+        "kind": f.kind,
+        "tier": str(f.tier),
+        "rule_id": f.rule_id,
+        "preview": mask(value),
+    }
     if fingerprint:
         record["fingerprint"] = baseline.fingerprint(f.rule_id, path, value)
     return record
@@ -70,19 +79,40 @@ def _read(name: str, path: Path | None) -> str | None:
 
 @click.command("scan")
 @click.argument("paths", nargs=-1, type=click.Path(allow_dash=True))
-@click.option("--jsonl", is_flag=True,
-              help='Batch mode: read {"id", "text"} lines on stdin, write one findings line each.')
+@click.option(
+    "--jsonl",
+    is_flag=True,
+    help='Batch mode: read {"id", "text"} lines on stdin, write one findings line each.',
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--sarif", "as_sarif", is_flag=True, help="Print SARIF 2.1.0 (code scanning).")
-@click.option("--tier", type=click.Choice([t.value for t in Tier]), default=Tier.LOW.value,
-              show_default=True, help="Report findings of this tier and above (high: only "
-              "what gate would ask about).")
-@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Known findings (by fingerprint, never values) that are not reported.")
-@click.option("--update-baseline", is_flag=True,
-              help="Write every current finding into --baseline FILE and exit 0.")
-def scan_cmd(paths: tuple[str, ...], jsonl: bool, as_json: bool, as_sarif: bool, tier: str,
-             baseline_file: Path | None, update_baseline: bool) -> None:
+@click.option(
+    "--tier",
+    type=click.Choice([t.value for t in Tier]),
+    default=Tier.LOW.value,
+    show_default=True,
+    help="Report findings of this tier and above (high: only what gate would ask about).",
+)
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Known findings (by fingerprint, never values) that are not reported.",
+)
+@click.option(
+    "--update-baseline",
+    is_flag=True,
+    help="Write every current finding into --baseline FILE and exit 0.",
+)
+def scan_cmd(
+    paths: tuple[str, ...],
+    jsonl: bool,
+    as_json: bool,
+    as_sarif: bool,
+    tier: str,
+    baseline_file: Path | None,
+    update_baseline: bool,
+) -> None:
     """Scan files, directories (recursively, honouring .gitignore) or - for stdin.
 
     Prints path:line:col kind tier preview for each finding (the preview shows at most the
@@ -98,8 +128,7 @@ def scan_cmd(paths: tuple[str, ...], jsonl: bool, as_json: bool, as_sarif: bool,
         _batch(scanner)
         return
     try:
-        known = set() if baseline_file is None or update_baseline else baseline.load(
-            baseline_file)
+        known = set() if baseline_file is None or update_baseline else baseline.load(baseline_file)
     except GateError as exc:
         raise Unreachable(exc.message, where=exc.where, hint=exc.hint) from exc
     found: list[dict[str, Any]] = []
@@ -110,12 +139,17 @@ def scan_cmd(paths: tuple[str, ...], jsonl: bool, as_json: bool, as_sarif: bool,
         except OSError as exc:
             raise Unreachable(f"cannot read: {exc.strerror}", where=name) from exc
         if text is not None:
-            found += [_record(name, text, f, prints) for f in scanner.scan(text)
-                      if tier == Tier.LOW or f.tier is Tier.HIGH]
+            found += [
+                _record(name, text, f, prints)
+                for f in scanner.scan(text)
+                if tier == Tier.LOW or f.tier is Tier.HIGH
+            ]
     if update_baseline:
         assert baseline_file is not None
-        baseline.save(baseline_file, [baseline.Known(r["fingerprint"], r["path"], r["rule_id"],
-                                                     r["line"]) for r in found])
+        baseline.save(
+            baseline_file,
+            [baseline.Known(r["fingerprint"], r["path"], r["rule_id"], r["line"]) for r in found],
+        )
         click.echo(f"{baseline_file}: {len(found)} known findings", err=True)
         return
     found = [r for r in found if r.get("fingerprint") not in known]
@@ -125,8 +159,7 @@ def scan_cmd(paths: tuple[str, ...], jsonl: bool, as_json: bool, as_sarif: bool,
         echo_json({"findings": found})
     else:
         for r in found:
-            click.echo(f"{r['path']}:{r['line']}:{r['col']} {r['kind']} {r['tier']}"
-                       f" {r['preview']}")
+            click.echo(f"{r['path']}:{r['line']}:{r['col']} {r['kind']} {r['tier']} {r['preview']}")
     sys.exit(EXIT_FOUND if found else 0)
 
 
@@ -140,10 +173,13 @@ def _batch(scanner: Scanner) -> None:
             if not isinstance(text, str):
                 raise TypeError("text is not a string")
         except (ValueError, KeyError, TypeError) as exc:
-            raise GateError(f"not a {{\"id\", \"text\"}} object ({exc})",
-                            where=f"stdin line {n}") from exc
-        findings = [{"start": f.start, "end": f.end, "kind": f.kind, "tier": str(f.tier)}
-                    for f in scanner.scan(text)]
+            raise GateError(
+                f'not a {{"id", "text"}} object ({exc})', where=f"stdin line {n}"
+            ) from exc
+        findings = [
+            {"start": f.start, "end": f.end, "kind": f.kind, "tier": str(f.tier)}
+            for f in scanner.scan(text)
+        ]
         click.echo(json.dumps({"id": item.get("id"), "findings": findings}))
 
 

@@ -22,14 +22,18 @@ from gate.screen.fingerprints import DeniedIndex, Source, encoded_forms, units_o
 
 @click.command("search")
 @click.argument("words", nargs=-1)
-@click.option("--value-of", "value_of", type=click.Path(exists=True, dir_okay=False,
-                                                         path_type=Path),
-              help="Instead of TEXT: did any value in this file (a .env, a key file) leave?")
+@click.option(
+    "--value-of",
+    "value_of",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Instead of TEXT: did any value in this file (a .env, a key file) leave?",
+)
 @since_option
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
 @json_option
-def search_cmd(words: tuple[str, ...], value_of: Path | None, since: float | None, limit: int,
-               as_json: bool) -> None:
+def search_cmd(
+    words: tuple[str, ...], value_of: Path | None, since: float | None, limit: int, as_json: bool
+) -> None:
     """Search what was sent (full-text, with snippets), or check a file's values.
 
     `gate search integration tests` lists each stored piece of a body holding the text,
@@ -72,14 +76,17 @@ def _value_of(store: AuditStore, path: Path, since: float | None) -> list[values
         raise GateError(f"cannot read it: {exc}", where=str(path)) from exc
     # A token in prose ("my token is ghp_...") travels without its line: the detectors
     # find it wherever it sits, the file's KEY=VALUE and key lines are its own values.
-    detected = [text[f.start:f.end] for f in secrets.Scanner().scan(text)]
+    detected = [text[f.start : f.end] for f in secrets.Scanner().scan(text)]
     lines = [u for u in units_of(text) if not any(d in u for d in detected if d != u)]
     units = list(dict.fromkeys([*detected, *lines]))
     if not units:
-        raise GateError("no value in this file looks like a secret (KEY=VALUE lines,"
-                        " credential fields, key-file lines of 8+ varied characters, tokens"
-                        " the detectors know)",
-                        where=str(path), hint="nothing to look for; check the file name")
+        raise GateError(
+            "no value in this file looks like a secret (KEY=VALUE lines,"
+            " credential fields, key-file lines of 8+ varied characters, tokens"
+            " the detectors know)",
+            where=str(path),
+            hint="nothing to look for; check the file name",
+        )
     rule = Rule(Effect.DENY, "Read", str(path), "--value-of", 0, None)
     labels = {u: f"value {n} of {path.name}" for n, u in enumerate(units, 1)}
     matcher = DeniedIndex({u: Source(str(path), rule) for u in units})
@@ -89,7 +96,7 @@ def _value_of(store: AuditStore, path: Path, since: float | None) -> list[values
     def match(chunk: str) -> list[tuple[int, int, str]]:
         hits = []
         for h in matcher.find(chunk):
-            seen = chunk[h.start:h.end]
+            seen = chunk[h.start : h.end]
             if (unit := forms.get(seen) or folded.get(seen.lower())) is not None:
                 hits.append((h.start, h.end, labels[unit]))
         return hits
@@ -98,8 +105,7 @@ def _value_of(store: AuditStore, path: Path, since: float | None) -> list[values
     if (dirs.data_dir() / secrets.KEY_FILE).exists():
         key = secrets.load_or_create_key(dirs.data_dir())
         prints = {secrets.keyed_hash(u, key)[:16]: labels[u] for u in units}
-    look = values.Lookup(labels=tuple(labels.values()), match=match, prints=prints,
-                         file=path)
+    look = values.Lookup(labels=tuple(labels.values()), match=match, prints=prints, file=path)
     return values.answer(store, look, since)
 
 
@@ -108,21 +114,27 @@ def _print_values(answers: list[values.Answer]) -> None:
         if a.status is values.Status.SENT:
             first = a.sent[0]
             approved = [s for s in a.sent if s.approved_by]
-            click.echo(f"{a.value}: SENT in {len(a.sent)} request(s), first by request"
-                       f" {first.request} at {when(first.ts)} ({first.agent or '-'}) to"
-                       f" {first.upstream}{first.path.split('?')[0]}")
+            click.echo(
+                f"{a.value}: SENT in {len(a.sent)} request(s), first by request"
+                f" {first.request} at {when(first.ts)} ({first.agent or '-'}) to"
+                f" {first.upstream}{first.path.split('?')[0]}"
+            )
             if approved:
                 by = sorted({s.approved_by or "?" for s in approved})
-                click.echo(f"    approved by {' or '.join(by)} in request(s)"
-                           f" {_ids(s.request for s in approved)}")
+                click.echo(
+                    f"    approved by {' or '.join(by)} in request(s)"
+                    f" {_ids(s.request for s in approved)}"
+                )
             if first.snippet:
                 click.echo(f"    {first.snippet}")
             if a.withheld:
                 click.echo(f"    also withheld in request(s) {_ids(h.request for h in a.withheld)}")
         elif a.status is values.Status.WITHHELD:
             why = sorted({_why(h) for h in a.withheld})
-            click.echo(f"{a.value}: withheld, never sent, in request(s)"
-                       f" {_ids(h.request for h in a.withheld)} ({'; '.join(why)})")
+            click.echo(
+                f"{a.value}: withheld, never sent, in request(s)"
+                f" {_ids(h.request for h in a.withheld)} ({'; '.join(why)})"
+            )
         else:
             click.echo(f"{a.value}: never seen in what was sent or withheld")
 
@@ -145,8 +157,10 @@ def _print(found: list[search.Found], meta: dict[int, dict[str, Any]]) -> None:
     for f in found:
         first = meta[f.requests[0]]
         again = f", sent again by {len(f.requests) - 1} later" if len(f.requests) > 1 else ""
-        click.echo(f"request {f.requests[0]}  {when(first['ts'])}  {first['agent'] or '-'}"
-                   f"  {first['upstream']}{first['path']}{again}")
+        click.echo(
+            f"request {f.requests[0]}  {when(first['ts'])}  {first['agent'] or '-'}"
+            f"  {first['upstream']}{first['path']}{again}"
+        )
         click.echo(f"    {f.snippet}")
 
 

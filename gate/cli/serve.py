@@ -30,15 +30,23 @@ if TYPE_CHECKING:
     from gate.proxy.server import BackgroundGate
 
 upstream_option = click.option(
-    "--upstream", "upstreams", multiple=True, metavar="NAME=URL",
-    help="Route /NAME/... to URL (repeatable); overrides a default or config.yaml entry.")
+    "--upstream",
+    "upstreams",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Route /NAME/... to URL (repeatable); overrides a default or config.yaml entry.",
+)
 forward_option = click.option(
-    "--forward", is_flag=True,
+    "--forward",
+    is_flag=True,
     help="Forward (MITM) mode: an HTTP proxy that screens model hosts and follows egress:"
-         " for every other host (docs/forward.md).")
+    " for every other host (docs/forward.md).",
+)
 no_ask_option = click.option(
-    "--no-ask", is_flag=True,
-    help="Never park a request to ask: ask findings get ask.default at once (headless, CI).")
+    "--no-ask",
+    is_flag=True,
+    help="Never park a request to ask: ask findings get ask.default at once (headless, CI).",
+)
 
 
 @click.command("serve")
@@ -47,19 +55,40 @@ no_ask_option = click.option(
 @upstream_option
 @no_ask_option
 @forward_option
-@click.option("--events", is_flag=True,
-              help="Write NDJSON events (questions, answers) to stderr; stdout stays clean.")
-@click.option("--project", "projects", multiple=True,
-              type=click.Path(exists=True, file_okay=False, resolve_path=True),
-              help="A project whose denied files are withheld from requests that state no"
-                   " working directory (repeatable; see docs/guarantees.md).")
-@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False, resolve_path=True),
-              help="Serve HTTPS with this PEM certificate chain (tls.cert; docs/team.md).")
-@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False, resolve_path=True),
-              help="The private key of --tls-cert (tls.key).")
-def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no_ask: bool,
-              forward: bool, events: bool, projects: tuple[str, ...], tls_cert: str | None,
-              tls_key: str | None) -> None:
+@click.option(
+    "--events",
+    is_flag=True,
+    help="Write NDJSON events (questions, answers) to stderr; stdout stays clean.",
+)
+@click.option(
+    "--project",
+    "projects",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, resolve_path=True),
+    help="A project whose denied files are withheld from requests that state no"
+    " working directory (repeatable; see docs/guarantees.md).",
+)
+@click.option(
+    "--tls-cert",
+    type=click.Path(exists=True, dir_okay=False, resolve_path=True),
+    help="Serve HTTPS with this PEM certificate chain (tls.cert; docs/team.md).",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(exists=True, dir_okay=False, resolve_path=True),
+    help="The private key of --tls-cert (tls.key).",
+)
+def serve_cmd(
+    host: str | None,
+    port: int | None,
+    upstreams: tuple[str, ...],
+    no_ask: bool,
+    forward: bool,
+    events: bool,
+    projects: tuple[str, ...],
+    tls_cert: str | None,
+    tls_key: str | None,
+) -> None:
     """Run the gate in the foreground until Ctrl-C.
 
     Agents point their provider base URL at http://HOST:PORT/NAME, e.g.
@@ -76,15 +105,21 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
     from gate.proxy.server import Listening, read_server_file, serve_forever
 
     config = _ask_config(load_config(host, port, upstreams), no_ask)
-    config = replace(config, projects=_known_projects(config.projects, projects),
-                     forward=forward, tls=_tls(config, tls_cert, tls_key))
+    config = replace(
+        config,
+        projects=_known_projects(config.projects, projects),
+        forward=forward,
+        tls=_tls(config, tls_cert, tls_key),
+    )
     data = dirs.private_dir(dirs.data_dir())
     # One long-lived gate per data dir: two would share one audit, token and memory, and
     # `gate run`, `gate watch` and the CLI would talk to either.
     if (running := read_server_file(data)) and _healthy(running.base_url, data):
-        raise GateError(f"a gate already serves this data dir at {running.base_url}",
-                        where=str(data), hint="use that gate, stop it first, or set"
-                        " GATE_DATA_DIR to another directory")
+        raise GateError(
+            f"a gate already serves this data dir at {running.base_url}",
+            where=str(data),
+            hint="use that gate, stop it first, or set GATE_DATA_DIR to another directory",
+        )
     # With --events, stderr carries only the NDJSON events; the log goes to gate.log.
     log.configure(file=data / "gate.log", stderr=not events)
     if events:
@@ -97,15 +132,18 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
         for name, up in sorted(config.upstreams.items()):
             click.echo(f"  {listening.base_url}/{name:<12} → {up.url}")
         if team.is_shared(config):
-            click.echo(f"Shared: agents use {listening.base_url}/_user/<agent token>/anthropic"
-                       " (or the x-gate-user-token header); `gate users` manages tokens.")
+            click.echo(
+                f"Shared: agents use {listening.base_url}/_user/<agent token>/anthropic"
+                " (or the x-gate-user-token header); `gate users` manages tokens."
+            )
             click.echo(f"Approval page: {listening.base_url}/_gate/ui?token=<person token>")
             sys.stdout.flush()
             return
         if forward:
             click.echo(f"Forward proxy: {listening.base_url}  (CA: {ca.paths(data).cert})")
-            click.echo('Point an agent at it: eval "$(gate env --forward)", or'
-                       " gate run --forward -- CMD")
+            click.echo(
+                'Point an agent at it: eval "$(gate env --forward)", or gate run --forward -- CMD'
+            )
         else:
             click.echo(f"Claude Code: export ANTHROPIC_BASE_URL={listening.base_url}/anthropic")
         if config.ask.mode == "never":
@@ -118,8 +156,10 @@ def serve_cmd(host: str | None, port: int | None, upstreams: tuple[str, ...], no
     try:
         serve_forever(config, data, on_ready=ready)
     except OSError as exc:
-        raise GateError(f"cannot listen on {config.host}:{config.port}: {exc}",
-                        hint="use --port to pick another port") from exc
+        raise GateError(
+            f"cannot listen on {config.host}:{config.port}: {exc}",
+            hint="use --port to pick another port",
+        ) from exc
 
 
 def _tls(config: Config, cert: str | None, key: str | None) -> TlsSettings:
@@ -135,26 +175,39 @@ def _known_projects(configured: tuple[str, ...], given: tuple[str, ...]) -> tupl
     """Configured projects, `--project` ones, and the repository gate serve starts in (a
     directory holding `.git` or `.gate`, not any directory it happens to start in)."""
     here = repository_root(os.getcwd())
-    started = (here,) if any(os.path.exists(os.path.join(here, d)) for d in (".git", ".gate")) \
-        else ()
+    started = (
+        (here,) if any(os.path.exists(os.path.join(here, d)) for d in (".git", ".gate")) else ()
+    )
     return tuple(dict.fromkeys((*configured, *given, *started)))
 
 
 # Options after COMMAND are its own: `gate run claude --help` is Claude Code's help.
-@click.command("run", context_settings={"ignore_unknown_options": True,
-                                        "allow_interspersed_args": False})
+@click.command(
+    "run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
 @click.option("--agent", default=None, help="Agent to wire (default: from the command name).")
 @upstream_option
 @no_ask_option
 @forward_option
-@click.option("--lock", is_flag=True,
-              help="Run COMMAND in its own namespaces: gate is its only way out; forward mode"
-                   " unless --reverse (docs/lock.md).")
-@click.option("--reverse", is_flag=True,
-              help="With --lock: wire the agent by base URL instead of the proxy.")
+@click.option(
+    "--lock",
+    is_flag=True,
+    help="Run COMMAND in its own namespaces: gate is its only way out; forward mode"
+    " unless --reverse (docs/lock.md).",
+)
+@click.option(
+    "--reverse", is_flag=True, help="With --lock: wire the agent by base URL instead of the proxy."
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, forward: bool,
-            lock: bool, reverse: bool, command: tuple[str, ...]) -> None:
+def run_cmd(
+    agent: str | None,
+    upstreams: tuple[str, ...],
+    no_ask: bool,
+    forward: bool,
+    lock: bool,
+    reverse: bool,
+    command: tuple[str, ...],
+) -> None:
     """Run COMMAND with its provider traffic going through a gate.
 
     With --lock, COMMAND runs in its own user, network, mount and pid namespaces: its only
@@ -189,8 +242,10 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, forward
     run = runs.register(data, os.getcwd(), spec.name, root)
     run_base = f"{base}/_run/{run.id}"
     if forward:
-        env = {**registry.without_forward_vars(os.environ),
-               **forward_cli.child_env(data, base, run.id)}
+        env = {
+            **registry.without_forward_vars(os.environ),
+            **forward_cli.child_env(data, base, run.id),
+        }
         argv = list(command)
     else:
         env = {**os.environ, **spec.env(run_base)}
@@ -198,8 +253,7 @@ def run_cmd(agent: str | None, upstreams: tuple[str, ...], no_ask: bool, forward
     notices = Notices(run.id, lambda: ControlClient.find(data).pending(), sys.stderr).start()
     try:
         key = config.decisions.team_key_file
-        code = (locked(argv, env, base, (key,) if key else ()) if lock
-                else _run_child(argv, env))
+        code = locked(argv, env, base, (key,) if key else ()) if lock else _run_child(argv, env)
     finally:
         notices.stop()
         runs.unregister(data, run)
@@ -223,8 +277,11 @@ def _summary(data: Path, run_id: str) -> None:
 
 @click.command("env")
 @click.option("--agent", default="generic", show_default=True, help="Agent to wire.")
-@click.option("--forward", is_flag=True,
-              help="Print forward mode's proxy and CA exports (for a `gate serve --forward`).")
+@click.option(
+    "--forward",
+    is_flag=True,
+    help="Print forward mode's proxy and CA exports (for a `gate serve --forward`).",
+)
 def env_cmd(agent: str, forward: bool) -> None:
     """Print shell exports that point an agent at the gate: eval "$(gate env)".
 
@@ -237,8 +294,11 @@ def env_cmd(agent: str, forward: bool) -> None:
         config = load_config()
         base = running.base_url if running else base_url(config.host, config.port)
         if (info := _health(base)) is not None and info.get("forward") is not True:
-            click.echo(f"gate: the gate at {base} is not in forward mode; start it with"
-                       " `gate serve --forward`", err=True)
+            click.echo(
+                f"gate: the gate at {base} is not in forward mode; start it with"
+                " `gate serve --forward`",
+                err=True,
+            )
         click.echo(forward_cli.exports(dirs.private_dir(dirs.data_dir()), base))
         return
 
@@ -251,11 +311,17 @@ def env_cmd(agent: str, forward: bool) -> None:
     base = running.base_url if running else base_url(config.host, config.port)
     # Exports that point at nothing make the agent fail later, far from the cause.
     if _health(_loopback(base)) is None:
-        click.echo(f"gate: no gate answers at {base}: start one with `gate serve` (these"
-                   " exports point there)", err=True)
+        click.echo(
+            f"gate: no gate answers at {base}: start one with `gate serve` (these"
+            " exports point there)",
+            err=True,
+        )
     if missing := sorted(registry.routes(spec) - set(config.upstreams)):
-        click.echo(f"gate: {spec.name} is wired to /{missing[0]}, but gate has no upstream"
-                   f" {missing[0]!r}; add it under upstreams: in config.yaml", err=True)
+        click.echo(
+            f"gate: {spec.name} is wired to /{missing[0]}, but gate has no upstream"
+            f" {missing[0]!r}; add it under upstreams: in config.yaml",
+            err=True,
+        )
     for key, value in spec.env(base).items():
         click.echo(f"export {key}={shlex.quote(value)}")
     if spec.args is not None:
@@ -297,18 +363,19 @@ def _check_routes(spec: registry.Agent, config: Config) -> None:
     """Fail before the agent starts when it would be wired to an upstream gate lacks."""
     missing = sorted(registry.routes(spec) - set(config.upstreams))
     if missing:
-        raise GateError(f"{spec.name} is wired to /{missing[0]}, but gate has no upstream"
-                        f" {missing[0]!r}",
-                        hint=spec.setup or f"pass --upstream {missing[0]}=URL")
+        raise GateError(
+            f"{spec.name} is wired to /{missing[0]}, but gate has no upstream {missing[0]!r}",
+            hint=spec.setup or f"pass --upstream {missing[0]}=URL",
+        )
 
 
-def _find_or_start(config: Config, data: Path,
-                   must_start: bool) -> tuple[str, BackgroundGate | None]:
+def _find_or_start(
+    config: Config, data: Path, must_start: bool
+) -> tuple[str, BackgroundGate | None]:
     from gate.proxy.server import BackgroundGate, read_server_file
 
     running = read_server_file(data)
-    if running and not must_start and _healthy(running.base_url, data, config.forward,
-                                               local=True):
+    if running and not must_start and _healthy(running.base_url, data, config.forward, local=True):
         return running.base_url, None
     try:
         gate = BackgroundGate(config, data)
@@ -347,9 +414,13 @@ def _healthy(base_url: str, data: Path, forward: bool = False, local: bool = Fal
     from gate.proxy.server import server_instance
 
     info, instance = _health(base_url), server_instance(data)
-    return (info is not None and instance is not None and info.get("instance") == instance
-            and (not forward or info.get("forward") is True)
-            and (not local or info.get("shared") is not True))
+    return (
+        info is not None
+        and instance is not None
+        and info.get("instance") == instance
+        and (not forward or info.get("forward") is True)
+        and (not local or info.get("shared") is not True)
+    )
 
 
 def _run_child(argv: list[str], env: dict[str, str]) -> int:

@@ -44,8 +44,10 @@ def sessions_cmd(since: float | None, limit: int, as_json: bool) -> None:
     click.echo(f"{'SESSION':<18}  {'LAST':<19}  {'AGENT':<12}  TURNS  WITHHELD  FIRST PROMPT")
     for c in found:
         held = f"{c.withheld}" + (f" +{c.blocked} blocked" if c.blocked else "")
-        click.echo(f"{c.session:<18}  {when(c.last_ts)}  {(c.agent or '-')[:12]:<12}  "
-                   f"{c.requests:>5}  {held:>8}  {_mask(c.first_prompt, Scanner(), False)}")
+        click.echo(
+            f"{c.session:<18}  {when(c.last_ts)}  {(c.agent or '-')[:12]:<12}  "
+            f"{c.requests:>5}  {held:>8}  {_mask(c.first_prompt, Scanner(), False)}"
+        )
         if c.project:
             click.echo(f"{'':<18}  project {c.project}")
 
@@ -59,31 +61,51 @@ def show_session(session: str, reveal: bool, as_json: bool) -> None:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     if not ids:
-        raise GateError(f"no session {session!r} in the audit",
-                        hint="`gate sessions` lists the recorded conversations")
+        raise GateError(
+            f"no session {session!r} in the audit",
+            hint="`gate sessions` lists the recorded conversations",
+        )
     turns = turn_list(store, ids)
     scanner = Scanner()
     if as_json:
-        echo_json({"ok": True, "session": session, "turns": [
-            {**t["row"], "new_from": t["new_from"], "items": [
-                {"role": i.role, "text": _mask(i.text, scanner, reveal)} for i in t["items"]]}
-            for t in turns]})
+        echo_json(
+            {
+                "ok": True,
+                "session": session,
+                "turns": [
+                    {
+                        **t["row"],
+                        "new_from": t["new_from"],
+                        "items": [
+                            {"role": i.role, "text": _mask(i.text, scanner, reveal)}
+                            for i in t["items"]
+                        ],
+                    }
+                    for t in turns
+                ],
+            }
+        )
         return
     color = color_on()
     for n, t in enumerate(turns, 1):
         row = t["row"]
-        click.echo(click.style(
-            f"── turn {n} · request {row['id']} · {when(row['ts'])} · {row['model'] or '-'}"
-            f" · {shown_verdict(row)}", bold=True) if color else
-            f"── turn {n} · request {row['id']} · {when(row['ts'])} · {row['model'] or '-'}"
-            f" · {shown_verdict(row)}")
+        click.echo(
+            click.style(
+                f"── turn {n} · request {row['id']} · {when(row['ts'])} · {row['model'] or '-'}"
+                f" · {shown_verdict(row)}",
+                bold=True,
+            )
+            if color
+            else f"── turn {n} · request {row['id']} · {when(row['ts'])} · {row['model'] or '-'}"
+            f" · {shown_verdict(row)}"
+        )
         if row["verdict"] == "blocked":
             click.echo(f"   blocked, not sent: {row.get('reason') or ''}")
         for k, item in enumerate(t["items"]):
             if k < t["new_from"]:
                 continue
             _echo_item(item, scanner, reveal, color)
-        if t["new_from"] and not t["items"][t["new_from"]:]:
+        if t["new_from"] and not t["items"][t["new_from"] :]:
             click.echo("   (nothing new)")
 
 
@@ -109,7 +131,7 @@ def _mask(text: str, scanner: Scanner, reveal: bool) -> str:
         return text
     out, at = [], 0
     for f in scanner.scan(text):
-        out += [text[at:f.start], f"[{f.kind}: {f.end - f.start} chars masked]"]
+        out += [text[at : f.start], f"[{f.kind}: {f.end - f.start} chars masked]"]
         at = f.end
     return "".join([*out, text[at:]])
 

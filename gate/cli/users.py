@@ -32,16 +32,26 @@ def add_cmd(name: str, admin: bool, as_json: bool) -> None:
     except ValueError as exc:
         raise GateError(str(exc), where=name) from exc
     if as_json:
-        echo_json({"user": issued.user.name, "admin": admin, "agent_token": issued.agent_token,
-                   "person_token": issued.person_token})
+        echo_json(
+            {
+                "user": issued.user.name,
+                "admin": admin,
+                "agent_token": issued.agent_token,
+                "person_token": issued.person_token,
+            }
+        )
         return
     click.echo(f"user {name} added{' (admin)' if admin else ''}. These tokens are shown once:")
     click.echo(f"  agent token:  {issued.agent_token}")
-    click.echo("    for the agent's base URL, e.g. https://GATE:PORT/_user/<agent token>"
-               "/anthropic, or the x-gate-user-token header")
+    click.echo(
+        "    for the agent's base URL, e.g. https://GATE:PORT/_user/<agent token>"
+        "/anthropic, or the x-gate-user-token header"
+    )
     click.echo(f"  person token: {issued.person_token}")
-    click.echo("    for the approval page (https://GATE:PORT/_gate/ui?token=<person token>)"
-               " and the control API; never give it to an agent")
+    click.echo(
+        "    for the approval page (https://GATE:PORT/_gate/ui?token=<person token>)"
+        " and the control API; never give it to an agent"
+    )
 
 
 @users_group.command("list")
@@ -50,16 +60,23 @@ def list_cmd(as_json: bool) -> None:
     """List the users (never their tokens)."""
     users = _users().all()
     if as_json:
-        echo_json({"users": [{"name": u.name, "admin": u.admin, "created": u.created,
-                              "revoked": u.revoked} for u in users]})
+        echo_json(
+            {
+                "users": [
+                    {"name": u.name, "admin": u.admin, "created": u.created, "revoked": u.revoked}
+                    for u in users
+                ]
+            }
+        )
         return
     if not users:
         click.echo("no users (`gate users add NAME` adds one)")
         return
     for u in users:
         state = f"revoked {when(u.revoked)}" if u.revoked is not None else "active"
-        click.echo(f"{u.name:<24} {'admin' if u.admin else 'user':<6} added {when(u.created)}"
-                   f"  {state}")
+        click.echo(
+            f"{u.name:<24} {'admin' if u.admin else 'user':<6} added {when(u.created)}  {state}"
+        )
 
 
 @users_group.command("revoke")

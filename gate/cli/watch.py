@@ -43,8 +43,11 @@ class Audit:
                 self.store = AuditStore(self.path, reader=True)
             return [_meta(r) for r in self.store.rows(limit, body=False)] if self.store else []
         except sqlite3.Error as exc:
-            raise Unreachable(f"cannot read the audit: {exc}", where=str(self.path),
-                            hint="`gate log` shows the same error; check the file") from exc
+            raise Unreachable(
+                f"cannot read the audit: {exc}",
+                where=str(self.path),
+                hint="`gate log` shows the same error; check the file",
+            ) from exc
 
     def close(self) -> None:
         if self.store is not None:
@@ -61,17 +64,38 @@ def snapshot(data_dir: Path, audit: Audit, limit: int) -> Snapshot:
 
 
 def _meta(row: dict[str, Any]) -> dict[str, Any]:
-    keep = ("id", "ts", "agent", "upstream", "path", "model", "verdict", "status", "withheld",
-            "request_bytes", "error")
+    keep = (
+        "id",
+        "ts",
+        "agent",
+        "upstream",
+        "path",
+        "model",
+        "verdict",
+        "status",
+        "withheld",
+        "request_bytes",
+        "error",
+    )
     return {k: row.get(k) for k in keep}
 
 
 @click.command("watch")
 @click.option("--once", is_flag=True, help="Print one frame and exit (for scripts).")
-@click.option("--limit", type=click.IntRange(1, 500), default=15, show_default=True,
-              help="How many recent requests to show.")
-@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True,
-              help="Seconds between refreshes.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 500),
+    default=15,
+    show_default=True,
+    help="How many recent requests to show.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.1, 60),
+    default=1.0,
+    show_default=True,
+    help="Seconds between refreshes.",
+)
 @json_option
 def watch_cmd(once: bool, limit: int, interval: float, as_json: bool) -> None:
     """Watch requests pass and answer pending questions with single keys.
@@ -147,12 +171,14 @@ def press(key: str, view: View, pending: list[dict[str, Any]], data_dir: Path) -
         _answer(view, pending, data_dir, ANSWER_KEYS[key], DEFAULT_SCOPE)
     elif key.lower() in ANSWER_KEYS and view.selected_in(pending):
         view.choosing = ANSWER_KEYS[key.lower()]
-        view.message = (f"{view.choosing} and remember for: s session, p project, w always"
-                        " (Esc cancels)")
+        view.message = (
+            f"{view.choosing} and remember for: s session, p project, w always (Esc cancels)"
+        )
 
 
-def _answer(view: View, pending: list[dict[str, Any]], data_dir: Path, answer: str,
-            remember: str) -> None:
+def _answer(
+    view: View, pending: list[dict[str, Any]], data_dir: Path, answer: str, remember: str
+) -> None:
     qid = view.selected_in(pending)
     if qid is None:
         view.message = "no question selected"

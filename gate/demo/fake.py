@@ -25,11 +25,18 @@ class FakeProvider:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 seen.append(body)
-                reply = json.dumps({
-                    "id": f"msg_demo_{next(ids)}", "type": "message", "role": "assistant",
-                    "model": "claude-demo", "content": [{"type": "text", "text": REPLY}],
-                    "stop_reason": "end_turn", "stop_sequence": None,
-                    "usage": {"input_tokens": len(body) // 4, "output_tokens": 8}}).encode()
+                reply = json.dumps(
+                    {
+                        "id": f"msg_demo_{next(ids)}",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-demo",
+                        "content": [{"type": "text", "text": REPLY}],
+                        "stop_reason": "end_turn",
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": len(body) // 4, "output_tokens": 8},
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(reply)))

@@ -42,8 +42,9 @@ class Stage:
             raise
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def _start(self) -> None:
@@ -51,10 +52,12 @@ class Stage:
         (self.project / ".git").mkdir()  # the project's root, for ./ rules
         (self.project / ENV_FILE).write_text(f"STRIPE_KEY={self.env_value}\n")
         (self.project / TOKEN_FILE).write_text(
-            f"deploy:\n  registry: ghcr.io\n  token: {self.token}\n")
+            f"deploy:\n  registry: ghcr.io\n  token: {self.token}\n"
+        )
         self.fake.start()
-        config = replace(Config(), port=0,
-                         ask=AskConfig(mode="ask" if self.ask else "never", default="redact"))
+        config = replace(
+            Config(), port=0, ask=AskConfig(mode="ask" if self.ask else "never", default="redact")
+        )
         config = config.with_upstreams({"anthropic": parse_upstream("anthropic", self.fake.url)})
         self._gate = BackgroundGate(config, self.data)
         listening = self._gate.start()
@@ -72,16 +75,31 @@ class Stage:
         """One agent turn: it called tool `name` and sends the tool's output to the model."""
         messages = [
             {"role": "user", "content": "Get the deploy settings ready."},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_demo_1",
-                                               "name": name, "input": tool_input}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_demo_1",
-                                          "content": output}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_demo_1", "name": name, "input": tool_input}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_demo_1", "content": output}
+                ],
+            },
         ]
         body = json.dumps({"model": "claude-demo", "max_tokens": 64, "messages": messages})
         req = urllib.request.Request(  # noqa: S310 (the gate on loopback)
-            f"{self.base}/v1/messages", data=body.encode(), method="POST",
-            headers={"content-type": "application/json", "x-api-key": "demo-no-key",
-                     "anthropic-version": "2023-06-01", "user-agent": "gate-demo/1"})
+            f"{self.base}/v1/messages",
+            data=body.encode(),
+            method="POST",
+            headers={
+                "content-type": "application/json",
+                "x-api-key": "demo-no-key",
+                "anthropic-version": "2023-06-01",
+                "user-agent": "gate-demo/1",
+            },
+        )
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(req, timeout=300) as resp:
             return dict(json.loads(resp.read()))
@@ -91,11 +109,15 @@ class Stage:
         return self.turn("Read", {"file_path": str(path)}, path.read_text())
 
     def cat_token_file(self) -> dict[str, Any]:
-        return self.turn("Bash", {"command": f"cat {TOKEN_FILE}"},
-                         (self.project / TOKEN_FILE).read_text())
+        return self.turn(
+            "Bash", {"command": f"cat {TOKEN_FILE}"}, (self.project / TOKEN_FILE).read_text()
+        )
 
     def leaked(self) -> list[str]:
         """Which of the stage's secrets reached the fake provider (none, if gate works)."""
         wire = b"".join(self.fake.seen)
-        return [name for name, value in (("the .env value", self.env_value),
-                                         ("the token", self.token)) if value.encode() in wire]
+        return [
+            name
+            for name, value in (("the .env value", self.env_value), ("the token", self.token))
+            if value.encode() in wire
+        ]

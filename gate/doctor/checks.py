@@ -45,21 +45,33 @@ def gate_reachable(data: Path) -> Check:
     name = "gate reachable"
     running = read_server_file(data)
     if running is None:
-        return Check(name, Status.WARN, f"no `gate serve` for data dir {data}; `gate run`"
-                     " starts a gate of its own", "start one with `gate serve` to share it")
+        return Check(
+            name,
+            Status.WARN,
+            f"no `gate serve` for data dir {data}; `gate run` starts a gate of its own",
+            "start one with `gate serve` to share it",
+        )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
     try:
         with opener.open(f"{running.base_url}/_gate/health", timeout=3) as resp:
             info = json.loads(resp.read())
     except (OSError, ValueError) as exc:
-        return Check(name, Status.FAIL, f"the gate at {running.base_url} does not answer"
-                     f" ({exc})", "restart it: `gate serve`")
+        return Check(
+            name,
+            Status.FAIL,
+            f"the gate at {running.base_url} does not answer ({exc})",
+            "restart it: `gate serve`",
+        )
     # Health names an instance id, never a path: the gate is this data dir's when it names
     # the id this data dir's server.json holds.
     instance = server_instance(data)
     if not isinstance(info, dict) or instance is None or info.get("instance") != instance:
-        return Check(name, Status.FAIL, f"{running.base_url} is not the gate of {data}",
-                     "stop the other program on that port, or `gate serve --port N`")
+        return Check(
+            name,
+            Status.FAIL,
+            f"{running.base_url} is not the gate of {data}",
+            "stop the other program on that port, or `gate serve --port N`",
+        )
     return Check(name, Status.OK, f"{running.base_url} serves {data}")
 
 
@@ -72,11 +84,16 @@ def rules_load(cwd: str) -> Check:
         policy = PolicyStore(warn=False).policy_for(root)
     except GateError as exc:
         where = f"{exc.where}: " if exc.where else ""
-        return Check(name, Status.FAIL, where + exc.message,
-                     exc.hint or "fix the file and line named")
+        return Check(
+            name, Status.FAIL, where + exc.message, exc.hint or "fix the file and line named"
+        )
     if policy.warnings:
-        return Check(name, Status.WARN, "; ".join(policy.warnings),
-                     "fix the files named (gate skips what it cannot read)")
+        return Check(
+            name,
+            Status.WARN,
+            "; ".join(policy.warnings),
+            "fix the files named (gate skips what it cannot read)",
+        )
     return Check(name, Status.OK, f"{len(policy.rules)} rules for {root}")
 
 
@@ -100,25 +117,38 @@ def ca_trusted(data: Path, agent: str | None) -> Check:
     name = "CA trusted"
     authority = ca.paths(data)
     if not authority.cert.exists():
-        return Check(name, Status.WARN, f"no CA in {authority.cert.parent} yet (forward mode"
-                     " makes it on first use)", "run `gate serve --forward` once")
+        return Check(
+            name,
+            Status.WARN,
+            f"no CA in {authority.cert.parent} yet (forward mode makes it on first use)",
+            "run `gate serve --forward` once",
+        )
     node = agent in NODE_AGENTS
     with LeafServer(data, "api.anthropic.com") as server:
-        result = (_node_trusts(authority.cert, server.port) if node
-                  else _python_trusts(authority.bundle, server.port))
+        result = (
+            _node_trusts(authority.cert, server.port)
+            if node
+            else _python_trusts(authority.bundle, server.port)
+        )
     runtime = "Node (NODE_EXTRA_CA_CERTS)" if node else "OpenSSL (the CA bundle)"
     if result != "ok":
-        return Check(name, Status.FAIL, f"{runtime} does not trust gate's CA: {result}",
-                     "check NODE_EXTRA_CA_CERTS / SSL_CERT_FILE point at `gate paths`' CA;"
-                     " `gate run --forward` sets them")
+        return Check(
+            name,
+            Status.FAIL,
+            f"{runtime} does not trust gate's CA: {result}",
+            "check NODE_EXTRA_CA_CERTS / SSL_CERT_FILE point at `gate paths`' CA;"
+            " `gate run --forward` sets them",
+        )
     return Check(name, Status.OK, f"{runtime} trusts {authority.cert}")
 
 
 def _python_trusts(bundle: Path, port: int) -> str:
     try:
         ctx = ssl.create_default_context(cafile=str(bundle))
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, \
-                ctx.wrap_socket(raw, server_hostname="api.anthropic.com") as tls:
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+            ctx.wrap_socket(raw, server_hostname="api.anthropic.com") as tls,
+        ):
             tls.recv(2)
     except (OSError, ssl.SSLError) as exc:
         return f"refused: {exc}"
@@ -130,8 +160,14 @@ def _node_trusts(cert: Path, port: int) -> str:
     if node is None:
         return "no `node` on PATH to try with"
     env = {k: v for k, v in os.environ.items() if k != "NODE_OPTIONS"}
-    proc = subprocess.run([node, "-e", _NODE_TLS, str(port)], capture_output=True, text=True,
-                          timeout=30, env={**env, "NODE_EXTRA_CA_CERTS": str(cert)}, check=False)
+    proc = subprocess.run(
+        [node, "-e", _NODE_TLS, str(port)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**env, "NODE_EXTRA_CA_CERTS": str(cert)},
+        check=False,
+    )
     return proc.stdout.strip() or proc.stderr.strip()[-200:]
 
 
@@ -143,8 +179,13 @@ def namespaces(cwd: str, launcher: Sequence[str] | None = None) -> Check:
 
     name = "namespaces for --lock"
     try:
-        code = run(scope.plan_for(("true",), 8787, cwd, os.environ), os.environ,
-                   "127.0.0.1", 9, launcher or LAUNCHER)
+        code = run(
+            scope.plan_for(("true",), 8787, cwd, os.environ),
+            os.environ,
+            "127.0.0.1",
+            9,
+            launcher or LAUNCHER,
+        )
     except LockUnavailable as exc:
         return Check(name, Status.FAIL, exc.message, exc.hint or "see docs/lock.md")
     if code != 0:
@@ -157,19 +198,31 @@ def upstreams(config: Config, names: Iterable[str]) -> list[Check]:
     for name in sorted(names):
         up = config.upstreams.get(name)
         if up is None:
-            out.append(Check(f"upstream {name}", Status.FAIL, f"no upstream {name!r}",
-                             f"add it under upstreams: in config.yaml or --upstream {name}=URL"))
+            out.append(
+                Check(
+                    f"upstream {name}",
+                    Status.FAIL,
+                    f"no upstream {name!r}",
+                    f"add it under upstreams: in config.yaml or --upstream {name}=URL",
+                )
+            )
             continue
         try:
             with socket.create_connection((up.host, up.port), timeout=5):
                 pass
         except OSError as exc:
-            out.append(Check(f"upstream {name}", Status.FAIL,
-                             f"cannot connect to {up.host}:{up.port} ({exc})",
-                             "check the network and the URL (config.yaml, --upstream)"))
+            out.append(
+                Check(
+                    f"upstream {name}",
+                    Status.FAIL,
+                    f"cannot connect to {up.host}:{up.port} ({exc})",
+                    "check the network and the URL (config.yaml, --upstream)",
+                )
+            )
         else:
-            out.append(Check(f"upstream {name}", Status.OK, f"{up.host}:{up.port} accepts"
-                             " connections"))
+            out.append(
+                Check(f"upstream {name}", Status.OK, f"{up.host}:{up.port} accepts connections")
+            )
     return out
 
 
@@ -186,10 +239,19 @@ def canary(stage_class: type[Stage] | None = None) -> Check:
             leaked, seen = stage.leaked(), len(stage.fake.seen)
             withheld = all(b"[gate: " in body for body in stage.fake.seen)
     except (OSError, GateError) as exc:
-        return Check(name, Status.FAIL, f"the self-test did not run ({exc})",
-                     "`gate serve` in the foreground shows why a gate cannot start")
+        return Check(
+            name,
+            Status.FAIL,
+            f"the self-test did not run ({exc})",
+            "`gate serve` in the foreground shows why a gate cannot start",
+        )
     if leaked or seen != 2 or not withheld:
-        return Check(name, Status.FAIL, f"{', '.join(leaked) or 'an unscreened turn'} reached"
-                     " the fake provider", "your rules allow it: `gate rules` shows them")
-    return Check(name, Status.OK, "a .env read and a token in a tool result were withheld"
-                 " before the wire")
+        return Check(
+            name,
+            Status.FAIL,
+            f"{', '.join(leaked) or 'an unscreened turn'} reached the fake provider",
+            "your rules allow it: `gate rules` shows them",
+        )
+    return Check(
+        name, Status.OK, "a .env read and a token in a tool result were withheld before the wire"
+    )

@@ -21,15 +21,15 @@ class Bridge:
     def __init__(self, listener: socket.socket, gate_host: str, gate_port: int):
         self.listener, self.target = listener, (gate_host, gate_port)
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._main, name="gate-lock-bridge",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._main, name="gate-lock-bridge", daemon=True)
         self._server: asyncio.Server | None = None
 
     def start(self) -> None:
         self.listener.setblocking(False)
         # Listening before the thread runs the loop: a stop() right after is then safe.
         self._server = self.loop.run_until_complete(
-            asyncio.start_server(self._relay, sock=self.listener))
+            asyncio.start_server(self._relay, sock=self.listener)
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -53,7 +53,8 @@ class Bridge:
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             up_reader, up_writer = await asyncio.open_connection(
-                *self.target, local_addr=(BRIDGE_SOURCE, 0))
+                *self.target, local_addr=(BRIDGE_SOURCE, 0)
+            )
         except OSError:
             writer.close()
             return

@@ -21,9 +21,14 @@ MS_PRIVATE = 1 << 18
 MS_RELATIME = 1 << 21
 # statvfs flags → the mount flags a remount must keep (the kernel locks them on mounts a
 # less privileged namespace inherited, and refuses a remount that drops one).
-_KEEP = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
-         (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
-         (os.ST_RELATIME, MS_RELATIME))
+_KEEP = (
+    (os.ST_NOSUID, MS_NOSUID),
+    (os.ST_NODEV, MS_NODEV),
+    (os.ST_NOEXEC, MS_NOEXEC),
+    (os.ST_NOATIME, MS_NOATIME),
+    (os.ST_NODIRATIME, MS_NODIRATIME),
+    (os.ST_RELATIME, MS_RELATIME),
+)
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -53,10 +58,15 @@ def unshare(flags: int) -> None:
     _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
-def mount(source: str | None, target: str, fstype: str | None, flags: int,
-          data: str | None = None) -> None:
-    _check(_libc.mount(_bytes(source), target.encode(), _bytes(fstype), ctypes.c_ulong(flags),
-                       _bytes(data)), f"mount {target}")
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
+    _check(
+        _libc.mount(
+            _bytes(source), target.encode(), _bytes(fstype), ctypes.c_ulong(flags), _bytes(data)
+        ),
+        f"mount {target}",
+    )
 
 
 def _bytes(text: str | None) -> bytes | None:
@@ -71,8 +81,7 @@ def remount_readonly(target: str) -> None:
 
 
 def prctl(option: int, arg: int, arg3: int = 0) -> None:
-    _check(_libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(arg3), 0, 0),
-           f"prctl {option}")
+    _check(_libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(arg3), 0, 0), f"prctl {option}")
 
 
 def drop_privileges() -> None:

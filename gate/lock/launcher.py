@@ -66,8 +66,7 @@ def build(plan: Plan) -> None:
     keep = {k: os.open(k, os.O_PATH | os.O_DIRECTORY) for k in plan.keep if os.path.isdir(k)}
     shown = {p: Path(p).read_bytes() for p in plan.shown if os.path.isfile(p)}
     with _step("mount /proc"):
-        kernel.mount("proc", "/proc", "proc",
-                     kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC)
+        kernel.mount("proc", "/proc", "proc", kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC)
     for d in plan.fresh:
         if os.path.isdir(d):
             with _step("mount"):
@@ -132,6 +131,7 @@ def _exec(argv: tuple[str, ...]) -> None:
 def _wait_for(pid: int) -> int:
     """Forward termination signals to `pid`, reap every child, return `pid`'s exit code."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal sends it to the agent too
+
     def forward(signum: int, _frame: object) -> None:
         with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
             os.kill(pid, signum)
@@ -156,8 +156,7 @@ def _init(plan: Plan, chan: socket.socket) -> int:
         _report(chan, {"ok": False, "step": exc.step, "errno": exc.errno, "error": exc.error})
         return NOT_BUILT
     except OSError as exc:  # a file the plan names (a dir to make, a file to show)
-        _report(chan, {"ok": False, "step": "build", "errno": exc.errno or 0,
-                       "error": str(exc)})
+        _report(chan, {"ok": False, "step": "build", "errno": exc.errno or 0, "error": str(exc)})
         return NOT_BUILT
     socket.send_fds(chan, [json.dumps({"ok": True}).encode()], [sock.fileno()])
     sock.close()

@@ -24,34 +24,49 @@ class LockUnavailable(GateError):
     """The lock could not be built; the agent never ran."""
 
 
-def locked(argv: Sequence[str], env: Mapping[str, str], base: str,
-           private: Sequence[Path] = ()) -> int:
+def locked(
+    argv: Sequence[str], env: Mapping[str, str], base: str, private: Sequence[Path] = ()
+) -> int:
     """`gate run --lock`: run `argv` locked, bridged to the gate at `base`; `private` files
     must be hidden from it (scope.plan_for)."""
     parts = urlsplit(base)
     port = parts.port or 80
     plan = scope.plan_for(argv, port, os.getcwd(), env, private)
     try:
-        return run(plan, env, "127.0.0.1" if parts.hostname in ("0.0.0.0", None)  # noqa: S104
-                   else parts.hostname, port)
+        return run(
+            plan,
+            env,
+            "127.0.0.1"
+            if parts.hostname in ("0.0.0.0", None)  # noqa: S104
+            else parts.hostname,
+            port,
+        )
     finally:
         scope.remove_placeholders(plan.made)
 
 
-def run(plan: Plan, env: Mapping[str, str], gate_host: str, gate_port: int,
-        launcher: Sequence[str] = LAUNCHER) -> int:
+def run(
+    plan: Plan,
+    env: Mapping[str, str],
+    gate_host: str,
+    gate_port: int,
+    launcher: Sequence[str] = LAUNCHER,
+) -> int:
     """Run `plan.argv` locked, its port bridged to the gate; its exit code.
 
     Raises LockUnavailable (cause and fix) when the namespaces cannot be made: never runs
     the agent unlocked. `launcher` is a seam for fault injection.
     """
     if not sys.platform.startswith("linux"):
-        raise LockUnavailable("gate run --lock needs Linux namespaces",
-                              hint="run the agent on Linux (or in a Linux VM), or without --lock")
+        raise LockUnavailable(
+            "gate run --lock needs Linux namespaces",
+            hint="run the agent on Linux (or in a Linux VM), or without --lock",
+        )
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     with ours:
-        child = subprocess.Popen([*launcher, str(theirs.fileno())], env=dict(env),
-                                 pass_fds=(theirs.fileno(),))
+        child = subprocess.Popen(
+            [*launcher, str(theirs.fileno())], env=dict(env), pass_fds=(theirs.fileno(),)
+        )
         theirs.close()
         ours.send(plan.to_json())
         reply, fds = _receive(ours)
@@ -103,35 +118,45 @@ def _sysctl(name: str) -> str | None:
         return None
 
 
-def explain(reply: Mapping[str, object],
-            sysctl: Callable[[str], str | None] = _sysctl) -> LockUnavailable:
+def explain(
+    reply: Mapping[str, object], sysctl: Callable[[str], str | None] = _sysctl
+) -> LockUnavailable:
     """The cause and the fix for a lock step that failed, from what the kernel said and
     the kernel settings that explain it (`sysctl` reads one)."""
     step, errno, error = reply.get("step"), reply.get("errno"), reply.get("error", "")
     cause = f"cannot build the lock ({step}: {error})"
     if step == "unshare" and sysctl("user.max_user_namespaces") == "0":
-        return LockUnavailable(f"{cause}: user namespaces are turned off"
-                               " (user.max_user_namespaces = 0)",
-                               hint="sudo sysctl -w user.max_user_namespaces=15000")
+        return LockUnavailable(
+            f"{cause}: user namespaces are turned off (user.max_user_namespaces = 0)",
+            hint="sudo sysctl -w user.max_user_namespaces=15000",
+        )
     if step == "unshare" and sysctl("kernel.unprivileged_userns_clone") == "0":
-        return LockUnavailable(f"{cause}: unprivileged user namespaces are turned off",
-                               hint="sudo sysctl -w kernel.unprivileged_userns_clone=1")
-    if step in ("unshare", "setgroups", "uid_map", "gid_map", "loopback") and sysctl(
-            "kernel.apparmor_restrict_unprivileged_userns") == "1":
+        return LockUnavailable(
+            f"{cause}: unprivileged user namespaces are turned off",
+            hint="sudo sysctl -w kernel.unprivileged_userns_clone=1",
+        )
+    if (
+        step in ("unshare", "setgroups", "uid_map", "gid_map", "loopback")
+        and sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1"
+    ):
         return LockUnavailable(
             f"{cause}: AppArmor restricts unprivileged user namespaces (Ubuntu 23.10+)",
             hint="allow them for gate's Python with an AppArmor profile that says `userns,`"
-                 " (see docs/lock.md), or sudo sysctl -w"
-                 " kernel.apparmor_restrict_unprivileged_userns=0")
+            " (see docs/lock.md), or sudo sysctl -w"
+            " kernel.apparmor_restrict_unprivileged_userns=0",
+        )
     if step == "unshare" and errno == 1:
-        return LockUnavailable(f"{cause}: this system or container does not allow new user"
-                               " namespaces (a seccomp or capability restriction)",
-                               hint="in Docker/Podman run the container with"
-                                    " --security-opt seccomp=unconfined (or on the host);"
-                                    " see docs/lock.md")
+        return LockUnavailable(
+            f"{cause}: this system or container does not allow new user"
+            " namespaces (a seccomp or capability restriction)",
+            hint="in Docker/Podman run the container with"
+            " --security-opt seccomp=unconfined (or on the host);"
+            " see docs/lock.md",
+        )
     if step == "mount /proc":
-        return LockUnavailable(f"{cause}: a new /proc cannot be mounted here (a container"
-                               " that masks parts of /proc)",
-                               hint="run the container with --security-opt"
-                                    " systempaths=unconfined, or run gate on the host")
+        return LockUnavailable(
+            f"{cause}: a new /proc cannot be mounted here (a container that masks parts of /proc)",
+            hint="run the container with --security-opt"
+            " systempaths=unconfined, or run gate on the host",
+        )
     return LockUnavailable(cause, hint="see docs/lock.md; `gate doctor` checks namespaces")

@@ -15,8 +15,9 @@ from gate.rules import claude
 from gate.rules.layers import managed_places, repository_root
 
 
-def plan_for(argv: Sequence[str], port: int, cwd: str, env: Mapping[str, str],
-             private: Sequence[Path] = ()) -> Plan:
+def plan_for(
+    argv: Sequence[str], port: int, cwd: str, env: Mapping[str, str], private: Sequence[Path] = ()
+) -> Plan:
     """Hide gate's dirs, show its rule files and the agent's settings read-only, keep the
     project and home reachable; files the agent's environment names in a hidden dir (the
     CA certificate) are shown, never a private key. `private` files (the team key) must be
@@ -26,21 +27,33 @@ def plan_for(argv: Sequence[str], port: int, cwd: str, env: Mapping[str, str],
     for path in map(_real, private):
         if not any(_under(path, d) for d in hidden):
             # With the team key an agent could sign a team answer ("approve") of its own.
-            raise GateError(f"the agent could read {path} (gate's team key) inside the lock",
-                            hint=f"move it into {hidden[0]}, which a lock hides, and set"
-                            " decisions.team_key_file to the new path")
+            raise GateError(
+                f"the agent could read {path} (gate's team key) inside the lock",
+                hint=f"move it into {hidden[0]}, which a lock hides, and set"
+                " decisions.team_key_file to the new path",
+            )
     here, root = _real(cwd), _real(repository_root(cwd))
     for d in hidden:
         if _under(here, d):
-            raise GateError(f"the project {here} is inside gate's dir {d}, which a lock hides",
-                            hint="run the agent from the project's own directory")
+            raise GateError(
+                f"the project {here} is inside gate's dir {d}, which a lock hides",
+                hint="run the agent from the project's own directory",
+            )
     # The Python that runs gate and the agent's SDK scripts stays reachable even where it
     # lives under a dir the lock covers afresh (a checkout or venv under /tmp).
     keep = _unique(here, root, Path.home(), *_python())
     made = make_placeholders(root)
-    return Plan(argv=tuple(argv), port=port, hidden=hidden, shown=_shown(env, hidden),
-                readonly=_readonly(root, keep), keep=keep, made=made,
-                uid=os.getuid(), gid=os.getgid())
+    return Plan(
+        argv=tuple(argv),
+        port=port,
+        hidden=hidden,
+        shown=_shown(env, hidden),
+        readonly=_readonly(root, keep),
+        keep=keep,
+        made=made,
+        uid=os.getuid(),
+        gid=os.getgid(),
+    )
 
 
 EMPTY_SETTINGS = b"{}\n"
@@ -139,8 +152,10 @@ def _shown(env: Mapping[str, str], hidden: tuple[str, ...]) -> tuple[str, ...]:
         if not os.path.isfile(path):
             continue
         if b"PRIVATE KEY" in Path(path).read_bytes():
-            raise GateError(f"the agent's environment names {path}, which holds a private key",
-                            hint="a lock shows the CA certificate, never its key")
+            raise GateError(
+                f"the agent's environment names {path}, which holds a private key",
+                hint="a lock shows the CA certificate, never its key",
+            )
         out.append(path)
     return tuple(dict.fromkeys(out))
 

@@ -21,8 +21,14 @@ from gate.providers import (
 # Order matters only where paths could overlap; each format matches its own endpoints.
 # Endpoints that carry conversation content under other URLs are walked as their format;
 # anything else on a provider upstream still has every string screened.
-FORMATS: tuple[ModuleType, ...] = (anthropic, anthropic_batches, openai_responses,
-                                   openai_chat, openai_assistants, gemini)
+FORMATS: tuple[ModuleType, ...] = (
+    anthropic,
+    anthropic_batches,
+    openai_responses,
+    openai_chat,
+    openai_assistants,
+    gemini,
+)
 
 
 def detect(path: str) -> ModuleType | None:

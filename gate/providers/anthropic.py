@@ -32,8 +32,10 @@ _ROLES = {"assistant": Role.ASSISTANT_TEXT, "system": Role.SYSTEM}
 # Bedrock (`/model/{id}/invoke`, `/invoke-with-response-stream`) and Vertex
 # (`.../publishers/anthropic/models/{m}:rawPredict`, `:streamRawPredict`,
 # `count-tokens:rawPredict`) carry the same body under other URLs.
-_CLOUD = re.compile(r"(/model/[^/]+/invoke(-with-response-stream)?"
-                    r"|/publishers/anthropic/models/[^/]+:(stream)?rawpredict)$")
+_CLOUD = re.compile(
+    r"(/model/[^/]+/invoke(-with-response-stream)?"
+    r"|/publishers/anthropic/models/[^/]+:(stream)?rawpredict)$"
+)
 
 
 def matches(path: str) -> bool:
@@ -49,16 +51,22 @@ def walk(body: dict[str, Any]) -> Walk:
     its serialisation, not a walk. Tool inputs are always taken from this body.
     """
     system, tools = body.get("system"), body.get("tools")
-    segs = [*HISTORY.remembered((FORMAT, "system"), system, lambda: _system(system)),
-            *HISTORY.remembered((FORMAT, "tools"), tools, lambda: tuple(
-                Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))))]
+    segs = [
+        *HISTORY.remembered((FORMAT, "system"), system, lambda: _system(system)),
+        *HISTORY.remembered(
+            (FORMAT, "tools"),
+            tools,
+            lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
+        ),
+    ]
     results: dict[str, JsonPath] = {}
     uses: list[tuple[str, str, Any]] = []
     for i, msg in enumerate(body.get("messages") or ()):
         if not isinstance(msg, dict):
             raise ValueError(f"messages[{i}] is not an object")
         m_segs, m_uses, m_results = HISTORY.remembered(
-            (FORMAT, "message", i), msg, partial(walk_message, msg, ("messages", i)))
+            (FORMAT, "message", i), msg, partial(walk_message, msg, ("messages", i))
+        )
         segs += m_segs
         uses += [(id_, name, msg["content"][j].get("input")) for id_, name, j in m_uses]
         for call_id, at in m_results:
@@ -76,15 +84,17 @@ def _system(system: Any) -> tuple[Segment, ...]:
         text = block.get("text") if isinstance(block, dict) else None
         if isinstance(text, str):
             immutable = i == 0 and text.startswith(BILLING_PREFIX)
-            segs.append(Segment(("system", i, "text"), text,
-                                Role.IMMUTABLE if immutable else Role.SYSTEM))
+            segs.append(
+                Segment(("system", i, "text"), text, Role.IMMUTABLE if immutable else Role.SYSTEM)
+            )
     return tuple(segs)
 
 
 # One message's segments, its tool calls (id, name, index of the block) and the results it
 # holds (call id, where): immutable, so a resent message can reuse them.
-Message = tuple[tuple[Segment, ...], tuple[tuple[str, str, int], ...],
-                 tuple[tuple[str, JsonPath], ...]]
+Message = tuple[
+    tuple[Segment, ...], tuple[tuple[str, str, int], ...], tuple[tuple[str, JsonPath], ...]
+]
 
 
 def walk_message(msg: dict[str, Any], at: JsonPath) -> Message:
@@ -103,13 +113,17 @@ def walk_message(msg: dict[str, Any], at: JsonPath) -> Message:
             segs.append(Segment((*bat, "text"), str(block.get("text", "")), role))
         elif kind == "tool_use":
             uses.append((str(block.get("id")), str(block.get("name")), j))
-            segs.extend(Segment(p, t, Role.TOOL_CALL, str(block.get("id")))
-                        for p, t in strings(block.get("input"), (*bat, "input")))
+            segs.extend(
+                Segment(p, t, Role.TOOL_CALL, str(block.get("id")))
+                for p, t in strings(block.get("input"), (*bat, "input"))
+            )
         elif kind == "tool_result":
             call_id = str(block.get("tool_use_id"))
             results.append((call_id, bat))
-            segs.extend(Segment(p, t, Role.TOOL_RESULT, call_id)
-                        for p, t in _content_strings(block.get("content"), (*bat, "content")))
+            segs.extend(
+                Segment(p, t, Role.TOOL_RESULT, call_id)
+                for p, t in _content_strings(block.get("content"), (*bat, "content"))
+            )
         elif kind in _IMMUTABLE_BLOCKS:
             segs.extend(Segment(p, t, Role.IMMUTABLE) for p, t in strings(block, bat))
         else:

@@ -28,17 +28,26 @@ from gate.providers.segments import (
 FORMAT = "gemini"
 # Gemini API (`/v1beta/models/{m}:…`), Code Assist (`/v1internal:…`, Gemini CLI's Google
 # login) and Vertex (`…/publishers/google/models/{m}:…`) carry the same request.
-_PATHS = re.compile(r"(/v1[a-z0-9]*/(models|tunedmodels)/[^/]+|/v1internal"
-                    r"|/publishers/google/models/[^/]+)"
-                    r":(generatecontent|streamgeneratecontent|counttokens)$")
+_PATHS = re.compile(
+    r"(/v1[a-z0-9]*/(models|tunedmodels)/[^/]+|/v1internal"
+    r"|/publishers/google/models/[^/]+)"
+    r":(generatecontent|streamgeneratecontent|counttokens)$"
+)
 # Where a request wraps the real one: Code Assist's `request`, countTokens'
 # `generateContentRequest`.
 _WRAPPERS = ("request", "generateContentRequest")
 _MEDIA = ("inlineData", "fileData")
 # Opaque to us and signed for the provider: passed back unchanged or the API rejects it.
 _SIGNATURES = frozenset({"thoughtSignature", "thought_signature"})
-_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-           404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 
 
 # A context cache (`cachedContents`, created or updated) holds the same contents,
@@ -64,12 +73,12 @@ def walk(body: dict[str, Any]) -> Walk:
         calls.extend(pair(pairing.uses, pairing.results))
         models.append(request.get("model"))
     model = next((m for m in models if isinstance(m, str) and m), None)
-    return Walk(FORMAT, model.removeprefix("models/") if model else None, tuple(segs),
-                tuple(calls))
+    return Walk(FORMAT, model.removeprefix("models/") if model else None, tuple(segs), tuple(calls))
 
 
-def _requests(node: dict[str, Any], at: JsonPath,
-              depth: int) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
+def _requests(
+    node: dict[str, Any], at: JsonPath, depth: int
+) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
     yield at, node
     for name in _WRAPPERS:
         key, inner = _field(node, name)
@@ -103,8 +112,9 @@ class _Pairing:
         if key is None:
             # No id, or one its call never had (Gemini CLI makes ids up for calls that came
             # without): the Nth response named X answers the Nth call named X before it.
-            key = next((k for k, n, has_id in self.waiting
-                        if n == name and not (id_ and has_id)), None)
+            key = next(
+                (k for k, n, has_id in self.waiting if n == name and not (id_ and has_id)), None
+            )
         if key is None:
             # A response that answers no call before it: its content would go unjudged.
             raise ValueError(f"tool result {id_ or name} answers no tool call in this request")
@@ -113,8 +123,9 @@ class _Pairing:
         return key
 
 
-def _walk_request(req: dict[str, Any], at: JsonPath, segs: list[Segment],
-                  pairing: _Pairing) -> None:
+def _walk_request(
+    req: dict[str, Any], at: JsonPath, segs: list[Segment], pairing: _Pairing
+) -> None:
     for name in ("systemInstruction", "tools"):
         key, value = _field(req, name)
         segs.extend(Segment(p, t, Role.SYSTEM) for p, t in strings(value, (*at, key)))
@@ -129,12 +140,17 @@ def _walk_request(req: dict[str, Any], at: JsonPath, segs: list[Segment],
         for j, part in enumerate(content.get("parts") or ()):
             if not isinstance(part, dict):
                 raise ValueError(f"contents[{i}].parts[{j}] is not an object")
-            answered = _walk_part(part, (*at, key, i, "parts", j), role, answered, segs,
-                                  pairing)
+            answered = _walk_part(part, (*at, key, i, "parts", j), role, answered, segs, pairing)
 
 
-def _walk_part(part: dict[str, Any], at: JsonPath, role: Role, answered: str | None,
-               segs: list[Segment], pairing: _Pairing) -> str | None:
+def _walk_part(
+    part: dict[str, Any],
+    at: JsonPath,
+    role: Role,
+    answered: str | None,
+    segs: list[Segment],
+    pairing: _Pairing,
+) -> str | None:
     fc_key, fc = _field(part, "functionCall")
     fr_key, fr = _field(part, "functionResponse")
     if isinstance(fr, dict):
@@ -151,8 +167,7 @@ def _walk_part(part: dict[str, Any], at: JsonPath, role: Role, answered: str | N
             call_id = pairing.call(fc)
             segs.extend(Segment(p, t, Role.TOOL_CALL, call_id) for p, t in _payload(fc, p_at))
         elif key == fr_key and isinstance(fr, dict):
-            segs.extend(Segment(p, t, Role.TOOL_RESULT, answered)
-                        for p, t in _payload(fr, p_at))
+            segs.extend(Segment(p, t, Role.TOOL_RESULT, answered) for p, t in _payload(fr, p_at))
         elif answered:
             # Gemini CLI sends a read file's image or PDF as parts right after the response.
             segs.extend(Segment(p, t, Role.TOOL_RESULT, answered) for p, t in strings(value, p_at))
@@ -165,8 +180,9 @@ def _walk_part(part: dict[str, Any], at: JsonPath, role: Role, answered: str | N
 
 def _payload(obj: dict[str, Any], at: JsonPath) -> Iterator[tuple[JsonPath, str]]:
     """Every string of a call or response but its id and name."""
-    return ((p, t) for p, t in strings(obj, at) if len(p) > len(at) + 1
-            or p[-1] not in ("id", "name"))
+    return (
+        (p, t) for p, t in strings(obj, at) if len(p) > len(at) + 1 or p[-1] not in ("id", "name")
+    )
 
 
 def withhold_result(body: dict[str, Any], result: JsonPath, placeholder: str) -> None:
@@ -190,8 +206,13 @@ def withhold_result(body: dict[str, Any], result: JsonPath, placeholder: str) ->
 
 def error_body(message: str, status: int = 403) -> dict[str, Any]:
     """A Google-shaped error, so the genai SDK and Gemini CLI show gate's message."""
-    return {"error": {"code": status, "message": message,
-                      "status": _STATUS.get(status, "PERMISSION_DENIED")}}
+    return {
+        "error": {
+            "code": status,
+            "message": message,
+            "status": _STATUS.get(status, "PERMISSION_DENIED"),
+        }
+    }
 
 
 def _field(obj: dict[str, Any], camel: str) -> tuple[str, Any]:
@@ -203,9 +224,11 @@ def _field(obj: dict[str, Any], camel: str) -> tuple[str, Any]:
 
 
 def _is_media(part: Any) -> bool:
-    return (isinstance(part, dict) and any(_field(part, m)[1] is not None for m in _MEDIA)
-            and all(_field(part, k)[1] is None
-                    for k in ("text", "functionCall", "functionResponse")))
+    return (
+        isinstance(part, dict)
+        and any(_field(part, m)[1] is not None for m in _MEDIA)
+        and all(_field(part, k)[1] is None for k in ("text", "functionCall", "functionResponse"))
+    )
 
 
 def _id(obj: dict[str, Any]) -> str | None:

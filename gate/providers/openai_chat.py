@@ -21,8 +21,13 @@ from gate.providers.segments import (
 )
 
 FORMAT = "openai-chat"
-_ROLES = {"system": Role.SYSTEM, "developer": Role.SYSTEM, "assistant": Role.ASSISTANT_TEXT,
-          "tool": Role.TOOL_RESULT, "function": Role.TOOL_RESULT}
+_ROLES = {
+    "system": Role.SYSTEM,
+    "developer": Role.SYSTEM,
+    "assistant": Role.ASSISTANT_TEXT,
+    "tool": Role.TOOL_RESULT,
+    "function": Role.TOOL_RESULT,
+}
 
 
 def matches(path: str) -> bool:
@@ -31,8 +36,13 @@ def matches(path: str) -> bool:
 
 def walk(body: dict[str, Any]) -> Walk:
     tools = body.get("tools")
-    segs = list(HISTORY.remembered((FORMAT, "tools"), tools, lambda: tuple(
-        Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",)))))
+    segs = list(
+        HISTORY.remembered(
+            (FORMAT, "tools"),
+            tools,
+            lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
+        )
+    )
     uses: list[tuple[str, str, Any]] = []
     results: dict[str, JsonPath] = {}
     for i, msg in enumerate(body.get("messages") or ()):
@@ -40,15 +50,15 @@ def walk(body: dict[str, Any]) -> Walk:
             raise ValueError(f"messages[{i}] is not an object")
         at: JsonPath = ("messages", i)
         # Remembered (providers.history): a message resent unchanged is not walked again.
-        m_segs, m_result = HISTORY.remembered((FORMAT, "message", i), msg,
-                                              partial(_message, msg, at))
+        m_segs, m_result = HISTORY.remembered(
+            (FORMAT, "message", i), msg, partial(_message, msg, at)
+        )
         segs += m_segs
         if m_result is not None:
             add_result(results, m_result, at)
         uses += _uses(msg)  # inputs always from this body
     model = body.get("model")
-    return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs),
-                pair(uses, results))
+    return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs), pair(uses, results))
 
 
 def _message(msg: dict[str, Any], at: JsonPath) -> tuple[tuple[Segment, ...], str | None]:
@@ -61,8 +71,10 @@ def _message(msg: dict[str, Any], at: JsonPath) -> tuple[tuple[Segment, ...], st
     segs = [Segment(p, t, role, call_id) for p, t in strings(msg.get("content"), (*at, "content"))]
     for j, call in enumerate(msg.get("tool_calls") or ()):
         if isinstance(call, dict):
-            segs += (Segment(p, t, Role.TOOL_CALL, str(call.get("id")))
-                     for p, t in strings(call, (*at, "tool_calls", j)))
+            segs += (
+                Segment(p, t, Role.TOOL_CALL, str(call.get("id")))
+                for p, t in strings(call, (*at, "tool_calls", j))
+            )
     if isinstance(fc := msg.get("function_call"), dict):  # legacy single call
         segs += (Segment(p, t, Role.TOOL_CALL) for p, t in strings(fc, (*at, "function_call")))
     return tuple(segs), call_id
@@ -79,8 +91,9 @@ def _uses(msg: dict[str, Any]) -> list[tuple[str, str, Any]]:
         elif isinstance(custom := call.get("custom"), dict):  # free-form input: apply_patch
             uses.append((call_id, str(custom.get("name")), {"input": custom.get("input")}))
     if isinstance(fc := msg.get("function_call"), dict):  # legacy single call
-        uses.append((f"function:{fc.get('name')}", str(fc.get("name")),
-                     arguments(fc.get("arguments"))))
+        uses.append(
+            (f"function:{fc.get('name')}", str(fc.get("name")), arguments(fc.get("arguments")))
+        )
     return uses
 
 
@@ -90,5 +103,6 @@ def withhold_result(body: dict[str, Any], result: JsonPath, placeholder: str) ->
 
 
 def error_body(message: str, status: int = 403) -> dict[str, Any]:
-    return {"error": {"message": message, "type": "gate_error", "code": "gate_blocked",
-                      "param": None}}
+    return {
+        "error": {"message": message, "type": "gate_error", "code": "gate_blocked", "param": None}
+    }

@@ -29,9 +29,17 @@ from gate.providers.segments import (
 
 FORMAT = "openai-responses"
 _ROLES = {"system": Role.SYSTEM, "developer": Role.SYSTEM, "assistant": Role.ASSISTANT_TEXT}
-_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output",
-                      "local_shell_call_output", "shell_call_output", "apply_patch_call_output",
-                      "computer_call_output", "mcp_call_output"})
+_OUTPUTS = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "local_shell_call_output",
+        "shell_call_output",
+        "apply_patch_call_output",
+        "computer_call_output",
+        "mcp_call_output",
+    }
+)
 # Opaque to us and signed or encrypted for the provider: never edited.
 _OPAQUE_KEYS = frozenset({"encrypted_content", "signature"})
 _OPAQUE_ITEMS = frozenset({"reasoning", "compaction", "item_reference"})
@@ -56,8 +64,9 @@ def walk(body: dict[str, Any]) -> Walk:
         if not isinstance(item, dict):
             raise ValueError(f"input[{i}] is not an object")
         # Remembered (providers.history): an item resent unchanged is not walked again.
-        i_segs, i_results = HISTORY.remembered((FORMAT, "item", i), item,
-                                               partial(_item, item, ("input", i)))
+        i_segs, i_results = HISTORY.remembered(
+            (FORMAT, "item", i), item, partial(_item, item, ("input", i))
+        )
         segs += i_segs
         for call_id, at in i_results:
             add_result(results, call_id, at)
@@ -65,12 +74,18 @@ def walk(body: dict[str, Any]) -> Walk:
             uses.append(call)
     stateful = bool(body.get("previous_response_id") or body.get("conversation"))
     model = body.get("model")
-    return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs),
-                pair(uses, results, orphans_allowed=stateful), orphans(uses, results))
+    return Walk(
+        FORMAT,
+        model if isinstance(model, str) else None,
+        tuple(segs),
+        pair(uses, results, orphans_allowed=stateful),
+        orphans(uses, results),
+    )
 
 
-def _item(item: dict[str, Any], at: JsonPath
-          ) -> tuple[tuple[Segment, ...], tuple[tuple[str, JsonPath], ...]]:
+def _item(
+    item: dict[str, Any], at: JsonPath
+) -> tuple[tuple[Segment, ...], tuple[tuple[str, JsonPath], ...]]:
     """One input item's segments and the result it holds, if any (immutable values only)."""
     kind = item.get("type", "message")
     call_id = str(item.get("call_id") or item.get("id"))
@@ -78,11 +93,14 @@ def _item(item: dict[str, Any], at: JsonPath
         return tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(item, at)), ()
     if kind == "message":
         role = _ROLES.get(str(item.get("role")), Role.USER_TEXT)
-        return tuple(Segment(p, t, role)
-                     for p, t in strings(item.get("content"), (*at, "content"))), ()
+        return tuple(
+            Segment(p, t, role) for p, t in strings(item.get("content"), (*at, "content"))
+        ), ()
     if kind in _OUTPUTS:
-        return tuple(Segment(p, t, Role.TOOL_RESULT, call_id)
-                     for p, t in strings(item.get("output"), (*at, "output"))), ((call_id, at),)
+        return tuple(
+            Segment(p, t, Role.TOOL_RESULT, call_id)
+            for p, t in strings(item.get("output"), (*at, "output"))
+        ), ((call_id, at),)
     role = Role.IMMUTABLE if kind in _OPAQUE_ITEMS else Role.TOOL_CALL
     segs = []
     for p, t in strings(item, at):
@@ -103,8 +121,11 @@ def call_of(item: Any) -> tuple[str, str, dict[str, Any]] | None:
         return call_id, str(item.get("name")), {"input": item.get("input")}
     if kind == "local_shell_call":
         action = item.get("action") or {}
-        return call_id, "local_shell", {"command": action.get("command"),
-                                        "workdir": action.get("working_directory")}
+        return (
+            call_id,
+            "local_shell",
+            {"command": action.get("command"), "workdir": action.get("working_directory")},
+        )
     if kind == "shell_call":
         commands = (item.get("action") or {}).get("commands") or []
         return call_id, "shell", {"command": "\n".join(map(str, commands))}

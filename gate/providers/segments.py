@@ -54,8 +54,9 @@ class Walk:
         return (s.text for s in self.segments if not roles or s.role in roles)
 
 
-def pair(uses: list[tuple[str, str, Any]], results: dict[str, JsonPath], *,
-         orphans_allowed: bool = False) -> tuple[ToolCall, ...]:
+def pair(
+    uses: list[tuple[str, str, Any]], results: dict[str, JsonPath], *, orphans_allowed: bool = False
+) -> tuple[ToolCall, ...]:
     """Tool calls with the result that answers each; unpairable bodies raise ValueError.
 
     Two calls sharing an id, or a result answering no call, would leave a result that no
@@ -66,12 +67,15 @@ def pair(uses: list[tuple[str, str, Any]], results: dict[str, JsonPath], *,
         raise ValueError("two tool calls share an id")
     if not orphans_allowed and (orphans := sorted(set(results) - set(ids))):
         raise ValueError(f"tool result {orphans[0]} answers no tool call in this request")
-    return tuple(ToolCall(id_, name, inp if isinstance(inp, dict) else {}, results.get(id_))
-                 for id_, name, inp in uses)
+    return tuple(
+        ToolCall(id_, name, inp if isinstance(inp, dict) else {}, results.get(id_))
+        for id_, name, inp in uses
+    )
 
 
-def orphans(uses: list[tuple[str, str, Any]],
-            results: dict[str, JsonPath]) -> tuple[tuple[str, JsonPath], ...]:
+def orphans(
+    uses: list[tuple[str, str, Any]], results: dict[str, JsonPath]
+) -> tuple[tuple[str, JsonPath], ...]:
     ids = {id_ for id_, _, _ in uses}
     return tuple((i, p) for i, p in results.items() if i not in ids)
 
@@ -134,8 +138,9 @@ def strings(node: Any, path: JsonPath) -> list[tuple[JsonPath, str]]:
     return out
 
 
-def _strings(node: dict[str, Any] | list[Any], path: JsonPath,
-             out: list[tuple[JsonPath, str]]) -> None:
+def _strings(
+    node: dict[str, Any] | list[Any], path: JsonPath, out: list[tuple[JsonPath, str]]
+) -> None:
     items: Any = node.items() if isinstance(node, dict) else enumerate(node)
     for key, value in items:
         if isinstance(value, str):
@@ -160,13 +165,21 @@ def unit_strings(body: Any, min_len: int) -> list[tuple[Unit, Strings]]:
     if not isinstance(body, dict):
         return [((), _long_strings(body, (), min_len))]
     out: list[tuple[Unit, Strings]] = [
-        ((), ((), tuple(k for k in body if isinstance(k, str) and len(k) >= min_len)))]
+        ((), ((), tuple(k for k in body if isinstance(k, str) and len(k) >= min_len)))
+    ]
     for key, value in body.items():
         if isinstance(value, list):
-            out += [((key, i), HISTORY.remembered(("long_strings", min_len, key, i), item,
-                                                  partial(_long_strings, item, (key, i),
-                                                          min_len)))
-                    for i, item in enumerate(value)]
+            out += [
+                (
+                    (key, i),
+                    HISTORY.remembered(
+                        ("long_strings", min_len, key, i),
+                        item,
+                        partial(_long_strings, item, (key, i), min_len),
+                    ),
+                )
+                for i, item in enumerate(value)
+            ]
         else:
             out.append(((key,), _long_strings(value, (key,), min_len)))
     return out

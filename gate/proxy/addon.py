@@ -43,16 +43,23 @@ _CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';\s]*)""", re.I)
 
 
 class GateAddon:
-    def __init__(self, config: Config, data_dir: Path, policies: PolicyStore, audit: AuditStore,
-                 on_ready: Callable[[str, int], None] | None = None,
-                 users: Users | None = None):
+    def __init__(
+        self,
+        config: Config,
+        data_dir: Path,
+        policies: PolicyStore,
+        audit: AuditStore,
+        on_ready: Callable[[str, int], None] | None = None,
+        users: Users | None = None,
+    ):
         self.config = config
         self.data_dir = data_dir
         self.policies = policies
         team_memory = memory_team.from_config(config, data_dir)  # None without a team key
         secrets = SecretScreen.load(data_dir, team_memory.key.value if team_memory else None)
-        self.screens = Screens(IndexStore(Limits(config.max_files, config.max_file_bytes),
-                                          config.projects), secrets)
+        self.screens = Screens(
+            IndexStore(Limits(config.max_files, config.max_file_bytes), config.projects), secrets
+        )
         self.audit = audit
         self.chains = chains.ResponseCalls()
         self.recorder = ResponseRecorder(audit, self.chains)  # the response side, an addon too
@@ -60,9 +67,12 @@ class GateAddon:
         self.pending = Pending()
         self.asker = Asker(config, data_dir, secrets.key, self.pending, team_memory)
         # A shared gate's control API signs people in with their own tokens (team.py).
-        self.control = control.Control(self.pending, client.load_or_create_token(data_dir),
-                                       audit, (users or Users(data_dir))
-                                       if team.is_shared(config) else None)
+        self.control = control.Control(
+            self.pending,
+            client.load_or_create_token(data_dir),
+            audit,
+            (users or Users(data_dir)) if team.is_shared(config) else None,
+        )
         self._registered: Path | None = None
         # Named by /_gate/health instead of the data dir: `gate run` checks it against
         # server.json, which only this data dir's gate writes.
@@ -95,8 +105,10 @@ class GateAddon:
             if screened is not None:
                 verdict = screened.verdict
                 if verdict.asks:  # parked here until answered; other flows keep flowing
-                    settled = await _while_connected(flow, self.asker.settle(
-                        verdict, screened.question_info(), screened.rescreen))
+                    settled = await _while_connected(
+                        flow,
+                        self.asker.settle(verdict, screened.question_info(), screened.rescreen),
+                    )
                     if settled is None:
                         self._withdrawn(flow)
                         return
@@ -108,8 +120,12 @@ class GateAddon:
             self._block(flow, replies.BLOCK_STATUS, exc.diagnostics())
         except Exception as exc:
             logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
-            self._block(flow, 500, f"gate could not screen this request ({type(exc).__name__});"
-                        " it was not sent. See gate's log, and report the bug if it repeats.")
+            self._block(
+                flow,
+                500,
+                f"gate could not screen this request ({type(exc).__name__});"
+                " it was not sent. See gate's log, and report the bug if it repeats.",
+            )
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         conn: websocket.Connection | None = flow.metadata.get("gate_ws")
@@ -127,24 +143,32 @@ class GateAddon:
             try:
                 conn.from_server(message.content, self.audit)
             except Exception as exc:  # bookkeeping only: the event itself is relayed as is
-                logger.warning("flow {}: provider event not read ({})", flow.id,
-                               type(exc).__name__)
+                logger.warning("flow {}: provider event not read ({})", flow.id, type(exc).__name__)
             return
         if self._let_go(conn):
             self._refuse_frame(flow, message, f"user {conn.user!r} is no longer let in")
             return
         # Fail closed: a frame that could not be screened is dropped, and the agent told.
         try:
-            content = conn.from_client(message.content, message.is_text, self.policies,
-                                       self.screens, self.audit, self.asker.settle_now)
+            content = conn.from_client(
+                message.content,
+                message.is_text,
+                self.policies,
+                self.screens,
+                self.audit,
+                self.asker.settle_now,
+            )
         except (Blocked, GateError) as exc:
-            self._refuse_frame(flow, message, exc.diagnostics() if isinstance(exc, GateError)
-                               else str(exc))
+            self._refuse_frame(
+                flow, message, exc.diagnostics() if isinstance(exc, GateError) else str(exc)
+            )
         except Exception as exc:
-            logger.error("flow {} frame dropped: internal error {}", flow.id,
-                         type(exc).__name__)
-            self._refuse_frame(flow, message, f"gate could not screen this message"
-                               f" ({type(exc).__name__}); it was not sent")
+            logger.error("flow {} frame dropped: internal error {}", flow.id, type(exc).__name__)
+            self._refuse_frame(
+                flow,
+                message,
+                f"gate could not screen this message ({type(exc).__name__}); it was not sent",
+            )
         else:
             if content is not None:
                 message.content = content
@@ -162,8 +186,12 @@ class GateAddon:
     def _refuse_frame(self, flow: http.HTTPFlow, message: Any, reason: str) -> None:
         message.drop()
         logger.warning("flow {} frame blocked: {}", flow.id, reason)
-        ctx.master.commands.call("inject.websocket", flow, True,
-                                 websocket.error_event(f"gate blocked this request: {reason}"))
+        ctx.master.commands.call(
+            "inject.websocket",
+            flow,
+            True,
+            websocket.error_event(f"gate blocked this request: {reason}"),
+        )
 
     # -- the work --------------------------------------------------------------------------
 
@@ -186,58 +214,77 @@ class GateAddon:
         route = route or routing.resolve(req.path, self.config.upstreams)
         if route is None:
             flow.response = http.Response.make(
-                404, replies.not_found(req.path, list(self.config.upstreams)),
-                {"content-type": "application/json"})
+                404,
+                replies.not_found(req.path, list(self.config.upstreams)),
+                {"content-type": "application/json"},
+            )
             return None
         flow.metadata["gate_route"] = route
         run = None
         if route.run_id is not None:
             run = runs.lookup(self.data_dir, route.run_id)
             if run is None:
-                raise Blocked(f"gate does not know run {route.run_id!r}: restart the agent with"
-                              " `gate run`, or use a base URL without /_run/")
+                raise Blocked(
+                    f"gate does not know run {route.run_id!r}: restart the agent with"
+                    " `gate run`, or use a base URL without /_run/"
+                )
         if run is None and _from_lock(flow):
             # Fail closed: a locked agent is screened as its run's project. Without the run
             # it could state any directory and be screened for that one's files instead.
-            raise Blocked("a request from inside `gate run --lock` must name its run (the base"
-                          " URL's /_run/ID, or the proxy URL gate run set); it was not sent")
+            raise Blocked(
+                "a request from inside `gate run --lock` must name its run (the base"
+                " URL's /_run/ID, or the proxy URL gate run set); it was not sent"
+            )
         if req.headers.get("upgrade"):
             # Fail closed: only upgrades whose frames gate can screen are let through.
             if not websocket.screenable(req.headers.get("upgrade", ""), route.path):
-                raise Blocked("gate screens WebSocket traffic only for the Responses API;"
-                              " configure the agent to use HTTP (agents fall back when the"
-                              " upgrade is refused)")
+                raise Blocked(
+                    "gate screens WebSocket traffic only for the Responses API;"
+                    " configure the agent to use HTTP (agents fall back when the"
+                    " upgrade is refused)"
+                )
             flow.metadata["gate_ws"] = websocket.Connection(
-                route, run, agent=run.agent if run else None,
-                user=flow.metadata.get("gate_user"))
+                route, run, agent=run.agent if run else None, user=flow.metadata.get("gate_user")
+            )
         agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
         # Who sent it, kept for the audit whatever the verdict (a blocked row too, one whose
         # body gate could not read included).
         user = flow.metadata.get("gate_user")
         flow.metadata["gate_who"] = {
-            "run_id": run.id if run else None, "agent": agent,
+            "run_id": run.id if run else None,
+            "agent": agent,
             "project_root": run.root if run else None,
-            "session": session_key(req.headers, run.id if run else None, agent,
-                                   route.upstream.name, user),
-            "user_name": user}
+            "session": session_key(
+                req.headers, run.id if run else None, agent, route.upstream.name, user
+            ),
+            "user_name": user,
+        }
         body = _decoded(req)
         flow.metadata["gate_body"] = body  # decoded once: a refusal's attribution reads it
         flow.metadata["gate_coding"] = ", ".join(req.headers.get_all("content-encoding")) or None
-        outbound = Outbound(route.path, body, agent, run.cwd if run else None,
-                            route.upstream.unsafe_pass_non_json,
-                            headers=upload.headers_of(req.headers),
-                            root=run.root if run else None)
+        outbound = Outbound(
+            route.path,
+            body,
+            agent,
+            run.cwd if run else None,
+            route.upstream.unsafe_pass_non_json,
+            headers=upload.headers_of(req.headers),
+            root=run.root if run else None,
+        )
         verdict = screen(outbound, self.policies, self.screens, self.chains.known)
-        flow.metadata["gate_who"].update(model=verdict.model,
-                                         project_root=verdict.project_root)
+        flow.metadata["gate_who"].update(model=verdict.model, project_root=verdict.project_root)
         up = route.upstream
-        refusal = Envelope(self._scrub()).refusal(route.path, list(req.headers.items(multi=True)),
-                                                  google_upstream(up.name, up.host),
-                                                  credential_headers(up.name, up.host))
+        refusal = Envelope(self._scrub()).refusal(
+            route.path,
+            list(req.headers.items(multi=True)),
+            google_upstream(up.name, up.host),
+            credential_headers(up.name, up.host),
+        )
         if refusal is not None:
             raise Blocked(refusal)
-        return _Screened(self, route, run, outbound, verdict, flow.metadata["gate_who"]["session"],
-                         user)
+        return _Screened(
+            self, route, run, outbound, verdict, flow.metadata["gate_who"]["session"], user
+        )
 
     def _scrub(self) -> Scrub:
         indexes = self.screens.indexes.known() if self.screens.indexes else []
@@ -251,14 +298,18 @@ class GateAddon:
         if verdict.body is not None and _signed(req):
             # The signature covers the body: an edited body would be refused upstream, and
             # the original must not leave. Say what to do instead.
-            raise Blocked("gate must withhold content from this request, but its body is"
-                          " signed (AWS SigV4) and cannot be edited. Use a Bedrock API key"
-                          " (AWS_BEARER_TOKEN_BEDROCK) so gate can edit the body, or keep the"
-                          " denied content out of the conversation")
+            raise Blocked(
+                "gate must withhold content from this request, but its body is"
+                " signed (AWS SigV4) and cannot be edited. Use a Bedrock API key"
+                " (AWS_BEARER_TOKEN_BEDROCK) so gate can edit the body, or keep the"
+                " denied content out of the conversation"
+            )
         if "content-encoding" in req.headers or verdict.body is not None:
             if "content-encoding" in req.headers and _signed(req):
-                raise Blocked("gate forwards a request body decoded, and this one is signed"
-                              " (AWS SigV4) over its compressed bytes; send it uncompressed")
+                raise Blocked(
+                    "gate forwards a request body decoded, and this one is signed"
+                    " (AWS SigV4) over its compressed bytes; send it uncompressed"
+                )
             # What leaves is the decoded bytes gate screened (no coding to read otherwise),
             # and they are what the audit records.
             req.headers.pop("content-encoding", None)
@@ -271,27 +322,54 @@ class GateAddon:
         req.path = up.base_path + route.path
         req.headers["host"] = up.url.split("://", 1)[1].split("/", 1)[0]
 
-    def _record(self, flow: http.HTTPFlow, route: routing.Route, run: runs.Run | None,
-                agent: str | None, verdict: Verdict, sent: bytes) -> int:
+    def _record(
+        self,
+        flow: http.HTTPFlow,
+        route: routing.Route,
+        run: runs.Run | None,
+        agent: str | None,
+        verdict: Verdict,
+        sent: bytes,
+    ) -> int:
         # Written before the request leaves; if this raises, the request is blocked.
         scrub = self._scrub()
         return self.audit.record_request(
-            run_id=run.id if run else None, agent=agent, upstream=route.upstream.name,
-            session=session_key(flow.request.headers, run.id if run else None, agent,
-                                route.upstream.name, flow.metadata.get("gate_user")),
+            run_id=run.id if run else None,
+            agent=agent,
+            upstream=route.upstream.name,
+            session=session_key(
+                flow.request.headers,
+                run.id if run else None,
+                agent,
+                route.upstream.name,
+                flow.metadata.get("gate_user"),
+            ),
             user_name=flow.metadata.get("gate_user"),
-            host=route.upstream.host, method=flow.request.method,
+            host=route.upstream.host,
+            method=flow.request.method,
             path=scrub.path(routing.safe_path(route.path)),
-            model=scrub.value(verdict.model), project_root=verdict.project_root,
+            model=scrub.value(verdict.model),
+            project_root=verdict.project_root,
             request_bytes=len(sent),
-            verdict=("modified" if verdict.body is not None else
-                     "unscreened" if verdict.format == "unscreened" else "forwarded"),
+            verdict=(
+                "modified"
+                if verdict.body is not None
+                else "unscreened"
+                if verdict.format == "unscreened"
+                else "forwarded"
+            ),
             withheld=[_scrubbed(w.record(), scrub) for w in verdict.withheld],
-            body=sent, content_encoding=flow.metadata.get("gate_coding"),
+            body=sent,
+            content_encoding=flow.metadata.get("gate_coding"),
         )
 
-    def _block(self, flow: http.HTTPFlow, status: int, message: str,
-               withheld: tuple[dict[str, object], ...] = ()) -> None:
+    def _block(
+        self,
+        flow: http.HTTPFlow,
+        status: int,
+        message: str,
+        withheld: tuple[dict[str, object], ...] = (),
+    ) -> None:
         route: routing.Route | None = flow.metadata.get("gate_route")
         name = route.upstream.name if route else ""
         path = route.path if route else flow.request.path
@@ -305,16 +383,24 @@ class GateAddon:
             scrub, records = None, []
             message, stored = "gate could not check the reason for this block", "?"
         flow.response = http.Response.make(
-            status, replies.error(name, path, status, f"gate blocked this request: {message}"),
-            {"content-type": "application/json", "x-gate-blocked": "1"})
+            status,
+            replies.error(name, path, status, f"gate blocked this request: {message}"),
+            {"content-type": "application/json", "x-gate-blocked": "1"},
+        )
         logger.warning("flow {} blocked ({}): {}", flow.id, status, message)
         try:
             self.audit.record_request(
-                upstream=name or "?", host=route.upstream.host if route else "?",
-                method=flow.request.method, path=stored,
-                request_bytes=len(flow.request.raw_content or b""), verdict="blocked",
-                reason=message, status=status, withheld=records,
-                **_attribution(flow, scrub))
+                upstream=name or "?",
+                host=route.upstream.host if route else "?",
+                method=flow.request.method,
+                path=stored,
+                request_bytes=len(flow.request.raw_content or b""),
+                verdict="blocked",
+                reason=message,
+                status=status,
+                withheld=records,
+                **_attribution(flow, scrub),
+            )
         except Exception as exc:  # the request is blocked either way
             logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
 
@@ -328,11 +414,14 @@ class GateAddon:
         try:
             self.audit.record_request(
                 upstream=route.upstream.name if route else "?",
-                host=route.upstream.host if route else "?", method=flow.request.method,
+                host=route.upstream.host if route else "?",
+                method=flow.request.method,
                 path=scrub.path(routing.safe_path(route.path if route else flow.request.path)),
-                request_bytes=len(flow.request.raw_content or b""), verdict="withdrawn",
+                request_bytes=len(flow.request.raw_content or b""),
+                verdict="withdrawn",
                 reason="the agent disconnected while gate was asking; nothing was sent",
-                **_attribution(flow, scrub))
+                **_attribution(flow, scrub),
+            )
         except Exception as exc:
             logger.error("audit write failed for a withdrawn flow: {}", type(exc).__name__)
 
@@ -340,14 +429,20 @@ class GateAddon:
         # Answered only to a request that names this gate (not a page a browser was sent
         # to under another name), and it names no path of this machine.
         if refusal := self.control.refusal(flow):
-            flow.response = http.Response.make(403, json.dumps({"error": refusal}).encode(),
-                                               {"content-type": "application/json"})
+            flow.response = http.Response.make(
+                403, json.dumps({"error": refusal}).encode(), {"content-type": "application/json"}
+            )
             return
-        body: dict[str, Any] = {"ok": True, "version": __version__, "instance": self.instance,
-                                "forward": self.config.forward,
-                                "shared": self.control.users is not None}
-        flow.response = http.Response.make(200, json.dumps(body).encode(),
-                                           {"content-type": "application/json"})
+        body: dict[str, Any] = {
+            "ok": True,
+            "version": __version__,
+            "instance": self.instance,
+            "forward": self.config.forward,
+            "shared": self.control.users is not None,
+        }
+        flow.response = http.Response.make(
+            200, json.dumps(body).encode(), {"content-type": "application/json"}
+        )
 
 
 def _decoded(req: http.Request) -> bytes:
@@ -361,11 +456,15 @@ def _decoded(req: http.Request) -> bytes:
     charset = _CHARSET.search(req.headers.get("content-type", ""))
     if charset and charset.group(1).lower() not in ("utf-8", "utf8"):
         # JSON is UTF-8 (RFC 8259); a server that honours another charset reads other text.
-        raise Blocked(f"gate reads request bodies as UTF-8, and this one declares charset"
-                      f" {charset.group(1)[:20]!r}; send it as UTF-8")
+        raise Blocked(
+            f"gate reads request bodies as UTF-8, and this one declares charset"
+            f" {charset.group(1)[:20]!r}; send it as UTF-8"
+        )
     if raw and not body.strip():
-        raise Blocked("gate cannot screen this request: its body is not empty but decodes to"
-                      " nothing (or only whitespace); it was not sent")
+        raise Blocked(
+            "gate cannot screen this request: its body is not empty but decodes to"
+            " nothing (or only whitespace); it was not sent"
+        )
     return body
 
 
@@ -436,17 +535,21 @@ class _Screened:
     req: Outbound
     verdict: Verdict
     session: str | None = None  # the conversation, which an answer's default scope covers
-    user: str | None = None     # who sent it, on a shared gate: only they see its question
+    user: str | None = None  # who sent it, on a shared gate: only they see its question
 
     def rescreen(self, approved: frozenset[str]) -> Verdict:
         a = self.addon
-        return screen(replace(self.req, approved=approved), a.policies, a.screens,
-                      a.chains.known)
+        return screen(replace(self.req, approved=approved), a.policies, a.screens, a.chains.known)
 
     def question_info(self) -> dict[str, Any]:
         """What a question says about its request."""
-        return {"agent": self.req.agent, "upstream": self.route.upstream.name,
-                "path": routing.safe_path(self.route.path), "model": self.verdict.model,
-                "run_id": self.run.id if self.run else None, "session": self.session,
-                "project_root": self.verdict.project_root,
-                "user": self.user}
+        return {
+            "agent": self.req.agent,
+            "upstream": self.route.upstream.name,
+            "path": routing.safe_path(self.route.path),
+            "model": self.verdict.model,
+            "run_id": self.run.id if self.run else None,
+            "session": self.session,
+            "project_root": self.verdict.project_root,
+            "user": self.user,
+        }

@@ -14,15 +14,16 @@ BUNDLE = "ca-bundle.pem"
 
 @dataclass(frozen=True, slots=True)
 class Authority:
-    key: Path     # private key and certificate: never leaves the data dir (0600)
-    cert: Path    # the certificate alone, what clients trust
+    key: Path  # private key and certificate: never leaves the data dir (0600)
+    cert: Path  # the certificate alone, what clients trust
     bundle: Path  # the system's roots plus the certificate, for stores that replace roots
 
 
 def paths(data_dir: Path) -> Authority:
     conf = data_dir / _BASENAME
-    return Authority(conf / f"{_BASENAME}-ca.pem", conf / f"{_BASENAME}-ca-cert.pem",
-                     data_dir / BUNDLE)
+    return Authority(
+        conf / f"{_BASENAME}-ca.pem", conf / f"{_BASENAME}-ca-cert.pem", data_dir / BUNDLE
+    )
 
 
 def ensure(data_dir: Path) -> Authority:
@@ -32,8 +33,7 @@ def ensure(data_dir: Path) -> Authority:
     ca = paths(data_dir)
     conf = dirs.private_dir(ca.key.parent)
     if not ca.key.exists():
-        certs.CertStore.create_store(conf, _BASENAME, 2048, organization="gate",
-                                     cn="gate local CA")
+        certs.CertStore.create_store(conf, _BASENAME, 2048, organization="gate", cn="gate local CA")
     for item in conf.iterdir():  # mitmproxy writes the public copies world-readable
         if item.is_file():
             item.chmod(0o600)

@@ -29,9 +29,13 @@ class LeafServer:
         leaf, key = self._tmp / "leaf.pem", self._tmp / "leaf-key.pem"
         leaf.write_bytes(entry.cert.to_pem())
         key.touch(mode=0o600)
-        key.write_bytes(entry.privatekey.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption()))
+        key.write_bytes(
+            entry.privatekey.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
         self._ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._ctx.load_cert_chain(leaf, key)
         shutil.rmtree(self._tmp)  # loaded: the leaf's key is not left on disk
@@ -43,8 +47,9 @@ class LeafServer:
         self._thread.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._sock.close()
 
     def _serve(self) -> None:

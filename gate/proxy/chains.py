@@ -52,8 +52,9 @@ class CallsTap:
         lines = (self._pending + chunk).split(b"\n")
         self._pending = lines.pop()
         for line in lines:
-            if line.startswith(b"data:") and (b"output_item.done" in line
-                                              or b"response.created" in line):
+            if line.startswith(b"data:") and (
+                b"output_item.done" in line or b"response.created" in line
+            ):
                 self._event(line[5:])
 
     def read_json(self, raw: str | bytes) -> None:
@@ -104,8 +105,9 @@ class RunCallsTap:
             body = json.loads(raw)
         except ValueError:
             return
-        items = body.get("data") if isinstance(body, dict) and body.get("object") == "list" \
-            else [body]
+        items = (
+            body.get("data") if isinstance(body, dict) and body.get("object") == "list" else [body]
+        )
         for run in items if isinstance(items, list) else ():
             self._remember(run)
 
@@ -116,8 +118,7 @@ class RunCallsTap:
         action = run.get("required_action")
         asked = action.get("submit_tool_outputs") if isinstance(action, dict) else None
         tool_calls = asked.get("tool_calls") if isinstance(asked, dict) else None
-        if not (isinstance(thread, str) and isinstance(rid, str)
-                and isinstance(tool_calls, list)):
+        if not (isinstance(thread, str) and isinstance(rid, str) and isinstance(tool_calls, list)):
             return
         calls: Calls = {}
         for call in tool_calls:

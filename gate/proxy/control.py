@@ -39,8 +39,12 @@ UI = "/_gate/ui"
 COOKIE = "gate_control"
 _LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
 # (no-referrer would make the browser send `Origin: null` with the page's own forms)
-_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff",
-            "x-frame-options": "DENY", "referrer-policy": "same-origin"}
+_HEADERS = {
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "same-origin",
+}
 HEADERS = _HEADERS
 
 
@@ -62,8 +66,13 @@ class Who:
 
 
 class Control:
-    def __init__(self, pending: Pending, token: str, audit: AuditStore | None = None,
-                 users: Users | None = None):
+    def __init__(
+        self,
+        pending: Pending,
+        token: str,
+        audit: AuditStore | None = None,
+        users: Users | None = None,
+    ):
         self.pending = pending
         self.token = token
         self.audit = audit  # for what the page says about earlier requests (None: nothing)
@@ -86,12 +95,17 @@ class Control:
         elif path == f"{UI}/answer" and req.method == "POST":
             self._form(flow)
         elif (who := self._bearer(req)) is None:
-            flow.response = _json(401, {"error": "missing, wrong or revoked control token"
-                                        f" (send Authorization: Bearer <{self._token_hint()}>)"})
+            flow.response = _json(
+                401,
+                {
+                    "error": "missing, wrong or revoked control token"
+                    f" (send Authorization: Bearer <{self._token_hint()}>)"
+                },
+            )
         elif path == API and req.method == "GET":
             flow.response = _json(200, {"pending": [q.to_json() for q in self._visible(who)]})
         elif path.startswith(API + "/") and req.method == "POST":
-            self._api_answer(flow, path[len(API) + 1:], who)
+            self._api_answer(flow, path[len(API) + 1 :], who)
         else:
             flow.response = _json(404, {"error": f"no control endpoint {req.method} {path}"})
 
@@ -120,8 +134,7 @@ class Control:
         return None
 
     def _bearer(self, req: http.Request) -> Who | None:
-        return self.identify(req.headers.get("authorization", "").removeprefix("Bearer ")
-                             .strip())
+        return self.identify(req.headers.get("authorization", "").removeprefix("Bearer ").strip())
 
     def sign_in_cookie(self, token: str) -> str:
         """The one Set-Cookie value a sign-in (the approval page's, the console's) sends:
@@ -162,12 +175,12 @@ class Control:
         if not isinstance(body, dict):
             flow.response = _json(400, {"error": "the body must be a JSON object"})
             return
-        status, reply = self._answer(qid, body.get("answer"), body.get("remember", DEFAULT_SCOPE),
-                                     who)
+        status, reply = self._answer(
+            qid, body.get("answer"), body.get("remember", DEFAULT_SCOPE), who
+        )
         flow.response = _json(status, reply)
 
-    def _answer(self, qid: str, answer: Any, remember: Any,
-                who: Who) -> tuple[int, dict[str, Any]]:
+    def _answer(self, qid: str, answer: Any, remember: Any, who: Who) -> tuple[int, dict[str, Any]]:
         if answer not in ANSWERS:
             return 400, {"error": f"answer must be one of {', '.join(ANSWERS)}"}
         if remember not in SCOPES:
@@ -190,16 +203,21 @@ class Control:
         given = (query.get("token") or [""])[0]
         if self.identify(given) is not None:
             # Trade the token in the URL for a cookie, and drop it from the address bar.
-            flow.response = http.Response.make(303, b"", {
-                **_HEADERS, "location": UI, "set-cookie": self.sign_in_cookie(given)})
+            flow.response = http.Response.make(
+                303, b"", {**_HEADERS, "location": UI, "set-cookie": self.sign_in_cookie(given)}
+            )
             return
         if (who := self._cookie(flow.request)) is None:
             flow.response = _html(401, page.unauthorised())
             return
         note = (query.get("note") or [""])[0]
         questions, csrf = self._visible(who), self._csrf(who)
-        self._later(flow, lambda: _html(200, page.render(questions, csrf, note,
-                                                         self._earlier(questions), who.name)))
+        self._later(
+            flow,
+            lambda: _html(
+                200, page.render(questions, csrf, note, self._earlier(questions), who.name)
+            ),
+        )
 
     def _live(self, flow: http.HTTPFlow, path: str) -> None:
         """The page's script, and the cards it adds (cookie only, as the page)."""
@@ -207,16 +225,25 @@ class Control:
             flow.response = _json(401, {"error": "not signed in"})
             return
         if path == page.SCRIPT_PATH:
-            flow.response = http.Response.make(200, page.SCRIPT.encode(), {
-                **_HEADERS, "content-type": "text/javascript; charset=utf-8"})
+            flow.response = http.Response.make(
+                200,
+                page.SCRIPT.encode(),
+                {**_HEADERS, "content-type": "text/javascript; charset=utf-8"},
+            )
             return
         questions, csrf = self._visible(who), self._csrf(who)
 
         def cards() -> http.Response:
             earlier = self._earlier(questions)
-            return _json(200, {"questions": [
-                {"id": q.id, "html": page.fragment(q, csrf, earlier.get(q.id, {}))}
-                for q in questions]})
+            return _json(
+                200,
+                {
+                    "questions": [
+                        {"id": q.id, "html": page.fragment(q, csrf, earlier.get(q.id, {}))}
+                        for q in questions
+                    ]
+                },
+            )
 
         self._later(flow, cards)
 
@@ -251,8 +278,9 @@ class Control:
             try:
                 flow.response = make()
             except Exception as exc:  # a damaged audit: say so, never forward
-                flow.response = _json(500, {"error": f"gate could not read its audit"
-                                                     f" ({type(exc).__name__})"})
+                flow.response = _json(
+                    500, {"error": f"gate could not read its audit ({type(exc).__name__})"}
+                )
 
         flow.metadata[LATER] = run
 
@@ -263,15 +291,20 @@ class Control:
         form = parse_qs(flow.request.get_text(strict=False) or "")
         csrf = (form.get("csrf") or [""])[0]
         if not hmac.compare_digest(csrf.encode(), self._csrf(who).encode()):
-            flow.response = _html(403, page.message("Refused: the form's CSRF token is wrong."
-                                                    " Reload the page and try again."))
+            flow.response = _html(
+                403,
+                page.message(
+                    "Refused: the form's CSRF token is wrong. Reload the page and try again."
+                ),
+            )
             return
         answer, _, remember = (form.get("choice") or [""])[0].partition(":")
         qid = (form.get("id") or [""])[0]
         status, reply = self._answer(qid, answer, remember or DEFAULT_SCOPE, who)
         note = f"{qid}: {answer}" if status == 200 else reply["error"]
-        flow.response = http.Response.make(303, b"", {
-            **_HEADERS, "location": f"{UI}?note={_quote(note)}"})
+        flow.response = http.Response.make(
+            303, b"", {**_HEADERS, "location": f"{UI}?note={_quote(note)}"}
+        )
 
 
 def json_response(status: int, body: dict[str, Any]) -> http.Response:
@@ -283,16 +316,23 @@ def html_response(status: int, text: str) -> http.Response:
 
 
 def _json(status: int, body: dict[str, Any]) -> http.Response:
-    return http.Response.make(status, json.dumps(body).encode(),
-                              {**_HEADERS, "content-type": "application/json"})
+    return http.Response.make(
+        status, json.dumps(body).encode(), {**_HEADERS, "content-type": "application/json"}
+    )
 
 
 def _html(status: int, text: str) -> http.Response:
-    return http.Response.make(status, text.encode(), {
-        **_HEADERS, "content-type": "text/html; charset=utf-8",
-        "content-security-policy": "default-src 'none'; style-src 'unsafe-inline';"
-                                   " script-src 'self'; connect-src 'self';"
-                                   " form-action 'self'; frame-ancestors 'none'"})
+    return http.Response.make(
+        status,
+        text.encode(),
+        {
+            **_HEADERS,
+            "content-type": "text/html; charset=utf-8",
+            "content-security-policy": "default-src 'none'; style-src 'unsafe-inline';"
+            " script-src 'self'; connect-src 'self';"
+            " form-action 'self'; frame-ancestors 'none'",
+        },
+    )
 
 
 def _cross_site(flow: http.HTTPFlow, hosts: set[str], scheme: str) -> str | None:
@@ -309,4 +349,3 @@ def _quote(text: str) -> str:
     from urllib.parse import quote
 
     return quote(text, safe="")
-

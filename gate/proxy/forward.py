@@ -36,8 +36,13 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class ForwardAddon:
     """Runs before the gate addon, which skips flows this one answered or relays."""
 
-    def __init__(self, config: Config, data_dir: Path, audit: AuditStore,
-                 scrub: Callable[[], Scrub] | None = None):
+    def __init__(
+        self,
+        config: Config,
+        data_dir: Path,
+        audit: AuditStore,
+        scrub: Callable[[], Scrub] | None = None,
+    ):
         self.config = config
         self.data_dir = data_dir
         self.audit = audit
@@ -49,8 +54,8 @@ class ForwardAddon:
         self.scrub: Callable[[], Scrub] = scrub
         self.intercepts = Intercepts(config.upstreams)
         self.port = 0
-        self._runs: dict[str, runs.Run | None] = {}      # client connection id → its run
-        self._tunnel_rows: dict[str, int] = {}           # client connection id → audit row
+        self._runs: dict[str, runs.Run | None] = {}  # client connection id → its run
+        self._tunnel_rows: dict[str, int] = {}  # client connection id → audit row
 
     def running(self) -> None:
         self.port = ctx.master.addons.get("proxyserver").listen_addrs()[0][1]
@@ -66,8 +71,9 @@ class ForwardAddon:
             self._connect(flow)
         except Exception as exc:  # Fail closed: a tunnel gate could not decide is refused.
             logger.error("CONNECT refused: internal error {}", type(exc).__name__)
-            flow.response = _refusal(502, f"gate could not decide on this connection"
-                                     f" ({type(exc).__name__})")
+            flow.response = _refusal(
+                502, f"gate could not decide on this connection ({type(exc).__name__})"
+            )
 
     def _connect(self, flow: http.HTTPFlow) -> None:
         req = flow.request
@@ -81,11 +87,18 @@ class ForwardAddon:
             return
         if self.scrub().holds(req.host):
             # The name itself would leave (DNS, the TLS server name): refused unread.
-            self._refuse(flow, req.host, port, agent, run,
-                         why="the host name holds a denied value or a likely secret")
+            self._refuse(
+                flow,
+                req.host,
+                port,
+                agent,
+                run,
+                why="the host name holds a denied value or a likely secret",
+            )
             return
         self._tunnel_rows[flow.client_conn.id] = self._opened(
-            req.host, port, tunnels.Kind.TUNNEL, agent, run)
+            req.host, port, tunnels.Kind.TUNNEL, agent, run
+        )
 
     # -- opaque tunnels ----------------------------------------------------------------
 
@@ -116,8 +129,9 @@ class ForwardAddon:
             self._request(flow)
         except Exception as exc:  # Fail closed: an unsorted request never leaves.
             logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
-            flow.response = _refusal(500, f"gate could not route this request"
-                                     f" ({type(exc).__name__}); it was not sent")
+            flow.response = _refusal(
+                500, f"gate could not route this request ({type(exc).__name__}); it was not sent"
+            )
 
     def _request(self, flow: http.HTTPFlow) -> None:
         req = flow.request
@@ -132,14 +146,20 @@ class ForwardAddon:
             if self.intercepts.decrypts(host):
                 # Fail closed: a model host's path with no single reading may be its model
                 # endpoint read another way; relayed unread, it would leave unscreened.
-                self._refuse(flow, req.host, req.port, agent, run, _bare(req.path),
-                             why=f"gate cannot read this path on a model host ({exc})")
+                self._refuse(
+                    flow,
+                    req.host,
+                    req.port,
+                    agent,
+                    run,
+                    _bare(req.path),
+                    why=f"gate cannot read this path on a model host ({exc})",
+                )
                 return
             path = req.path
         route = self.intercepts.route(req.host, req.port, path)
         if route is not None:
-            flow.metadata["gate_route"] = Route(route.upstream, route.path,
-                                                run.id if run else None)
+            flow.metadata["gate_route"] = Route(route.upstream, route.path, run.id if run else None)
             return
         if _locked(flow) and not self.config.egress.listed(host):
             # Before any relay, the configured upstreams' origins included: a locked agent
@@ -148,22 +168,35 @@ class ForwardAddon:
             return
         scrub = self.scrub()
         if scrub.holds(req.host) or scrub.path(req.path) != req.path:
-            self._refuse(flow, req.host, req.port, agent, run, _bare(req.path),
-                         why="its host or path holds a denied value or a likely secret")
+            self._refuse(
+                flow,
+                req.host,
+                req.port,
+                agent,
+                run,
+                _bare(req.path),
+                why="its host or path holds a denied value or a likely secret",
+            )
             return
         origin = self.intercepts.origin(host)
         if origin is not None:  # unread, like a tunnel, but to where the user sent the host
             flow.metadata["gate_passthrough"] = self._opened(
-                req.host, req.port, tunnels.Kind.HTTP, agent, run,
-                reason=f"to upstream {origin.name}")
+                req.host,
+                req.port,
+                tunnels.Kind.HTTP,
+                agent,
+                run,
+                reason=f"to upstream {origin.name}",
+            )
             req.scheme, req.host, req.port = origin.scheme, origin.host, origin.port
             req.headers["host"] = origin.url.split("://", 1)[1]
             return
         if not self._allowed(flow, host):
             self._refuse(flow, req.host, req.port, agent, run, _bare(req.path))
             return
-        flow.metadata["gate_passthrough"] = self._opened(req.host, req.port,
-                                                         tunnels.Kind.HTTP, agent, run)
+        flow.metadata["gate_passthrough"] = self._opened(
+            req.host, req.port, tunnels.Kind.HTTP, agent, run
+        )
 
     def response(self, flow: http.HTTPFlow) -> None:
         row = flow.metadata.get("gate_passthrough")
@@ -195,32 +228,62 @@ class ForwardAddon:
             return self.config.egress.listed(host)
         return self.config.egress.allows(host)
 
-    def _refuse(self, flow: http.HTTPFlow, host: str, port: int, agent: str | None,
-                run: runs.Run | None, path: str = "", why: str | None = None) -> None:
+    def _refuse(
+        self,
+        flow: http.HTTPFlow,
+        host: str,
+        port: int,
+        agent: str | None,
+        run: runs.Run | None,
+        path: str = "",
+        why: str | None = None,
+    ) -> None:
         """Refuse with a 403 saying why; logged and recorded with nothing the client sent
         in clear when it holds a finding (the agent gets its own words back)."""
         reason = why or "egress policy"
         if why is None:
-            why = ("inside gate run --lock only model hosts and egress.allow are reachable"
-                   if _locked(flow) else f"gate's egress policy is block and {host.lower()}"
-                   " is not on egress.allow")
+            why = (
+                "inside gate run --lock only model hosts and egress.allow are reachable"
+                if _locked(flow)
+                else f"gate's egress policy is block and {host.lower()} is not on egress.allow"
+            )
             why += "; add it under `egress: allow:` in config.yaml to let it through"
         scrub = self.scrub()
         # The path (never its query) says which of a model host's other endpoints it was.
-        logger.warning("blocked a connection to {}:{}{}: {}", _stored_host(scrub, host), port,
-                       scrub.path(path), scrub.text(why))
-        flow.response = _refusal(403, f"gate blocked a connection to {host.lower()}:{port}"
-                                 f"{path}: {why}")
+        logger.warning(
+            "blocked a connection to {}:{}{}: {}",
+            _stored_host(scrub, host),
+            port,
+            scrub.path(path),
+            scrub.text(why),
+        )
+        flow.response = _refusal(
+            403, f"gate blocked a connection to {host.lower()}:{port}{path}: {why}"
+        )
         self._opened(host, port, tunnels.Kind.BLOCKED, agent, run, reason=reason)
 
-    def _opened(self, host: str, port: int, kind: tunnels.Kind, agent: str | None,
-                run: runs.Run | None, reason: str | None = None) -> int:
+    def _opened(
+        self,
+        host: str,
+        port: int,
+        kind: tunnels.Kind,
+        agent: str | None,
+        run: runs.Run | None,
+        reason: str | None = None,
+    ) -> int:
         """The audit row of a connection, its host and reason scrubbed."""
         scrub = self.scrub()
-        return tunnels.opened(self.audit, tunnels.Opened(
-            host=_stored_host(scrub, host), port=port, kind=kind, agent=agent,
-            run_id=run.id if run else None,
-            reason=scrub.text(reason) if reason is not None else None))
+        return tunnels.opened(
+            self.audit,
+            tunnels.Opened(
+                host=_stored_host(scrub, host),
+                port=port,
+                kind=kind,
+                agent=agent,
+                run_id=run.id if run else None,
+                reason=scrub.text(reason) if reason is not None else None,
+            ),
+        )
 
     def _run_of(self, flow: http.HTTPFlow, auth: str | None) -> runs.Run | None:
         """The run this connection belongs to: named on its CONNECT or on the request."""
@@ -264,6 +327,8 @@ def _run_id(auth: str) -> str | None:
 
 
 def _refusal(status: int, message: str) -> http.Response:
-    return http.Response.make(status, (message + "\n").encode(),
-                              {"content-type": "text/plain; charset=utf-8",
-                               "x-gate-blocked": "1"})
+    return http.Response.make(
+        status,
+        (message + "\n").encode(),
+        {"content-type": "text/plain; charset=utf-8", "x-gate-blocked": "1"},
+    )

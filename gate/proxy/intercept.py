@@ -48,13 +48,19 @@ class Intercepts:
         # unless it is loopback (where gate delivers, not what agents ask for) or a
         # provider's host already listed: `--upstream openai=URL` must win for it.
         self.hosts = MODEL_HOSTS + tuple(
-            ModelHost(u.name, u.host.lower(), u.base_path) for u in upstreams.values()
-            if u.name not in own and not _loopback(u.host)
-            and not any(m.matches(u.host.lower()) for m in MODEL_HOSTS))
+            ModelHost(u.name, u.host.lower(), u.base_path)
+            for u in upstreams.values()
+            if u.name not in own
+            and not _loopback(u.host)
+            and not any(m.matches(u.host.lower()) for m in MODEL_HOSTS)
+        )
         # An upstream named as a host (`--upstream oauth2.googleapis.com=URL`): that whole
         # host goes to URL, unread (sign-in and account hosts, a loopback fake in tests).
-        self.whole_hosts = {name: u for name, u in upstreams.items()
-                            if "." in name and not any(m.name == name for m in self.hosts)}
+        self.whole_hosts = {
+            name: u
+            for name, u in upstreams.items()
+            if "." in name and not any(m.name == name for m in self.hosts)
+        }
 
     def decrypts(self, host: str) -> bool:
         """Whether gate terminates TLS for a CONNECT to this host."""
@@ -74,18 +80,21 @@ class Intercepts:
         host = host.lower().rstrip(".")
         best: ModelHost | None = None
         for m in self.hosts:
-            if m.matches(host) and _under(path, m.base_path) and (
-                    best is None or len(m.base_path) > len(best.base_path)):
+            if (
+                m.matches(host)
+                and _under(path, m.base_path)
+                and (best is None or len(m.base_path) > len(best.base_path))
+            ):
                 best = m
         if best is None:
             return None
         upstream = self.upstreams.get(best.name)
-        if upstream is None or (best.pattern and upstream.host.lower() != host
-                                and not _overridden(upstream, best)):
+        if upstream is None or (
+            best.pattern and upstream.host.lower() != host and not _overridden(upstream, best)
+        ):
             # A regional host (Vertex, Bedrock): the request goes to the host it named.
             upstream = parse_upstream(best.name, f"https://{host}:{port}{best.base_path}")
-        return Route(upstream, path[len(best.base_path):] or "/", None)
-
+        return Route(upstream, path[len(best.base_path) :] or "/", None)
 
     def origin(self, host: str) -> Upstream | None:
         """Where a decrypted host's other endpoints go (sign-in, account): the origin of an

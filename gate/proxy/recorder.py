@@ -31,8 +31,9 @@ class ResponseRecorder:
         route: routing.Route | None = flow.metadata.get("gate_route")
         sse = kind.startswith("text/event-stream")
         responses = route is not None and openai_responses.matches(route.path)
-        calls: chains.CallsTap | chains.RunCallsTap | None = chains.CallsTap() if responses \
-            else None
+        calls: chains.CallsTap | chains.RunCallsTap | None = (
+            chains.CallsTap() if responses else None
+        )
         if route is not None and openai_assistants.runs(route.path):
             calls = chains.RunCallsTap()  # the calls a run asks outputs for
         stream_calls = calls if sse else None
@@ -65,8 +66,7 @@ class ResponseRecorder:
                 elif calls.response_id and calls.calls:
                     self.chains.record(calls.response_id, calls.calls)
             except Exception as exc:  # the next output is then screened by content only
-                logger.warning("flow {}: response calls not read ({})", flow.id,
-                               type(exc).__name__)
+                logger.warning("flow {}: response calls not read ({})", flow.id, type(exc).__name__)
         self._finish(row, flow, flow.response.status_code, usage, None)
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -78,11 +78,16 @@ class ResponseRecorder:
             # far: the usage the tap saw is recorded with the error.
             self._finish(row, flow, status, _usage(flow), msg)
 
-    def _finish(self, row: int, flow: http.HTTPFlow, status: int | None, usage: Usage,
-                error: str | None) -> None:
+    def _finish(
+        self, row: int, flow: http.HTTPFlow, status: int | None, usage: Usage, error: str | None
+    ) -> None:
         t0 = flow.metadata.get("gate_t0", time.monotonic())
-        fields = {"status": status, "latency_ms": (time.monotonic() - t0) * 1000,
-                  "usage": usage, "error": error}
+        fields = {
+            "status": status,
+            "latency_ms": (time.monotonic() - t0) * 1000,
+            "usage": usage,
+            "error": error,
+        }
         worker = self.audit.worker
         if worker is not None and worker.is_alive():
             worker.record_response(row, **fields)  # written off the event loop

@@ -19,20 +19,26 @@ _BY_UPSTREAM = {"anthropic": anthropic, "gemini": gemini, "code-assist": gemini}
 
 def error(upstream: str, path: str, status: int, message: str) -> bytes:
     fmt = providers.detect(path) or _BY_UPSTREAM.get(upstream)
-    if fmt is None and any(m in path.lower() for m in (":generatecontent",
-                                                       ":streamgeneratecontent")):
+    if fmt is None and any(
+        m in path.lower() for m in (":generatecontent", ":streamgeneratecontent")
+    ):
         fmt = gemini  # a Google method path no format walks, e.g. a Vertex endpoint
     return json.dumps((fmt or openai_chat).error_body(message, status)).encode()
 
 
 def not_found(path: str, names: list[str]) -> bytes:
     known = ", ".join(f"/{n}" for n in sorted(names))
-    return json.dumps({"error": {
-        "type": "not_found",
-        "message": f"gate: no upstream for {path.split('?', 1)[0]!r}; known prefixes: {known}."
-                   " Point the agent's base URL at one of them, or add one with"
-                   " --upstream NAME=URL.",
-    }}).encode()
+    return json.dumps(
+        {
+            "error": {
+                "type": "not_found",
+                "message": f"gate: no upstream for {path.split('?', 1)[0]!r};"
+                f" known prefixes: {known}."
+                " Point the agent's base URL at one of them, or add one with"
+                " --upstream NAME=URL.",
+            }
+        }
+    ).encode()
 
 
 def upstream_failed(status: int, message: str) -> bytes:
@@ -40,9 +46,20 @@ def upstream_failed(status: int, message: str) -> bytes:
     answering. mitmproxy cannot tell gate which format the failed request spoke, so the
     body has each format's fields at once: Anthropic's `type` and `error.type`, OpenAI's
     `error.message` and `error.code`, Google's `error.code` and `error.status`."""
-    text = (f"gate could not get an answer from the upstream ({message}); the request was"
-            " recorded in gate's audit with this error")
+    text = (
+        f"gate could not get an answer from the upstream ({message}); the request was"
+        " recorded in gate's audit with this error"
+    )
     status_name = {502: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}.get(status, "UNKNOWN")
-    return json.dumps({"type": "error", "error": {
-        "type": "api_error", "message": text, "code": status, "status": status_name,
-        "param": None}}).encode()
+    return json.dumps(
+        {
+            "type": "error",
+            "error": {
+                "type": "api_error",
+                "message": text,
+                "code": status,
+                "status": status_name,
+                "param": None,
+            },
+        }
+    ).encode()

@@ -17,7 +17,7 @@ from gate.config import Upstream
 @dataclass(frozen=True, slots=True)
 class Route:
     upstream: Upstream
-    path: str            # the path the upstream sees (query kept), without gate's prefix
+    path: str  # the path the upstream sees (query kept), without gate's prefix
     run_id: str | None
 
 
@@ -25,7 +25,7 @@ def resolve(path: str, upstreams: Mapping[str, Upstream]) -> Route | None:
     """The route for a request path, or None when no upstream matches."""
     run_id = None
     if path.startswith("/_run/"):
-        run_id, _, path = path[len("/_run/"):].partition("/")
+        run_id, _, path = path[len("/_run/") :].partition("/")
         path = "/" + path
     name, rest = _split(path)
     upstream = upstreams.get(name)
@@ -47,8 +47,10 @@ def normalise(target: str) -> str:
     exists for."""
     path, sep, query = target.partition("?")
     if _AMBIGUOUS.search(path):
-        raise ValueError("the request path holds an encoded slash, backslash or NUL, which"
-                         " servers read differently")
+        raise ValueError(
+            "the request path holds an encoded slash, backslash or NUL, which"
+            " servers read differently"
+        )
     path = _UNRESERVED.sub(lambda m: chr(int(m.group(1), 16)), path)
     out: list[str] = []
     for seg in path.split("/"):
@@ -75,6 +77,5 @@ def safe_path(path: str) -> str:
     base, sep, query = path.partition("?")
     if not sep:
         return path
-    parts = [p.split("=", 1)[0] + "=***" if p.startswith("key=") else p
-             for p in query.split("&")]
+    parts = [p.split("=", 1)[0] + "=***" if p.startswith("key=") else p for p in query.split("&")]
     return base + "?" + "&".join(parts)

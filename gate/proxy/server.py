@@ -44,7 +44,7 @@ class Listening:
     @property
     def base_url(self) -> str:
         url = base_url(self.host, self.port)
-        return "https" + url[len("http"):] if self.tls else url
+        return "https" + url[len("http") :] if self.tls else url
 
 
 def check_port(host: str, port: int) -> None:
@@ -64,23 +64,32 @@ def _json_error_pages() -> None:
         return
 
     def make(status_code: int, message: str = "") -> bytes:
-        return bytes(http1.assemble_response(http.Response.make(
-            status_code, replies.upstream_failed(status_code, message),
-            {"content-type": "application/json", "connection": "close",
-             "x-gate-error": "upstream"})))
+        return bytes(
+            http1.assemble_response(
+                http.Response.make(
+                    status_code,
+                    replies.upstream_failed(status_code, message),
+                    {
+                        "content-type": "application/json",
+                        "connection": "close",
+                        "x-gate-error": "upstream",
+                    },
+                )
+            )
+        )
 
     make.gate = True  # type: ignore[attr-defined]
     _http1.make_error_response = make
     h2_errors.install()  # and the same page over HTTP/2
 
 
-def build_master(config: Config, data_dir: Path, addon: GateAddon,
-                 users: Users | None = None) -> DumpMaster:
+def build_master(
+    config: Config, data_dir: Path, addon: GateAddon, users: Users | None = None
+) -> DumpMaster:
     _json_error_pages()
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-    forward = (ForwardAddon(config, data_dir, addon.audit, addon._scrub)
-               if config.forward else None)
+    forward = ForwardAddon(config, data_dir, addon.audit, addon._scrub) if config.forward else None
     if forward is not None:
         ca.ensure(data_dir)
         opts.update(
@@ -115,9 +124,14 @@ def build_master(config: Config, data_dir: Path, addon: GateAddon,
     return master
 
 
-async def serve(config: Config, data_dir: Path, *,
-                on_ready: Callable[[Listening], None] | None = None,
-                stop: asyncio.Event | None = None, advertise: bool = False) -> None:
+async def serve(
+    config: Config,
+    data_dir: Path,
+    *,
+    on_ready: Callable[[Listening], None] | None = None,
+    stop: asyncio.Event | None = None,
+    advertise: bool = False,
+) -> None:
     """Serve until `stop` is set (or the master shuts down); audit writes finish first."""
     users = Users(data_dir)
     team.check_listen(config, users)  # before anything listens or opens the audit
@@ -168,8 +182,9 @@ def _quiet_cancel(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> N
     loop.default_exception_handler(context)
 
 
-def serve_forever(config: Config, data_dir: Path,
-                  on_ready: Callable[[Listening], None] | None = None) -> None:
+def serve_forever(
+    config: Config, data_dir: Path, on_ready: Callable[[Listening], None] | None = None
+) -> None:
     """Foreground `gate serve`: SIGINT/SIGTERM stop it cleanly."""
 
     async def main() -> None:
@@ -223,8 +238,13 @@ class BackgroundGate:
                 self.listening = listening
                 self._ready.set()
 
-            await serve(self.config, self.data_dir, on_ready=ready, stop=self._stop,
-                        advertise=self.advertise)
+            await serve(
+                self.config,
+                self.data_dir,
+                on_ready=ready,
+                stop=self._stop,
+                advertise=self.advertise,
+            )
 
         try:
             asyncio.run(main())
@@ -244,8 +264,14 @@ def _lock_down(path: Path) -> None:
 def write_server_file(data_dir: Path, listening: Listening, instance: str = "") -> None:
     # `instance` is what the gate's /_gate/health names: the gate found at host:port is
     # this data dir's gate only if the two agree.
-    info = {"schemaVersion": 1, "pid": os.getpid(), "host": listening.host,
-            "port": listening.port, "started": time.time(), "instance": instance}
+    info = {
+        "schemaVersion": 1,
+        "pid": os.getpid(),
+        "host": listening.host,
+        "port": listening.port,
+        "started": time.time(),
+        "instance": instance,
+    }
     dirs.write_private(data_dir / SERVER_FILE, json.dumps(info).encode())
 
 

@@ -47,9 +47,11 @@ def check_listen(config: Config, users: Users) -> None:
     """Fail closed: a shared gate starts only with TLS, reverse mode and a user."""
     if config.tls.on and config.forward:
         # The listener's certificate would stand in for every host a tunnel names.
-        raise ConfigError("tls: serves the listener's own HTTPS, which forward mode"
-                          " (--forward) does not use", where="tls",
-                          hint="leave tls: out for forward mode (docs/forward.md)")
+        raise ConfigError(
+            "tls: serves the listener's own HTTPS, which forward mode (--forward) does not use",
+            where="tls",
+            hint="leave tls: out for forward mode (docs/forward.md)",
+        )
     if not is_shared(config):
         return
     why = f"listening on {config.host!r}" if not is_loopback(config.host) else "shared: true"
@@ -62,16 +64,18 @@ def check_listen(config: Config, users: Users) -> None:
         missing.append(f"a readable users file ({exc.where}: {exc.message})")
     else:
         if not active:
-            missing.append("client authentication: at least one user (`gate users add"
-                           " NAME`; with tls.client_ca, a client certificate's CN names one)")
+            missing.append(
+                "client authentication: at least one user (`gate users add"
+                " NAME`; with tls.client_ca, a client certificate's CN names one)"
+            )
     if config.forward:
         missing.append("reverse mode: forward mode (--forward) serves this machine only")
     if missing:
         raise ConfigError(
             f"a gate that serves other machines ({why}) needs " + "; and ".join(missing),
             where="host" if not is_loopback(config.host) else "shared",
-            hint="see docs/team.md; or listen on 127.0.0.1 and share the audit instead"
-            " (audit.url)")
+            hint="see docs/team.md; or listen on 127.0.0.1 and share the audit instead (audit.url)",
+        )
 
 
 class Refused(Exception):
@@ -97,10 +101,12 @@ class TeamAuth:
         except Refused as exc:
             self._refuse(flow, exc.status, str(exc))
         except Exception as exc:  # fail closed: an unchecked request never goes on
-            logger.error("flow {} refused: user check failed ({})", flow.id,
-                         type(exc).__name__)
-            self._refuse(flow, 500, "gate could not check who sent this request; it was"
-                         " not sent. See gate's log.")
+            logger.error("flow {} refused: user check failed ({})", flow.id, type(exc).__name__)
+            self._refuse(
+                flow,
+                500,
+                "gate could not check who sent this request; it was not sent. See gate's log.",
+            )
         else:
             if user is not None:
                 flow.metadata["gate_user"] = user
@@ -123,12 +129,16 @@ class TeamAuth:
         if path == _HEALTH:
             return None  # names no user and no path; health checks speak plain HTTP
         if self.tls and not flow.client_conn.tls_established:
-            raise Refused(403, "this gate is shared and takes HTTPS only: use an https://"
-                          " base URL (the request was not read further)")
+            raise Refused(
+                403,
+                "this gate is shared and takes HTTPS only: use an https://"
+                " base URL (the request was not read further)",
+            )
         if path.startswith(_CONTROL):
             if in_path is not None:
-                raise Refused(400, "the /_user/ prefix goes before a provider's route, not"
-                              " before /_gate/")
+                raise Refused(
+                    400, "the /_user/ prefix goes before a provider's route, not before /_gate/"
+                )
             return None  # the control API and the page take a person's token themselves
         if path.startswith(_RUN):
             # A run is a `gate run` on this machine; naming one would take its project and
@@ -148,37 +158,50 @@ class TeamAuth:
         path, sep, query = target.partition("?")
         if not path.startswith(PREFIX):
             return None
-        token, _, rest = path[len(PREFIX):].partition("/")
+        token, _, rest = path[len(PREFIX) :].partition("/")
         rest = "/" + rest
         if rest.startswith(PREFIX) or rest.rstrip("/") == PREFIX.rstrip("/"):
-            raise Refused(400, "the /_user/TOKEN/ prefix appears twice in the path; give it"
-                          " once")
+            raise Refused(400, "the /_user/TOKEN/ prefix appears twice in the path; give it once")
         req.path = rest + sep + query
         return token
 
     def _user(self, flow: http.HTTPFlow, headed: set[str], in_path: str | None) -> str:
         tokens = headed | ({in_path} if in_path is not None else set())
         if len(tokens) > 1:
-            raise Refused(400, "the request carries two different user tokens (header"
-                          f" {HEADER} and the /_user/ path, or the header twice); send one")
+            raise Refused(
+                400,
+                "the request carries two different user tokens (header"
+                f" {HEADER} and the /_user/ path, or the header twice); send one",
+            )
         certified = self._certified(flow)
         if not tokens:
             if certified is not None:
                 return certified
-            raise Refused(401, "this gate is shared: send your agent token (gu_...) in the"
-                          f" {HEADER} header or the base URL (https://HOST:PORT/_user/TOKEN"
-                          "/NAME); `gate users add` issues one")
+            raise Refused(
+                401,
+                "this gate is shared: send your agent token (gu_...) in the"
+                f" {HEADER} header or the base URL (https://HOST:PORT/_user/TOKEN"
+                "/NAME); `gate users add` issues one",
+            )
         token = tokens.pop()
         user = self.users.by_token(token, Kind.AGENT)
         if user is None:
             if self.users.by_token(token, Kind.PERSON) is not None:
-                raise Refused(401, "that is a person token (gp_...), which signs in to the"
-                              " approval page; agents send the agent token (gu_...)")
-            raise Refused(401, "unknown or revoked user token; ask the gate's admin for a"
-                          " new one (`gate users add`)")
+                raise Refused(
+                    401,
+                    "that is a person token (gp_...), which signs in to the"
+                    " approval page; agents send the agent token (gu_...)",
+                )
+            raise Refused(
+                401,
+                "unknown or revoked user token; ask the gate's admin for a"
+                " new one (`gate users add`)",
+            )
         if certified is not None and certified != user.name:
-            raise Refused(400, "the client certificate and the user token name different"
-                          " users; send one of them")
+            raise Refused(
+                400,
+                "the client certificate and the user token name different users; send one of them",
+            )
         return user.name
 
     def _certified(self, flow: http.HTTPFlow) -> str | None:
@@ -188,8 +211,10 @@ class TeamAuth:
         name = flow.client_conn.certificate_list[0].cn or ""
         user = self.users.by_name(name)
         if user is None:
-            raise Refused(401, "the client certificate's CN names no active user of this"
-                          " gate (`gate users list`)")
+            raise Refused(
+                401,
+                "the client certificate's CN names no active user of this gate (`gate users list`)",
+            )
         return user.name
 
     def _refuse(self, flow: http.HTTPFlow, status: int, message: str) -> None:
@@ -198,6 +223,12 @@ class TeamAuth:
         logger.warning("flow {} from {} refused ({}): {}", flow.id, peer, status, message)
         path = flow.request.path
         flow.response = http.Response.make(
-            status, replies.error("", path if PREFIX not in path else "/", status,
-                                  f"gate refused this request: {message}"),
-            {"content-type": "application/json", "x-gate-blocked": "1"})
+            status,
+            replies.error(
+                "",
+                path if PREFIX not in path else "/",
+                status,
+                f"gate refused this request: {message}",
+            ),
+            {"content-type": "application/json", "x-gate-blocked": "1"},
+        )

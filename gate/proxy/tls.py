@@ -21,22 +21,33 @@ def server_context(settings: TlsSettings) -> SSL.Context:
     context.set_options(SSL.OP_NO_COMPRESSION)
     # Session resumption with client certificates needs a context id.
     context.set_session_id(b"gate")
-    _load(context.use_certificate_chain_file, settings.cert, "tls.cert",
-          "a PEM certificate chain, the server's certificate first")
+    _load(
+        context.use_certificate_chain_file,
+        settings.cert,
+        "tls.cert",
+        "a PEM certificate chain, the server's certificate first",
+    )
     try:
         context.use_privatekey_file(settings.key)
         context.check_privatekey()
     except SSL.Error as exc:
         if "mismatch" in str(exc) or "check_private_key" in str(exc):
-            raise ConfigError("tls.key is not the key of tls.cert", where=settings.key,
-                              hint="give the private key the certificate was issued for"
-                              ) from exc
-        _load(context.use_privatekey_file, settings.key, "tls.key",
-              "an unencrypted PEM private key")
+            raise ConfigError(
+                "tls.key is not the key of tls.cert",
+                where=settings.key,
+                hint="give the private key the certificate was issued for",
+            ) from exc
+        _load(
+            context.use_privatekey_file, settings.key, "tls.key", "an unencrypted PEM private key"
+        )
         raise
     if settings.client_ca is not None:
-        _load(context.load_verify_locations, settings.client_ca, "tls.client_ca",
-              "the PEM certificate of the CA that issues client certificates")
+        _load(
+            context.load_verify_locations,
+            settings.client_ca,
+            "tls.client_ca",
+            "the PEM certificate of the CA that issues client certificates",
+        )
         # A certificate is asked for, not required (a user may sign in with a token
         # instead); one that is sent must chain to the CA, or the handshake fails.
         context.set_verify(SSL.VERIFY_PEER, _verified)
@@ -48,8 +59,11 @@ def _load(method: Any, path: str, key: str, what: str) -> None:
     try:
         method(path)
     except (SSL.Error, OSError) as exc:
-        raise ConfigError(f"{key} cannot be loaded: it must be {what}", where=path,
-                          hint="check the path and the file's contents") from exc
+        raise ConfigError(
+            f"{key} cannot be loaded: it must be {what}",
+            where=path,
+            hint="check the path and the file's contents",
+        ) from exc
 
 
 def _verified(conn: SSL.Connection, cert: Any, errno: int, depth: int, ok: int) -> bool:

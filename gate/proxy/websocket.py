@@ -39,9 +39,15 @@ def screenable(upgrade: str, path: str) -> bool:
 
 def error_event(message: str) -> bytes:
     """An error event in the shape Responses streams use (and the SDKs' error shape)."""
-    return json.dumps({"type": "error", "code": "gate_blocked", "message": message,
-                       "param": None, "error": {"type": "gate_error", "code": "gate_blocked",
-                                                "message": message}}).encode()
+    return json.dumps(
+        {
+            "type": "error",
+            "code": "gate_blocked",
+            "message": message,
+            "param": None,
+            "error": {"type": "gate_error", "code": "gate_blocked", "message": message},
+        }
+    ).encode()
 
 
 @dataclass
@@ -55,10 +61,15 @@ class Connection:
     # One WebSocket carries one conversation: its frames are one session in the audit.
     session: str = field(default_factory=lambda: "w:" + os.urandom(8).hex())
 
-    def from_client(self, content: bytes, is_text: bool, policies: PolicyStore,
-                    screens: Screens, audit: AuditStore,
-                    settle: Callable[[Verdict, dict[str, Any]], Verdict] | None = None,
-                    ) -> bytes | None:
+    def from_client(
+        self,
+        content: bytes,
+        is_text: bool,
+        policies: PolicyStore,
+        screens: Screens,
+        audit: AuditStore,
+        settle: Callable[[Verdict, dict[str, Any]], Verdict] | None = None,
+    ) -> bytes | None:
         """The frame to send instead (None: send it unchanged). Raises to block it.
 
         A frame cannot be parked while a person is asked (the connection carries the
@@ -71,35 +82,55 @@ class Connection:
             raise Blocked("gate cannot screen this message: it is not JSON") from exc
         if not isinstance(frame, dict):
             raise Blocked("gate cannot screen this message: it is not a JSON object")
-        req = Outbound(self.route.path, content, self.agent, self.run.cwd if self.run else None,
-                       root=self.run.root if self.run else None)
+        req = Outbound(
+            self.route.path,
+            content,
+            self.agent,
+            self.run.cwd if self.run else None,
+            root=self.run.root if self.run else None,
+        )
         if isinstance(frame.get("response"), dict):
             # The request sits under `response`; whatever else the frame carries is still
             # screened, as strings of no known format.
-            verdict = screen_object(openai_responses, req, frame["response"], policies,
-                                    self.calls, screens)
+            verdict = screen_object(
+                openai_responses, req, frame["response"], policies, self.calls, screens
+            )
             rest = {k: v for k, v in frame.items() if k != "response"}
             extra = screen_strings(req, rest, policies, screens).withheld
             frame.update(rest)
             verdict = replace(verdict, withheld=verdict.withheld + extra)
         else:
-            verdict = screen_object(openai_responses, req, frame, policies, self.calls,
-                                    screens)
+            verdict = screen_object(openai_responses, req, frame, policies, self.calls, screens)
         if settle is not None and verdict.asks:
-            verdict = settle(verdict, {
-                "agent": self.agent, "upstream": self.route.upstream.name,
-                "path": safe_path(self.route.path), "model": verdict.model,
-                "run_id": self.run.id if self.run else None,
-                "project_root": verdict.project_root, "user": self.user})
+            verdict = settle(
+                verdict,
+                {
+                    "agent": self.agent,
+                    "upstream": self.route.upstream.name,
+                    "path": safe_path(self.route.path),
+                    "model": verdict.model,
+                    "run_id": self.run.id if self.run else None,
+                    "project_root": verdict.project_root,
+                    "user": self.user,
+                },
+            )
         sent = dump(frame) if verdict.withheld else content
         self.row = audit.record_request(
-            run_id=self.run.id if self.run else None, agent=self.agent,
-            upstream=self.route.upstream.name, host=self.route.upstream.host, method="WS",
-            session=self.session, user_name=self.user,
-            path=safe_path(self.route.path), model=verdict.model, project_root=verdict.project_root,
-            request_bytes=len(sent), verdict="modified" if verdict.withheld else "forwarded",
+            run_id=self.run.id if self.run else None,
+            agent=self.agent,
+            upstream=self.route.upstream.name,
+            host=self.route.upstream.host,
+            method="WS",
+            session=self.session,
+            user_name=self.user,
+            path=safe_path(self.route.path),
+            model=verdict.model,
+            project_root=verdict.project_root,
+            request_bytes=len(sent),
+            verdict="modified" if verdict.withheld else "forwarded",
             withheld=[w.record() for w in verdict.withheld],
-            body=sent)
+            body=sent,
+        )
         return sent if verdict.withheld else None
 
     def from_server(self, content: bytes, audit: AuditStore) -> None:

@@ -64,8 +64,9 @@ def user_file() -> Path:
     return Path.home() / ".claude" / "settings.json"
 
 
-def read(path: Path, shown_as: str, root: str | None,
-         layer: str) -> tuple[tuple[Rule, ...], tuple[str, ...]]:
+def read(
+    path: Path, shown_as: str, root: str | None, layer: str
+) -> tuple[tuple[Rule, ...], tuple[str, ...]]:
     """The deny and ask rules of one settings file, and warnings for the rules it skipped.
 
     Raises RuleError when the file as a whole is unusable (unreadable, not JSON, or
@@ -85,8 +86,9 @@ def read(path: Path, shown_as: str, root: str | None,
     if perms is None:
         return (), ()
     if not isinstance(perms, dict):
-        raise RuleError("permissions must be an object",
-                        where=f"{shown_as}:{lines.get(('permissions',), 1)}")
+        raise RuleError(
+            "permissions must be an object", where=f"{shown_as}:{lines.get(('permissions',), 1)}"
+        )
     rules: list[Rule] = []
     warnings: list[str] = []
     for effect in _EFFECTS:
@@ -95,8 +97,10 @@ def read(path: Path, shown_as: str, root: str | None,
         if entries is None:
             continue
         if not isinstance(entries, list):
-            raise RuleError(f"permissions.{effect.value} must be a list of rule strings",
-                            where=f"{shown_as}:{lines.get(at, 1)}")
+            raise RuleError(
+                f"permissions.{effect.value} must be a list of rule strings",
+                where=f"{shown_as}:{lines.get(at, 1)}",
+            )
         for i, entry in enumerate(entries):
             where = f"{shown_as}:{lines.get((*at, i), 1)}"
             try:
@@ -106,8 +110,9 @@ def read(path: Path, shown_as: str, root: str | None,
             except ValueError as exc:
                 warnings.append(f"{where}: {exc}; gate skips this Claude Code rule")
                 continue
-            rules.append(Rule(effect, tool, spec, shown_as, int(where.rsplit(":", 1)[1]), root,
-                              layer=layer))
+            rules.append(
+                Rule(effect, tool, spec, shown_as, int(where.rsplit(":", 1)[1]), root, layer=layer)
+            )
     return tuple(rules), tuple(warnings)
 
 

@@ -6,14 +6,44 @@ from __future__ import annotations
 import re
 import shlex
 
-OPS = ("&&", "||", ";;", "|&", "<<<", "<<", ">>", "&>", ">&", ">|", "<>", ";", "|", "&", "(",
-       ")", "<", ">", "\n", "`")
+OPS = (
+    "&&",
+    "||",
+    ";;",
+    "|&",
+    "<<<",
+    "<<",
+    ">>",
+    "&>",
+    ">&",
+    ">|",
+    "<>",
+    ";",
+    "|",
+    "&",
+    "(",
+    ")",
+    "<",
+    ">",
+    "\n",
+    "`",
+)
 PUNCT = "();<>|&\n`"
 _ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.S)
-_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)",
-                     re.S)
-_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
-                   "r": "\r", "t": "\t", "v": "\v"}
+_ESCAPE = re.compile(
+    r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)", re.S
+)
+_SIMPLE_ESCAPES = {
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+}
 
 
 def unquote_ansi_c(command: str) -> str:
@@ -54,5 +84,5 @@ def split_ops(run: str) -> list[str]:
     while run:
         op = next((o for o in OPS if run.startswith(o)), run[0])
         out.append(op)
-        run = run[len(op):]
+        run = run[len(op) :]
     return out

@@ -21,20 +21,56 @@ from gate.rules import cmdline
 from gate.rules.names import star_regex
 
 # Claude Code strips these before matching (protocols.md §5); `xargs` only when bare.
-CLAUDE_WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command",
-                             "builtin", "noglob"})
+CLAUDE_WRAPPERS = frozenset(
+    {"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin", "noglob"}
+)
 # For deny and ask, every wrapper that runs the command after it, so `sudo curl` is curl.
-DENY_WRAPPERS = CLAUDE_WRAPPERS | frozenset({
-    "xargs", "env", "sudo", "doas", "exec", "ionice", "chrt", "taskset", "unbuffer",
-    "caffeinate", "watch", "nsenter", "chroot", "flock", "setsid", "torsocks", "proxychains",
-    "proxychains4", "eval", "busybox"})
+DENY_WRAPPERS = CLAUDE_WRAPPERS | frozenset(
+    {
+        "xargs",
+        "env",
+        "sudo",
+        "doas",
+        "exec",
+        "ionice",
+        "chrt",
+        "taskset",
+        "unbuffer",
+        "caffeinate",
+        "watch",
+        "nsenter",
+        "chroot",
+        "flock",
+        "setsid",
+        "torsocks",
+        "proxychains",
+        "proxychains4",
+        "eval",
+        "busybox",
+    }
+)
 # Options of those wrappers that take a separate value (`timeout -s KILL 5 cmd`).
 _VALUED = {
     "timeout": {"-s", "--signal", "-k", "--kill-after"},
     "nice": {"-n", "--adjustment"},
     "stdbuf": {"-i", "-o", "-e"},
-    "xargs": {"-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a", "--max-args", "--max-procs",
-              "--delimiter", "--arg-file", "--max-lines", "--max-chars", "--replace"},
+    "xargs": {
+        "-I",
+        "-n",
+        "-P",
+        "-d",
+        "-L",
+        "-s",
+        "-E",
+        "-a",
+        "--max-args",
+        "--max-procs",
+        "--delimiter",
+        "--arg-file",
+        "--max-lines",
+        "--max-chars",
+        "--replace",
+    },
     "sudo": {"-u", "-g", "-U", "-C", "-D", "-h", "-p", "-r", "-t", "-R"},
     "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
     "ionice": {"-c", "-n", "-p", "-P", "-u"},
@@ -46,14 +82,19 @@ _WRAPPER_ARG = re.compile(r"^(?:[0-9.]+[smhd]?|0x[0-9a-fA-F]+|[0-9,-]+)$")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 _DASH_C = re.compile(r"^-[a-zA-Z]*c[a-zA-Z]*$")
 _REDIRECTS = frozenset({"<", ">", ">>", "&>", ">&", ">|", "<>", "<<", "<<<"})
-_KEYWORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "fi", "done", "!",
-                       "{", "}", "$", "esac"})
+_KEYWORDS = frozenset(
+    {"then", "do", "else", "elif", "if", "while", "until", "fi", "done", "!", "{", "}", "$", "esac"}
+)
 _SUBST = re.compile(r"\$\(([^()]*(?:\([^()]*\)[^()]*)*)\)|`([^`]*)`|<\(([^()]*)\)")
 _MAX_DEPTH = 4
 # Commands that run a command given after an option (`su -c CMD`, `flock F -c CMD`).
-_RUNS_OPTION = {"su": ("-c", "--command"), "runuser": ("-c", "--command"),
-                "script": ("-c", "--command"), "flock": ("-c", "--command"),
-                "env": ("-S", "--split-string")}
+_RUNS_OPTION = {
+    "su": ("-c", "--command"),
+    "runuser": ("-c", "--command"),
+    "script": ("-c", "--command"),
+    "flock": ("-c", "--command"),
+    "env": ("-S", "--split-string"),
+}
 # find's actions that run a command, up to `;` or `+`.
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
@@ -63,7 +104,7 @@ class Part:
     """One simple command of a command line."""
 
     forms: tuple[str, ...]  # for deny and ask: as written, then each wrapper peeled off
-    allowed_form: str       # for allow: Claude Code's wrappers stripped, nothing else
+    allowed_form: str  # for allow: Claude Code's wrappers stripped, nothing else
 
 
 @lru_cache(maxsize=4096)
@@ -99,8 +140,9 @@ def matches_any(patterns: tuple[re.Pattern[str], ...], parts: tuple[Part, ...]) 
 
 def matches_every(patterns: tuple[re.Pattern[str], ...], parts: tuple[Part, ...]) -> bool:
     """An allow rule: every part matches, Claude Code's wrappers stripped."""
-    return bool(parts) and all(any(p.fullmatch(part.allowed_form) for p in patterns)
-                               for part in parts)
+    return bool(parts) and all(
+        any(p.fullmatch(part.allowed_form) for p in patterns) for part in parts
+    )
 
 
 @lru_cache(maxsize=8192)  # every turn resends every earlier command
@@ -122,7 +164,7 @@ def _simple_commands(command: str, depth: int) -> list[list[str]]:
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        if tok in _REDIRECTS and tokens[i + 1:i + 2] != ["("]:  # not `<(...)`
+        if tok in _REDIRECTS and tokens[i + 1 : i + 2] != ["("]:  # not `<(...)`
             if current and current[-1].isdigit() and len(current[-1]) == 1:
                 current.pop()  # `2>&1`: the descriptor belongs to the redirection
             # The redirection and its target are not words of the command, but a
@@ -131,7 +173,7 @@ def _simple_commands(command: str, depth: int) -> list[list[str]]:
                 found += _substitutions(tokens[i + 1], depth + 1)
             i += 2
             continue
-        if tok == "$" and tokens[i + 1:i + 2] == ["("]:
+        if tok == "$" and tokens[i + 1 : i + 2] == ["("]:
             pass  # `$(`: the substitution is a command of its own
         elif tok in cmdline.OPS or (not current and tok in _KEYWORDS):
             found.append(current)
@@ -176,7 +218,7 @@ def _option_script(name: str, args: list[str]) -> str | None:
     for i, arg in enumerate(args):
         clustered = re.fullmatch(r"-[a-zA-Z]+", arg) is not None and arg.endswith(short[1])
         if (arg in options or clustered) and i + 1 < len(args):  # `-c CMD`, `-qc CMD`
-            return " ".join([args[i + 1], *args[i + 2:]] if name == "env" else [args[i + 1]])
+            return " ".join([args[i + 1], *args[i + 2 :]] if name == "env" else [args[i + 1]])
         if arg.startswith(long + "="):
             return arg.split("=", 1)[1]
         if arg.startswith(short) and len(arg) > 2 and not arg.startswith("--"):
@@ -190,7 +232,7 @@ def _find_exec(args: list[str]) -> list[list[str]]:
     for i, arg in enumerate(args):
         if arg in _FIND_EXEC:
             words = []
-            for word in args[i + 1:]:
+            for word in args[i + 1 :]:
                 if word in (";", "+"):
                     break
                 words.append(word)

@@ -22,16 +22,16 @@ def compile_pattern(spec: str) -> re.Pattern[str]:
     head = ""
     if pattern.startswith("*."):
         head, pattern = r"(?:[^.]+\.)+", pattern[2:]
-    labels = ("[^.]*".join(re.escape(p) for p in label.split("*"))
-              for label in pattern.split("."))
+    labels = ("[^.]*".join(re.escape(p) for p in label.split("*")) for label in pattern.split("."))
     return re.compile(head + r"\.".join(labels))
 
 
 def hosts(target: str) -> tuple[str, ...]:
     """Hosts of the URLs in a fetch tool's target: a URL, or a prompt holding URLs (Gemini
     CLI's `web_fetch`). A bare `example.com/x` is read as a URL."""
-    urls = _URL.findall(target) or [target.strip() if "://" in target
-                                    else "http://" + target.strip()]
+    urls = _URL.findall(target) or [
+        target.strip() if "://" in target else "http://" + target.strip()
+    ]
     out: dict[str, None] = {}
     for url in urls:
         try:

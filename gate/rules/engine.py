@@ -47,7 +47,8 @@ class Policy:
     # A cached decision is reused only while the files it looked at are the same files
     # (a path later replaced by a symlink to .env is decided again).
     _cache: dict[tuple[Action, str | None], tuple[tuple[object, ...], Decision]] = field(
-        default_factory=dict, compare=False, repr=False)
+        default_factory=dict, compare=False, repr=False
+    )
 
     def secret_action(self, kind: str, rule_id: str, tier: str) -> str:
         """What to do with a likely secret. Each layer answers on its own (its setting for
@@ -58,8 +59,11 @@ class Policy:
         said: dict[str, list[str]] = {"default": [], "trusted": [], "project": []}
         for role, tables in self.secrets:
             said[role] += [a for t in tables if (a := _answer(t, keys)) is not None]
-        base = (_strictest_action(said["trusted"]) or _strictest_action(said["default"])
-                or ("ask" if tier == "high" else "redact"))
+        base = (
+            _strictest_action(said["trusted"])
+            or _strictest_action(said["default"])
+            or ("ask" if tier == "high" else "redact")
+        )
         return _strictest_action([base, *said["project"]]) or base
 
     def decide(self, action: Action, project_root: str | None) -> Decision:
@@ -73,7 +77,6 @@ class Policy:
             self._cache.clear()
         self._cache[key] = (stamp, decision)
         return decision
-
 
     def _decide(self, action: Action, project_root: str | None) -> Decision:
         call = _Call(action, project_root)
@@ -138,8 +141,7 @@ def _match(rule: Rule, call: _Call) -> str | None:
         if rule.specifier is None:
             return ""
         pattern = commands.compile_pattern(rule.specifier)
-        matched = (commands.matches_every if allow else commands.matches_any)(pattern,
-                                                                               call.parts)
+        matched = (commands.matches_every if allow else commands.matches_any)(pattern, call.parts)
         return "" if matched else None
     if kind is Kind.DOMAIN:
         if action.verb is not Verb.FETCH:
@@ -169,8 +171,11 @@ def _covers(rule: Rule, action: Action) -> bool:
     return False
 
 
-def stamp_of(action: Action, project_root: str | None,
-             seen: dict[tuple[str, str | None], object] | None = None) -> tuple[object, ...]:
+def stamp_of(
+    action: Action,
+    project_root: str | None,
+    seen: dict[tuple[str, str | None], object] | None = None,
+) -> tuple[object, ...]:
     """Which files an action's paths name right now: while it is the same, a decision made
     on the action holds. `seen` shares the stats of one moment between actions."""
     if seen is None:
@@ -200,8 +205,7 @@ def identity(path: str, cwd: str | None) -> object:
     return (st.st_dev, st.st_ino)
 
 
-def _path_matches(rule: Rule, paths: tuple[str, ...], project_root: str | None,
-                  home: str) -> bool:
+def _path_matches(rule: Rule, paths: tuple[str, ...], project_root: str | None, home: str) -> bool:
     assert rule.specifier is not None
     pats = globs.compile_pattern(rule.specifier, project_root, home, rule.root)
     if not any(globs.matches(p, pats) for p in paths):
@@ -209,7 +213,9 @@ def _path_matches(rule: Rule, paths: tuple[str, ...], project_root: str | None,
     for spec in rule.unless:
         # An exception holds only if every form of the path is exempt: a symlink named
         # .env.example that points at .env.production is still denied.
-        if all(globs.matches(p, globs.compile_pattern(spec, project_root, home, rule.root))
-               for p in paths):
+        if all(
+            globs.matches(p, globs.compile_pattern(spec, project_root, home, rule.root))
+            for p in paths
+        ):
             return False
     return True

@@ -11,8 +11,9 @@ _FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE
 
 
 @lru_cache(maxsize=4096)
-def compile_pattern(spec: str, project_root: str | None, home: str,
-                    rule_root: str | None) -> glob.WcMatcher[str]:
+def compile_pattern(
+    spec: str, project_root: str | None, home: str, rule_root: str | None
+) -> glob.WcMatcher[str]:
     """Absolute globs for one path pattern.
 
     `//p` absolute, `~/p` home, `/p` relative to the rule file's root, `./p` relative to the

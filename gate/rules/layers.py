@@ -56,8 +56,10 @@ def managed_files() -> list[Path]:
     for place in managed_places():
         if probe.is_dir(place):
             # Hidden names are editors' and package managers' temporary files.
-            files += sorted((f for f in probe.listing(place, "*.yaml")
-                             if not f.name.startswith(".")), key=lambda f: f.name)
+            files += sorted(
+                (f for f in probe.listing(place, "*.yaml") if not f.name.startswith(".")),
+                key=lambda f: f.name,
+            )
         elif probe.exists(place):
             files.append(place)
     return files
@@ -68,14 +70,14 @@ class Layer:
     path: Path
     shown_as: str
     root: str | None
-    name: str = "pack"       # managed, user, pack, project, project-local, claude-...
-    claude: bool = False     # Claude Code's settings (JSON), not a gate rule file
+    name: str = "pack"  # managed, user, pack, project, project-local, claude-...
+    claude: bool = False  # Claude Code's settings (JSON), not a gate rule file
 
 
 def _shown(path: Path) -> str:
     home = str(Path.home())
     s = str(path)
-    return "~" + s[len(home):] if s.startswith(home + os.sep) else s
+    return "~" + s[len(home) :] if s.startswith(home + os.sep) else s
 
 
 def base_layers(packs: tuple[str, ...] = DEFAULT_PACKS) -> list[Layer]:
@@ -99,8 +101,15 @@ def layers_for(project_root: str | None, packs: tuple[str, ...] = DEFAULT_PACKS)
             top = f.parent.parent
             prefix = "" if str(top) == project_root else _shown(top) + "/"
             local = f.name == "settings.local.json"
-            layers.append(Layer(f, prefix + f".claude/{f.name}", str(top),
-                                "claude-local" if local else "claude-project", True))
+            layers.append(
+                Layer(
+                    f,
+                    prefix + f".claude/{f.name}",
+                    str(top),
+                    "claude-local" if local else "claude-project",
+                    True,
+                )
+            )
     if probe.is_file(u := claude.user_file()):
         layers.append(Layer(u, _shown(u), str(u.parent), "claude-user", True))
     return layers
@@ -132,9 +141,11 @@ def project_layers(root: str) -> list[Layer]:
     for d in (here, *here.parents):
         if probe.is_dir(d / ".gate"):
             prefix = "" if d == here else _shown(d) + "/"
-            return [Layer(d / f, prefix + f, str(d), name) for f, name in
-                    zip(PROJECT_FILES, ("project", "project-local"), strict=True)
-                    if probe.exists(d / f)]
+            return [
+                Layer(d / f, prefix + f, str(d), name)
+                for f, name in zip(PROJECT_FILES, ("project", "project-local"), strict=True)
+                if probe.exists(d / f)
+            ]
         if probe.exists(d / ".git"):
             break
     return []
@@ -157,8 +168,8 @@ class _Loaded:
 @dataclass(frozen=True, slots=True)
 class _Cached:
     stamp: tuple[tuple[str, probe.Fact], ...]  # each layer file and its version
-    env: tuple[str | None, ...]            # the variables that say where layers are
-    facts: probe.Facts                     # every path looked at to find the layers
+    env: tuple[str | None, ...]  # the variables that say where layers are
+    facts: probe.Facts  # every path looked at to find the layers
     policy: Policy
 
 
@@ -195,8 +206,9 @@ class PolicyStore:
             with self._lock:
                 self._cache[project_root] = _Cached(stamp, env, facts, hit.policy)
             return hit.policy
-        loaded = [self._load(layer, version)
-                  for layer, (_, version) in zip(layers, stamp, strict=True)]
+        loaded = [
+            self._load(layer, version) for layer, (_, version) in zip(layers, stamp, strict=True)
+        ]
         policy = _merge(layers, loaded)
         with self._lock:
             self._cache[project_root] = _Cached(stamp, env, facts, policy)
@@ -216,12 +228,24 @@ class PolicyStore:
             problem = exc.diagnostics().replace("\n  hint:", "; hint:")
             if prev is not None:
                 # Reload: the last good rules stay in force; a typo never opens the gate.
-                return _Loaded(prev[1].rules, (*prev[1].warnings, f"{problem} (gate keeps"
-                               " this file's previous rules until it is fixed)"),
-                               prev[1].lockdown, prev[1].secrets, prev[1].held)
+                return _Loaded(
+                    prev[1].rules,
+                    (
+                        *prev[1].warnings,
+                        f"{problem} (gate keeps this file's previous rules until it is fixed)",
+                    ),
+                    prev[1].lockdown,
+                    prev[1].secrets,
+                    prev[1].held,
+                )
             if layer.claude:
-                return _Loaded((), (f"{problem} (gate enforces none of this Claude Code"
-                                    " settings file's rules until it is fixed)",))
+                return _Loaded(
+                    (),
+                    (
+                        f"{problem} (gate enforces none of this Claude Code"
+                        " settings file's rules until it is fixed)",
+                    ),
+                )
             raise
         if prev is not None:
             loaded = _held(layer, prev[1], loaded)
@@ -233,8 +257,7 @@ class PolicyStore:
         notes = list(policy.warnings)
         for rule in policy.rules:
             if rule.effect is not Effect.ALLOW and (why := rule.unenforced):
-                notes.append(f"rule {rule.text} ({rule.where}) is not enforced at the wire:"
-                             f" {why}")
+                notes.append(f"rule {rule.text} ({rule.where}) is not enforced at the wire: {why}")
         with self._lock:
             fresh = [n for n in notes if n not in self._warned]
             self._warned.update(fresh)
@@ -249,33 +272,40 @@ def _held(layer: Layer, before: _Loaded, now: _Loaded) -> _Loaded:
     invalid) stays in force until gate restarts: the agent gate polices may edit this file,
     so only a person (who restarts gate) can loosen it."""
     same = {_identity(r) for r in now.rules}
-    held = tuple(r for r in before.rules
-                 if r.effect is not Effect.ALLOW and _identity(r) not in same)
-    notes = tuple(f"rule {r.text} was removed from {layer.shown_as} while gate runs; it stays"
-                  " in force until gate is restarted (a person must confirm loosening a rule)"
-                  for r in held)
+    held = tuple(
+        r for r in before.rules if r.effect is not Effect.ALLOW and _identity(r) not in same
+    )
+    notes = tuple(
+        f"rule {r.text} was removed from {layer.shown_as} while gate runs; it stays"
+        " in force until gate is restarted (a person must confirm loosening a rule)"
+        for r in held
+    )
     # `secrets:` the same way: each finding gets the stricter of what the file said before
     # and what it says now, so a tightening applies at once and a loosening waits.
     current = tuple((key, action) for key, action, _where in now.secrets)
     kept = tuple(t for t in dict.fromkeys(before.tables()) if t != current)
     if _loosens(before.secrets, now.secrets):
-        notes += (f"secrets: settings loosened in {layer.shown_as} while gate runs; the"
-                  " previous ones stay in force until gate is restarted (a person must"
-                  " confirm loosening a rule)",)
+        notes += (
+            f"secrets: settings loosened in {layer.shown_as} while gate runs; the"
+            " previous ones stay in force until gate is restarted (a person must"
+            " confirm loosening a rule)",
+        )
     if not held and not notes and not kept:
         return now
     return _Loaded(now.rules + held, now.warnings + notes, now.lockdown, now.secrets, kept)
 
 
-def _loosens(before: tuple[tuple[str, str, str], ...],
-             now: tuple[tuple[str, str, str], ...]) -> bool:
+def _loosens(
+    before: tuple[tuple[str, str, str], ...], now: tuple[tuple[str, str, str], ...]
+) -> bool:
     """Whether a `secrets:` setting was removed or loosened, or a new one added that could
     loosen what a tier said (any new setting but `block`)."""
     was = {key: action for key, action, _ in before}
     new = {key: action for key, action, _ in now}
     rank = SECRET_ACTIONS.index
-    return (any(k not in new or rank(new[k]) > rank(a) for k, a in was.items())
-            or any(k not in was and a != "block" for k, a in new.items()))
+    return any(k not in new or rank(new[k]) > rank(a) for k, a in was.items()) or any(
+        k not in was and a != "block" for k, a in new.items()
+    )
 
 
 def _identity(rule: Rule) -> tuple[object, ...]:
@@ -289,9 +319,11 @@ def _read(layer: Layer) -> _Loaded:
         return _Loaded(rules, warnings)
     loaded = read_file(layer.path, shown_as=layer.shown_as, root=layer.root, layer=layer.name)
     if loaded.lockdown and layer.name != "managed":
-        raise RuleError("lockdown: is read from the managed rule file only",
-                        where=f"{layer.shown_as}:{loaded.lockdown_line}",
-                        hint=f"move it to {managed_path()}, or delete the line")
+        raise RuleError(
+            "lockdown: is read from the managed rule file only",
+            where=f"{layer.shown_as}:{loaded.lockdown_line}",
+            hint=f"move it to {managed_path()}, or delete the line",
+        )
     return _Loaded(loaded.rules, (), loaded.lockdown, loaded.secrets)
 
 
@@ -309,15 +341,21 @@ def _merge(layers: list[Layer], loaded: list[_Loaded]) -> Policy:
     return Policy(tuple(rules), tuple(ignored), warnings, lockdown, _secrets(layers, loaded))
 
 
-def _secrets(layers: list[Layer], loaded: list[_Loaded]
-             ) -> tuple[tuple[str, tuple[SecretTable, ...]], ...]:
+def _secrets(
+    layers: list[Layer], loaded: list[_Loaded]
+) -> tuple[tuple[str, tuple[SecretTable, ...]], ...]:
     """Each layer's `secrets:` settings, with its role: the shipped packs give the defaults,
     the managed and user files (a person's) set the policy, and the project's files (which
     the agent may write) can only make it stricter; see Policy.secret_action."""
     out = []
     for layer, lo in zip(layers, loaded, strict=True):
         if tables := lo.tables():
-            role = ("default" if layer.name == "pack" else
-                    "trusted" if layer.name in ("managed", "user") else "project")
+            role = (
+                "default"
+                if layer.name == "pack"
+                else "trusted"
+                if layer.name in ("managed", "user")
+                else "project"
+            )
             out.append((role, tables))
     return tuple(out)

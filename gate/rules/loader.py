@@ -11,8 +11,9 @@ from gate.errors import GateError, RuleError, combined, compose_yaml, did_you_me
 from gate.rules.model import Effect, Rule, is_allowable_glob, parse
 
 SCHEMA_VERSION = 1
-_TOP_KEYS = frozenset({"schemaVersion", "description", "lockdown", "secrets",
-                       *(e.value for e in Effect)})
+_TOP_KEYS = frozenset(
+    {"schemaVersion", "description", "lockdown", "secrets", *(e.value for e in Effect)}
+)
 # What happens to a likely secret, from most to least protective.
 SECRET_ACTIONS = ("block", "ask", "redact", "allow")
 _SECRET_KEY = __import__("re").compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -33,8 +34,9 @@ def load_file(path: Path, *, shown_as: str | None = None, root: str | None = Non
     return list(read_file(path, shown_as=shown_as, root=root).rules)
 
 
-def read_file(path: Path, *, shown_as: str | None = None, root: str | None = None,
-              layer: str = "") -> RuleFile:
+def read_file(
+    path: Path, *, shown_as: str | None = None, root: str | None = None, layer: str = ""
+) -> RuleFile:
     """One rule file, with its settings. Only a file that sets `lockdown: true` may hold
     no rule; any other file that exists but holds none is an error, never 'allow'."""
     name = shown_as or str(path)
@@ -45,7 +47,8 @@ def read_file(path: Path, *, shown_as: str | None = None, root: str | None = Non
     loaded = parse_text(text, name, root=root, layer=layer)
     if not loaded.rules and not loaded.lockdown and not loaded.secrets:
         raise RuleError(
-            "no rules in this file", where=name,
+            "no rules in this file",
+            where=name,
             hint="add rules under deny:, ask: or allow:, or delete the file",
         )
     return loaded
@@ -71,12 +74,18 @@ def parse_text(text: str, name: str, *, root: str | None = None, layer: str = ""
         key = key_node.value
         try:
             if key not in _TOP_KEYS:
-                raise RuleError(f"unknown key {key!r}", where=_at(name, key_node),
-                                hint=did_you_mean(str(key), _TOP_KEYS))
+                raise RuleError(
+                    f"unknown key {key!r}",
+                    where=_at(name, key_node),
+                    hint=did_you_mean(str(key), _TOP_KEYS),
+                )
             if key == "schemaVersion":
                 if value.value != str(SCHEMA_VERSION):
-                    raise RuleError(f"schemaVersion {value.value} is not supported (this gate"
-                                    f" reads {SCHEMA_VERSION})", where=_at(name, value))
+                    raise RuleError(
+                        f"schemaVersion {value.value} is not supported (this gate"
+                        f" reads {SCHEMA_VERSION})",
+                        where=_at(name, value),
+                    )
             elif key == "lockdown":
                 lockdown = _lockdown(value, name)
             elif key == "secrets":
@@ -93,18 +102,25 @@ def parse_text(text: str, name: str, *, root: str | None = None, layer: str = ""
 def _secrets(node: yaml.Node, name: str) -> tuple[tuple[str, str, str], ...]:
     """`secrets: {high: ask, low: redact, github-token: block, generic.assignment: allow}`."""
     if not isinstance(node, yaml.MappingNode):
-        raise RuleError("secrets: must map a tier (high, low) or a detector kind to an"
-                        " action", where=_at(name, node), hint="secrets:\n  high: ask")
+        raise RuleError(
+            "secrets: must map a tier (high, low) or a detector kind to an action",
+            where=_at(name, node),
+            hint="secrets:\n  high: ask",
+        )
     out = []
     for key_node, value in node.value:
         key = str(key_node.value)
         action = value.value if isinstance(value, yaml.ScalarNode) else None
         if not _SECRET_KEY.match(key):
-            raise RuleError(f"secrets: {key!r} is not a tier or detector kind",
-                            where=_at(name, key_node))
+            raise RuleError(
+                f"secrets: {key!r} is not a tier or detector kind", where=_at(name, key_node)
+            )
         if action not in SECRET_ACTIONS:
-            raise RuleError(f"secrets: {key}: {action!r} is not an action",
-                            where=_at(name, value), hint=f"one of {', '.join(SECRET_ACTIONS)}")
+            raise RuleError(
+                f"secrets: {key}: {action!r} is not an action",
+                where=_at(name, value),
+                hint=f"one of {', '.join(SECRET_ACTIONS)}",
+            )
         out.append((key, str(action), _at(name, value)))
     return tuple(out)
 
@@ -113,19 +129,29 @@ def _lockdown(node: yaml.Node, name: str) -> int:
     """The line of `lockdown: true`, 0 for `lockdown: false`."""
     value = node.value if isinstance(node, yaml.ScalarNode) else None
     if value not in ("true", "false"):
-        raise RuleError("lockdown: must be true or false", where=_at(name, node),
-                        hint="lockdown: true")
+        raise RuleError(
+            "lockdown: must be true or false", where=_at(name, node), hint="lockdown: true"
+        )
     return node.start_mark.line + 1 if value == "true" else 0
 
 
-def _entries(effect: Effect, node: yaml.Node, name: str, root: str | None,
-             layer: str, errors: list[GateError]) -> list[Rule]:
+def _entries(
+    effect: Effect,
+    node: yaml.Node,
+    name: str,
+    root: str | None,
+    layer: str,
+    errors: list[GateError],
+) -> list[Rule]:
     """The list's rules; an entry in error is added to `errors` and the rest still read."""
     if isinstance(node, yaml.ScalarNode) and node.value in ("", "null", "~"):
         return []
     if not isinstance(node, yaml.SequenceNode):
-        raise RuleError(f"{effect.value}: must be a list of rules", where=_at(name, node),
-                        hint=f"{effect.value}:\n  - Read(./.env)")
+        raise RuleError(
+            f"{effect.value}: must be a list of rules",
+            where=_at(name, node),
+            hint=f"{effect.value}:\n  - Read(./.env)",
+        )
     out = []
     for item in node.value:
         try:
@@ -142,9 +168,12 @@ def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None, layer: 
         fields = {k.value: v for k, v in node.value}
         extra = sorted(set(fields) - _ENTRY_KEYS)
         if extra:
-            raise RuleError(f"unknown key {extra[0]!r} in a rule entry", where=_at(name, node),
-                            hint=did_you_mean(str(extra[0]), _ENTRY_KEYS) + "; a rule entry"
-                                 " has rule:, and optionally unless: and reason:")
+            raise RuleError(
+                f"unknown key {extra[0]!r} in a rule entry",
+                where=_at(name, node),
+                hint=did_you_mean(str(extra[0]), _ENTRY_KEYS) + "; a rule entry"
+                " has rule:, and optionally unless: and reason:",
+            )
         if "rule" not in fields:
             raise RuleError("rule entry has no rule:", where=_at(name, node))
         rule_node = fields["rule"]
@@ -155,23 +184,28 @@ def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None, layer: 
     if _folded(rule_node):
         # A slipped indent: YAML joins the next line onto this item, and the two rules
         # become one that matches neither (`Read(./.env) Read(./secrets/**)`).
-        raise RuleError(f"this rule runs on to line {rule_node.end_mark.line + 1}, so YAML"
-                        f" read two lines as one rule: {rule_node.value!r}",
-                        where=_at(name, rule_node),
-                        hint="start each rule on its own line with '- ', indented like the"
-                             " one above (a multi-line command goes in a | block)")
+        raise RuleError(
+            f"this rule runs on to line {rule_node.end_mark.line + 1}, so YAML"
+            f" read two lines as one rule: {rule_node.value!r}",
+            where=_at(name, rule_node),
+            hint="start each rule on its own line with '- ', indented like the"
+            " one above (a multi-line command goes in a | block)",
+        )
     try:
         tool, spec = parse(rule_node.value)
     except ValueError as exc:
         raise RuleError(str(exc), where=_at(name, rule_node)) from exc
     if unless and tool not in ("Read", "Edit"):
-        raise RuleError("unless: applies to Read(...) and Edit(...) path rules only",
-                        where=_at(name, node))
+        raise RuleError(
+            "unless: applies to Read(...) and Edit(...) path rules only", where=_at(name, node)
+        )
     if effect is Effect.ALLOW and "*" in tool and not is_allowable_glob(tool):
-        raise RuleError(f"allow: {tool!r} is not a pattern Claude Code accepts in allow",
-                        where=_at(name, rule_node),
-                        hint="an allowed tool-name pattern starts with mcp__<server>__, e.g."
-                             " mcp__github__get_*")
+        raise RuleError(
+            f"allow: {tool!r} is not a pattern Claude Code accepts in allow",
+            where=_at(name, rule_node),
+            hint="an allowed tool-name pattern starts with mcp__<server>__, e.g."
+            " mcp__github__get_*",
+        )
     return Rule(effect, tool, spec, name, rule_node.start_mark.line + 1, root, unless, layer)
 
 
@@ -179,8 +213,11 @@ def _unless(node: yaml.Node, name: str) -> tuple[str, ...]:
     if not isinstance(node, yaml.SequenceNode) or not all(
         isinstance(n, yaml.ScalarNode) and n.value.strip() for n in node.value
     ):
-        raise RuleError("unless: must be a list of path patterns", where=_at(name, node),
-                        hint="unless: [./.env.example]")
+        raise RuleError(
+            "unless: must be a list of path patterns",
+            where=_at(name, node),
+            hint="unless: [./.env.example]",
+        )
     return tuple(n.value.strip() for n in node.value)
 
 

@@ -8,24 +8,45 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-_RULE = re.compile(
-    r"^(?P<tool>[A-Za-z_*][A-Za-z0-9_*.-]*)(?:\((?P<spec>.*)\))?$", re.S)
+_RULE = re.compile(r"^(?P<tool>[A-Za-z_*][A-Za-z0-9_*.-]*)(?:\((?P<spec>.*)\))?$", re.S)
 # Claude Code's tool names; a rule naming one in another case is a typo that would never match.
-KNOWN_TOOLS = frozenset({
-    "Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS",
-    "Bash", "PowerShell", "Monitor", "WebFetch", "WebSearch", "Agent", "Task", "Skill",
-    "TodoWrite", "Cd", "LSP", "REPL",
-})
+KNOWN_TOOLS = frozenset(
+    {
+        "Read",
+        "Edit",
+        "Write",
+        "MultiEdit",
+        "NotebookEdit",
+        "NotebookRead",
+        "Glob",
+        "Grep",
+        "LS",
+        "Bash",
+        "PowerShell",
+        "Monitor",
+        "WebFetch",
+        "WebSearch",
+        "Agent",
+        "Task",
+        "Skill",
+        "TodoWrite",
+        "Cd",
+        "LSP",
+        "REPL",
+    }
+)
 # Input parameters of Claude Code's Bash tool: `Bash(run_in_background:true)` names one of
 # these; any other `Bash(x:y)` is a command pattern (`Bash(git:*)` is the legacy prefix form).
-BASH_PARAMS = frozenset({"run_in_background", "timeout", "description",
-                         "dangerouslyDisableSandbox"})
+BASH_PARAMS = frozenset(
+    {"run_in_background", "timeout", "description", "dangerouslyDisableSandbox"}
+)
 # A `Tool(param:value)` rule cannot target the field the tool's own specifier matches.
 _PRIMARY = frozenset({"command", "file_path", "notebook_path", "path", "url"})
 _PARAM = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*):(?P<value>.+)$", re.S)
 # Claude Code accepts these path rules but never consults them; gate does the same.
-_UNCONSULTED = frozenset({"Write", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep",
-                          "LS"})
+_UNCONSULTED = frozenset(
+    {"Write", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS"}
+)
 
 
 class Effect(StrEnum):
@@ -37,11 +58,11 @@ class Effect(StrEnum):
 class Kind(StrEnum):
     """How a rule matches a tool call."""
 
-    PATH = "path"          # Read(...), Edit(...): the paths the call touches
-    COMMAND = "command"    # Bash(...): every shell tool's command, part by part
-    DOMAIN = "domain"      # WebFetch(domain:...): the host of every fetch tool's URL
-    NAME = "name"          # a bare tool name, mcp__server, or a tool-name glob
-    PARAM = "param"        # Tool(param:value): one of the call's inputs
+    PATH = "path"  # Read(...), Edit(...): the paths the call touches
+    COMMAND = "command"  # Bash(...): every shell tool's command, part by part
+    DOMAIN = "domain"  # WebFetch(domain:...): the host of every fetch tool's URL
+    NAME = "name"  # a bare tool name, mcp__server, or a tool-name glob
+    PARAM = "param"  # Tool(param:value): one of the call's inputs
     UNENFORCED = "unenforced"  # loads (a team's rules work unchanged), matches nothing
 
 
@@ -50,11 +71,11 @@ class Rule:
     effect: Effect
     tool: str
     specifier: str | None
-    source: str           # the file it came from, as shown to the user
-    line: int             # 1-based
-    root: str | None      # what `/pattern` is relative to: the rule file's root
+    source: str  # the file it came from, as shown to the user
+    line: int  # 1-based
+    root: str | None  # what `/pattern` is relative to: the rule file's root
     unless: tuple[str, ...] = ()
-    layer: str = ""       # managed, user, pack, project, claude-user, ...
+    layer: str = ""  # managed, user, pack, project, claude-user, ...
 
     @property
     def text(self) -> str:
@@ -87,19 +108,30 @@ def parse(text: str) -> tuple[str, str | None]:
     if typo and typo != tool:
         raise ValueError(f"{text!r}: tool names are case-sensitive; write {typo}(...)")
     # A misspelt tool name would never match: a deny rule that silently protects nothing.
-    if (tool not in KNOWN_TOOLS and "*" not in tool and not tool.startswith("mcp__")
-            and (close := difflib.get_close_matches(tool, KNOWN_TOOLS, n=1, cutoff=0.75))):
+    if (
+        tool not in KNOWN_TOOLS
+        and "*" not in tool
+        and not tool.startswith("mcp__")
+        and (close := difflib.get_close_matches(tool, KNOWN_TOOLS, n=1, cutoff=0.75))
+    ):
         raise ValueError(f"{text!r}: unknown tool {tool!r}; did you mean {close[0]}?")
     if spec is not None and not spec.strip():
-        raise ValueError(f"{text!r} has an empty specifier: write {tool} alone to"
-                         " match every use of the tool")
+        raise ValueError(
+            f"{text!r} has an empty specifier: write {tool} alone to match every use of the tool"
+        )
     if "*" in tool and spec is not None:
         raise ValueError(f"{text!r}: a tool-name pattern takes no specifier; write {tool}")
     spec = None if spec is None else spec.strip()
-    if (spec is not None and tool in KNOWN_TOOLS and tool not in ("Read", "Edit")
-            and (p := _param(tool, spec)) in _PRIMARY):
-        raise ValueError(f"{text!r}: {tool}({p}:...) cannot match the tool's main input; write"
-                         f" {tool}(pattern) instead")
+    if (
+        spec is not None
+        and tool in KNOWN_TOOLS
+        and tool not in ("Read", "Edit")
+        and (p := _param(tool, spec)) in _PRIMARY
+    ):
+        raise ValueError(
+            f"{text!r}: {tool}({p}:...) cannot match the tool's main input; write"
+            f" {tool}(pattern) instead"
+        )
     return tool, spec
 
 
@@ -132,8 +164,10 @@ def unenforced_reason(tool: str, spec: str | None) -> str | None:
     if tool == "WebFetch":
         return "gate matches fetches by host only: write WebFetch(domain:example.com)"
     if tool in _UNCONSULTED:
-        return (f"Claude Code does not consult {tool}(...) path rules either: write Read(...)"
-                " or Edit(...)")
+        return (
+            f"Claude Code does not consult {tool}(...) path rules either: write Read(...)"
+            " or Edit(...)"
+        )
     return f"gate does not match {tool}(...) specifiers at the wire yet"
 
 

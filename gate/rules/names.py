@@ -30,7 +30,7 @@ def compile_name(tool: str) -> re.Pattern[str]:
     """
     if "*" in tool:
         return re.compile(star_regex(tool), re.S)
-    if tool.startswith("mcp__") and "__" not in tool[len("mcp__"):]:
+    if tool.startswith("mcp__") and "__" not in tool[len("mcp__") :]:
         return re.compile(re.escape(tool) + r"(?:__.+)?", re.S)
     return re.compile(re.escape(tool))
 
@@ -60,8 +60,9 @@ def params_of(tool_input: object) -> tuple[tuple[str, str], ...]:
     out = []
     for key, value in tool_input.items():
         if isinstance(value, bool) or value is None:
-            out.append((str(key), "true" if value is True else
-                        "false" if value is False else "null"))
+            out.append(
+                (str(key), "true" if value is True else "false" if value is False else "null")
+            )
         elif isinstance(value, str | int | float):
             out.append((str(key), str(value)))
     return tuple(out)

@@ -23,8 +23,14 @@ Facts = dict[tuple[str, bool], Fact]  # (path, listed) → what it was
 
 _recording: ContextVar[Facts | None] = ContextVar("gate_rules_probe", default=None)
 # What decides which paths are asked about at all.
-_ENV = ("HOME", "GATE_MANAGED_RULES", "GATE_CLAUDE_MANAGED_DIR", "GATE_CONFIG_DIR",
-        "XDG_CONFIG_HOME", "APPDATA")
+_ENV = (
+    "HOME",
+    "GATE_MANAGED_RULES",
+    "GATE_CLAUDE_MANAGED_DIR",
+    "GATE_CONFIG_DIR",
+    "XDG_CONFIG_HOME",
+    "APPDATA",
+)
 
 
 def fact(path: str, *, listed: bool = False) -> Fact:

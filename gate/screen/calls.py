@@ -27,30 +27,44 @@ SHORTEST = min(MIN_UNIT, 8)
 _OUTPUTS = ("content", "output", "response")
 
 
-def withhold(fmt: ModuleType | None, body: Any, call: ToolCall, action: Action,
-             decision: Decision, approved: frozenset[str],
-             secrets: SecretScreen | None) -> Withheld | None:
+def withhold(
+    fmt: ModuleType | None,
+    body: Any,
+    call: ToolCall,
+    action: Action,
+    decision: Decision,
+    approved: frozenset[str],
+    secrets: SecretScreen | None,
+) -> Withheld | None:
     """Replace a denied (or not approved `ask`) call's result in `body` with a placeholder
     naming the rule; what was withheld, or None when no deny or ask rule matched."""
     if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
         return None
     assert fmt is not None and call.result is not None
-    item = Withheld(call.id, call.name, decision.path or action.target, decision.rule.text,
-                    decision.rule.where)
+    item = Withheld(
+        call.id, call.name, decision.path or action.target, decision.rule.text, decision.rule.where
+    )
     if decision.effect is Effect.ASK:
-        item = replace(item, asked=_asked(get_at(body, call.result), action, decision.path,
-                                          approved, secrets))
+        item = replace(
+            item, asked=_asked(get_at(body, call.result), action, decision.path, approved, secrets)
+        )
         if item.asked and item.asked.approved:
             return item  # sent as is, and still screened for content
     holders = [get_at(body, call.result[:k]) for k in range(len(call.result))]
-    fmt.withhold_result(body, call.result, placeholder.withheld(action, decision.rule,
-                                                                decision.path))
+    fmt.withhold_result(
+        body, call.result, placeholder.withheld(action, decision.rule, decision.path)
+    )
     history.edited(holders)  # each object holding the result now serialises otherwise
     return item
 
 
-def _asked(result: Any, action: Action, path: str | None, approved: frozenset[str],
-           secrets: SecretScreen | None) -> Asked:
+def _asked(
+    result: Any,
+    action: Action,
+    path: str | None,
+    approved: frozenset[str],
+    secrets: SecretScreen | None,
+) -> Asked:
     """An ask rule's tool result, as a person is shown it; keyed by its content (not its
     call id), so the same output read again later is recognised."""
     if isinstance(result, dict):
@@ -58,8 +72,14 @@ def _asked(result: Any, action: Action, path: str | None, approved: frozenset[st
     text = "\n".join(t for _, t in sorted(long_strings(result, 1)[0])) or dump(result).decode()
     key = keyed_hash(text, secrets.key if secrets else b"")
     team = keyed_hash(text, secrets.team) if secrets and secrets.team else None
-    return Asked(key, "send-denied-content", masking.preview(text), action.describe(path),
-                 key in approved, team)
+    return Asked(
+        key,
+        "send-denied-content",
+        masking.preview(text),
+        action.describe(path),
+        key in approved,
+        team,
+    )
 
 
 def working_directory(walk: Walk) -> str | None:
@@ -68,8 +88,13 @@ def working_directory(walk: Walk) -> str | None:
     return tools.working_directory([*walk.texts(Role.SYSTEM), *users])
 
 
-def denied_index(indexes: IndexStore | None, policies: PolicyStore, policy: Policy,
-                 root: str | None, stated: bool = False) -> DeniedIndex | None:
+def denied_index(
+    indexes: IndexStore | None,
+    policies: PolicyStore,
+    policy: Policy,
+    root: str | None,
+    stated: bool = False,
+) -> DeniedIndex | None:
     """The denied values a request is screened for. A request bound to a run (`gate run`)
     gets its project's. One that does not say where it comes from (an SDK script, Aider, a
     side request without the environment block) gets every project this gate knows of, and
@@ -93,7 +118,8 @@ def denied_index(indexes: IndexStore | None, policies: PolicyStore, policy: Poli
             f" directory) and rule {rule.text} ({rule.where}) covers a project's files, so"
             " their values could not be withheld. Start gate with `gate serve --project DIR`,"
             " list the project under `projects:` in config.yaml, or run the agent with"
-            " `gate run`")
+            " `gate run`"
+        )
     return indexes.index_for(policy, None)
 
 
@@ -101,8 +127,11 @@ def project_relative(policy: Policy) -> Rule | None:
     """The first deny or ask rule on reading files that are found relative to a project."""
     for rule in policy.rules:
         spec = rule.specifier
-        if (rule.tool == "Read" and rule.effect is not Effect.ALLOW
-                and not (spec and spec.startswith(("~/", "//")))):
+        if (
+            rule.tool == "Read"
+            and rule.effect is not Effect.ALLOW
+            and not (spec and spec.startswith(("~/", "//")))
+        ):
             return rule
     return None
 
@@ -121,12 +150,21 @@ def same_name_candidates(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
     for call in walk.calls:
         if "#" in call.id and call.result:  # no id of its own (gemini.py: `name#N`)
             by_name.setdefault((call.name, tuple(call.result[:-2])), []).append(call)
-    return {c.id: tuple(o for o in group if o is not c)
-            for group in by_name.values() if len(group) > 1 for c in group}
+    return {
+        c.id: tuple(o for o in group if o is not c)
+        for group in by_name.values()
+        if len(group) > 1
+        for c in group
+    }
 
 
-def stricter(current: tuple[Decision, Action], policy: Policy, root: str | None,
-             cwd: str | None, other: ToolCall) -> tuple[Decision, Action]:
+def stricter(
+    current: tuple[Decision, Action],
+    policy: Policy,
+    root: str | None,
+    cwd: str | None,
+    other: ToolCall,
+) -> tuple[Decision, Action]:
     """The stricter of a decision and the one another candidate call gets."""
     action = tools.action(other.name, other.input, cwd)
     decision = policy.decide(action, root)

@@ -29,87 +29,364 @@ Verdict = Literal["keep", "demote"] | None
 
 # Credentials vendors print in their own docs: known to everyone, so not secrets.
 DOC_EXAMPLES = (
-    "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",  # AWS IAM guides
-    "AKIAI44QH8DHBEXAMPLE", "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
-    "sk_test_4eC39HqLyjWDarjtT1zdp7dc",                                  # Stripe API docs
-    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",                       # jwt.io sample
+    "AKIAIOSFODNN7EXAMPLE",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",  # AWS IAM guides
+    "AKIAI44QH8DHBEXAMPLE",
+    "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+    "sk_test_4eC39HqLyjWDarjtT1zdp7dc",  # Stripe API docs
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",  # jwt.io sample
     # Google API keys in the samples and tests of github.com/firebase/firebase-android-sdk
-    "AIzaSyabcdefghijklmnopqrstuvwxyz1234567", "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
-    "AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM", "AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
-    "AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0", "AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A",
-    "AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c", "AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
-    "AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY", "AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM",
-    "AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ", "AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
-    "AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU", "AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw",
-    "AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE", "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
+    "AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
+    "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+    "AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM",
+    "AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
+    "AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0",
+    "AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A",
+    "AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c",
+    "AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
+    "AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY",
+    "AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM",
+    "AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ",
+    "AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
+    "AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU",
+    "AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw",
+    "AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE",
+    "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
 )
 # Shapes that never occur in a random token: template syntax, masks, "your-...-here".
 _PLACEHOLDER = re.compile(  # matched against the lower-cased value
     r"example|sample|dummy|placeholder|change_?me|replace_?me|your[_-]|<your|redacted"
     r"|not[_-]?a[_-]?real|x{5}|\*{3}|\.{3}|#{4}|0{10}|^\$[{(]|^\{\{|^%(?:\(\w+\))?s$"
-    r"|^\$[a-z_]\w*$")
-_ASCENDING = re.compile("|".join(
-    "abcdefghijklmnopqrstuvwxyz"[i:i + 7] for i in range(20)) + "|" + "|".join(
-    "0123456789"[i:i + 7] for i in range(4)))
+    r"|^\$[a-z_]\w*$"
+)
+_ASCENDING = re.compile(
+    "|".join("abcdefghijklmnopqrstuvwxyz"[i : i + 7] for i in range(20))
+    + "|"
+    + "|".join("0123456789"[i : i + 7] for i in range(4))
+)
 # Human-chosen stand-ins, for values that follow a name (KEY=VALUE, -p..., user:pass@).
-_WEAK = frozenset({
-    "password", "passwd", "secret", "token", "changeit", "admin", "root", "test", "testing",
-    "none", "null", "nil", "undefined", "true", "false", "yes", "no", "string", "str", "bytes",
-    "secretstr", "optional", "required", "default", "empty", "hidden", "masked", "value",
-    "foo", "bar", "baz", "qwerty", "letmein", "hunter2", "pass", "pwd", "todo", "tbd",
-})
+_WEAK = frozenset(
+    {
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "changeit",
+        "admin",
+        "root",
+        "test",
+        "testing",
+        "none",
+        "null",
+        "nil",
+        "undefined",
+        "true",
+        "false",
+        "yes",
+        "no",
+        "string",
+        "str",
+        "bytes",
+        "secretstr",
+        "optional",
+        "required",
+        "default",
+        "empty",
+        "hidden",
+        "masked",
+        "value",
+        "foo",
+        "bar",
+        "baz",
+        "qwerty",
+        "letmein",
+        "hunter2",
+        "pass",
+        "pwd",
+        "todo",
+        "tbd",
+    }
+)
 _WEAK_PARTS = ("password", "passw0rd", "passwd", "secret", "changeme")
 _REFERENCE = re.compile(
     r"^[$%&*!@](?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|[a-z]+(?:[A-Z][a-z]+)+)%?$"
     r"|^[{<(]|^[$%][{(]|[()\[\]{}]|^_*[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$"
     r"|^(?:os\.|process\.env|env\.|ENV\[|getenv|secrets\.|vars\.)"
-    r"|^[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)+$")
-_DIGEST = re.compile(r"^(?:sha(?:1|224|256|384|512)|md5)[-:=]|^\$(?:2[aby]|argon2\w*|[156])\$"
-                     r"|^pbkdf2_", re.IGNORECASE)
+    r"|^[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)+$"
+)
+_DIGEST = re.compile(
+    r"^(?:sha(?:1|224|256|384|512)|md5)[-:=]|^\$(?:2[aby]|argon2\w*|[156])\$"
+    r"|^pbkdf2_",
+    re.IGNORECASE,
+)
 _PUBLIC = re.compile(r"^(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-|pk_(?:live|test)_|age1|npub1)")
-_PATH = re.compile(r"^(?:\.{0,2}/|~[/\\]|[A-Za-z]:[\\/])|^[\w.-]+\.(?:pem|key|json|ya?ml|txt|p12"
-                   r"|pfx|crt|cer|der|jks|env|ini|cfg|conf|toml|pub)$|/[\w.-]+\.\w{2,4}$")
-_OTHER = re.compile(r"^[a-z][a-z0-9+.-]*://|^[+-]?\d+(?:\.\d+)?[a-z]{0,3}$|^#[0-9a-f]{3,8}$",
-                    re.IGNORECASE)
+_PATH = re.compile(
+    r"^(?:\.{0,2}/|~[/\\]|[A-Za-z]:[\\/])|^[\w.-]+\.(?:pem|key|json|ya?ml|txt|p12"
+    r"|pfx|crt|cer|der|jks|env|ini|cfg|conf|toml|pub)$|/[\w.-]+\.\w{2,4}$"
+)
+_OTHER = re.compile(
+    r"^[a-z][a-z0-9+.-]*://|^[+-]?\d+(?:\.\d+)?[a-z]{0,3}$|^#[0-9a-f]{3,8}$", re.IGNORECASE
+)
 _LITERAL_CONTEXT = frozenset(" \t\n\r?&;→\"'")
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
-_SENSITIVE = ("password", "passwd", "passphrase", "secret", "secrets", "token", "apikey", "pwd",
-              "credential", "credentials")
+_SENSITIVE = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "secrets",
+    "token",
+    "apikey",
+    "pwd",
+    "credential",
+    "credentials",
+)
 _SENSITIVE_WORDS = frozenset({"pass", "pw", "psw", "auth", "creds", "pat"})
-_STRONG_KEY = frozenset({
-    "api", "secret", "private", "access", "auth", "signing", "sign", "encryption", "encrypt",
-    "crypt", "master", "client", "app", "account", "license", "session", "service", "webhook",
-    "hmac", "jwt", "shared", "consumer", "subscription", "admin", "deploy", "write", "server",
-})
-_STRUCTURAL_KEY = frozenset({
-    "primary", "foreign", "cache", "sort", "partition", "idempotency", "row", "hash", "range",
-    "object", "map", "dict", "lookup", "group", "route", "public", "unique", "composite",
-    "shard", "dedup", "dedupe", "i18n", "translation", "message", "list", "item", "query",
-    "s3", "parent", "child", "join", "index", "order", "search", "field", "column", "table",
-    "meta", "label", "name", "config", "setting", "env", "entry", "node", "record", "lock",
-    "bucket", "file", "path", "kms", "gpg", "pgp", "cursor", "react", "v", "the",
-    "hot", "shortcut", "sub", "redis", "storage", "registry", "ssh", "host", "known", "trusted",
-    "anon", "anonymous", "site", "recaptcha", "websocket",
-})
-_QUALIFIERS = frozenset({
-    "url", "uri", "urls", "endpoint", "host", "path", "file", "filename", "dir", "name", "type",
-    "id", "ids", "len", "length", "count", "size", "limit", "ttl", "timeout", "expiry",
-    "expires", "expiration", "lifetime", "age", "env", "var", "field", "header", "prefix",
-    "suffix", "format", "policy", "mode", "enabled", "enable", "required", "hash", "digest",
-    "sha", "sha1", "sha256", "md5", "hint", "label", "placeholder", "regex", "pattern", "min",
-    "max", "ref", "arn", "kind", "provider", "version", "algorithm", "alg", "scheme",
-    "location", "source", "at", "used", "issued", "created", "updated", "method", "manager",
-    "param", "params", "question", "rotation", "strategy", "validator", "validation",
-    "strength", "rules", "helper", "class", "module", "callback", "handler", "index", "fingerprint",
-    "checksum", "store", "exists", "set", "usage", "budget", "estimate", "text", "vars",
-    "identifier", "period", "names", "types", "settings", "options", "config", "range",
-})
-_NEGATIVE_WORDS = frozenset({
-    "public", "publishable", "example", "sample", "dummy", "fake", "mock", "page", "next",
-    "continuation", "cursor", "sync", "tokenizer", "tokens", "max", "min", "num", "is", "has",
-    "use", "show", "allow", "should", "no", "skip", "csrf", "xsrf", "input", "output",
-})
+_STRONG_KEY = frozenset(
+    {
+        "api",
+        "secret",
+        "private",
+        "access",
+        "auth",
+        "signing",
+        "sign",
+        "encryption",
+        "encrypt",
+        "crypt",
+        "master",
+        "client",
+        "app",
+        "account",
+        "license",
+        "session",
+        "service",
+        "webhook",
+        "hmac",
+        "jwt",
+        "shared",
+        "consumer",
+        "subscription",
+        "admin",
+        "deploy",
+        "write",
+        "server",
+    }
+)
+_STRUCTURAL_KEY = frozenset(
+    {
+        "primary",
+        "foreign",
+        "cache",
+        "sort",
+        "partition",
+        "idempotency",
+        "row",
+        "hash",
+        "range",
+        "object",
+        "map",
+        "dict",
+        "lookup",
+        "group",
+        "route",
+        "public",
+        "unique",
+        "composite",
+        "shard",
+        "dedup",
+        "dedupe",
+        "i18n",
+        "translation",
+        "message",
+        "list",
+        "item",
+        "query",
+        "s3",
+        "parent",
+        "child",
+        "join",
+        "index",
+        "order",
+        "search",
+        "field",
+        "column",
+        "table",
+        "meta",
+        "label",
+        "name",
+        "config",
+        "setting",
+        "env",
+        "entry",
+        "node",
+        "record",
+        "lock",
+        "bucket",
+        "file",
+        "path",
+        "kms",
+        "gpg",
+        "pgp",
+        "cursor",
+        "react",
+        "v",
+        "the",
+        "hot",
+        "shortcut",
+        "sub",
+        "redis",
+        "storage",
+        "registry",
+        "ssh",
+        "host",
+        "known",
+        "trusted",
+        "anon",
+        "anonymous",
+        "site",
+        "recaptcha",
+        "websocket",
+    }
+)
+_QUALIFIERS = frozenset(
+    {
+        "url",
+        "uri",
+        "urls",
+        "endpoint",
+        "host",
+        "path",
+        "file",
+        "filename",
+        "dir",
+        "name",
+        "type",
+        "id",
+        "ids",
+        "len",
+        "length",
+        "count",
+        "size",
+        "limit",
+        "ttl",
+        "timeout",
+        "expiry",
+        "expires",
+        "expiration",
+        "lifetime",
+        "age",
+        "env",
+        "var",
+        "field",
+        "header",
+        "prefix",
+        "suffix",
+        "format",
+        "policy",
+        "mode",
+        "enabled",
+        "enable",
+        "required",
+        "hash",
+        "digest",
+        "sha",
+        "sha1",
+        "sha256",
+        "md5",
+        "hint",
+        "label",
+        "placeholder",
+        "regex",
+        "pattern",
+        "min",
+        "max",
+        "ref",
+        "arn",
+        "kind",
+        "provider",
+        "version",
+        "algorithm",
+        "alg",
+        "scheme",
+        "location",
+        "source",
+        "at",
+        "used",
+        "issued",
+        "created",
+        "updated",
+        "method",
+        "manager",
+        "param",
+        "params",
+        "question",
+        "rotation",
+        "strategy",
+        "validator",
+        "validation",
+        "strength",
+        "rules",
+        "helper",
+        "class",
+        "module",
+        "callback",
+        "handler",
+        "index",
+        "fingerprint",
+        "checksum",
+        "store",
+        "exists",
+        "set",
+        "usage",
+        "budget",
+        "estimate",
+        "text",
+        "vars",
+        "identifier",
+        "period",
+        "names",
+        "types",
+        "settings",
+        "options",
+        "config",
+        "range",
+    }
+)
+_NEGATIVE_WORDS = frozenset(
+    {
+        "public",
+        "publishable",
+        "example",
+        "sample",
+        "dummy",
+        "fake",
+        "mock",
+        "page",
+        "next",
+        "continuation",
+        "cursor",
+        "sync",
+        "tokenizer",
+        "tokens",
+        "max",
+        "min",
+        "num",
+        "is",
+        "has",
+        "use",
+        "show",
+        "allow",
+        "should",
+        "no",
+        "skip",
+        "csrf",
+        "xsrf",
+        "input",
+        "output",
+    }
+)
 
 
 def is_example(value: str) -> bool:
@@ -155,11 +432,21 @@ def is_plausible_value(value: str, min_length: int = 6) -> bool:
     lower = value.lower()
     if len(value) < min_length or lower in _WEAK or any(w in lower for w in _WEAK_PARTS):
         return False
-    if (is_reference(value) or is_digest(value) or is_public_key(value) or _PATH.search(value)
-            or _OTHER.search(value) or is_sequential_string(value) or len(set(value)) < 4):
+    if (
+        is_reference(value)
+        or is_digest(value)
+        or is_public_key(value)
+        or _PATH.search(value)
+        or _OTHER.search(value)
+        or is_sequential_string(value)
+        or len(set(value)) < 4
+    ):
         return False
-    classes = (any(c.isalpha() for c in value) + any(c.isdigit() for c in value)
-               + any(not c.isalnum() and c not in "-_." for c in value))
+    classes = (
+        any(c.isalpha() for c in value)
+        + any(c.isdigit() for c in value)
+        + any(not c.isalnum() and c not in "-_." for c in value)
+    )
     if classes >= 2:
         return not _is_phrase(value)
     letters = [c for c in lower if c.isalpha()]
@@ -216,7 +503,8 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
     elif _opens_before(m):
         return None
     if not is_plausible_value(value, 6 if strength == 2 else 16) and not (
-            strength == 2 and _says_password(name) and is_passphrase(value)):
+        strength == 2 and _says_password(name) and is_passphrase(value)
+    ):
         return None
     if strength == 1 and (entropy(value) < 3.0 or is_potential_uuid(value)):
         return None
@@ -232,15 +520,21 @@ def is_passphrase(value: str) -> bool:
     """A password made of letters only (`correcthorsebattery`, `Sunflower`), the kind
     people choose: long enough, not a stand-in word, not an identifier (`getPassword`)."""
     lower = value.lower()
-    return (value.isalpha() and value.isascii() and len(value) >= 8
-            and lower not in _WEAK and not any(w in lower for w in _WEAK_PARTS)
-            and not re.search(r"[a-z][A-Z]", value) and len(set(lower)) >= 5)
+    return (
+        value.isalpha()
+        and value.isascii()
+        and len(value) >= 8
+        and lower not in _WEAK
+        and not any(w in lower for w in _WEAK_PARTS)
+        and not re.search(r"[a-z][A-Z]", value)
+        and len(set(lower)) >= 5
+    )
 
 
 def _firebase(m: re.Match[str], value: str) -> Verdict:
     """Google API keys in a Firebase web config are public by design (they identify the
     project to the browser): redacted, never asked about."""
-    around = m.string[max(0, m.start() - 400):m.end() + 400]
+    around = m.string[max(0, m.start() - 400) : m.end() + 400]
     return "demote" if any(w in around for w in _FIREBASE) else "keep"
 
 
@@ -307,6 +601,10 @@ def _b64url(part: str) -> bytes:
 
 
 CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
-    "assignment": _assignment, "value": _value, "jwt": _jwt, "basic-auth": _basic_auth,
-    "crc32": _crc32, "firebase": _firebase,
+    "assignment": _assignment,
+    "value": _value,
+    "jwt": _jwt,
+    "basic-auth": _basic_auth,
+    "crc32": _crc32,
+    "firebase": _firebase,
 }

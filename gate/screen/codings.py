@@ -59,8 +59,10 @@ def decode(raw: bytes, codings: list[str], limit: int = MAX_DECODED) -> bytes:
 
 
 def _too_large(name: str, limit: int) -> TooLarge:
-    return TooLarge(f"{name}: the body decodes to more than {limit // (1024 * 1024)} MiB,"
-                    " more than gate screens")
+    return TooLarge(
+        f"{name}: the body decodes to more than {limit // (1024 * 1024)} MiB,"
+        " more than gate screens"
+    )
 
 
 def _inflate(d: Any, data: bytes, limit: int, name: str, whole: int | None = None) -> bytes:
@@ -94,8 +96,12 @@ def _gzip(data: bytes, limit: int) -> bytes:
 
 
 def _streams(
-    data: bytes, limit: int, name: str, unit: str,
-    one: Callable[[bytes, int], tuple[bytes, bool, bytes]], follows: Callable[[bytes], bool],
+    data: bytes,
+    limit: int,
+    name: str,
+    unit: str,
+    one: Callable[[bytes, int], tuple[bytes, bool, bytes]],
+    follows: Callable[[bytes], bool],
 ) -> bytes:
     """A body that is one or more complete streams (gzip members, zstd frames), each read to
     its end; what follows the last must be none, and what follows one must start another."""
@@ -170,8 +176,14 @@ def _zstd(data: bytes, limit: int) -> bytes:
             raise Undecodable(f"zstd: {exc}") from exc
         return out, d.eof, d.unused_data
 
-    return _streams(data, limit, "zstd", "frame", frame,
-                    lambda rest: rest[:4] == _ZSTD_MAGIC or _skippable(rest[:4]))
+    return _streams(
+        data,
+        limit,
+        "zstd",
+        "frame",
+        frame,
+        lambda rest: rest[:4] == _ZSTD_MAGIC or _skippable(rest[:4]),
+    )
 
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

@@ -40,8 +40,8 @@ class Found:
     rule_id: str
     tier: str
     action: str
-    digest: str           # keyed hash of the value
-    asked: Asked | None   # what a person is shown, for an `ask` finding
+    digest: str  # keyed hash of the value
+    asked: Asked | None  # what a person is shown, for an `ask` finding
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +59,13 @@ class Outcome:
     secret_block: str | None = None  # a secret the policy blocks, or one gate cannot edit
 
 
-def outcome(seg: Segment, index: DeniedIndex | None, screen: SecretScreen | None,
-            policy: Policy, approved: frozenset[str] = frozenset()) -> Outcome | None:
+def outcome(
+    seg: Segment,
+    index: DeniedIndex | None,
+    screen: SecretScreen | None,
+    policy: Policy,
+    approved: frozenset[str] = frozenset(),
+) -> Outcome | None:
     """Every denied file's value in the string replaced, then its likely secrets replaced
     with keyed, kind-tagged placeholders as the policy says (`secrets:` in rule files):
     redact, ask (redacted unless its key is in `approved`), block, or allow. A hit inside a
@@ -74,9 +79,11 @@ def outcome(seg: Segment, index: DeniedIndex | None, screen: SecretScreen | None
         new, hits = index.redact(text)
         if hits and seg.role is Role.IMMUTABLE:
             first = hits[0].source
-            denied_block = (f"a value from {first.path} (denied by {first.rule.text},"
-                            f" {first.rule.where}) is inside a signed or opaque field that gate"
-                            " cannot edit; start a new conversation without it")
+            denied_block = (
+                f"a value from {first.path} (denied by {first.rule.text},"
+                f" {first.rule.where}) is inside a signed or opaque field that gate"
+                " cannot edit; start a new conversation without it"
+            )
         elif hits:
             text, denied = new, tuple(hit.source for hit in hits)
     secret_block = None
@@ -87,40 +94,62 @@ def outcome(seg: Segment, index: DeniedIndex | None, screen: SecretScreen | None
     return Outcome(seg, text, denied, found, denied_block, secret_block)
 
 
-def _secrets(seg: Segment, text: str, screen: SecretScreen, policy: Policy,
-             approved: frozenset[str]) -> tuple[str, tuple[Found, ...], str | None]:
-    acted = [(f, policy.secret_action(f.kind, f.rule_id, f.tier))
-             for f in screen.scanner.scan(text)]
+def _secrets(
+    seg: Segment, text: str, screen: SecretScreen, policy: Policy, approved: frozenset[str]
+) -> tuple[str, tuple[Found, ...], str | None]:
+    acted = [
+        (f, policy.secret_action(f.kind, f.rule_id, f.tier)) for f in screen.scanner.scan(text)
+    ]
     acted = [(f, a) for f, a in acted if a != "allow"]
     if not acted:
         return text, (), None
     if blocked := next((f for f, a in acted if a == "block"), None):
-        return text, (), (f"a likely secret ({blocked.kind}, detector {blocked.rule_id}) is"
-                          " in this request and the secrets policy blocks it")
+        return (
+            text,
+            (),
+            (
+                f"a likely secret ({blocked.kind}, detector {blocked.rule_id}) is"
+                " in this request and the secrets policy blocks it"
+            ),
+        )
     if seg.role is Role.IMMUTABLE:
         if high := next((f for f, _ in acted if f.tier == "high"), None):
-            return text, (), (f"a likely secret ({high.kind}) is inside a signed or opaque"
-                              " field that gate cannot edit; start a new conversation without"
-                              " it")
+            return (
+                text,
+                (),
+                (
+                    f"a likely secret ({high.kind}) is inside a signed or opaque"
+                    " field that gate cannot edit; start a new conversation without"
+                    " it"
+                ),
+            )
         return text, (), None
-    view, spans = (masking.masked(text, [(f.start, f.end) for f, _ in acted])
-                   if any(a == "ask" for _, a in acted) else (text, []))
+    view, spans = (
+        masking.masked(text, [(f.start, f.end) for f, _ in acted])
+        if any(a == "ask" for _, a in acted)
+        else (text, [])
+    )
     out, last, found = [], 0, []
     for i, (f, action) in enumerate(acted):  # sorted, never overlapping
-        value = text[f.start:f.end]
+        value = text[f.start : f.end]
         digest = keyed_hash(value, screen.key)
         sent = action == "ask" and digest in approved
         tag = value if sent else placeholder(f, value, screen.key)
         if action == "ask" and not sent:
             tag = tag[:-1] + "; not approved by the user]"
-        out += [text[last:f.start], tag]
+        out += [text[last : f.start], tag]
         last = f.end
         asked = None
         if action == "ask":  # what a person is shown: the lines around it, all masked
             start, end = spans[i]
-            asked = Asked(digest, "send-secret", view[start:end],
-                          masking.context(view, start, end), sent,
-                          keyed_hash(value, screen.team) if screen.team else None)
+            asked = Asked(
+                digest,
+                "send-secret",
+                view[start:end],
+                masking.context(view, start, end),
+                sent,
+                keyed_hash(value, screen.team) if screen.team else None,
+            )
         found.append(Found(f.kind, f.rule_id, f.tier, action, digest, asked))
     out.append(text[last:])
     return "".join(out), tuple(found), None
@@ -144,17 +173,30 @@ def tally(outcomes: Iterable[Outcome], tools: Mapping[str, str]) -> list[Withhel
         for src in o.denied:
             key = (src.path, src.rule.text)
             prev = denied.get(key)
-            denied[key] = Withheld(None, None, src.path, src.rule.text, src.rule.where,
-                                   "content", prev.count + 1 if prev else 1)
+            denied[key] = Withheld(
+                None,
+                None,
+                src.path,
+                src.rule.text,
+                src.rule.where,
+                "content",
+                prev.count + 1 if prev else 1,
+            )
         asks: list[tuple[tuple[str, str], Asked | None]] = []
         for f in o.secrets:
             key = (f.rule_id, f.digest[:16])
             prev = found.get(key)
-            found[key] = Withheld(prev.call_id if prev else o.seg.call_id,
-                                  prev.tool if prev else tools.get(o.seg.call_id or ""),
-                                  f.kind, f.rule_id, f"tier {f.tier}: {f.action}", "secret",
-                                  prev.count + 1 if prev else 1, key[1],
-                                  prev.asked if prev else None)
+            found[key] = Withheld(
+                prev.call_id if prev else o.seg.call_id,
+                prev.tool if prev else tools.get(o.seg.call_id or ""),
+                f.kind,
+                f.rule_id,
+                f"tier {f.tier}: {f.action}",
+                "secret",
+                prev.count + 1 if prev else 1,
+                key[1],
+                prev.asked if prev else None,
+            )
             if f.action == "ask" and not found[key].asked:
                 asks.append((key, f.asked))
         for key, asked in asks:  # the last ask of a key in its first string, as shown
@@ -162,17 +204,30 @@ def tally(outcomes: Iterable[Outcome], tools: Mapping[str, str]) -> list[Withhel
     return [*denied.values(), *found.values()]
 
 
-def screened(segs: Iterable[Segment], done: Container[str | None], index: DeniedIndex | None,
-             screen: SecretScreen | None, policy: Policy,
-             approved: frozenset[str] = frozenset()) -> list[Outcome]:
+def screened(
+    segs: Iterable[Segment],
+    done: Container[str | None],
+    index: DeniedIndex | None,
+    screen: SecretScreen | None,
+    policy: Policy,
+    approved: frozenset[str] = frozenset(),
+) -> list[Outcome]:
     """The outcomes of the strings still in the body (a result withheld whole, its call in
     `done`, is gone), in order; strings with nothing found have none."""
-    return [o for s in segs if not (s.role is Role.TOOL_RESULT and s.call_id in done)
-            and (o := outcome(s, index, screen, policy, approved))]
+    return [
+        o
+        for s in segs
+        if not (s.role is Role.TOOL_RESULT and s.call_id in done)
+        and (o := outcome(s, index, screen, policy, approved))
+    ]
 
 
-def unknown(strings: Strings, covered: Container[JsonPath], index: DeniedIndex | None,
-            screen: SecretScreen | None) -> tuple[Segment, ...]:
+def unknown(
+    strings: Strings,
+    covered: Container[JsonPath],
+    index: DeniedIndex | None,
+    screen: SecretScreen | None,
+) -> tuple[Segment, ...]:
     """Fail closed on what the format walker does not know in one top-level item (new
     fields, unknown blocks): its object keys are checked (Blocked), and its uncovered
     strings that hold anything are screened as attachments."""
@@ -181,19 +236,24 @@ def unknown(strings: Strings, covered: Container[JsonPath], index: DeniedIndex |
     return suspects([(p, t) for p, t in found if p not in covered], index, screen)
 
 
-def suspects(strings: list[tuple[JsonPath, str]], index: DeniedIndex | None,
-             screen: SecretScreen | None) -> tuple[Segment, ...]:
+def suspects(
+    strings: list[tuple[JsonPath, str]], index: DeniedIndex | None, screen: SecretScreen | None
+) -> tuple[Segment, ...]:
     """Of the strings no walker knows (ids, new fields), those that hold anything: they are
     checked together in one pass, and one by one only when that pass finds something."""
     if not strings:
         return ()
     joined = "\n".join(t for _, t in strings)
-    if not ((index is not None and index.find(joined))
-            or (screen is not None and screen.scanner.scan(joined))):
+    if not (
+        (index is not None and index.find(joined))
+        or (screen is not None and screen.scanner.scan(joined))
+    ):
         return ()
-    return tuple(Segment(p, t, Role.ATTACHMENT) for p, t in strings
-                 if (index is not None and index.find(t))
-                 or (screen is not None and screen.scanner.scan(t)))
+    return tuple(
+        Segment(p, t, Role.ATTACHMENT)
+        for p, t in strings
+        if (index is not None and index.find(t)) or (screen is not None and screen.scanner.scan(t))
+    )
 
 
 def keys(names: list[str], index: DeniedIndex | None, screen: SecretScreen | None) -> None:
@@ -201,8 +261,11 @@ def keys(names: list[str], index: DeniedIndex | None, screen: SecretScreen | Non
     denied value or a high-tier secret in a key blocks the request."""
     text = "\n".join(names)
     if index is not None and (hits := index.find(text)):
-        raise Blocked(f"a value from {hits[0].source.path} is used as a JSON key in this"
-                      " request; gate cannot replace it in place")
+        raise Blocked(
+            f"a value from {hits[0].source.path} is used as a JSON key in this"
+            " request; gate cannot replace it in place"
+        )
     if screen is not None and any(f.tier == "high" for f in screen.scanner.scan(text)):
-        raise Blocked("a likely secret is used as a JSON key in this request; gate cannot"
-                      " replace it in place")
+        raise Blocked(
+            "a likely secret is used as a JSON key in this request; gate cannot replace it in place"
+        )

@@ -15,14 +15,31 @@ from gate.rules.engine import Policy
 from gate.rules.model import Effect, Rule
 from gate.screen.units import units_of
 
-MAX_FILES_WALKED = 20_000     # default: directory entries looked at per walk
-MAX_FILE_BYTES = 256 << 10    # default: a larger denied file contributes its first part
+MAX_FILES_WALKED = 20_000  # default: directory entries looked at per walk
+MAX_FILE_BYTES = 256 << 10  # default: a larger denied file contributes its first part
 # Directories whose change is noticed before the next request: a stat each per request
 # (about 1 to 5 µs), the shallowest first; deeper ones are seen by the 5-second refresh.
 MAX_DIRS_STAMPED = 200
-_SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox",
-                        ".mypy_cache", ".ruff_cache", ".pytest_cache", "dist", "build",
-                        "target", ".next", ".cache", ".gradle", ".idea"})
+_SKIP_DIRS = frozenset(
+    {
+        ".git",
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".tox",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        "dist",
+        "build",
+        "target",
+        ".next",
+        ".cache",
+        ".gradle",
+        ".idea",
+    }
+)
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 
 
@@ -58,8 +75,9 @@ class Walked:
     unwalked: list[str] = field(default_factory=list)
 
 
-def collect(policy: Policy, root: str | None, limits: Limits = Limits(),
-            walked: Walked | None = None) -> dict[str, Source]:
+def collect(
+    policy: Policy, root: str | None, limits: Limits = Limits(), walked: Walked | None = None
+) -> dict[str, Source]:
     """Units of every file the policy denies reading, from a bounded walk."""
     walked = walked if walked is not None else Walked([])
     units: dict[str, Source] = {}
@@ -76,15 +94,17 @@ def collect(policy: Policy, root: str | None, limits: Limits = Limits(),
         if rest:
             walked.truncated = True
             _unwalked(walked, [path])
-            logger.warning("denied file larger than screen.max_file_bytes: only its first {}"
-                           " bytes are indexed", limits.max_file_bytes)
+            logger.warning(
+                "denied file larger than screen.max_file_bytes: only its first {}"
+                " bytes are indexed",
+                limits.max_file_bytes,
+            )
         for unit in units_of(text):
             units.setdefault(unit, Source(path, decision.rule))
     return units
 
 
-def _candidates(policy: Policy, root: str | None, max_files: int,
-                walked: Walked) -> Iterator[str]:
+def _candidates(policy: Policy, root: str | None, max_files: int, walked: Walked) -> Iterator[str]:
     # Home- and absolute-anchored rule bases first, each with its own budget, so a large
     # project can never push ~/.ssh out of the index.
     yield from _anchored(policy, max_files, walked)
@@ -135,9 +155,13 @@ def _walk(top: str, budget: list[int], walked: Walked) -> Iterator[str]:
             if budget[0] <= 0:
                 walked.truncated = True
                 _unwalked(walked, [d, *stack])
-                logger.warning("denied-file walk stopped at its limit (screen.max_files)"
-                               " under {}; not walked yet: {}; indexing the rest in the"
-                               " background", top, ", ".join(walked.unwalked[:5]))
+                logger.warning(
+                    "denied-file walk stopped at its limit (screen.max_files)"
+                    " under {}; not walked yet: {}; indexing the rest in the"
+                    " background",
+                    top,
+                    ", ".join(walked.unwalked[:5]),
+                )
                 return
             try:
                 if entry.is_dir(follow_symlinks=False):

@@ -25,12 +25,28 @@ from gate.screen import checks, leads
 
 SCHEMA_VERSION = 1
 _TOP_KEYS = frozenset({"schemaVersion", "description", "detectors"})
-_KEYS = frozenset({"id", "kind", "tier", "pattern", "plugin", "keywords", "docs", "entropy",
-                   "check", "before", "after", "anchor"})
+_KEYS = frozenset(
+    {
+        "id",
+        "kind",
+        "tier",
+        "pattern",
+        "plugin",
+        "keywords",
+        "docs",
+        "entropy",
+        "check",
+        "before",
+        "after",
+        "anchor",
+    }
+)
 _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
 # After an anchored detector's keyword: the rest of the name, a closing quote, an operator.
-_ASSIGNED = re.compile(r"""[\w.-]*(?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
-                       r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,)""")
+_ASSIGNED = re.compile(
+    r"""[\w.-]*(?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
+    r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,)"""
+)
 # Matched up to a keyword: ends where the name holding it starts (after the last character
 # that cannot be in a name).
 _NAME_START = re.compile(r"(?s:.*[^A-Za-z0-9_.-])?")
@@ -40,12 +56,13 @@ _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 class Tier(StrEnum):
     HIGH = "high"  # format-specific (checksum-verified where the format has one): ask
-    LOW = "low"    # generic or contextual: redact
+    LOW = "low"  # generic or contextual: redact
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
     """A secret at text[start:end]; never holds the value itself."""
+
     start: int
     end: int
     kind: str
@@ -61,19 +78,20 @@ class Detector:
     patterns: tuple[re.Pattern[str], ...]
     keywords: tuple[str, ...]  # lower-case literals; the prefilter folds ASCII case
     docs: str
-    where: str                 # file:line of the entry
+    where: str  # file:line of the entry
     check: str | None = None
-    entropy: float = 0.0       # minimum Shannon entropy of the value, bits per char
-    before: int = 8            # window searched around each keyword hit
+    entropy: float = 0.0  # minimum Shannon entropy of the value, bits per char
+    before: int = 8  # window searched around each keyword hit
     after: int = 320
-    anchor: bool = False       # match only at the start of an assigned name holding a keyword
+    anchor: bool = False  # match only at the start of an assigned name holding a keyword
 
     @property
     def generic(self) -> bool:
         return self.check == "assignment"
 
-    def find(self, view: str, windows: list[tuple[int, int]],
-             hits: list[tuple[int, int]] | None = None) -> Iterator[Finding]:
+    def find(
+        self, view: str, windows: list[tuple[int, int]], hits: list[tuple[int, int]] | None = None
+    ) -> Iterator[Finding]:
         """Matches in the prefilter's windows of `view` that pass every filter. An
         anchored detector gets the keyword hits themselves and matches once per name; given
         the hits, a pattern whose matches begin at a keyword is tried only there."""
@@ -90,8 +108,9 @@ class Detector:
                 yield Finding(start, end, self.kind, self.id, tier)
 
     @staticmethod
-    def _search(pattern: re.Pattern[str], view: str, windows: list[tuple[int, int]]
-                ) -> Iterator[re.Match[str]]:
+    def _search(
+        pattern: re.Pattern[str], view: str, windows: list[tuple[int, int]]
+    ) -> Iterator[re.Match[str]]:
         n = len(view)
         for ws, we in windows:
             for m in pattern.finditer(view, ws, we):
@@ -99,8 +118,9 @@ class Detector:
                     m = pattern.match(view, m.start()) or m
                 yield m
 
-    def _led(self, view: str, windows: list[tuple[int, int]], hits: list[tuple[int, int]]
-             ) -> Iterator[re.Match[str]]:
+    def _led(
+        self, view: str, windows: list[tuple[int, int]], hits: list[tuple[int, int]]
+    ) -> Iterator[re.Match[str]]:
         """What `_search` finds, for patterns whose every match starts at most `before`
         characters ahead of a keyword hit (leads.py): per window, from where the last
         match ended, the leftmost match starting in [hit - before, hit] of each hit in turn
@@ -195,14 +215,20 @@ def load_detectors(directory: Path | None = None) -> tuple[Detector, ...]:
             raise RuleError(f"cannot read secret detectors: {exc}", where=name) from exc
         for det in load_text(text, name):
             if det.id in seen:
-                raise RuleError(f"detector id {det.id!r} is already used at {seen[det.id]}",
-                                where=det.where, hint="ids are public: pick a new one")
+                raise RuleError(
+                    f"detector id {det.id!r} is already used at {seen[det.id]}",
+                    where=det.where,
+                    hint="ids are public: pick a new one",
+                )
             seen[det.id] = det.where
             detectors.append(det)
     if not detectors:
         # An empty policy is an error, never "allow everything".
-        raise RuleError("no secret detectors found", where=str(directory),
-                        hint="reinstall gate, or add detectors: entries to a *.yaml there")
+        raise RuleError(
+            "no secret detectors found",
+            where=str(directory),
+            hint="reinstall gate, or add detectors: entries to a *.yaml there",
+        )
     return tuple(detectors)
 
 
@@ -216,11 +242,16 @@ def load_text(text: str, name: str) -> list[Detector]:
     entries: list[Detector] = []
     for key, value in doc.value:
         if key.value not in _TOP_KEYS:
-            raise RuleError(f"unknown key {key.value!r}", where=_at(name, key),
-                            hint="use schemaVersion:, description: or detectors:")
+            raise RuleError(
+                f"unknown key {key.value!r}",
+                where=_at(name, key),
+                hint="use schemaVersion:, description: or detectors:",
+            )
         if key.value == "schemaVersion" and value.value != str(SCHEMA_VERSION):
-            raise RuleError(f"schemaVersion {value.value} is not supported (this gate reads"
-                            f" {SCHEMA_VERSION})", where=_at(name, value))
+            raise RuleError(
+                f"schemaVersion {value.value} is not supported (this gate reads {SCHEMA_VERSION})",
+                where=_at(name, value),
+            )
         if key.value == "detectors":
             if not isinstance(value, yaml.SequenceNode):
                 raise RuleError("detectors: must be a list", where=_at(name, value))
@@ -235,30 +266,45 @@ def _entry(node: yaml.Node, name: str) -> Detector:
     nodes = {k.value: v for k, v in node.value}
     for key in node.value:
         if key[0].value not in _KEYS:
-            raise RuleError(f"unknown key {key[0].value!r} in a detector",
-                            where=_at(name, key[0]), hint="keys: " + ", ".join(sorted(_KEYS)))
+            raise RuleError(
+                f"unknown key {key[0].value!r} in a detector",
+                where=_at(name, key[0]),
+                hint="keys: " + ", ".join(sorted(_KEYS)),
+            )
     for req in ("id", "kind", "tier", "keywords", "docs"):
         if req not in nodes:
             raise RuleError(f"detector has no {req}:", where=where)
     fields = {k: _scalar(v, k, name) for k, v in nodes.items() if k != "keywords"}
     for key in ("id", "kind"):
         if not _ID.match(fields[key]):
-            raise RuleError(f"{key}: {fields[key]!r} must be lower-case words joined by . or -",
-                            where=_at(name, nodes[key]))
+            raise RuleError(
+                f"{key}: {fields[key]!r} must be lower-case words joined by . or -",
+                where=_at(name, nodes[key]),
+            )
     if fields["tier"] not in {t.value for t in Tier}:
         raise RuleError("tier: must be high or low", where=_at(name, nodes["tier"]))
     if not fields["docs"].startswith("https://"):
-        raise RuleError("docs: must link the format's documentation (https://...)",
-                        where=_at(name, nodes["docs"]))
+        raise RuleError(
+            "docs: must link the format's documentation (https://...)",
+            where=_at(name, nodes["docs"]),
+        )
     if ("pattern" in fields) == ("plugin" in fields):
         raise RuleError("a detector has either pattern: or plugin:", where=where)
     if "check" in fields and fields["check"] not in checks.CHECKS:
-        raise RuleError(f"unknown check {fields['check']!r}", where=_at(name, nodes["check"]),
-                        hint="checks: " + ", ".join(sorted(checks.CHECKS)))
+        raise RuleError(
+            f"unknown check {fields['check']!r}",
+            where=_at(name, nodes["check"]),
+            hint="checks: " + ", ".join(sorted(checks.CHECKS)),
+        )
     return Detector(
-        id=fields["id"], kind=fields["kind"], tier=Tier(fields["tier"]),
-        patterns=_patterns(fields, nodes, name), keywords=_keywords(nodes["keywords"], name),
-        docs=fields["docs"], where=where, check=fields.get("check"),
+        id=fields["id"],
+        kind=fields["kind"],
+        tier=Tier(fields["tier"]),
+        patterns=_patterns(fields, nodes, name),
+        keywords=_keywords(nodes["keywords"], name),
+        docs=fields["docs"],
+        where=where,
+        check=fields.get("check"),
         entropy=_number(fields, nodes, "entropy", name, 0.0),
         before=int(_number(fields, nodes, "before", name, 8)),
         after=int(_number(fields, nodes, "after", name, 320)),
@@ -272,13 +318,16 @@ def _anchor(fields: dict[str, str], nodes: dict[str, yaml.Node], name: str) -> b
     return "anchor" in fields
 
 
-def _patterns(fields: dict[str, str], nodes: dict[str, yaml.Node],
-              name: str) -> tuple[re.Pattern[str], ...]:
+def _patterns(
+    fields: dict[str, str], nodes: dict[str, yaml.Node], name: str
+) -> tuple[re.Pattern[str], ...]:
     if "plugin" in fields:
         denylist = _plugin_denylists().get(fields["plugin"])
         if denylist is None:
-            raise RuleError(f"detect-secrets has no regex plugin {fields['plugin']!r}",
-                            where=_at(name, nodes["plugin"]))
+            raise RuleError(
+                f"detect-secrets has no regex plugin {fields['plugin']!r}",
+                where=_at(name, nodes["plugin"]),
+            )
         return denylist
     try:
         return (re.compile(fields["pattern"]),)
@@ -294,16 +343,26 @@ def _plugin_denylists() -> dict[str, tuple[re.Pattern[str], ...]]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
     plugins: list[Any] = list(get_mapping_from_secret_type_to_class().values())
-    return {c.__name__: tuple(c.denylist) for c in plugins
-            if isinstance(getattr(c, "denylist", None), list | tuple)}
+    return {
+        c.__name__: tuple(c.denylist)
+        for c in plugins
+        if isinstance(getattr(c, "denylist", None), list | tuple)
+    }
 
 
 def _keywords(node: yaml.Node, name: str) -> tuple[str, ...]:
-    if not isinstance(node, yaml.SequenceNode) or not node.value or not all(
-        isinstance(n, yaml.ScalarNode) and n.value and n.value.isascii() for n in node.value
+    if (
+        not isinstance(node, yaml.SequenceNode)
+        or not node.value
+        or not all(
+            isinstance(n, yaml.ScalarNode) and n.value and n.value.isascii() for n in node.value
+        )
     ):
-        raise RuleError("keywords: must be a non-empty list of ASCII literals",
-                        where=_at(name, node), hint="keywords: [ghp_, gho_]")
+        raise RuleError(
+            "keywords: must be a non-empty list of ASCII literals",
+            where=_at(name, node),
+            hint="keywords: [ghp_, gho_]",
+        )
     return tuple(n.value.lower() for n in node.value)
 
 
@@ -313,8 +372,9 @@ def _scalar(node: yaml.Node, key: str, name: str) -> str:
     return str(node.value)
 
 
-def _number(fields: dict[str, str], nodes: dict[str, yaml.Node], key: str, name: str,
-            default: float) -> float:
+def _number(
+    fields: dict[str, str], nodes: dict[str, yaml.Node], key: str, name: str, default: float
+) -> float:
     if key not in fields:
         return default
     try:

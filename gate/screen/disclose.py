@@ -59,8 +59,7 @@ class Scrub:
         """A request path as stored: a segment that holds a finding (read as a server
         decodes it, or decoded again) is withheld, so is a whole query that holds one."""
         base, sep, query = path.partition("?")
-        segs = [WITHHELD if any(self.holds(r) for r in readings(s)) else s
-                for s in base.split("/")]
+        segs = [WITHHELD if any(self.holds(r) for r in readings(s)) else s for s in base.split("/")]
         base = "/".join(segs)
         if sep and any(self.holds(r) for r in readings(query)):
             return f"{base}?{WITHHELD}"

@@ -19,11 +19,20 @@ AUTH_HEADERS = frozenset(
 # value that is a plain alphabetic word (`RUNTIME=python` in .env) does not refuse them.
 # Exact names; only Stainless SDKs' `x-stainless-*` family is a prefix. Not content-type:
 # its parameters (a multipart boundary) are the client's to choose.
-_INFORMATIONAL = frozenset({
-    "user-agent", "accept", "accept-encoding", "accept-language", "x-app",
-    "x-goog-api-client", "editor-version", "editor-plugin-version", "copilot-integration-id",
-    "originator",
-})
+_INFORMATIONAL = frozenset(
+    {
+        "user-agent",
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "x-app",
+        "x-goog-api-client",
+        "editor-version",
+        "editor-plugin-version",
+        "copilot-integration-id",
+        "originator",
+    }
+)
 _INFORMATIONAL_PREFIX = "x-stainless-"
 # Architecture names SDKs report that are not letters alone.
 _SDK_WORDS = frozenset({"aarch64", "arm64", "amd64", "x86_64", "win32", "win64"})
@@ -52,8 +61,10 @@ def credential_headers(name: str, host: str) -> frozenset[str]:
     if name == "bedrock" or host.endswith(".amazonaws.com"):
         out.add("x-amz-security-token")
     known = ("openai", "chatgpt", "github-copilot", "copilot")
-    if len(out) == 1 and name not in known and not host.endswith(
-        ("openai.com", "chatgpt.com", "githubcopilot.com")
+    if (
+        len(out) == 1
+        and name not in known
+        and not host.endswith(("openai.com", "chatgpt.com", "githubcopilot.com"))
     ):
         out.add("x-api-key")
     return frozenset(out)

@@ -34,12 +34,12 @@ __all__ = ["MIN_UNIT", "DeniedIndex", "IndexStore", "Limits", "Source", "collect
 # Projects remembered from requests, the least recent forgotten first: each is screened for
 # in every request that states no directory, at a few stats per project.
 MAX_PROJECTS = 16
-MAX_UNITS = 50_000            # units remembered per project (values rotated away included)
+MAX_UNITS = 50_000  # units remembered per project (values rotated away included)
 REFRESH_SECONDS = 5.0
 # A walk that ran out of budget goes on in the background with this many times as much.
 BACKGROUND_FACTOR = 50
 DEEPER_SECONDS = 60.0
-CLEAN_ENTRIES = 16384         # strings remembered as holding no denied value, per index
+CLEAN_ENTRIES = 16384  # strings remembered as holding no denied value, per index
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +65,13 @@ class DeniedIndex:
         # agents resend the same history every turn. The units never change for an index,
         # so an entry cannot go stale; a new unit means a new index, with an empty memory.
         self._clean: dict[Hashable, None] = {}
-        self._ac = ahocorasick_rs.AhoCorasick(
-            self._forms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest) if forms else None
+        self._ac = (
+            ahocorasick_rs.AhoCorasick(
+                self._forms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest
+            )
+            if forms
+            else None
+        )
 
     def __len__(self) -> int:
         return len(self.units)
@@ -76,8 +81,11 @@ class DeniedIndex:
         `whole_words` is False (a value cut in two and joined back, say)."""
         if self._ac is None or len(text) < MIN_UNIT:
             return []
-        return [Hit(s, e, self._sources[i]) for i, s, e in self._ac.find_matches_as_indexes(text)
-                if not (whole_words and self._words[i] and _inside_word(text, s, e))]
+        return [
+            Hit(s, e, self._sources[i])
+            for i, s, e in self._ac.find_matches_as_indexes(text)
+            if not (whole_words and self._words[i] and _inside_word(text, s, e))
+        ]
 
     def redact(self, text: str) -> tuple[str, list[Hit]]:
         if self._ac is None or len(text) < MIN_UNIT:
@@ -95,7 +103,7 @@ class DeniedIndex:
             return text, hits
         out, last = [], 0
         for hit in hits:
-            out += [text[last:hit.start], hit.source.placeholder()]
+            out += [text[last : hit.start], hit.source.placeholder()]
             last = hit.end
         out.append(text[last:])
         return "".join(out), hits
@@ -128,8 +136,13 @@ def encoded_forms(unit: str) -> Iterator[str]:
     raw = unit.encode()
     # Reversed too (`rev .env`, `[::-1]`): long enough not to be a word read backwards.
     backwards = (unit[::-1],) if len(unit) >= 10 else ()
-    for form in (json.dumps(unit)[1:-1], quote(unit, safe=""), raw.hex(), raw.hex().upper(),
-                 *backwards):
+    for form in (
+        json.dumps(unit)[1:-1],
+        quote(unit, safe=""),
+        raw.hex(),
+        raw.hex().upper(),
+        *backwards,
+    ):
         if form != unit:
             yield form
     # base64 of text holding the unit at any offset: three alignments, without the edge
@@ -137,7 +150,7 @@ def encoded_forms(unit: str) -> Iterator[str]:
     for k in range(3):
         enc = base64.b64encode(b"\0" * k + raw).decode()
         start = (4 * k + 2) // 3 + (1 if k else 0)
-        body = enc[start:len(enc) - 4]
+        body = enc[start : len(enc) - 4]
         if len(body) >= 8:  # 48 bits: a short passphrase still has a base64 form
             yield body
             url = body.replace("+", "-").replace("/", "_")  # base64url, as URLs carry it
@@ -147,12 +160,12 @@ def encoded_forms(unit: str) -> Iterator[str]:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    at: float               # when it was built (monotonic)
-    policy: int             # id() of the policy it was built for
+    at: float  # when it was built (monotonic)
+    policy: int  # id() of the policy it was built for
     index: DeniedIndex
     stamp: tuple[object, ...]
-    dirs: tuple[str, ...]   # directories the walk went through
-    truncated: bool         # a budget ran out: a background walk with more goes on
+    dirs: tuple[str, ...]  # directories the walk went through
+    truncated: bool  # a budget ran out: a background walk with more goes on
     unwalked: tuple[str, ...] = ()  # then: the directories (and files) it did not read
 
 
@@ -173,7 +186,7 @@ class IndexStore:
         self._told = tuple(dict.fromkeys(os.path.abspath(p) for p in projects))
         self._seen: dict[str, None] = {}  # the most recent last
         self._deeper: dict[str | None, float] = {}  # when a walk with more budget last began
-        self._whole: set[str | None] = set()        # roots such a walk saw whole
+        self._whole: set[str | None] = set()  # roots such a walk saw whole
         self._git: dict[str, tuple[tuple[object, int], dict[str, Source]]] = {}
         self._merged: tuple[tuple[int, ...], DeniedIndex] | None = None
 
@@ -217,8 +230,11 @@ class IndexStore:
         with self._lock:
             # Projects forgotten from the recent list keep their last index: stating one
             # directory after another must not push a real project out of what is screened.
-            parts += [e.index for r, e in sorted(self._by_root.items(), key=lambda i: str(i[0]))
-                      if r is not None and r not in projects]
+            parts += [
+                e.index
+                for r, e in sorted(self._by_root.items(), key=lambda i: str(i[0]))
+                if r is not None and r not in projects
+            ]
         key = tuple(id(p) for p in parts)
         with self._lock:
             if self._merged and self._merged[0] == key:
@@ -245,8 +261,9 @@ class IndexStore:
             if hit and hit.policy == id(policy):
                 if time.monotonic() - hit.at >= REFRESH_SECONDS and root not in self._refreshing:
                     self._refreshing.add(root)
-                    threading.Thread(target=self._background, args=(policy, root),
-                                     daemon=True, name="gate-index").start()
+                    threading.Thread(
+                        target=self._background, args=(policy, root), daemon=True, name="gate-index"
+                    ).start()
                 return hit.index
         return self.refresh(policy, root)
 
@@ -255,8 +272,7 @@ class IndexStore:
         with self._lock:
             return [hit.index for hit in self._by_root.values()]
 
-    def _background(self, policy: Policy, root: str | None, limits: Limits | None = None
-                    ) -> None:
+    def _background(self, policy: Policy, root: str | None, limits: Limits | None = None) -> None:
         try:
             self.refresh(policy, root, limits)
         except Exception as exc:  # the previous index stays in use
@@ -277,8 +293,9 @@ class IndexStore:
             self._git[root] = ((refs, id(policy)), units)
         return units
 
-    def refresh(self, policy: Policy, root: str | None, limits: Limits | None = None
-                ) -> DeniedIndex:
+    def refresh(
+        self, policy: Policy, root: str | None, limits: Limits | None = None
+    ) -> DeniedIndex:
         now = time.monotonic()
         with self._lock:
             hit = self._by_root.get(root)
@@ -302,21 +319,41 @@ class IndexStore:
             if limits is not None and not walked.truncated:
                 self._whole.add(root)  # the walk with more budget saw everything
             truncated = walked.truncated and root not in self._whole
-            self._by_root[root] = _Entry(now, id(policy), index, _stamp(index, root, dirs),
-                                         dirs, truncated, tuple(walked.unwalked))
-            deeper = (walked.truncated and limits is None and root not in self._refreshing
-                      and now - self._deeper.get(root, -DEEPER_SECONDS) >= DEEPER_SECONDS)
+            self._by_root[root] = _Entry(
+                now,
+                id(policy),
+                index,
+                _stamp(index, root, dirs),
+                dirs,
+                truncated,
+                tuple(walked.unwalked),
+            )
+            deeper = (
+                walked.truncated
+                and limits is None
+                and root not in self._refreshing
+                and now - self._deeper.get(root, -DEEPER_SECONDS) >= DEEPER_SECONDS
+            )
             if deeper:
                 self._refreshing.add(root)
                 self._deeper[root] = now
         if deeper:
-            more = Limits(self.limits.max_files * BACKGROUND_FACTOR,
-                          self.limits.max_file_bytes * BACKGROUND_FACTOR)
-            threading.Thread(target=self._background, args=(policy, root, more),
-                             daemon=True, name="gate-index-more").start()
+            more = Limits(
+                self.limits.max_files * BACKGROUND_FACTOR,
+                self.limits.max_file_bytes * BACKGROUND_FACTOR,
+            )
+            threading.Thread(
+                target=self._background,
+                args=(policy, root, more),
+                daemon=True,
+                name="gate-index-more",
+            ).start()
         if changed:
-            logger.info("denied-file index: {} units from {} files", len(units),
-                        len({s.path for s in units.values()}))
+            logger.info(
+                "denied-file index: {} units from {} files",
+                len(units),
+                len({s.path for s in units.values()}),
+            )
         return index
 
 
@@ -332,8 +369,7 @@ def _refs_stamp(root: str) -> object:
     return tuple(out)
 
 
-def _stamp(index: DeniedIndex, root: str | None, dirs: tuple[str, ...] = ()
-           ) -> tuple[object, ...]:
+def _stamp(index: DeniedIndex, root: str | None, dirs: tuple[str, ...] = ()) -> tuple[object, ...]:
     """A few stats: the known denied files, the project directory and the directories the
     last walk went through (a file created in any of them changes its directory)."""
     paths = sorted({s.path for s in index.units.values()})

@@ -15,8 +15,8 @@ from gate.rules.model import Effect
 from gate.screen.denied_walk import Source
 from gate.screen.units import units_of
 
-MAX_COMMITS = 500            # commits looked at for the paths they touched
-MAX_PATCH_BYTES = 4 << 20    # of `git log -p` output read for the denied paths' old lines
+MAX_COMMITS = 500  # commits looked at for the paths they touched
+MAX_PATCH_BYTES = 4 << 20  # of `git log -p` output read for the denied paths' old lines
 TIMEOUT = 10.0
 
 
@@ -40,25 +40,34 @@ def history_units(policy: Policy, root: str) -> dict[str, Source]:
 
 def _git(root: str, *args: str) -> str:
     try:
-        proc = subprocess.run(["git", "-C", root, *args], capture_output=True, timeout=TIMEOUT,
-                              check=False)
+        proc = subprocess.run(
+            ["git", "-C", root, *args], capture_output=True, timeout=TIMEOUT, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         logger.warning("git history of denied files not read: {}", type(exc).__name__)
         return ""
-    return proc.stdout[:MAX_PATCH_BYTES].decode("utf-8", "replace") if proc.returncode == 0 \
-        else ""
+    return proc.stdout[:MAX_PATCH_BYTES].decode("utf-8", "replace") if proc.returncode == 0 else ""
 
 
 def _touched(root: str) -> list[str]:
-    out = _git(root, "log", "--all", f"-n{MAX_COMMITS}", "--format=", "--name-only",
-               "--no-renames")
+    out = _git(root, "log", "--all", f"-n{MAX_COMMITS}", "--format=", "--name-only", "--no-renames")
     return list(dict.fromkeys(p for p in out.splitlines() if p))
 
 
 def _old_lines(root: str, rel: str) -> Iterator[str]:
     """Every line any commit added to or removed from the file."""
-    out = _git(root, "log", "--all", f"-n{MAX_COMMITS}", "-p", "--format=", "--no-color",
-               "--no-ext-diff", "--", rel)
+    out = _git(
+        root,
+        "log",
+        "--all",
+        f"-n{MAX_COMMITS}",
+        "-p",
+        "--format=",
+        "--no-color",
+        "--no-ext-diff",
+        "--",
+        rel,
+    )
     for line in out.splitlines():
         if line[:1] in "+-" and not line.startswith(("+++", "---")):
             yield line[1:]

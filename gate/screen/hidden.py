@@ -34,9 +34,14 @@ _TOKEN_LINE = re.compile(r"[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]{16,}\\?[ ]{0,3
 # A newline that could end a fold's first line (what _TOKEN_LINE or a continuation ends
 # with), found by a literal search for newlines: where none is, no line is walked.
 _TAILS = [f"{bs}{' ' * n}{cr}" for bs in ("", "\\\\") for n in range(4) for cr in ("", "\r")]
-_FOLD_END = re.compile("\n(?:" + "|".join(
-    [f"(?<=[A-Za-z0-9_+/.~-]{{16}}{tail}\n)" for tail in _TAILS]
-    + [f"(?<={tail}\n)" for tail in ("\\\\", "\\\\\r", "   ", "   \r")]) + ")")
+_FOLD_END = re.compile(
+    "\n(?:"
+    + "|".join(
+        [f"(?<=[A-Za-z0-9_+/.~-]{{16}}{tail}\n)" for tail in _TAILS]
+        + [f"(?<={tail}\n)" for tail in ("\\\\", "\\\\\r", "   ", "   \r")]
+    )
+    + ")"
+)
 # A shell line continuation inside a token, raw (`\` newline) or JSON-escaped (which the
 # unescaped view shows as three spaces and a newline).
 _CONTINUED = re.compile(
@@ -56,15 +61,19 @@ PRINTABLE = 0.95  # share of printable characters for decoded bytes to count as 
 Scan = Callable[[str, int], Sequence[Finding]]
 
 
-def cuts(view: str, regions: Sequence[tuple[int, int]],
-         triggers: Collection[str] | None = None) -> list[tuple[int, int]]:
+def cuts(
+    view: str, regions: Sequence[tuple[int, int]], triggers: Collection[str] | None = None
+) -> list[tuple[int, int]]:
     """Spans to take out of `view`: invisible characters anywhere, line folds inside
     `regions` (the windows around vendor keywords: a folded token keeps its prefix on
     its first line). `triggers`: which of TRIGGERS `view` holds, if known."""
     if triggers is None:
         triggers = [t for t in TRIGGERS if t in view.lower()]
-    out = [m.span() for m in _INVISIBLE.finditer(view)] if any(
-        c in triggers for c in _INVISIBLE_CHARS) else []
+    out = (
+        [m.span() for m in _INVISIBLE.finditer(view)]
+        if any(c in triggers for c in _INVISIBLE_CHARS)
+        else []
+    )
     if any(e in triggers for e in _ESCAPES):
         out += [m.span() for m in _ESCAPED.finditer(view)]
     # A fold's first line ends in a newline inside a window (every line a window touches
@@ -112,7 +121,10 @@ def _folds(view: str, regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def split_findings(
-    view: str, regions: Sequence[tuple[int, int]], scan: Scan, depth: int,
+    view: str,
+    regions: Sequence[tuple[int, int]],
+    scan: Scan,
+    depth: int,
     triggers: Collection[str] | None = None,
 ) -> list[Finding]:
     """Findings that only exist once the hidden separators are taken out. Only the text
@@ -171,8 +183,7 @@ def base64_runs(view: str, raw: bytes | None = None) -> Iterator[tuple[int, int]
         pos = data.find(_RUN, end)
 
 
-def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None
-                    ) -> list[Finding]:
+def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None) -> list[Finding]:
     """A base64 run whose decoded text holds a secret is that secret: the whole run is
     the finding, with the inner finding's kind, id and tier."""
     if depth >= LAYERS:
@@ -211,8 +222,10 @@ def decode(run: str) -> str | None:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = ""
-        if text and (text.isprintable() or sum(
-                c.isprintable() or c in "\n\r\t" for c in text) >= PRINTABLE * len(text)):
+        if text and (
+            text.isprintable()
+            or sum(c.isprintable() or c in "\n\r\t" for c in text) >= PRINTABLE * len(text)
+        ):
             return text
     runs, pos = [], marked.find(_TEXT_RUN)
     while pos != -1:

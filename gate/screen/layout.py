@@ -27,8 +27,8 @@ KEY = "messages"
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    start: int             # just past the messages array's "["
-    close: int             # its "]"
+    start: int  # just past the messages array's "["
+    close: int  # its "]"
     ends: tuple[int, ...]  # just past each message
 
 
@@ -68,8 +68,9 @@ def layout(raw: bytes, parsed: list[Any] | None = None) -> Layout | None:
         return None
 
 
-def items(text: str, i: int, offset: int = 0, raw: bytes = b"",
-          parsed: list[Any] | None = None) -> list[int]:
+def items(
+    text: str, i: int, offset: int = 0, raw: bytes = b"", parsed: list[Any] | None = None
+) -> list[int]:
     """Where each item of a JSON array's contents starting at `i` ends (plus `offset`),
     up to its closing bracket or the end of `text` (`raw`: its bytes, `parsed`: its items
     as parsed, to try first)."""

@@ -39,8 +39,9 @@ class _Unread(Exception):
 
 
 @cache
-def lead(pattern: re.Pattern[str], keywords: tuple[str, ...], before: int
-         ) -> re.Pattern[str] | bool:
+def lead(
+    pattern: re.Pattern[str], keywords: tuple[str, ...], before: int
+) -> re.Pattern[str] | bool:
     """For a pattern whose matches all begin at a keyword: True when that keyword is
     always at offset 0 (match at the hit), else a regex whose `match(view, lo, end)` ends
     where the first match starting in [lo, lo + before] starts. False when the analysis
@@ -51,7 +52,7 @@ def lead(pattern: re.Pattern[str], keywords: tuple[str, ...], before: int
         return True
     flags = _FLAGS.match(pattern.pattern)
     head = flags.group() if flags else ""
-    body = pattern.pattern[len(head):]
+    body = pattern.pattern[len(head) :]
     newline = "\n" if pattern.flags & re.VERBOSE else ""  # a trailing # comment ends here
     return re.compile(f"{head}(?s:.){{0,{before}}}?(?=(?:{body}{newline}))", pattern.flags)
 
@@ -62,8 +63,7 @@ def led(pattern: re.Pattern[str], keywords: Sequence[str], before: int) -> bool:
     allowed = [tuple(frozenset({c, c.upper()}) for c in k) for k in keywords]
     try:
         parsed = _parser.parse(pattern.pattern, pattern.flags)
-        paths = _Walk(allowed, before).seq(parsed.data, parsed.state.flags,
-                                           {(0, frozenset())})
+        paths = _Walk(allowed, before).seq(parsed.data, parsed.state.flags, {(0, frozenset())})
     except (_Unread, RecursionError, re.error):
         return False
     return paths == {_DONE}
@@ -82,8 +82,7 @@ class _Walk:
         self.allowed = allowed
         self.before = before
 
-    def seq(self, items: list[tuple[object, object]], flags: int, paths: set[Path]
-            ) -> set[Path]:
+    def seq(self, items: list[tuple[object, object]], flags: int, paths: set[Path]) -> set[Path]:
         for op, av in items:
             if paths == {_DONE}:
                 break
@@ -118,8 +117,9 @@ class _Walk:
             return self.repeat(av, flags, paths)  # type: ignore[arg-type]
         raise _Unread
 
-    def repeat(self, av: tuple[int, int, _parser.SubPattern], flags: int, paths: set[Path]
-               ) -> set[Path]:
+    def repeat(
+        self, av: tuple[int, int, _parser.SubPattern], flags: int, paths: set[Path]
+    ) -> set[Path]:
         low, high, sub = av
         if sub.getwidth()[0] == 0:
             raise _Unread  # a repeat that may consume nothing
@@ -149,8 +149,7 @@ class _Walk:
         else:
             going = frozenset((o, w) for o, w in going if chars <= self.allowed[w][length - o])
             if length <= self.before:
-                going |= {(length, w) for w, word in enumerate(self.allowed)
-                          if chars <= word[0]}
+                going |= {(length, w) for w, word in enumerate(self.allowed) if chars <= word[0]}
         length += 1
         if any(length - o == len(self.allowed[w]) for o, w in going):
             return _DONE

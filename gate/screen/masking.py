@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 MASK = "•"
-SHOWN = 4          # characters kept at each end of a long value
+SHOWN = 4  # characters kept at each end of a long value
 CONTEXT_LINES = 1  # lines shown before and after the finding's line
-LINE_CHARS = 160   # a long line is cut around the finding
+LINE_CHARS = 160  # a long line is cut around the finding
 
 
 def preview(value: str) -> str:
@@ -43,7 +43,7 @@ def context(shown: str, start: int, end: int) -> str:
         if last != -1:
             last = shown.find("\n", last + 1)
     out, pos = [], first
-    for line in shown[first:None if last == -1 else last].split("\n"):
+    for line in shown[first : None if last == -1 else last].split("\n"):
         at = start - pos if pos <= start <= pos + len(line) else 0
         out.append(_cut(line, at))
         pos += len(line) + 1
@@ -55,5 +55,8 @@ def _cut(line: str, at: int) -> str:
     if len(line) <= LINE_CHARS:
         return line
     lo = max(0, min(at - LINE_CHARS // 3, len(line) - LINE_CHARS))
-    return ("…" if lo else "") + line[lo:lo + LINE_CHARS] + ("…" if lo + LINE_CHARS < len(line)
-                                                             else "")
+    return (
+        ("…" if lo else "")
+        + line[lo : lo + LINE_CHARS]
+        + ("…" if lo + LINE_CHARS < len(line) else "")
+    )

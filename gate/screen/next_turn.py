@@ -39,12 +39,13 @@ class Miss(Exception):
     """This body is not a next turn the fast path can screen exactly."""
 
 
-def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
-         screens: Screens | None) -> tuple[Verdict, Turn]:
+def step(
+    turn: Turn, k: int, req: Outbound, policies: PolicyStore, screens: Screens | None
+) -> tuple[Verdict, Turn]:
     """Screen the messages after the first k of `turn` that `req.body` shares with it."""
     body = req.body
     close = len(body) - (len(turn.raw) - turn.close)
-    rest = body[turn.ends[k]:close].lstrip(b" \t\r\n")
+    rest = body[turn.ends[k] : close].lstrip(b" \t\r\n")
     if k and rest:
         if rest[:1] != b",":
             raise Miss("the messages do not continue after the shared ones")
@@ -60,22 +61,38 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     if len(ends) != len(new) or not all(isinstance(m, dict) for m in new):
         raise Miss("the new messages are not objects")
     walked = [anthropic.walk_message(m, (layout.KEY, k + j)) for j, m in enumerate(new)]
-    msgs = (*turn.msgs[:k], *(Message(tuple(s.text for s in segs if s.role is Role.SYSTEM),
-                                      tuple(s.text for s in segs
-                                            if s.role is Role.USER_TEXT)[:3])
-                              for segs, _, _ in walked))
+    msgs = (
+        *turn.msgs[:k],
+        *(
+            Message(
+                tuple(s.text for s in segs if s.role is Role.SYSTEM),
+                tuple(s.text for s in segs if s.role is Role.USER_TEXT)[:3],
+            )
+            for segs, _, _ in walked
+        ),
+    )
     prompt = turn.prompt_of(k)
     if new:
-        prompt = ((*prompt[0], *(t for m in msgs[k:] for t in m.system)),
-                  (*prompt[1], *(t for m in msgs[k:] for t in m.users))[:3])
-    cwd = turn.cwd if prompt == turn.prompt else (
-        req.project_root or tools.working_directory([*prompt[0], *prompt[1]]))
+        prompt = (
+            (*prompt[0], *(t for m in msgs[k:] for t in m.system)),
+            (*prompt[1], *(t for m in msgs[k:] for t in m.users))[:3],
+        )
+    cwd = (
+        turn.cwd
+        if prompt == turn.prompt
+        else (req.project_root or tools.working_directory([*prompt[0], *prompt[1]]))
+    )
     if cwd != turn.cwd:
         raise Miss("the working directory changed")
     root = req.root or (repository_root(cwd) if cwd else None)
     policy = policies.policy_for(root)
-    index = tool_calls.denied_index(screens.indexes if screens else None, policies, policy,
-                                    root, stated=req.project_root is None)
+    index = tool_calls.denied_index(
+        screens.indexes if screens else None,
+        policies,
+        policy,
+        root,
+        stated=req.project_root is None,
+    )
     secrets = screens.secrets if screens else None
     if policy is not turn.policy or index is not turn.index or secrets is not turn.secrets:
         raise Miss("the rules, denied files or secret screen changed")
@@ -92,9 +109,19 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
         result = next(p for cid, p in walked[c.at - k][2] if cid == c.id)
         decision = policy.decide(c.action, root)
         stamp_of(c.action, root, files)
-        made[i] = replace(c, decision=decision, item=tool_calls.withhold(
-            anthropic, fake, ToolCall(c.id, c.name, {}, result), c.action, decision,
-            req.approved, secrets))
+        made[i] = replace(
+            c,
+            decision=decision,
+            item=tool_calls.withhold(
+                anthropic,
+                fake,
+                ToolCall(c.id, c.name, {}, result),
+                c.action,
+                decision,
+                req.approved,
+                secrets,
+            ),
+        )
     cut = len(made) - sum(len(u) for _, u, _ in walked)  # made[:cut]: the shared messages'
     items = sorted({*(i for i in turn.items if i < cut), *fresh})
     withheld: list[Withheld] = [w for i in items if (w := made[i].item) is not None]
@@ -105,36 +132,63 @@ def step(turn: Turn, k: int, req: Outbound, policies: PolicyStore,
     for j, (segs, _, _) in enumerate(walked):
         extra: tuple[Segment, ...] = ()
         if index or secrets:
-            extra = content.unknown(item_strings(new[j], (layout.KEY, k + j), SHORTEST),
-                                    {s.path for s in segs}, index, secrets)
+            extra = content.unknown(
+                item_strings(new[j], (layout.KEY, k + j), SHORTEST),
+                {s.path for s in segs},
+                index,
+                secrets,
+            )
         outcomes += content.screened(segs, done, index, secrets, policy, req.approved)
         extras += content.screened(extra, done, index, secrets, policy, req.approved)
         outcome_ends.append(len(outcomes) + (outcome_ends[k - 1] if k else 0))
         extra_ends.append(len(extras) + (extra_ends[k - 1] if k else 0))
-    shared_outcomes = turn.outcomes[:turn.outcome_ends[k - 1] if k else 0]
-    shared_extras = turn.extras[:turn.extra_ends[k - 1] if k else 0]
-    withheld += content.tally([*turn.head, *shared_outcomes, *outcomes, *turn.before,
-                              *shared_extras, *extras, *turn.after],
-                              _Names(made))
+    shared_outcomes = turn.outcomes[: turn.outcome_ends[k - 1] if k else 0]
+    shared_extras = turn.extras[: turn.extra_ends[k - 1] if k else 0]
+    withheld += content.tally(
+        [
+            *turn.head,
+            *shared_outcomes,
+            *outcomes,
+            *turn.before,
+            *shared_extras,
+            *extras,
+            *turn.after,
+        ],
+        _Names(made),
+    )
     for o in (*outcomes, *extras):
         if o.text != o.seg.text:
             set_at(fake, o.seg.path, o.text)
     out, outs, frame = None, turn.outs[:k], turn.frame
     if any(not (w.asked and w.asked.approved) for w in withheld):
         out, outs, frame = _rewritten(turn, k, new, body)
-        logger.debug("withheld {} item(s): {}", len(withheld),
-                    ", ".join(sorted({w.rule for w in withheld})))
-    nxt = replace(turn, raw=body, ends=(*turn.ends[:k + 1], *ends), close=close, msgs=msgs,
-                  calls=tuple(made), where=where, answers=answers, items=tuple(items),
-                  files=files, outs=outs if len(outs) == len(msgs) else (), frame=frame,
-                  prompt=prompt, said=said(msgs, k, tuple(i for i in turn.said if i < k)),
-                  outcomes=(*shared_outcomes, *outcomes), outcome_ends=tuple(outcome_ends),
-                  extras=(*shared_extras, *extras), extra_ends=tuple(extra_ends))
+        logger.debug(
+            "withheld {} item(s): {}", len(withheld), ", ".join(sorted({w.rule for w in withheld}))
+        )
+    nxt = replace(
+        turn,
+        raw=body,
+        ends=(*turn.ends[: k + 1], *ends),
+        close=close,
+        msgs=msgs,
+        calls=tuple(made),
+        where=where,
+        answers=answers,
+        items=tuple(items),
+        files=files,
+        outs=outs if len(outs) == len(msgs) else (),
+        frame=frame,
+        prompt=prompt,
+        said=said(msgs, k, tuple(i for i in turn.said if i < k)),
+        outcomes=(*shared_outcomes, *outcomes),
+        outcome_ends=tuple(outcome_ends),
+        extras=(*shared_extras, *extras),
+        extra_ends=tuple(extra_ends),
+    )
     return Verdict(out, anthropic.FORMAT, turn.model, root, tuple(withheld)), nxt
 
 
-def _revalidated(turn: Turn, made: list[Call], k: int, policy: Policy, root: str | None
-                 ) -> Files:
+def _revalidated(turn: Turn, made: list[Call], k: int, policy: Policy, root: str | None) -> Files:
     """The files the reused decisions looked at, as they are now. A file that is another
     file now (edited by renaming over it, a symlink swapped) has its calls decided again,
     as the whole-body path's rule cache does; a decision that differs is a miss."""
@@ -146,15 +200,19 @@ def _revalidated(turn: Turn, made: list[Call], k: int, policy: Policy, root: str
             files[key] = now
     if changed:
         for c in made:
-            if (c.at is not None and c.at < k and changed.intersection(
-                    (t, root) for t in targets(c.action))
-                    and policy.decide(c.action, root) != c.decision):
+            if (
+                c.at is not None
+                and c.at < k
+                and changed.intersection((t, root) for t in targets(c.action))
+                and policy.decide(c.action, root) != c.decision
+            ):
                 raise Miss(f"the decision on call {c.id} changed with the files it names")
     return files
 
 
-def _rewritten(turn: Turn, k: int, new: list[dict[str, Any]], body: bytes
-               ) -> tuple[bytes, tuple[bytes, ...], tuple[bytes, bytes]]:
+def _rewritten(
+    turn: Turn, k: int, new: list[dict[str, Any]], body: bytes
+) -> tuple[bytes, tuple[bytes, ...], tuple[bytes, bytes]]:
     """The edited body put together as the whole-body path writes it: the frame around
     each message's orjson.dumps (the shared ones' kept from their turn)."""
     frame, shared = turn.frame, turn.outs[:k]
@@ -165,17 +223,22 @@ def _rewritten(turn: Turn, k: int, new: list[dict[str, Any]], body: bytes
             # conversation first withholds something; later turns reuse them).
             start, close = turn.ends[0], len(body) - (len(turn.raw) - turn.close)
             frame = frame or layout.frame(orjson.loads(body[:start] + body[close:]))
-            shared = tuple(orjson.dumps(m) for m in orjson.loads(
-                b"[" + body[start:turn.ends[k]] + b"]")) if k else ()
+            shared = (
+                tuple(
+                    orjson.dumps(m) for m in orjson.loads(b"[" + body[start : turn.ends[k]] + b"]")
+                )
+                if k
+                else ()
+            )
         outs = (*shared, *(orjson.dumps(m) for m in new))
     except (orjson.JSONEncodeError, orjson.JSONDecodeError, TypeError) as exc:
         raise Miss("a message needs the standard library's writer") from exc
     return layout.assemble(frame, outs), outs, frame
 
 
-def _calls(turn: Turn, k: int, new: list[dict[str, Any]], walked: list[anthropic.Message],
-           cwd: str | None) -> tuple[list[Call], dict[str, int], tuple[tuple[int, ...], ...],
-                                     list[int]]:
+def _calls(
+    turn: Turn, k: int, new: list[dict[str, Any]], walked: list[anthropic.Message], cwd: str | None
+) -> tuple[list[Call], dict[str, int], tuple[tuple[int, ...], ...], list[int]]:
     """The calls of the shared messages (answered in a later one: open again), then the new
     ones; which call each message answers; the calls the new messages answer. A body the
     whole-body walk refuses (a call id twice, a result answering nothing open) is a miss."""

@@ -29,8 +29,17 @@ from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
 
 UNSEEN_CALL = "a tool call gate did not see"
 
-__all__ = ["Blocked", "Outbound", "Screens", "Verdict", "Withheld", "dump", "parse", "screen",
-           "screen_object"]
+__all__ = [
+    "Blocked",
+    "Outbound",
+    "Screens",
+    "Verdict",
+    "Withheld",
+    "dump",
+    "parse",
+    "screen",
+    "screen_object",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +50,12 @@ class Screens:
     secrets: SecretScreen | None = None
 
 
-def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
-           known_for: Callable[[str], Mapping[str, tuple[str, Mapping[str, Any]]]] | None = None,
-           ) -> Verdict:
+def screen(
+    req: Outbound,
+    policies: PolicyStore,
+    screens: Screens | None = None,
+    known_for: Callable[[str], Mapping[str, tuple[str, Mapping[str, Any]]]] | None = None,
+) -> Verdict:
     """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
     if not req.body.strip():
         return Verdict(None, None, None, req.root or req.project_root)
@@ -68,10 +80,12 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
                 logger.warning("forwarding a non-JSON body unscreened (upstream opted out)")
                 return Verdict(None, "unscreened", None, req.root or req.project_root)
             # Fail closed: a body gate cannot parse is a body gate cannot screen.
-            raise Blocked("gate cannot screen this request: the body is not JSON"
-                          f" ({_syntax(exc)}). A file upload is not screened: send it"
-                          " without gate, or give its upstream `unsafe_pass_non_json: true`"
-                          " (docs/usage.md), which forwards it unscreened") from exc
+            raise Blocked(
+                "gate cannot screen this request: the body is not JSON"
+                f" ({_syntax(exc)}). A file upload is not screened: send it"
+                " without gate, or give its upstream `unsafe_pass_non_json: true`"
+                " (docs/usage.md), which forwards it unscreened"
+            ) from exc
     except Ambiguous as exc:  # JSON with two meanings is refused even where non-JSON passes
         raise Blocked(f"gate cannot screen this request: {exc}") from exc
     if fmt is None:
@@ -81,8 +95,11 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
     known = None
     if known_for is not None and isinstance(prev := body.get("previous_response_id"), str):
         known = known_for(prev)  # calls a stored response made: its outputs pair with them
-    if known_for is not None and fmt is openai_assistants and (
-            run := openai_assistants.submitted_to(req.path)):
+    if (
+        known_for is not None
+        and fmt is openai_assistants
+        and (run := openai_assistants.submitted_to(req.path))
+    ):
         # The calls the run asked outputs for, as gate saw them in an earlier reply.
         known = known_for(openai_assistants.run_key(*run))
     where = None
@@ -97,18 +114,23 @@ def screen(req: Outbound, policies: PolicyStore, screens: Screens | None = None,
     return worked.verdict()
 
 
-def screen_strings(req: Outbound, body: Any, policies: PolicyStore,
-                   screens: Screens | None = None) -> Verdict:
+def screen_strings(
+    req: Outbound, body: Any, policies: PolicyStore, screens: Screens | None = None
+) -> Verdict:
     """A body in no format gate knows: every string is still screened for denied content and
     secrets; nothing is paired, so no tool rule applies."""
     with history.one_request():
-        return _decide(Walk("unknown", None, (), ()), None, req, body, policies,
-                       screens).verdict()
+        return _decide(Walk("unknown", None, (), ()), None, req, body, policies, screens).verdict()
 
 
-def screen_object(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: PolicyStore,
-                  known: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
-                  screens: Screens | None = None) -> Verdict:
+def screen_object(
+    fmt: ModuleType,
+    req: Outbound,
+    body: dict[str, Any],
+    policies: PolicyStore,
+    known: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+    screens: Screens | None = None,
+) -> Verdict:
     """Screen an already parsed body in place (a WebSocket frame's payload, say).
 
     `known` holds calls seen earlier on the same connection (id → name, input): a result
@@ -117,9 +139,14 @@ def screen_object(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies
     return _screen(fmt, req, body, policies, known, screens).verdict()
 
 
-def _screen(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: PolicyStore,
-            known: Mapping[str, tuple[str, Mapping[str, Any]]] | None,
-            screens: Screens | None) -> Worked:
+def _screen(
+    fmt: ModuleType,
+    req: Outbound,
+    body: dict[str, Any],
+    policies: PolicyStore,
+    known: Mapping[str, tuple[str, Mapping[str, Any]]] | None,
+    screens: Screens | None,
+) -> Worked:
     with history.one_request():
         try:
             walk = fmt.walk(body)
@@ -129,9 +156,12 @@ def _screen(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: Poli
             # Fail closed: a result whose call gate never saw (a previous_response_id or a
             # conversation it does not know, a restart) is decided as the strictest call.
             known = known or {}
-            extra = tuple(ToolCall(i, known[i][0], known[i][1], path) if i in known else
-                          ToolCall(i, UNSEEN_CALL, {UNSEEN: True}, path)
-                          for i, path in walk.orphans)
+            extra = tuple(
+                ToolCall(i, known[i][0], known[i][1], path)
+                if i in known
+                else ToolCall(i, UNSEEN_CALL, {UNSEEN: True}, path)
+                for i, path in walk.orphans
+            )
             walk = replace(walk, calls=walk.calls + extra)
         return _decide(walk, fmt, req, body, policies, screens)
 
@@ -143,7 +173,7 @@ class Worked:
 
     req: Outbound
     walk: Walk
-    body: Any                 # as edited
+    body: Any  # as edited
     cwd: str | None
     root: str | None
     policy: Policy
@@ -152,7 +182,7 @@ class Worked:
     # one its decision and what its rule withheld.
     calls: tuple[tuple[ToolCall, Action, Decision | None, Withheld | None], ...]
     outcomes: tuple[Outcome, ...]  # of the walk's strings, in its order
-    extras: tuple[Outcome, ...]    # of strings no walker knows, in body order
+    extras: tuple[Outcome, ...]  # of strings no walker knows, in body order
     withheld: tuple[Withheld, ...]
     model: str | None
 
@@ -163,20 +193,35 @@ class Worked:
 
     def verdict(self, out: bytes | None = None) -> Verdict:
         if self.rewrite:
-            logger.debug("withheld {} item(s): {}", len(self.withheld),
-                        ", ".join(sorted({w.rule for w in self.withheld})))
+            logger.debug(
+                "withheld {} item(s): {}",
+                len(self.withheld),
+                ", ".join(sorted({w.rule for w in self.withheld})),
+            )
             out = out if out is not None else dump(self.body)
-        return Verdict(out if self.rewrite else None, self.walk.format, self.model, self.root,
-                       self.withheld)
+        return Verdict(
+            out if self.rewrite else None, self.walk.format, self.model, self.root, self.withheld
+        )
 
 
-def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
-            policies: PolicyStore, screens: Screens | None) -> Worked:
+def _decide(
+    walk: Walk,
+    fmt: ModuleType | None,
+    req: Outbound,
+    body: Any,
+    policies: PolicyStore,
+    screens: Screens | None,
+) -> Worked:
     cwd = req.project_root or calls.working_directory(walk)
     root = req.root or (repository_root(cwd) if cwd else None)
     policy = policies.policy_for(root)
-    index = calls.denied_index(screens.indexes if screens else None, policies, policy, root,
-                               stated=req.project_root is None)
+    index = calls.denied_index(
+        screens.indexes if screens else None,
+        policies,
+        policy,
+        root,
+        stated=req.project_root is None,
+    )
     secrets = screens.secrets if screens else None
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
     same_name = calls.same_name_candidates(walk)
@@ -189,15 +234,22 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
             continue
         decision = policy.decide(action, root)
         if (wide := incomplete.widened(action, unwalked, cwd)) is not None and (
-                (wider := policy.decide(wide, root)).effect in (Effect.DENY, Effect.ASK)
-                and decision.effect not in (Effect.DENY, Effect.ASK)):
+            (wider := policy.decide(wide, root)).effect in (Effect.DENY, Effect.ASK)
+            and decision.effect not in (Effect.DENY, Effect.ASK)
+        ):
             decision, action = wider, wide  # a search over files not indexed yet
         for other in (*same_name.get(call.id, ()), *started.get(call.id, ())):
             # Paired by name and order only, or a later output of a command started earlier:
             # the strictest call it could answer decides.
             decision, action = calls.stricter((decision, action), policy, root, cwd, other)
-        decided.append((call, action, decision, calls.withhold(fmt, body, call, action, decision,
-                                                                req.approved, secrets)))
+        decided.append(
+            (
+                call,
+                action,
+                decision,
+                calls.withhold(fmt, body, call, action, decision, req.approved, secrets),
+            )
+        )
     withheld = [item for *_, item in decided if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
     extra: list[Segment] = []
@@ -211,19 +263,37 @@ def _decide(walk: Walk, fmt: ModuleType | None, req: Outbound, body: Any,
     for o in (*outcomes, *extras):
         if o.text != o.seg.text:
             set_at(body, o.seg.path, o.text)
-    return Worked(req, walk, body, cwd, root, policy, index, tuple(decided), tuple(outcomes),
-                  tuple(extras), tuple(withheld), walk.model or _model_in_path(req.path))
+    return Worked(
+        req,
+        walk,
+        body,
+        cwd,
+        root,
+        policy,
+        index,
+        tuple(decided),
+        tuple(outcomes),
+        tuple(extras),
+        tuple(withheld),
+        walk.model or _model_in_path(req.path),
+    )
 
 
-def _walked(fmt: ModuleType, req: Outbound, body: dict[str, Any], policies: PolicyStore,
-            screens: Screens | None) -> Verdict:
+def _walked(
+    fmt: ModuleType,
+    req: Outbound,
+    body: dict[str, Any],
+    policies: PolicyStore,
+    screens: Screens | None,
+) -> Verdict:
     return screen_object(fmt, req, body, policies, None, screens)
 
 
 def _upload(policies: PolicyStore, screens: Screens | None) -> upload.Screeners:
     return upload.Screeners(
         lambda req, obj: screen_strings(req, obj, policies, screens),
-        lambda fmt, req, obj: _walked(fmt, req, obj, policies, screens))
+        lambda fmt, req, obj: _walked(fmt, req, obj, policies, screens),
+    )
 
 
 def _syntax(exc: ValueError) -> str:

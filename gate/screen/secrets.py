@@ -29,8 +29,15 @@ from gate import dirs
 from gate.screen import hidden
 from gate.screen.detectors import Detector, Finding, Tier, load_detectors
 
-__all__ = ["Finding", "Scanner", "Tier", "content_key", "keyed_hash", "load_or_create_key",
-           "placeholder"]
+__all__ = [
+    "Finding",
+    "Scanner",
+    "Tier",
+    "content_key",
+    "keyed_hash",
+    "load_or_create_key",
+    "placeholder",
+]
 
 CACHE_ENTRIES = 8192  # distinct strings remembered (findings only, never the text)
 KEY_FILE = "secret.key"
@@ -41,16 +48,28 @@ BUDGET = 2.0  # CPU seconds (this thread's, so load elsewhere does not count) pe
 FOLDED_MAX = 4096  # detectors with longer windows (PEM blocks) read line breaks themselves
 UNSCREENED_KIND, UNSCREENED_ID = "unscreened", "gate.scan-budget"
 # Each escape becomes as many characters, so view offsets are text offsets.
-_PLAIN = {"\\\\n": "  \n", "\\\\": "  ", '\\"': ' "', "\\'": " '", "\\n": " \n",
-          "\\r": " \r", "\\t": " \t"}
+_PLAIN = {
+    "\\\\n": "  \n",
+    "\\\\": "  ",
+    '\\"': ' "',
+    "\\'": " '",
+    "\\n": " \n",
+    "\\r": " \r",
+    "\\t": " \t",
+}
 _ESCAPE = re.compile(r"""\\\\n?|\\["'nrt]""")
 
 
 class Scanner:
     """Finds secrets in decoded strings. Thread-safe; one per process is enough."""
 
-    def __init__(self, detectors: Sequence[Detector] | None = None, *,
-                 cache_entries: int = CACHE_ENTRIES, budget: float = BUDGET):
+    def __init__(
+        self,
+        detectors: Sequence[Detector] | None = None,
+        *,
+        cache_entries: int = CACHE_ENTRIES,
+        budget: float = BUDGET,
+    ):
         self.budget = budget
         self.detectors = tuple(load_detectors() if detectors is None else detectors)
         by_word: dict[str, list[int]] = {}
@@ -60,14 +79,16 @@ class Scanner:
         words = list(by_word)
         # Per keyword, its detectors: windowed ones first, as the window order (which
         # breaks ties between equal findings) has always been.
-        self._targets = [tuple(sorted(by_word[w], key=lambda i: self.detectors[i].anchor))
-                         for w in words]
+        self._targets = [
+            tuple(sorted(by_word[w], key=lambda i: self.detectors[i].anchor)) for w in words
+        ]
         # The hidden-form passes' triggers ride on the same pass: invisible characters
         # (their UTF-8) and their JSON escapes.
         self._triggers = len(words)
         self._prefilter = ahocorasick_rs.BytesAhoCorasick(
             [w.encode() for w in words] + [w.encode() for w in hidden.TRIGGERS],
-            implementation=ahocorasick_rs.Implementation.DFA)
+            implementation=ahocorasick_rs.Implementation.DFA,
+        )
         self._cache: OrderedDict[Hashable, tuple[Finding, ...]] = OrderedDict()
         self._cache_entries = cache_entries
         self._lock = threading.Lock()
@@ -89,8 +110,9 @@ class Scanner:
                 self._cache.popitem(last=False)
         return list(found)
 
-    def _scan(self, text: str, depth: int = 0, deadline: _Deadline | None = None
-              ) -> tuple[Finding, ...]:
+    def _scan(
+        self, text: str, depth: int = 0, deadline: _Deadline | None = None
+    ) -> tuple[Finding, ...]:
         """Findings of every detector in `text`, then in the views that undo hiding
         (invisible characters, folds, base64 layers). Past the time budget the whole
         string is one high-tier finding: what could not be screened is asked about."""
@@ -109,16 +131,17 @@ class Scanner:
             if det.tier is Tier.HIGH and det.after < FOLDED_MAX:  # vendor formats
                 regions += windows
             for f in det.find(view, windows, hits):
-                ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start),
-                               f))
+                ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
         plain = _resolve(ranked)
 
         def inner(sub: str, level: int) -> tuple[Finding, ...]:
             return self._scan(sub, level, deadline) if len(sub) >= MIN_TEXT else ()
 
         regions.sort()
-        extra = [*hidden.split_findings(view, regions, inner, depth, found.triggers),
-                 *hidden.base64_findings(view, inner, depth, found.data)]
+        extra = [
+            *hidden.split_findings(view, regions, inner, depth, found.triggers),
+            *hidden.base64_findings(view, inner, depth, found.data),
+        ]
         if deadline.passed():
             return (self._over_budget(text),)
         if not extra:
@@ -127,14 +150,18 @@ class Scanner:
         for f in extra:
             if f.rule_id in generic and any(p.start < f.end and f.start < p.end for p in plain):
                 continue  # a generic match across a fold is no better than the one found
-            ranked.append(((f.tier is not Tier.HIGH, f.rule_id in generic, f.start - f.end,
-                            f.start), f))
+            ranked.append(
+                ((f.tier is not Tier.HIGH, f.rule_id in generic, f.start - f.end, f.start), f)
+            )
         return _resolve(ranked)
 
     @staticmethod
     def _over_budget(text: str) -> Finding:
-        logger.warning("secret screening of a {}-character string ran past its budget;"
-                       " it is held for a person", len(text))
+        logger.warning(
+            "secret screening of a {}-character string ran past its budget;"
+            " it is held for a person",
+            len(text),
+        )
         return Finding(0, len(text), UNSCREENED_KIND, UNSCREENED_ID, Tier.HIGH)
 
     def windows(self, view: str) -> dict[int, list[tuple[int, int]]]:
@@ -142,9 +169,12 @@ class Scanner:
         anchored detector, the hits): the only text its regexes see. Keywords match ASCII
         case-insensitively."""
         n = len(view)
-        return {i: hits if self.detectors[i].anchor else
-                _windows(hits, self.detectors[i].before, self.detectors[i].after, n)
-                for i, hits in self._find_keywords(view).hits.items()}
+        return {
+            i: hits
+            if self.detectors[i].anchor
+            else _windows(hits, self.detectors[i].before, self.detectors[i].after, n)
+            for i, hits in self._find_keywords(view).hits.items()
+        }
 
     def _find_keywords(self, view: str) -> _Keywords:
         data = view.encode("utf-8", "surrogatepass").lower()
@@ -170,8 +200,10 @@ class Scanner:
                 else:
                     hits[i] = have + spans
         return _Keywords(
-            data, {i: sorted(spans) if len(spans) > 1 else spans for i, spans in hits.items()},
-            frozenset(hidden.TRIGGERS[w - triggers] for w in by_word if w >= triggers))
+            data,
+            {i: sorted(spans) if len(spans) > 1 else spans for i, spans in hits.items()},
+            frozenset(hidden.TRIGGERS[w - triggers] for w in by_word if w >= triggers),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +211,7 @@ class _Keywords:
     """What the keyword pass found in a view: per detector index the (start, end) of its
     keywords, sorted, in the order the detectors were first hit; the hidden-form triggers
     seen; and the lowered UTF-8 it ran on."""
+
     data: bytes
     hits: dict[int, list[tuple[int, int]]]
     triggers: frozenset[str]
@@ -225,8 +258,7 @@ def _char_offsets(data: bytes, hits: list[tuple[int, int, int]]) -> list[tuple[i
     return out
 
 
-def _windows(hits: list[tuple[int, int]], before: int, after: int, n: int
-             ) -> list[tuple[int, int]]:
+def _windows(hits: list[tuple[int, int]], before: int, after: int, n: int) -> list[tuple[int, int]]:
     """The windows around sorted keyword hits, overlapping ones merged."""
     merged: list[tuple[int, int]] = []
     last_start, last_end = -1, -1
@@ -284,8 +316,13 @@ def load_or_create_key(data_dir: Path) -> bytes:
             return key
         aside = path.with_name(f"{KEY_FILE}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
         os.replace(path, aside)
-        logger.warning("{} is not a gate key ({} bytes); moved it to {} and made a new one"
-                       " (placeholders change once)", path, len(key), aside)
+        logger.warning(
+            "{} is not a gate key ({} bytes); moved it to {} and made a new one"
+            " (placeholders change once)",
+            path,
+            len(key),
+            aside,
+        )
     fresh = path.with_name(f".{KEY_FILE}.{os.getpid()}")
     dirs.write_private(fresh, os.urandom(KEY_BYTES))
     try:

@@ -29,8 +29,8 @@ Prompt = tuple[tuple[str, ...], tuple[str, ...]]
 class Message:
     """A message's texts that may state a working directory."""
 
-    system: tuple[str, ...]        # system-role texts
-    users: tuple[str, ...]         # its first user texts
+    system: tuple[str, ...]  # system-role texts
+    users: tuple[str, ...]  # its first user texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +38,10 @@ class Call:
     id: str
     name: str
     action: Action
-    msg: int                       # the message that makes it
-    at: int | None = None          # the message that answers it
+    msg: int  # the message that makes it
+    at: int | None = None  # the message that answers it
     decision: Decision | None = None  # on its result, when answered
-    item: Withheld | None = None   # what its rule withheld
+    item: Withheld | None = None  # what its rule withheld
 
 
 Files = dict[tuple[str, str | None], object]  # (path, root) → which file it named
@@ -50,35 +50,35 @@ Files = dict[tuple[str, str | None], object]  # (path, root) → which file it n
 @dataclass(frozen=True, slots=True)
 class Turn:
     raw: bytes
-    key: tuple[object, ...]        # path, project root, approved answers, HOME
+    key: tuple[object, ...]  # path, project root, approved answers, HOME
     policy: Policy
     index: DeniedIndex | None
     secrets: SecretScreen | None
     cwd: str | None
     root: str | None
     model: str | None
-    ends: tuple[int, ...]          # ends[k]: just past the first k messages (0: the "[")
-    close: int                     # the messages' "]"
+    ends: tuple[int, ...]  # ends[k]: just past the first k messages (0: the "[")
+    close: int  # the messages' "]"
     msgs: tuple[Message, ...]
-    calls: tuple[Call, ...]        # in the order they are made
-    where: dict[str, int]          # call id → its index in calls
+    calls: tuple[Call, ...]  # in the order they are made
+    where: dict[str, int]  # call id → its index in calls
     answers: tuple[tuple[int, ...], ...]  # per message: the calls it answers
-    items: tuple[int, ...]         # the calls whose rule withheld their result
-    files: Files                   # what the decisions looked at, as it was
+    items: tuple[int, ...]  # the calls whose rule withheld their result
+    files: Files  # what the decisions looked at, as it was
     # Outcomes of the messages' walked strings and unknown strings, in order; the first
     # ends[k - 1] of them are the first k messages'.
     outcomes: tuple[Outcome, ...]
     outcome_ends: tuple[int, ...]
     extras: tuple[Outcome, ...]
     extra_ends: tuple[int, ...]
-    head: tuple[Outcome, ...]      # outcomes of the walked strings outside the messages
-    before: tuple[Outcome, ...]    # outcomes of unknown strings in keys before the messages
-    after: tuple[Outcome, ...]     # ... and after them
-    system: tuple[str, ...]        # system-role texts outside the messages
+    head: tuple[Outcome, ...]  # outcomes of the walked strings outside the messages
+    before: tuple[Outcome, ...]  # outcomes of unknown strings in keys before the messages
+    after: tuple[Outcome, ...]  # ... and after them
+    system: tuple[str, ...]  # system-role texts outside the messages
     frame: tuple[bytes, bytes] | None  # a rewritten body around its messages
-    outs: tuple[bytes, ...]        # the first messages' orjson.dumps as edited (all, or none)
-    prompt: Prompt                 # what cwd was read from
-    said: tuple[int, ...]          # the messages that hold any of `prompt`
+    outs: tuple[bytes, ...]  # the first messages' orjson.dumps as edited (all, or none)
+    prompt: Prompt  # what cwd was read from
+    said: tuple[int, ...]  # the messages that hold any of `prompt`
 
     @property
     def size(self) -> int:
@@ -95,13 +95,13 @@ class Turn:
         it also ends as this one does from the messages' "]"; None if it does not."""
         tail = len(self.raw) - self.close
         view = memoryview(self.raw)
-        if len(body) < self.ends[0] + tail or not body.endswith(view[self.close:]):
+        if len(body) < self.ends[0] + tail or not body.endswith(view[self.close :]):
             return None
         close = len(body) - tail
         ends = self.ends
 
         def same(k: int, checked: int = 0) -> bool:  # bytes before `checked` are known same
-            return ends[k] <= close and body.startswith(view[checked:ends[k]], checked)
+            return ends[k] <= close and body.startswith(view[checked : ends[k]], checked)
 
         n = len(self.msgs)
         k = max(n - 2, 0)  # the usual: all but the last one or two (a moved cache mark)
@@ -133,8 +133,7 @@ def prompt(system: tuple[str, ...], msgs: Iterable[Message]) -> Prompt:
     return (*system, *more), tuple(users[:3])
 
 
-def said(msgs: Sequence[Message], start: int = 0, before: tuple[int, ...] = ()
-         ) -> tuple[int, ...]:
+def said(msgs: Sequence[Message], start: int = 0, before: tuple[int, ...] = ()) -> tuple[int, ...]:
     """`before` (indexes below `start`) and the messages from `start` on that hold any
     prompt text: system-role texts, or one of the first 3 user texts."""
     users = sum(len(msgs[i].users) for i in before)
@@ -147,15 +146,17 @@ def said(msgs: Sequence[Message], start: int = 0, before: tuple[int, ...] = ()
     return tuple(out)
 
 
-def first(req: Outbound, worked: Worked, secrets: SecretScreen | None,
-          where: layout.Layout | None) -> Turn | None:
+def first(
+    req: Outbound, worked: Worked, secrets: SecretScreen | None, where: layout.Layout | None
+) -> Turn | None:
     """A Turn from a body screened whole, or None when its shape does not allow one."""
     body = worked.body
     messages = body.get(layout.KEY) if isinstance(body, dict) else None
     if where is None or not isinstance(messages, list) or len(messages) != len(where.ends):
         return None
     per: list[tuple[list[Outcome], list[Outcome], list[str], list[str]]] = [
-        ([], [], [], []) for _ in messages]
+        ([], [], [], []) for _ in messages
+    ]
     head: list[Outcome] = []
     for o in worked.outcomes:
         if (i := msg_of(o.seg)) is not None:
@@ -203,14 +204,34 @@ def first(req: Outbound, worked: Worked, secrets: SecretScreen | None,
             return None  # written by the standard library instead: not put together
     msgs = tuple(Message(tuple(s), tuple(u[:3])) for _, _, s, u in per)
     outcomes, extras = _flat([p[0] for p in per]), _flat([p[1] for p in per])
-    return Turn(req.body, key_of(req), worked.policy, worked.index, secrets, worked.cwd,
-                worked.root, worked.model, (where.start, *where.ends), where.close, msgs,
-                tuple(found), {c.id: i for i, c in enumerate(found)},
-                tuple(tuple(a) for a in answers),
-                tuple(i for i, c in enumerate(found) if c.item is not None), files,
-                *outcomes, *extras, tuple(head), tuple(frame_extras[0]),
-                tuple(frame_extras[1]), tuple(system), frame, tuple(outs),
-                prompt(tuple(system), msgs), said(msgs))
+    return Turn(
+        req.body,
+        key_of(req),
+        worked.policy,
+        worked.index,
+        secrets,
+        worked.cwd,
+        worked.root,
+        worked.model,
+        (where.start, *where.ends),
+        where.close,
+        msgs,
+        tuple(found),
+        {c.id: i for i, c in enumerate(found)},
+        tuple(tuple(a) for a in answers),
+        tuple(i for i, c in enumerate(found) if c.item is not None),
+        files,
+        *outcomes,
+        *extras,
+        tuple(head),
+        tuple(frame_extras[0]),
+        tuple(frame_extras[1]),
+        tuple(system),
+        frame,
+        tuple(outs),
+        prompt(tuple(system), msgs),
+        said(msgs),
+    )
 
 
 def _flat(lists: list[list[Outcome]]) -> tuple[tuple[Outcome, ...], tuple[int, ...]]:

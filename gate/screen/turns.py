@@ -33,8 +33,8 @@ from gate.screen.verdict import Blocked, Outbound, Verdict
 if TYPE_CHECKING:
     from gate.screen.request import Screens, Worked
 
-MAX_TURNS = 16           # conversations remembered (subagents run beside the main one)
-MAX_BYTES = 256 << 20    # raw bodies and rewritten messages kept, in total
+MAX_TURNS = 16  # conversations remembered (subagents run beside the main one)
+MAX_BYTES = 256 << 20  # raw bodies and rewritten messages kept, in total
 
 
 class Turns:
@@ -42,8 +42,9 @@ class Turns:
         self._turns: list[Turn] = []
         self._lock = threading.Lock()
 
-    def screen(self, req: Outbound, policies: PolicyStore,
-               screens: Screens | None) -> Verdict | None:
+    def screen(
+        self, req: Outbound, policies: PolicyStore, screens: Screens | None
+    ) -> Verdict | None:
         """The verdict for a next turn of a conversation kept here; None: screen it whole."""
         key = turn.key_of(req)
         with self._lock:
@@ -60,13 +61,15 @@ class Turns:
             except Blocked:
                 return None  # the whole-body path raises it again, in its own order
             self._put(nxt, kept)
-            logger.debug("next turn: {} of {} messages reused, {} new", k, len(kept.msgs),
-                         len(nxt.msgs) - k)
+            logger.debug(
+                "next turn: {} of {} messages reused, {} new", k, len(kept.msgs), len(nxt.msgs) - k
+            )
             return verdict
         return None
 
-    def keep(self, req: Outbound, worked: Worked, screens: Screens | None,
-             where: layout.Layout | None) -> Verdict | None:
+    def keep(
+        self, req: Outbound, worked: Worked, screens: Screens | None, where: layout.Layout | None
+    ) -> Verdict | None:
         """Remember a body screened whole (`where`: its messages in its bytes); its verdict,
         the rewritten body put together as the next turn's will be (None: this body cannot
         be a turn, use worked.verdict())."""

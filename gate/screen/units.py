@@ -9,13 +9,48 @@ MIN_UNIT = 6
 # Values too common to say anything about the file they came from: booleans, empty-ish
 # words, environment and log-level names, and the stock names of local services. Written
 # in docs/guarantees.md; keep the two in step.
-STOP_WORDS = frozenset({
-    "true", "false", "null", "none", "enabled", "disabled", "production", "development",
-    "staging", "testing", "default", "localhost", "warning", "verbose", "postgres",
-    "postgresql", "mysql", "sqlite", "redis", "mongodb", "public", "private", "changeit",
-    "example", "undefined", "unknown", "always", "never", "latest", "stable", "master",
-    "origin", "primary", "secondary", "internal", "external", "required", "optional",
-})
+STOP_WORDS = frozenset(
+    {
+        "true",
+        "false",
+        "null",
+        "none",
+        "enabled",
+        "disabled",
+        "production",
+        "development",
+        "staging",
+        "testing",
+        "default",
+        "localhost",
+        "warning",
+        "verbose",
+        "postgres",
+        "postgresql",
+        "mysql",
+        "sqlite",
+        "redis",
+        "mongodb",
+        "public",
+        "private",
+        "changeit",
+        "example",
+        "undefined",
+        "unknown",
+        "always",
+        "never",
+        "latest",
+        "stable",
+        "master",
+        "origin",
+        "primary",
+        "secondary",
+        "internal",
+        "external",
+        "required",
+        "optional",
+    }
+)
 # Plain numbers shorter than this are ports, counts and timeouts, not identifying values.
 MIN_DIGITS = 8
 _ASSIGN = re.compile(r"""^\s*(?:export\s+)?["']?[\w.-]+["']?\s*[=:]\s*(.+?)\s*,?\s*$""")

@@ -94,10 +94,12 @@ def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
             " multipart/related bodies are read; it was not sent"
         )
     if how == "chunk":
-        raise Blocked("gate screens an uploaded file only whole: a part of a chunked upload"
-                      " (OpenAI's Uploads API) could split a value with the next part, each"
-                      " screened alone. Upload the file in one request (files.create); it was"
-                      " not sent")
+        raise Blocked(
+            "gate screens an uploaded file only whole: a part of a chunked upload"
+            " (OpenAI's Uploads API) could split a value with the next part, each"
+            " screened alone. Upload the file in one request (files.create); it was"
+            " not sent"
+        )
     if how == "raw":
         _one_chunk(req)
         try:
@@ -125,8 +127,15 @@ def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
             unread += 1
             edited, verdict = "", Verdict(None, FORMAT, None, req.root or req.project_root)
         # Field and file names leave too: screened, never edited.
-        names = {k: v for k, v in (("name", part.name), ("filename", part.filename),
-                                   ("content-type", part.header)) if v}
+        names = {
+            k: v
+            for k, v in (
+                ("name", part.name),
+                ("filename", part.filename),
+                ("content-type", part.header),
+            )
+            if v
+        }
         if names and screeners.strings(req, names).body is not None:
             raise Blocked(
                 f"the name of upload {label} (or its Content-Type) holds a denied file's"

@@ -17,9 +17,9 @@ class Blocked(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Outbound:
-    path: str                 # the upstream path, query included
-    body: bytes               # decoded (no content-encoding)
-    agent: str | None         # from the run, or guessed from headers
+    path: str  # the upstream path, query included
+    body: bytes  # decoded (no content-encoding)
+    agent: str | None  # from the run, or guessed from headers
     project_root: str | None  # from the run, if any
     unsafe_pass_non_json: bool = False  # the upstream's opt-out (config), never the default
     # Ask findings a person (or remembered answer) approved, by Asked.key: these leave as is.
@@ -36,12 +36,12 @@ class Outbound:
 class Asked:
     """An `ask` finding: what a person is shown, never the value itself."""
 
-    key: str                  # keyed hash of the content: the same content, the same key
-    question: str             # the question kind: "send-secret" | "send-denied-content"
-    preview: str              # first and last 4 characters, the middle masked
-    context: str              # the surrounding lines, every finding in them masked
-    approved: bool = False    # in Outbound.approved: sent as is
-    team: str | None = None   # keyed hash under the team key (team answers), if there is one
+    key: str  # keyed hash of the content: the same content, the same key
+    question: str  # the question kind: "send-secret" | "send-denied-content"
+    preview: str  # first and last 4 characters, the middle masked
+    context: str  # the surrounding lines, every finding in them masked
+    approved: bool = False  # in Outbound.approved: sent as is
+    team: str | None = None  # keyed hash under the team key (team answers), if there is one
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +55,20 @@ class Withheld:
     kind: str = "tool-result"
     count: int = 1
     fingerprint: str | None = None  # secrets: a keyed hash prefix, never the value
-    asked: Asked | None = None      # set when the policy says ask
+    asked: Asked | None = None  # set when the policy says ask
     decision: Mapping[str, str] | None = None  # who answered the question, and how
 
     def record(self) -> dict[str, object]:
         """As written to the audit: where and why, never the content."""
-        out: dict[str, object] = {"kind": self.kind, "call_id": self.call_id,
-                                  "tool": self.tool, "target": self.target, "rule": self.rule,
-                                  "where": self.where, "count": self.count}
+        out: dict[str, object] = {
+            "kind": self.kind,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "target": self.target,
+            "rule": self.rule,
+            "where": self.where,
+            "count": self.count,
+        }
         if self.fingerprint:
             out["fingerprint"] = self.fingerprint
         if self.decision:
@@ -72,7 +78,7 @@ class Withheld:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    body: bytes | None        # None: forward the original bytes untouched
+    body: bytes | None  # None: forward the original bytes untouched
     format: str | None
     model: str | None
     project_root: str | None

@@ -17,19 +17,24 @@ def test_a_resent_call_gets_the_same_action() -> None:
     assert first.reads == ("/p/.env",)
 
 
-@pytest.mark.parametrize(("name", "tool_input", "cwd", "reads"), [
-    ("Bash", {"command": "cat .env.local"}, "/p", ("/p/.env.local",)),  # another input
-    ("Bash", {"command": "cat .env"}, "/q", ("/q/.env",)),              # another directory
-    ("Bash", {"command": "cat .env", "workdir": "/w"}, "/p", ("/w/.env",)),  # another key
-])
-def test_any_difference_is_worked_out_again(name: str, tool_input: dict[str, str], cwd: str,
-                                            reads: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("name", "tool_input", "cwd", "reads"),
+    [
+        ("Bash", {"command": "cat .env.local"}, "/p", ("/p/.env.local",)),  # another input
+        ("Bash", {"command": "cat .env"}, "/q", ("/q/.env",)),  # another directory
+        ("Bash", {"command": "cat .env", "workdir": "/w"}, "/p", ("/w/.env",)),  # another key
+    ],
+)
+def test_any_difference_is_worked_out_again(
+    name: str, tool_input: dict[str, str], cwd: str, reads: tuple[str, ...]
+) -> None:
     tools.action("Bash", {"command": "cat .env"}, "/p")
     assert tools.action(name, tool_input, cwd).reads == reads
 
 
-def test_key_order_and_home_are_part_of_the_call(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_order_and_home_are_part_of_the_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a = tools.action("Read", {"file_path": "/x", "limit": 5}, "/p")
     b = tools.action("Read", {"limit": 5, "file_path": "/x"}, "/p")
     assert a.params == (("file_path", "/x"), ("limit", "5"))

@@ -23,6 +23,10 @@ pytestmark = [pytest.mark.agent_cli, pytest.mark.timeout(300)]
 def test_aider_added_env_file_is_withheld(gate_dirs: dict[str, Path]) -> None:
     out = check(case("aider", "added-file"), gate_dirs)
     sent = [s.json() for s in out.models.seen if s.body]
-    pasted = [m["content"] for b in sent for m in b["messages"]
-              if m["role"] == "user" and ".env\n```" in m["content"]]
+    pasted = [
+        m["content"]
+        for b in sent
+        for m in b["messages"]
+        if m["role"] == "user" and ".env\n```" in m["content"]
+    ]
     assert pasted and all("[gate: withheld a value from .env" in p for p in pasted)

@@ -28,8 +28,9 @@ CLAUDE = next(c for c in CASES if c.agent == "claude-code")
 
 
 def _gate(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*GATE, *args], env=env, capture_output=True, text=True, timeout=60,
-                          check=False)
+    return subprocess.run(
+        [*GATE, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def _question(env: dict[str, str], deadline: float) -> dict[str, object]:
@@ -44,7 +45,8 @@ def _question(env: dict[str, str], deadline: float) -> dict[str, object]:
 
 @pytest.mark.parametrize("answer", ["redact", "approve"])
 def test_claude_code_waits_while_a_person_answers_from_another_terminal(
-        gate_dirs: dict[str, Path], answer: str) -> None:
+    gate_dirs: dict[str, Path], answer: str
+) -> None:
     binary = CLAUDE.binary()
     if binary is None:
         pytest.skip(f"no `claude` on PATH and {CLAUDE.bin_env} unset")
@@ -57,9 +59,22 @@ def test_claude_code_waits_while_a_person_answers_from_another_terminal(
     try:
         env = environment(CLAUDE, home, project, hole.url)
         agent = subprocess.Popen(
-            [*GATE, "run", "--upstream", f"anthropic={models.url}", "--", binary,
-             *CLAUDE.argv(PROMPT)], cwd=project, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                *GATE,
+                "run",
+                "--upstream",
+                f"anthropic={models.url}",
+                "--",
+                binary,
+                *CLAUDE.argv(PROMPT),
+            ],
+            cwd=project,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             question = _question(env, time.monotonic() + 150)
             # What the person sees is masked: never the token.

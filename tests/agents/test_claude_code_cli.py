@@ -29,12 +29,27 @@ RUN_TIMEOUT = 180  # seconds for the whole `gate run -- claude -p ...`
 PLACEHOLDER = "[gate: content withheld."
 # Variables that could point Claude Code at a real account, provider or config instead.
 _SCRUB = (
-    "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_CUSTOM_HEADERS",
-    "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "CLAUDE_CODE_OAUTH_TOKEN",
-    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY",
-    "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL", "ANTHROPIC_FOUNDRY_BASE_URL",
-    "CLAUDE_CONFIG_DIR", "NODE_OPTIONS", "ALL_PROXY", "all_proxy",
-    "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_USE_FOUNDRY",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "ANTHROPIC_VERTEX_BASE_URL",
+    "ANTHROPIC_FOUNDRY_BASE_URL",
+    "CLAUDE_CONFIG_DIR",
+    "NODE_OPTIONS",
+    "ALL_PROXY",
+    "all_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
 )
 _QUIET = {
     "DISABLE_TELEMETRY": "1",
@@ -55,15 +70,17 @@ def claude_bin() -> str:
         return path
     found = shutil.which("claude")
     if found is None:
-        pytest.skip(f"no `claude` on PATH and {BIN_ENV} unset"
-                    " (npm install @anthropic-ai/claude-code)")
+        pytest.skip(
+            f"no `claude` on PATH and {BIN_ENV} unset (npm install @anthropic-ai/claude-code)"
+        )
     return found
 
 
 def _has_tool_result(message: Any) -> bool:
     content = message.get("content") if isinstance(message, dict) else None
     return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def read_then_done(env_file: Path) -> Any:
@@ -77,14 +94,21 @@ def read_then_done(env_file: Path) -> Any:
             return [{"type": "text", "text": "ok"}]
         if _has_tool_result(messages[-1]):
             return [{"type": "text", "text": "done"}]
-        return [{"type": "tool_use", "id": "toolu_gate_test_" + os.urandom(4).hex(),
-                 "name": "Read", "input": {"file_path": str(env_file)}}]
+        return [
+            {
+                "type": "tool_use",
+                "id": "toolu_gate_test_" + os.urandom(4).hex(),
+                "name": "Read",
+                "input": {"file_path": str(env_file)},
+            }
+        ]
 
     return script
 
 
-def test_claude_code_read_of_env_is_withheld(provider: FakeProvider,
-                                             gate_dirs: dict[str, Path]) -> None:
+def test_claude_code_read_of_env_is_withheld(
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     claude = claude_bin()
     project = gate_dirs["project"].resolve()
     secret = "fake-" + os.urandom(16).hex()
@@ -97,11 +121,29 @@ def test_claude_code_read_of_env_is_withheld(provider: FakeProvider,
     env["ANTHROPIC_API_KEY"] = "sk-ant-fake-" + os.urandom(8).hex()
     env["CLAUDE_CONFIG_DIR"] = str(gate_dirs["home"] / ".claude")
     gate = [sys.executable, "-m", "gate"]
-    cmd = [*gate, "run", "--upstream", f"anthropic={provider.url}", "--",
-           claude, "-p", "read .env", "--allowedTools", "Read", "--no-session-persistence"]
+    cmd = [
+        *gate,
+        "run",
+        "--upstream",
+        f"anthropic={provider.url}",
+        "--",
+        claude,
+        "-p",
+        "read .env",
+        "--allowedTools",
+        "Read",
+        "--no-session-persistence",
+    ]
     try:
-        done = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
-                              timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            cmd,
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"`gate run -- claude` did not finish in {RUN_TIMEOUT}s: {exc.stderr!r}")
     assert done.returncode == 0, f"stdout={done.stdout!r} stderr={done.stderr[-2000:]!r}"
@@ -115,8 +157,14 @@ def test_claude_code_read_of_env_is_withheld(provider: FakeProvider,
         assert "x-api-key" in seen.headers or "authorization" in seen.headers or not seen.body
 
     # The request carrying the Read result has gate's placeholder in place of the content.
-    results = [b for s in messages for m in s.json()["messages"] if _has_tool_result(m)
-               for b in m["content"] if b.get("type") == "tool_result"]
+    results = [
+        b
+        for s in messages
+        for m in s.json()["messages"]
+        if _has_tool_result(m)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
     assert results, "Claude Code never sent the Read result back"
     for block in results:
         content = block["content"]
@@ -125,13 +173,13 @@ def test_claude_code_read_of_env_is_withheld(provider: FakeProvider,
         assert str(env_file) in text
 
     # The audit has the rows, says what was withheld, and never holds the value.
-    log = subprocess.run([*gate, "log", "--json"], env=env, capture_output=True, text=True,
-                         timeout=60, check=True)
+    log = subprocess.run(
+        [*gate, "log", "--json"], env=env, capture_output=True, text=True, timeout=60, check=True
+    )
     rows = json.loads(log.stdout)["requests"]
     modified = [r for r in rows if r["verdict"] == "modified"]
     assert modified, rows
-    assert all(r["agent"] == "claude-code" and r["project_root"] == str(project)
-               for r in modified)
+    assert all(r["agent"] == "claude-code" and r["project_root"] == str(project) for r in modified)
     withheld = modified[0]["withheld"][0]
     assert (withheld["tool"], withheld["target"]) == ("Read", str(env_file))
     assert withheld["rule"] == "Read(./.env)"
@@ -141,7 +189,8 @@ def test_claude_code_read_of_env_is_withheld(provider: FakeProvider,
 
 
 def test_claude_code_later_turns_reuse_all_but_the_last_message(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     """Six reads in a row: from the third request on, gate screens only what each turn
     added (Claude Code moves its cache mark to the newest message, so the previous last
     message is the one that changed), and the .env value still never leaves."""
@@ -161,24 +210,48 @@ def test_claude_code_later_turns_reuse_all_but_the_last_message(
         done = sum(1 for m in req.get("messages") or () if _has_tool_result(m))
         if done >= len(reads):
             return [{"type": "text", "text": "done"}]
-        return [{"type": "tool_use", "id": "toolu_gate_test_" + os.urandom(4).hex(),
-                 "name": "Read", "input": {"file_path": str(reads[done])}}]
+        return [
+            {
+                "type": "tool_use",
+                "id": "toolu_gate_test_" + os.urandom(4).hex(),
+                "name": "Read",
+                "input": {"file_path": str(reads[done])},
+            }
+        ]
 
     provider.script = script
     env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
     env.update(_QUIET, GATE_LOG_LEVEL="DEBUG")
     env["ANTHROPIC_API_KEY"] = "sk-ant-fake-" + os.urandom(8).hex()
     env["CLAUDE_CONFIG_DIR"] = str(gate_dirs["home"] / ".claude")
-    cmd = [sys.executable, "-m", "gate", "run", "--upstream", f"anthropic={provider.url}",
-           "--", claude, "-p", "read the files", "--allowedTools", "Read",
-           "--no-session-persistence"]
-    done = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+    cmd = [
+        sys.executable,
+        "-m",
+        "gate",
+        "run",
+        "--upstream",
+        f"anthropic={provider.url}",
+        "--",
+        claude,
+        "-p",
+        "read the files",
+        "--allowedTools",
+        "Read",
+        "--no-session-persistence",
+    ]
+    done = subprocess.run(
+        cmd,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0 and "done" in done.stdout, done.stderr[-2000:]
     assert all(secret.encode() not in s.body for s in provider.seen)
     log = (gate_dirs["data"] / "gate.log").read_text()
-    reused = [line.split("next turn: ", 1)[1] for line in log.splitlines()
-              if "next turn: " in line]
+    reused = [line.split("next turn: ", 1)[1] for line in log.splitlines() if "next turn: " in line]
     counts = [(int(r.split()[0]), int(r.split()[2])) for r in reused]  # (reused, of)
     assert len(counts) >= len(reads) - 1, log[-3000:]
     assert all(k >= n - 1 for k, n in counts[1:]), counts

@@ -19,10 +19,13 @@ from agent_run import check
 pytestmark = [pytest.mark.agent_cli, pytest.mark.timeout(300)]
 
 
-@pytest.mark.parametrize(("name", "endpoint"), [("completions", "/byok/chat/completions"),
-                                                ("responses", "/byok/responses")])
-def test_copilot_reads_of_env_are_withheld(name: str, endpoint: str,
-                                           gate_dirs: dict[str, Path]) -> None:
+@pytest.mark.parametrize(
+    ("name", "endpoint"),
+    [("completions", "/byok/chat/completions"), ("responses", "/byok/responses")],
+)
+def test_copilot_reads_of_env_are_withheld(
+    name: str, endpoint: str, gate_dirs: dict[str, Path]
+) -> None:
     out = check(case("copilot", name), gate_dirs)
     assert "COPILOT_PROVIDER_BASE_URL is set, so /copilot forwards to" in out.proc.stderr
     assert {s.path for s in out.models.seen if s.body} == {endpoint}

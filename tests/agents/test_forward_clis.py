@@ -28,9 +28,15 @@ from loopback import LoopbackServer
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.timeout(300)]
 
-_FORWARD = [("claude-code", "read-and-bash"), ("opencode", "anthropic"), ("opencode", "openai"),
-            ("opencode", "google"), ("gemini-cli", "read-and-shell"),
-            ("copilot", "completions"), ("copilot", "responses")]
+_FORWARD = [
+    ("claude-code", "read-and-bash"),
+    ("opencode", "anthropic"),
+    ("opencode", "openai"),
+    ("opencode", "google"),
+    ("gemini-cli", "read-and-shell"),
+    ("copilot", "completions"),
+    ("copilot", "responses"),
+]
 
 
 @pytest.mark.parametrize(("agent", "name"), _FORWARD, ids=[f"{a}-{n}" for a, n in _FORWARD])
@@ -42,10 +48,17 @@ def test_forward_mode_withholds_env(agent: str, name: str, gate_dirs: dict[str, 
 def test_codex_custom_provider_over_http(gate_dirs: dict[str, Path]) -> None:
     """Codex with a provider of the user's own on api.openai.com, WebSockets off."""
     c = case("codex", "exec-command")
-    provider = ('{name="mine",base_url="https://api.openai.com/v1",wire_api="responses",'
-                'env_key="CODEX_API_KEY",supports_websockets=false}')
-    argv = ["-c", f"model_providers.mine={provider}", "-c", "model_provider=mine",
-            *c.argv("Show me what is in .env")]
+    provider = (
+        '{name="mine",base_url="https://api.openai.com/v1",wire_api="responses",'
+        'env_key="CODEX_API_KEY",supports_websockets=false}'
+    )
+    argv = [
+        "-c",
+        f"model_providers.mine={provider}",
+        "-c",
+        "model_provider=mine",
+        *c.argv("Show me what is in .env"),
+    ]
     check(c, gate_dirs, forward=True, argv=argv)
 
 
@@ -58,19 +71,22 @@ def test_codex_built_in_provider_over_websocket(gate_dirs: dict[str, Path]) -> N
 assert all(any((c.agent, c.name) == f for c in CASES) for f in _FORWARD)
 
 
-
 def _claude_subscription() -> dict[str, str]:
     """A fake claude.ai sign-in, as `claude /login` leaves it (tokens valid for an hour)."""
-    oauth = {"accessToken": "sk-ant-oat01-fake-" + os.urandom(12).hex(),
-             "refreshToken": "sk-ant-ort01-fake-" + os.urandom(12).hex(),
-             "expiresAt": int(time.time() * 1000) + 3_600_000,
-             "scopes": ["user:inference", "user:profile"], "subscriptionType": "pro"}
+    oauth = {
+        "accessToken": "sk-ant-oat01-fake-" + os.urandom(12).hex(),
+        "refreshToken": "sk-ant-ort01-fake-" + os.urandom(12).hex(),
+        "expiresAt": int(time.time() * 1000) + 3_600_000,
+        "scopes": ["user:inference", "user:profile"],
+        "subscriptionType": "pro",
+    }
     return {".claude/.credentials.json": json.dumps({"claudeAiOauth": oauth})}
 
 
 @pytest.mark.parametrize("forward", [True, False], ids=["forward", "reverse"])
-def test_claude_code_signed_in_with_a_subscription(forward: bool,
-                                                   gate_dirs: dict[str, Path]) -> None:
+def test_claude_code_signed_in_with_a_subscription(
+    forward: bool, gate_dirs: dict[str, Path]
+) -> None:
     """No API key: Claude Code sends its claude.ai OAuth token, to api.anthropic.com in
     forward mode and to ANTHROPIC_BASE_URL (gate's /anthropic) in reverse mode."""
     base = case("claude-code", "read-and-bash")
@@ -78,8 +94,9 @@ def test_claude_code_signed_in_with_a_subscription(forward: bool,
     c = replace(base, env=lambda: dict(quiet), home=_claude_subscription())
     out = check(c, gate_dirs, forward=forward)
     bodies = [s for s in out.models.seen if s.body]
-    assert all(s.headers.get("authorization", "").startswith("Bearer sk-ant-oat01-fake-")
-               for s in bodies), [sorted(s.headers) for s in bodies]
+    assert all(
+        s.headers.get("authorization", "").startswith("Bearer sk-ant-oat01-fake-") for s in bodies
+    ), [sorted(s.headers) for s in bodies]
 
 
 class JsonAnswers(LoopbackServer):
@@ -122,14 +139,25 @@ def test_gemini_cli_signed_in_with_google(gate_dirs: dict[str, Path]) -> None:
     google = JsonAnswers({k.split("/", 1)[1]: v for k, v in answers(refreshed).items()})
     hosts = tuple(f"{h}={google.url}" for h in HOSTS)
     try:
-        out = run_through_gate(signed_in(token, 365 * 86400.0, True), gate_dirs,
-                               forward=True, fake=FakeGemini(), extra=hosts)
+        out = run_through_gate(
+            signed_in(token, 365 * 86400.0, True),
+            gate_dirs,
+            forward=True,
+            fake=FakeGemini(),
+            extra=hosts,
+        )
     finally:
         google.stop()
     # The model's turns are checked as every agent's are; the setup calls carry no content.
     assert not any(out.secret.encode() in s.body for s in out.models.seen)
-    assert_never_sent(replace(out, models=FakeGemini(seen=[
-        s for s in out.models.seen if ":streamGenerateContent" in s.path])))
+    assert_never_sent(
+        replace(
+            out,
+            models=FakeGemini(
+                seen=[s for s in out.models.seen if ":streamGenerateContent" in s.path]
+            ),
+        )
+    )
     assert_audited(out, gate_dirs, dict(os.environ))
     assert "POST tokeninfo" in google.asked, google.asked
     methods = {s.path.split("?")[0].rsplit(":", 1)[-1] for s in out.models.seen}
@@ -139,15 +167,29 @@ def test_gemini_cli_signed_in_with_google(gate_dirs: dict[str, Path]) -> None:
 
 # What Copilot's model list says of a model it may use (the fields it was seen to need).
 _COPILOT_MODEL = {
-    "id": "gpt-5", "name": "GPT-5", "vendor": "OpenAI", "version": "gpt-5", "object": "model",
-    "model_picker_enabled": True, "preview": False, "is_chat_default": True,
-    "capabilities": {"family": "gpt-5", "type": "chat", "object": "model_capabilities",
-                     "tokenizer": "o200k_base",
-                     "limits": {"max_context_window_tokens": 128000,
-                                "max_output_tokens": 16384, "max_prompt_tokens": 128000},
-                     "supports": {"streaming": True, "tool_calls": True,
-                                  "parallel_tool_calls": True}},
-    "policy": {"state": "enabled", "terms": ""}, "supported_endpoints": ["/chat/completions"]}
+    "id": "gpt-5",
+    "name": "GPT-5",
+    "vendor": "OpenAI",
+    "version": "gpt-5",
+    "object": "model",
+    "model_picker_enabled": True,
+    "preview": False,
+    "is_chat_default": True,
+    "capabilities": {
+        "family": "gpt-5",
+        "type": "chat",
+        "object": "model_capabilities",
+        "tokenizer": "o200k_base",
+        "limits": {
+            "max_context_window_tokens": 128000,
+            "max_output_tokens": 16384,
+            "max_prompt_tokens": 128000,
+        },
+        "supports": {"streaming": True, "tool_calls": True, "parallel_tool_calls": True},
+    },
+    "policy": {"state": "enabled", "terms": ""},
+    "supported_endpoints": ["/chat/completions"],
+}
 
 
 def test_copilot_cli_signed_in_with_github(gate_dirs: dict[str, Path]) -> None:
@@ -155,17 +197,31 @@ def test_copilot_cli_signed_in_with_github(gate_dirs: dict[str, Path]) -> None:
     api.github.com go to a loopback fake; the models on api.individual.githubcopilot.com
     are screened."""
     token = fake_key("gho_")
-    c = replace(case("copilot", "completions"), inherit=None, upstream="github-copilot",
-                env=lambda: {"COPILOT_GITHUB_TOKEN": token, "COPILOT_MODEL": "gpt-5"})
-    github = JsonAnswers({
-        "copilot_internal/user": {"login": "gate-test", "copilot_plan": "individual",
-                                  "chat_enabled": True,
-                                  "endpoints": {"api": "https://api.individual.githubcopilot.com"}},
-        "user": {"login": "gate-test", "id": 1}})
+    c = replace(
+        case("copilot", "completions"),
+        inherit=None,
+        upstream="github-copilot",
+        env=lambda: {"COPILOT_GITHUB_TOKEN": token, "COPILOT_MODEL": "gpt-5"},
+    )
+    github = JsonAnswers(
+        {
+            "copilot_internal/user": {
+                "login": "gate-test",
+                "copilot_plan": "individual",
+                "chat_enabled": True,
+                "endpoints": {"api": "https://api.individual.githubcopilot.com"},
+            },
+            "user": {"login": "gate-test", "id": 1},
+        }
+    )
     try:
-        out = run_through_gate(c, gate_dirs, forward=True,
-                               fake=FakeModels(model_list=[_COPILOT_MODEL]),
-                               extra=(f"api.github.com={github.url}",))
+        out = run_through_gate(
+            c,
+            gate_dirs,
+            forward=True,
+            fake=FakeModels(model_list=[_COPILOT_MODEL]),
+            extra=(f"api.github.com={github.url}",),
+        )
     finally:
         github.stop()
     assert "GET copilot_internal/user" in github.asked

@@ -25,9 +25,17 @@ def test_opencode_reads_of_env_are_withheld(name: str, gate_dirs: dict[str, Path
     c = case("opencode", name)
     project = gate_dirs["project"]
     # The user's own project config: gate's overlay changes base URLs and nothing else.
-    (project / "opencode.json").write_text(json.dumps({
-        "provider": {"anthropic": {"options": {"baseURL": "http://127.0.0.1:9/not-gate"}}},
-        "permission": {"bash": "allow"}}))
+    (project / "opencode.json").write_text(
+        json.dumps(
+            {
+                "provider": {"anthropic": {"options": {"baseURL": "http://127.0.0.1:9/not-gate"}}},
+                "permission": {"bash": "allow"},
+            }
+        )
+    )
     out = check(c, gate_dirs)
-    assert all(s.headers.get("user-agent", "").startswith("opencode/")
-               for s in out.models.seen if s.body and name != "google")
+    assert all(
+        s.headers.get("user-agent", "").startswith("opencode/")
+        for s in out.models.seen
+        if s.body and name != "google"
+    )

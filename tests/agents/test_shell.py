@@ -9,52 +9,58 @@ import pytest
 from gate.agents.shell import reads
 
 
-@pytest.mark.parametrize(("command", "expected"), [
-    ("cat .env", ["/p/.env"]),
-    ("cd sub && cat .env", ["/p/sub/.env"]),
-    ("cd /etc; cat hosts", ["/etc/hosts"]),
-    ("cat<.env|head", ["/p/.env"]),
-    ("wc -l < .env", ["/p/.env"]),
-    ('V=.env; cat "$V"', ["/p/.env"]),
-    ("F=.env && head -5 ${F}", ["/p/.env"]),
-    ("echo $(cat .env)", ["/p/.env"]),
-    ("{ cat .env; }", ["/p/.env"]),
-    ("(cd x; tail -f y)", ["/p/x/y"]),
-    ("timeout 5 cat ~/.ssh/id_rsa", ["~/.ssh/id_rsa"]),
-    ("env -i A=1 nice -n 5 cat .env", ["/p/.env"]),
-    ("grep -e KEY .env", ["/p/KEY", "/p/.env"]),
-    ("grep -r API_KEY src .env", ["/p/src", "/p/.env"]),
-    ("sed -n 1,5p config/.env.local", ["/p/config/.env.local"]),
-    ("source .env && env", ["/p/.env"]),
-    (". ./.env", ["/p/.env"]),
-    ("base64 .env | xxd", ["/p/.env"]),
-    ("ls -la && echo done", []),
-    ("echo hi > .env", ["/p/.env"]),  # named in the text: taken to read it
-    ("cat a.txt 2>&1 >> log.txt", ["/p/a.txt", "/p/2"]),  # over-approximates: harmless
-    ('cat "unclosed .env', ["/p/unclosed", "/p/.env"]),
-    ("git status\ncat .env", ["/p/.env"]),
-    ("if true; then cat .env; fi", ["/p/.env"]),
-    ("for f in *; do echo $f; done", []),
-    (r"cat $'.e\x6ev'", ["/p/.env"]),  # bash's $'...' strings are decoded
-    (r"$'\x63at' .env", ["/p/.env"]),
-])
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("cat .env", ["/p/.env"]),
+        ("cd sub && cat .env", ["/p/sub/.env"]),
+        ("cd /etc; cat hosts", ["/etc/hosts"]),
+        ("cat<.env|head", ["/p/.env"]),
+        ("wc -l < .env", ["/p/.env"]),
+        ('V=.env; cat "$V"', ["/p/.env"]),
+        ("F=.env && head -5 ${F}", ["/p/.env"]),
+        ("echo $(cat .env)", ["/p/.env"]),
+        ("{ cat .env; }", ["/p/.env"]),
+        ("(cd x; tail -f y)", ["/p/x/y"]),
+        ("timeout 5 cat ~/.ssh/id_rsa", ["~/.ssh/id_rsa"]),
+        ("env -i A=1 nice -n 5 cat .env", ["/p/.env"]),
+        ("grep -e KEY .env", ["/p/KEY", "/p/.env"]),
+        ("grep -r API_KEY src .env", ["/p/src", "/p/.env"]),
+        ("sed -n 1,5p config/.env.local", ["/p/config/.env.local"]),
+        ("source .env && env", ["/p/.env"]),
+        (". ./.env", ["/p/.env"]),
+        ("base64 .env | xxd", ["/p/.env"]),
+        ("ls -la && echo done", []),
+        ("echo hi > .env", ["/p/.env"]),  # named in the text: taken to read it
+        ("cat a.txt 2>&1 >> log.txt", ["/p/a.txt", "/p/2"]),  # over-approximates: harmless
+        ('cat "unclosed .env', ["/p/unclosed", "/p/.env"]),
+        ("git status\ncat .env", ["/p/.env"]),
+        ("if true; then cat .env; fi", ["/p/.env"]),
+        ("for f in *; do echo $f; done", []),
+        (r"cat $'.e\x6ev'", ["/p/.env"]),  # bash's $'...' strings are decoded
+        (r"$'\x63at' .env", ["/p/.env"]),
+    ],
+)
 def test_reads(command: str, expected: list[str]) -> None:
     # The readers' operands come first; every other path-like piece of the text follows.
     got = list(reads(command, "/p"))
-    assert got[:len(expected)] == [os.path.expanduser(e) for e in expected]
+    assert got[: len(expected)] == [os.path.expanduser(e) for e in expected]
     if not expected:
         assert not any(p.endswith(".env") for p in got)
 
 
-@pytest.mark.parametrize(("command", "named"), [
-    ("python3 -c \"open('.env').read()\"", "/p/.env"),
-    ("git show HEAD~2:config/.env", "/p/config/.env"),
-    ("node -e 'require(`fs`).readFileSync(`/etc/shadow`)'", "/etc/shadow"),
-    ("cmd --env-file=secrets/.env.prod", "/p/secrets/.env.prod"),
-    ("cd sub && python3 -c \"open('../.env')\"", "/p/.env"),
-    ("ssh -i ~/.ssh/id_ed25519 host", "~/.ssh/id_ed25519"),
-    ("docker compose config", "/p/.env"),
-])
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [
+        ("python3 -c \"open('.env').read()\"", "/p/.env"),
+        ("git show HEAD~2:config/.env", "/p/config/.env"),
+        ("node -e 'require(`fs`).readFileSync(`/etc/shadow`)'", "/etc/shadow"),
+        ("cmd --env-file=secrets/.env.prod", "/p/secrets/.env.prod"),
+        ("cd sub && python3 -c \"open('../.env')\"", "/p/.env"),
+        ("ssh -i ~/.ssh/id_ed25519 host", "~/.ssh/id_ed25519"),
+        ("docker compose config", "/p/.env"),
+    ],
+)
 def test_a_path_named_anywhere_is_a_read(command: str, named: str) -> None:
     assert os.path.expanduser(named) in reads(command, "/p")
 
@@ -74,8 +80,15 @@ def test_shell_dash_c_is_parsed_as_a_command_line() -> None:
     assert reads("sh -c 'grep -v x < .env'", "/p")[0] == "/p/.env"
 
 
-@pytest.mark.parametrize("command", ["sudo -u root cat .env", "timeout -s KILL 5 cat .env",
-                                     "env -u FOO cat .env", "nice -n 5 head .env"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sudo -u root cat .env",
+        "timeout -s KILL 5 cat .env",
+        "env -u FOO cat .env",
+        "nice -n 5 head .env",
+    ],
+)
 def test_wrappers_with_valued_options(command: str) -> None:
     assert reads(command, "/p") == ("/p/.env",)
 

@@ -25,8 +25,12 @@ def github_token() -> str:
 
 def env_turn(project: Path, token: str, call_id: str = "toolu_1") -> dict[str, Any]:
     """A Claude Code body whose Bash tool output holds `token`."""
-    return conversation(str(project), tool_turn(
-        call_id, "Bash", {"command": "env"}, f"HOME=/home/me\nGITHUB_TOKEN={token}\nLANG=C\n"))
+    return conversation(
+        str(project),
+        tool_turn(
+            call_id, "Bash", {"command": "env"}, f"HOME=/home/me\nGITHUB_TOKEN={token}\nLANG=C\n"
+        ),
+    )
 
 
 @dataclass
@@ -50,8 +54,12 @@ class AskingGate:
     provider: FakeProvider
 
     def client(self) -> anthropic.Anthropic:
-        return anthropic.Anthropic(base_url=f"{self.listening.base_url}/anthropic",
-                                   api_key="sk-ant-test-x", max_retries=0, timeout=60)
+        return anthropic.Anthropic(
+            base_url=f"{self.listening.base_url}/anthropic",
+            api_key="sk-ant-test-x",
+            max_retries=0,
+            timeout=60,
+        )
 
     def send(self, body: dict[str, Any]) -> Sent:
         """Start the request in the background (it may be parked)."""

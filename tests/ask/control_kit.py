@@ -14,8 +14,15 @@ def token(data_dir: Path) -> str:
     return (data_dir / "control.token").read_text().strip()
 
 
-def call(gate: Listening, method: str, path: str, *, body: Any = None,
-         headers: dict[str, str] | None = None, auth: str | None = None) -> tuple[int, Any]:
+def call(
+    gate: Listening,
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    auth: str | None = None,
+) -> tuple[int, Any]:
     """(status, parsed JSON or text); `auth` is sent as the Bearer token when given."""
     conn = http.client.HTTPConnection(gate.host, gate.port, timeout=10)
     hdrs = {"host": f"127.0.0.1:{gate.port}", **(headers or {})}

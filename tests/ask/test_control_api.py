@@ -13,8 +13,9 @@ from gate.proxy.server import Listening
 API = "/_gate/api/pending"
 
 
-def test_the_token_file_is_private_and_required(gate: Listening,
-                                                gate_dirs: dict[str, Path]) -> None:
+def test_the_token_file_is_private_and_required(
+    gate: Listening, gate_dirs: dict[str, Path]
+) -> None:
     path = gate_dirs["data"] / "control.token"
     assert path.stat().st_mode & 0o777 == 0o600
     assert call(gate, "GET", API, auth=token(gate_dirs["data"])) == (200, {"pending": []})
@@ -25,42 +26,58 @@ def test_the_token_file_is_private_and_required(gate: Listening,
 
 @pytest.mark.parametrize("host", ["evil.example:80", "evil.example", "127.0.0.1:1"])
 def test_a_foreign_host_is_refused_even_with_the_token(
-        gate: Listening, gate_dirs: dict[str, Path], host: str) -> None:
+    gate: Listening, gate_dirs: dict[str, Path], host: str
+) -> None:
     status, body = call(gate, "GET", API, auth=token(gate_dirs["data"]), headers={"host": host})
     assert status == 403 and "Host" in body["error"]
 
 
-def test_localhost_names_of_the_gate_are_accepted(gate: Listening,
-                                                  gate_dirs: dict[str, Path]) -> None:
-    status, _ = call(gate, "GET", API, auth=token(gate_dirs["data"]),
-                     headers={"host": f"localhost:{gate.port}"})
+def test_localhost_names_of_the_gate_are_accepted(
+    gate: Listening, gate_dirs: dict[str, Path]
+) -> None:
+    status, _ = call(
+        gate, "GET", API, auth=token(gate_dirs["data"]), headers={"host": f"localhost:{gate.port}"}
+    )
     assert status == 200
 
 
-@pytest.mark.parametrize("headers", [{"origin": "http://evil.example"},
-                                     {"sec-fetch-site": "cross-site"}])
-def test_a_cross_origin_post_is_refused(gate: Listening, gate_dirs: dict[str, Path],
-                                        headers: dict[str, str]) -> None:
-    status, body = call(gate, "POST", f"{API}/q123456", body={"answer": "approve"},
-                        auth=token(gate_dirs["data"]), headers=headers)
+@pytest.mark.parametrize(
+    "headers", [{"origin": "http://evil.example"}, {"sec-fetch-site": "cross-site"}]
+)
+def test_a_cross_origin_post_is_refused(
+    gate: Listening, gate_dirs: dict[str, Path], headers: dict[str, str]
+) -> None:
+    status, body = call(
+        gate,
+        "POST",
+        f"{API}/q123456",
+        body={"answer": "approve"},
+        auth=token(gate_dirs["data"]),
+        headers=headers,
+    )
     assert status == 403 and "cross-" in body["error"]
 
 
-@pytest.mark.parametrize(("body", "status", "says"), [
-    ({"answer": "approve"}, 404, "no pending question"),
-    ({"answer": "yes"}, 400, "answer must be one of"),
-    ({"answer": "approve", "remember": "forever"}, 400, "remember must be one of"),
-    (b"not json", 400, "JSON object"),
-    ([1, 2], 400, "JSON object"),
-])
-def test_bad_answers_are_refused_clearly(gate: Listening, gate_dirs: dict[str, Path],
-                                         body: object, status: int, says: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        ({"answer": "approve"}, 404, "no pending question"),
+        ({"answer": "yes"}, 400, "answer must be one of"),
+        ({"answer": "approve", "remember": "forever"}, 400, "remember must be one of"),
+        (b"not json", 400, "JSON object"),
+        ([1, 2], 400, "JSON object"),
+    ],
+)
+def test_bad_answers_are_refused_clearly(
+    gate: Listening, gate_dirs: dict[str, Path], body: object, status: int, says: str
+) -> None:
     got, reply = call(gate, "POST", f"{API}/qnope00", body=body, auth=token(gate_dirs["data"]))
     assert got == status and says in reply["error"]
 
 
-def test_control_paths_are_never_forwarded(gate: Listening, gate_dirs: dict[str, Path],
-                                           provider: FakeProvider) -> None:
+def test_control_paths_are_never_forwarded(
+    gate: Listening, gate_dirs: dict[str, Path], provider: FakeProvider
+) -> None:
     status, body = call(gate, "GET", "/_gate/api/other", auth=token(gate_dirs["data"]))
     assert status == 404 and "no control endpoint" in body["error"]
     assert provider.seen == []
@@ -87,7 +104,8 @@ def test_a_client_off_loopback_is_refused() -> None:
 
 
 def test_a_gate_that_went_away_is_skipped_and_alone_is_a_clear_error(
-        gate: Listening, gate_dirs: dict[str, Path]) -> None:
+    gate: Listening, gate_dirs: dict[str, Path]
+) -> None:
     import json
     import os
     import socket

@@ -13,14 +13,19 @@ from ask.ask_kit import AskingGate, env_turn, github_token
 
 
 def in_conversation(gate: AskingGate, sid: str, body: dict[str, Any]) -> Any:
-    with anthropic.Anthropic(base_url=f"{gate.listening.base_url}/anthropic",
-                             api_key="sk-ant-test", max_retries=0, timeout=5,
-                             default_headers={"x-claude-code-session-id": sid}) as c:
+    with anthropic.Anthropic(
+        base_url=f"{gate.listening.base_url}/anthropic",
+        api_key="sk-ant-test",
+        max_retries=0,
+        timeout=5,
+        default_headers={"x-claude-code-session-id": sid},
+    ) as c:
         return c.messages.create(**body)
 
 
 def test_approve_without_a_scope_covers_this_conversation_only(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     gate = asking(timeout_seconds=3, default="block")
     token = github_token()
     first = env_turn(gate_dirs["project"], token)
@@ -29,8 +34,14 @@ def test_approve_without_a_scope_covers_this_conversation_only(
     gate.control().answer(question["id"], "approve")  # the page's and CLI's default scope
     assert sent.wait().error is None
     # The same conversation's next turn resends the approved content: answered already.
-    later = {**first, "messages": [*first["messages"], {"role": "assistant", "content": "ok"},
-                                   {"role": "user", "content": "and now?"}]}
+    later = {
+        **first,
+        "messages": [
+            *first["messages"],
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "and now?"},
+        ],
+    }
     again = gate.send(later).wait(10)
     assert again.error is None, again.error  # asked again, it would time out to block
     assert token in gate.provider.seen[-1].body.decode()

@@ -32,7 +32,9 @@ class Helper(LoopbackServer):
                 pass
 
             def do_POST(self) -> None:
-                helper.asked.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+                helper.asked.append(
+                    json.loads(self.rfile.read(int(self.headers["content-length"])))
+                )
                 out = json.dumps({"answer": answer}).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
@@ -44,7 +46,8 @@ class Helper(LoopbackServer):
 
 
 def test_the_helpers_proposal_is_shown_and_applies_when_nobody_answers(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     helper = Helper("block")
     try:
         g = asking(timeout_seconds=1.5, helper_url=f"{helper.url}/propose")
@@ -78,26 +81,44 @@ def ws_upstream() -> Iterator[tuple[str, list[str]]]:
 
 @pytest.mark.parametrize("default", ["redact", "block"])
 def test_a_websocket_frame_gets_the_default_at_once(
-        ws_upstream: tuple[str, list[str]], gate_dirs: dict[str, Path], default: str) -> None:
+    ws_upstream: tuple[str, list[str]], gate_dirs: dict[str, Path], default: str
+) -> None:
     url, frames = ws_upstream
     known = (str(gate_dirs["project"]),)  # as `gate serve --project` would
-    config = replace(Config(), port=0, projects=known,
-                     ask=AskConfig(default=default)).with_upstreams(
-        {"openai": parse_upstream("openai", url)})
+    config = replace(
+        Config(), port=0, projects=known, ask=AskConfig(default=default)
+    ).with_upstreams({"openai": parse_upstream("openai", url)})
     server = BackgroundGate(config, gate_dirs["data"])
     gate = server.start()
     token = github_token()
     try:
-        with connect(f"ws://127.0.0.1:{gate.port}/openai/v1/responses",
-                     additional_headers={"authorization": "Bearer sk-fake"}) as ws:
-            ws.send(json.dumps({"type": "response.create", "model": "m", "input": [
-                {"type": "message", "role": "user", "content": [
-                    {"type": "input_text", "text": f"GITHUB_TOKEN={token}"}]}]}))
+        with connect(
+            f"ws://127.0.0.1:{gate.port}/openai/v1/responses",
+            additional_headers={"authorization": "Bearer sk-fake"},
+        ) as ws:
+            ws.send(
+                json.dumps(
+                    {
+                        "type": "response.create",
+                        "model": "m",
+                        "input": [
+                            {
+                                "type": "message",
+                                "role": "user",
+                                "content": [
+                                    {"type": "input_text", "text": f"GITHUB_TOKEN={token}"}
+                                ],
+                            }
+                        ],
+                    }
+                )
+            )
             event = json.loads(ws.recv(timeout=10))
     finally:
         server.stop()
-    line = json.loads((gate_dirs["data"] / "decisions" / "dataset" / "send-secret.jsonl")
-                      .read_text())
+    line = json.loads(
+        (gate_dirs["data"] / "decisions" / "dataset" / "send-secret.jsonl").read_text()
+    )
     assert (line["by"], line["answer"]) == ("policy", default)
     if default == "block":
         assert event["type"] == "error" and "default is block" in event["message"]

@@ -12,8 +12,9 @@ from ask.control_kit import call, token
 UI = "/_gate/ui"
 
 
-def test_a_person_approves_on_the_page(asking: Callable[..., AskingGate], browser: Any,
-                                       gate_dirs: dict[str, Path], tmp_path: Path) -> None:
+def test_a_person_approves_on_the_page(
+    asking: Callable[..., AskingGate], browser: Any, gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
     g = asking()
     secret = github_token()
     sent = g.send(env_turn(gate_dirs["project"], secret))
@@ -31,8 +32,12 @@ def test_a_person_approves_on_the_page(asking: Callable[..., AskingGate], browse
         approve = card.get_by_role("button", name="Approve", exact=False).first
         assert "this conversation's later turns" in approve.inner_text()
         assert approve.get_attribute("accesskey") == "a"
-        colours = {cls: card.locator(f"button.{cls}").first.evaluate(
-            "b => getComputedStyle(b).backgroundColor") for cls in ("approve", "redact", "block")}
+        colours = {
+            cls: card.locator(f"button.{cls}").first.evaluate(
+                "b => getComputedStyle(b).backgroundColor"
+            )
+            for cls in ("approve", "redact", "block")
+        }
         assert len(set(colours.values())) == 3, colours
         assert card.locator("button.block").get_attribute("accesskey") == "b"
         page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
@@ -48,8 +53,9 @@ def test_a_person_approves_on_the_page(asking: Callable[..., AskingGate], browse
     assert secret in g.provider.seen[-1].body.decode()
 
 
-def test_block_on_the_page(asking: Callable[..., AskingGate], browser: Any,
-                           gate_dirs: dict[str, Path]) -> None:
+def test_block_on_the_page(
+    asking: Callable[..., AskingGate], browser: Any, gate_dirs: dict[str, Path]
+) -> None:
     g = asking()
     sent = g.send(env_turn(gate_dirs["project"], github_token()))
     [q] = g.wait_pending()
@@ -65,7 +71,8 @@ def test_block_on_the_page(asking: Callable[..., AskingGate], browser: Any,
 
 
 def test_the_page_needs_the_cookie_and_the_forms_need_the_csrf_token(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     g = asking()
     sent = g.send(env_turn(gate_dirs["project"], github_token()))
     [q] = g.wait_pending()
@@ -73,20 +80,35 @@ def test_the_page_needs_the_cookie_and_the_forms_need_the_csrf_token(
     status, html = call(g.listening, "GET", UI)
     assert status == 401 and "Not signed in" in html
     assert call(g.listening, "GET", f"{UI}?token=wrong")[0] == 401
-    cookie = {"cookie": f"gate_control={secret}",
-              "content-type": "application/x-www-form-urlencoded"}
+    cookie = {
+        "cookie": f"gate_control={secret}",
+        "content-type": "application/x-www-form-urlencoded",
+    }
     form = f"id={q['id']}&choice=approve:once&csrf=".encode()
-    status, html = call(g.listening, "POST", f"{UI}/answer", body=form + b"0" * 64,
-                        headers=cookie)
+    status, html = call(g.listening, "POST", f"{UI}/answer", body=form + b"0" * 64, headers=cookie)
     assert status == 403 and "CSRF" in html
-    status, _ = call(g.listening, "POST", f"{UI}/answer", body=form, headers={
-        "content-type": "application/x-www-form-urlencoded"})
+    status, _ = call(
+        g.listening,
+        "POST",
+        f"{UI}/answer",
+        body=form,
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert status == 401  # the CSRF token alone is not enough either
-    status, body = call(g.listening, "POST", f"{UI}/answer", body=form,
-                        headers={**cookie, "origin": "http://evil.example"})
+    status, body = call(
+        g.listening,
+        "POST",
+        f"{UI}/answer",
+        body=form,
+        headers={**cookie, "origin": "http://evil.example"},
+    )
     assert status == 403 and "cross-origin" in body["error"]
-    status, html = call(g.listening, "GET", UI, headers={"cookie": f"gate_control={secret}",
-                                                         "host": "rebind.example:80"})
+    status, html = call(
+        g.listening,
+        "GET",
+        UI,
+        headers={"cookie": f"gate_control={secret}", "host": "rebind.example:80"},
+    )
     assert status == 403
     assert [p["id"] for p in g.control().pending()] == [q["id"]]  # none of that answered it
     g.control().answer(q["id"], "redact")

@@ -21,7 +21,8 @@ def _secrets(data: Path) -> list[dict[str, object]]:
 
 
 def test_a_parked_request_is_sent_as_is_once_approved_on_the_cli(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     g = asking()
     token = github_token()
     sent = g.send(env_turn(gate_dirs["project"], token))
@@ -46,13 +47,18 @@ def test_a_parked_request_is_sent_as_is_once_approved_on_the_cli(
     row = next(AuditStore(g.data / "audit.db").rows(1))
     assert row["verdict"] == "forwarded"  # approved: the agent's bytes, untouched
     [w] = _secrets(g.data)
-    assert w["decision"] == {"id": q["id"], "question": "send-secret", "answer": "approve",
-                             "by": "person"}
+    assert w["decision"] == {
+        "id": q["id"],
+        "question": "send-secret",
+        "answer": "approve",
+        "by": "person",
+    }
 
 
 @pytest.mark.parametrize("answer", ["redact", "block"])
 def test_redact_and_block_answered_through_the_control_api(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], answer: str) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], answer: str
+) -> None:
     g = asking()
     token = github_token()
     sent = g.send(env_turn(gate_dirs["project"], token))
@@ -70,7 +76,8 @@ def test_redact_and_block_answered_through_the_control_api(
 
 
 def test_a_second_answer_is_a_conflict_and_an_unknown_id_is_clear(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     g = asking()
     sent = g.send(env_turn(gate_dirs["project"], github_token()))
     [q] = g.wait_pending()
@@ -84,8 +91,8 @@ def test_a_second_answer_is_a_conflict_and_an_unknown_id_is_clear(
 
 @pytest.mark.parametrize(("default", "outcome"), [("redact", "redacted"), ("block", "blocked")])
 def test_nobody_answering_applies_the_default(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], default: str,
-        outcome: str) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], default: str, outcome: str
+) -> None:
     g = asking(timeout_seconds=0.5, default=default)
     token = github_token()
     sent = g.send(env_turn(gate_dirs["project"], token)).wait()
@@ -99,7 +106,8 @@ def test_nobody_answering_applies_the_default(
 
 
 def test_ask_never_applies_the_default_at_once_and_says_nobody_was_asked(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     g = asking(mode="never")
     token = github_token()
     assert g.send(env_turn(gate_dirs["project"], token)).wait(10).error is None
@@ -110,16 +118,17 @@ def test_ask_never_applies_the_default_at_once_and_says_nobody_was_asked(
 
 
 def test_several_questions_pend_at_once_and_other_requests_keep_flowing(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     g = asking()
     tokens = [github_token() for _ in range(3)]
-    sent = [g.send(env_turn(gate_dirs["project"], t, f"toolu_{i}"))
-            for i, t in enumerate(tokens)]
+    sent = [g.send(env_turn(gate_dirs["project"], t, f"toolu_{i}")) for i, t in enumerate(tokens)]
     pending = g.wait_pending(3)
     assert len({q["id"] for q in pending}) == 3
     with g.client() as c:  # not held up by the parked ones
-        assert c.messages.create(model="m", max_tokens=8,
-                                 messages=[{"role": "user", "content": "hi"}]).content
+        assert c.messages.create(
+            model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+        ).content
     by_preview = {q["findings"][0]["preview"][-4:]: q["id"] for q in pending}
     answers = ["approve", "redact", "block"]
     for t, answer in zip(tokens, answers, strict=True):
@@ -138,7 +147,8 @@ def test_the_cli_says_when_no_gate_is_running(gate_dirs: dict[str, Path]) -> Non
 
 
 def test_a_request_whose_agent_gave_up_is_never_sent(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     import time
 
     import httpx2 as httpx

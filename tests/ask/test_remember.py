@@ -19,7 +19,8 @@ def _lines(data: Path, kind: str = "send-secret") -> list[dict[str, object]]:
 
 
 def test_a_remembered_approval_answers_the_next_turn_without_asking(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     g = asking()
     token = github_token()
     body = env_turn(gate_dirs["project"], token)
@@ -27,8 +28,10 @@ def test_a_remembered_approval_answers_the_next_turn_without_asking(
     [q] = g.wait_pending()
     assert CliRunner().invoke(cli, ["approve", q["id"], "--remember", "project"]).exit_code == 0
     sent.wait()
-    body["messages"] += [{"role": "assistant", "content": "ok"},
-                         {"role": "user", "content": "and now?"}]
+    body["messages"] += [
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "and now?"},
+    ]
     again = g.send(body).wait(10)  # parked would time out here: nobody answers it
     assert again.error is None and g.control().pending() == []
     assert token in g.provider.seen[-1].body.decode()
@@ -36,7 +39,10 @@ def test_a_remembered_approval_answers_the_next_turn_without_asking(
     assert memory.stat().st_mode & 0o777 == 0o600 and token not in memory.read_text()
     [entry] = json.loads(memory.read_text())["entries"]
     assert (entry["kind"], entry["scope"], entry["question_id"]) == (
-        "github-token", "project", q["id"])
+        "github-token",
+        "project",
+        q["id"],
+    )
     person, remembered = _lines(g.data)
     assert (person["by"], person["remember"]) == ("person", "project")
     assert (remembered["by"], remembered["answer"]) == ("memory", "approve")
@@ -44,8 +50,9 @@ def test_a_remembered_approval_answers_the_next_turn_without_asking(
     assert listed.exit_code == 0 and "project" in listed.output and token not in listed.output
 
 
-def test_an_answer_given_once_is_asked_again(asking: Callable[..., AskingGate],
-                                             gate_dirs: dict[str, Path]) -> None:
+def test_an_answer_given_once_is_asked_again(
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     g = asking()
     body = env_turn(gate_dirs["project"], github_token())
     sent = g.send(body)
@@ -58,7 +65,8 @@ def test_an_answer_given_once_is_asked_again(asking: Callable[..., AskingGate],
 
 
 def test_dataset_lines_hold_the_question_as_shown_and_never_leave(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     g = asking()
     token = github_token()
     sent = g.send(env_turn(gate_dirs["project"], token))
@@ -72,8 +80,12 @@ def test_dataset_lines_hold_the_question_as_shown_and_never_leave(
     assert (g.data / "decisions").stat().st_mode & 0o777 == 0o700
     [line] = _lines(g.data)
     assert {k: line[k] for k in ("id", "kind", "answer", "remember", "by")} == {
-        "id": q["id"], "kind": "send-secret", "answer": "redact", "remember": "session",
-        "by": "person"}
+        "id": q["id"],
+        "kind": "send-secret",
+        "answer": "redact",
+        "remember": "session",
+        "by": "person",
+    }
     assert line["findings"] == q["findings"] and line["request"] == q["request"]
     assert line["request"]["project_root"] == str(gate_dirs["project"])  # type: ignore[index]
     assert isinstance(line["answered_at"], float) and token not in path.read_text()
@@ -86,22 +98,26 @@ def test_dataset_lines_hold_the_question_as_shown_and_never_leave(
     assert line["findings"][0]["preview"] not in forwarded  # type: ignore[index]
 
 
-def test_the_dataset_can_be_turned_off(asking: Callable[..., AskingGate],
-                                       gate_dirs: dict[str, Path]) -> None:
+def test_the_dataset_can_be_turned_off(
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     g = asking(record_dataset=False, mode="never")
     g.send(env_turn(gate_dirs["project"], github_token())).wait()
     assert not (g.data / "decisions" / "dataset").exists()
 
 
 def test_an_ask_rule_on_a_file_makes_a_send_denied_content_question(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     project = gate_dirs["project"]
     (project / ".gate").mkdir()
     (project / ".gate" / "rules.yaml").write_text("ask:\n  - Read(./docs/customers.csv)\n")
     g = asking()
     rows = "name,plan\nalice,gold\nbob,silver\n"
-    body = conversation(str(project), tool_turn(
-        "toolu_1", "Read", {"file_path": f"{project}/docs/customers.csv"}, rows))
+    body = conversation(
+        str(project),
+        tool_turn("toolu_1", "Read", {"file_path": f"{project}/docs/customers.csv"}, rows),
+    )
     sent = g.send(body)
     [q] = g.wait_pending()
     assert q["kind"] == "send-denied-content"
@@ -116,7 +132,8 @@ def test_an_ask_rule_on_a_file_makes_a_send_denied_content_question(
 
 
 def test_a_remembered_block_refuses_the_next_turn_without_asking(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     g = asking()
     body = env_turn(gate_dirs["project"], github_token())
     sent = g.send(body)
@@ -130,14 +147,19 @@ def test_a_remembered_block_refuses_the_next_turn_without_asking(
 
 
 def test_approving_a_withheld_result_asks_again_about_a_secret_inside_it(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     project = gate_dirs["project"]
     (project / ".gate").mkdir()
     (project / ".gate" / "rules.yaml").write_text("ask:\n  - Read(./notes.txt)\n")
     g = asking()
     token = github_token()
-    body = conversation(str(project), tool_turn(
-        "toolu_1", "Read", {"file_path": f"{project}/notes.txt"}, f"deploy with {token}\n"))
+    body = conversation(
+        str(project),
+        tool_turn(
+            "toolu_1", "Read", {"file_path": f"{project}/notes.txt"}, f"deploy with {token}\n"
+        ),
+    )
     sent = g.send(body)
     [first] = g.wait_pending()
     assert first["kind"] == "send-denied-content" and token not in json.dumps(first)

@@ -34,9 +34,25 @@ CLIENT = textwrap.dedent("""
 def _run(project: Path, provider: FakeProvider, token: str, *flags: str) -> subprocess.Popen[str]:
     (project / "client.py").write_text(CLIENT)
     return subprocess.Popen(
-        [sys.executable, "-m", "gate", "run", *flags, "--upstream", f"anthropic={provider.url}",
-         "--", sys.executable, "client.py", token],
-        cwd=project, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ)
+        [
+            sys.executable,
+            "-m",
+            "gate",
+            "run",
+            *flags,
+            "--upstream",
+            f"anthropic={provider.url}",
+            "--",
+            sys.executable,
+            "client.py",
+            token,
+        ],
+        cwd=project,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ,
+    )
 
 
 def _dataset(data: Path) -> dict[str, object]:
@@ -45,7 +61,8 @@ def _dataset(data: Path) -> dict[str, object]:
 
 
 def test_a_question_from_gate_run_is_answered_with_the_cli_client(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     token = github_token()
     proc = _run(gate_dirs["project"], provider, token)
     try:

@@ -23,9 +23,13 @@ def _serve(*args: str) -> tuple[subprocess.Popen[str], Listening]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    proc = subprocess.Popen([sys.executable, "-m", "gate", "serve", "--port", str(port), *args],
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=os.environ)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gate", "serve", "--port", str(port), *args],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ,
+    )
     return proc, Listening("127.0.0.1", port)
 
 
@@ -40,7 +44,8 @@ def _stdout_until(proc: subprocess.Popen[str], prefix: str) -> list[str]:
 
 
 def test_events_go_to_stderr_as_ndjson_and_stdout_stays_clean(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     proc, listening = _serve("--events", "--upstream", f"anthropic={provider.url}")
     try:
         printed = _stdout_until(proc, "Approval page:")
@@ -55,7 +60,11 @@ def test_events_go_to_stderr_as_ndjson_and_stdout_stays_clean(
         g.control().answer(asked["id"], "approve")
         answered = json.loads(proc.stderr.readline())
         assert (answered["event"], answered["id"], answered["answer"], answered["by"]) == (
-            "answered", asked["id"], "approve", "person")
+            "answered",
+            asked["id"],
+            "approve",
+            "person",
+        )
         assert sent.wait().error is None and token in provider.seen[-1].body.decode()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=15)
@@ -66,7 +75,8 @@ def test_events_go_to_stderr_as_ndjson_and_stdout_stays_clean(
 
 
 def test_without_events_a_log_line_on_stderr_says_how_to_answer(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     proc, listening = _serve("--upstream", f"anthropic={provider.url}")
     try:
         _stdout_until(proc, "Approval page:")
@@ -88,8 +98,9 @@ def test_without_events_a_log_line_on_stderr_says_how_to_answer(
         proc.kill()
 
 
-def test_serve_no_ask_applies_the_default_at_once(provider: FakeProvider,
-                                                  gate_dirs: dict[str, Path]) -> None:
+def test_serve_no_ask_applies_the_default_at_once(
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     proc, listening = _serve("--no-ask", "--upstream", f"anthropic={provider.url}")
     try:
         assert "Not asking" in _stdout_until(proc, "Not asking")[-1]
@@ -103,17 +114,21 @@ def test_serve_no_ask_applies_the_default_at_once(provider: FakeProvider,
         proc.kill()
 
 
-@pytest.mark.parametrize(("yaml", "field"), [
-    ("ask:\n  timeout_seconds: -1\n", "ask.timeout_seconds"),
-    ("ask:\n  default: approve\n", "ask.default"),
-    ("ask:\n  mode: sometimes\n", "ask.mode"),
-    ("ask:\n  timeout: 3\n", "ask.timeout"),
-    ("decisions:\n  record_dataset: maybe\n", "decisions.record_dataset"),
-    ("decisions:\n  helper_url: ftp://x\n", "decisions.helper_url"),
-    ("decisions:\n  helper_url: http://helper.example/propose\n", "decisions.helper_url"),
-])
-def test_bad_ask_config_is_an_error_naming_the_field(gate_dirs: dict[str, Path], yaml: str,
-                                                     field: str) -> None:
+@pytest.mark.parametrize(
+    ("yaml", "field"),
+    [
+        ("ask:\n  timeout_seconds: -1\n", "ask.timeout_seconds"),
+        ("ask:\n  default: approve\n", "ask.default"),
+        ("ask:\n  mode: sometimes\n", "ask.mode"),
+        ("ask:\n  timeout: 3\n", "ask.timeout"),
+        ("decisions:\n  record_dataset: maybe\n", "decisions.record_dataset"),
+        ("decisions:\n  helper_url: ftp://x\n", "decisions.helper_url"),
+        ("decisions:\n  helper_url: http://helper.example/propose\n", "decisions.helper_url"),
+    ],
+)
+def test_bad_ask_config_is_an_error_naming_the_field(
+    gate_dirs: dict[str, Path], yaml: str, field: str
+) -> None:
     gate_dirs["config"].mkdir()
     (gate_dirs["config"] / "config.yaml").write_text(yaml)
     result = CliRunner().invoke(cli, ["serve", "--port", "0"])
@@ -126,7 +141,8 @@ def test_allow_remote_lets_a_remote_helper_through(gate_dirs: dict[str, Path]) -
 
     gate_dirs["config"].mkdir()
     path = gate_dirs["config"] / "config.yaml"
-    path.write_text("ask: never\ndecisions:\n  helper_url: http://helper.example/p\n"
-                    "  allow_remote: true\n")
+    path.write_text(
+        "ask: never\ndecisions:\n  helper_url: http://helper.example/p\n  allow_remote: true\n"
+    )
     loaded = _ask_config(config.load(path), no_ask=False)
     assert loaded.ask.mode == "never" and loaded.decisions.helper_url == "http://helper.example/p"

@@ -36,11 +36,16 @@ class Asked:
 
 
 @pytest.fixture
-def shared(provider: FakeProvider, gate_dirs: dict[str, Path],
-           tmp_path: Path) -> Iterator[SharedGate]:
-    server, gate = start_shared(provider, gate_dirs["data"], tmp_path / "pki",
-                                projects=(str(gate_dirs["project"]),),
-                                ask=AskConfig(timeout_seconds=60))
+def shared(
+    provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path
+) -> Iterator[SharedGate]:
+    server, gate = start_shared(
+        provider,
+        gate_dirs["data"],
+        tmp_path / "pki",
+        projects=(str(gate_dirs["project"]),),
+        ask=AskConfig(timeout_seconds=60),
+    )
     yield gate
     server.stop()
 
@@ -78,12 +83,17 @@ def wait_for(g: SharedGate, n: int) -> list[dict[str, Any]]:
 
 
 def answer(g: SharedGate, token: str, qid: str, what: str = "approve") -> tuple[int, Any]:
-    return g.raw("POST", f"{API}/{qid}", body={"answer": what, "remember": "once"},
-                 headers={"authorization": f"Bearer {token}"})
+    return g.raw(
+        "POST",
+        f"{API}/{qid}",
+        body={"answer": what, "remember": "once"},
+        headers={"authorization": f"Bearer {token}"},
+    )
 
 
-def test_each_user_sees_and_answers_only_their_own(shared: SharedGate,
-                                                   gate_dirs: dict[str, Path]) -> None:
+def test_each_user_sees_and_answers_only_their_own(
+    shared: SharedGate, gate_dirs: dict[str, Path]
+) -> None:
     alice_asks = ask_as(shared, "alice", gate_dirs["project"])
     bob_asks = ask_as(shared, "bob", gate_dirs["project"])
     questions = wait_for(shared, 2)
@@ -98,7 +108,9 @@ def test_each_user_sees_and_answers_only_their_own(shared: SharedGate,
     assert status == 404 and "no pending question" in body["error"]
     assert alice_asks.thread.is_alive()
     assert answer(shared, alice, by_user["alice"]) == (
-        200, {"ok": True, "id": by_user["alice"], "answer": "approve"})
+        200,
+        {"ok": True, "id": by_user["alice"], "answer": "approve"},
+    )
     assert alice_asks.wait().error is None
     # The admin sees and answers everyone's.
     status, body = pending(shared, shared.users["root"].person_token)
@@ -115,8 +127,12 @@ def test_tokens_that_sign_nobody_in(shared: SharedGate, gate_dirs: dict[str, Pat
         status, body = pending(shared, token)
         assert status == 401 and "person token" in body["error"]
         assert answer(shared, token, q["id"])[0] == 401
-    assert shared.raw("POST", f"/_user/{alice.agent_token}{API}/{q['id']}",
-                      body={"answer": "approve"})[0] == 400
+    assert (
+        shared.raw(
+            "POST", f"/_user/{alice.agent_token}{API}/{q['id']}", body={"answer": "approve"}
+        )[0]
+        == 400
+    )
     assert asked.thread.is_alive()
     # The holder of the data dir's token is the gate's operator: an admin.
     status, body = pending(shared, data_dir_token(shared.data))
@@ -125,8 +141,9 @@ def test_tokens_that_sign_nobody_in(shared: SharedGate, gate_dirs: dict[str, Pat
     asked.wait()
 
 
-def test_a_revoked_person_token_fails_at_once(shared: SharedGate,
-                                              gate_dirs: dict[str, Path]) -> None:
+def test_a_revoked_person_token_fails_at_once(
+    shared: SharedGate, gate_dirs: dict[str, Path]
+) -> None:
     asked = ask_as(shared, "alice", gate_dirs["project"])
     [q] = wait_for(shared, 1)
     alice = shared.users["alice"].person_token
@@ -140,20 +157,28 @@ def test_a_revoked_person_token_fails_at_once(shared: SharedGate,
 
 
 def test_the_control_api_takes_https_only(shared: SharedGate) -> None:
-    status, _ = shared.raw("GET", API, tls=False,
-                           headers={"authorization": f"Bearer {data_dir_token(shared.data)}"})
+    status, _ = shared.raw(
+        "GET", API, tls=False, headers={"authorization": f"Bearer {data_dir_token(shared.data)}"}
+    )
     assert status == 403
 
 
 def test_a_cross_origin_post_is_refused(shared: SharedGate) -> None:
-    status, body = shared.raw("POST", f"{API}/qnope00", body={"answer": "approve"},
-                              headers={"authorization": f"Bearer {data_dir_token(shared.data)}",
-                                       "origin": "https://evil.example"})
+    status, body = shared.raw(
+        "POST",
+        f"{API}/qnope00",
+        body={"answer": "approve"},
+        headers={
+            "authorization": f"Bearer {data_dir_token(shared.data)}",
+            "origin": "https://evil.example",
+        },
+    )
     assert status == 403 and "cross-origin" in body["error"]
 
 
 def test_the_page_signs_a_person_in_and_shows_their_questions(
-        shared: SharedGate, gate_dirs: dict[str, Path], browser: Any) -> None:
+    shared: SharedGate, gate_dirs: dict[str, Path], browser: Any
+) -> None:
     alice_asks = ask_as(shared, "alice", gate_dirs["project"])
     bob_asks = ask_as(shared, "bob", gate_dirs["project"])
     questions = wait_for(shared, 2)
@@ -170,9 +195,12 @@ def test_the_page_signs_a_person_in_and_shows_their_questions(
         [cookie] = [c for c in context.cookies() if c["name"] == "gate_control"]
         assert cookie["secure"] and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
         # A form forged for Bob's question, with Alice's own CSRF token, is refused.
-        page.evaluate("""([qid]) => { const f = document.querySelector('form');
+        page.evaluate(
+            """([qid]) => { const f = document.querySelector('form');
             f.querySelector('input[name=id]').value = qid;
-            f.querySelector('button[value="approve:once"]').click(); }""", [by_user["bob"]])
+            f.querySelector('button[value="approve:once"]').click(); }""",
+            [by_user["bob"]],
+        )
         page.wait_for_url(f"**{UI}?note=*")
         assert "no pending question" in page.inner_text("body")
         assert bob_asks.thread.is_alive()

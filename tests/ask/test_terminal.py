@@ -13,8 +13,14 @@ from gate.ask.terminal import Notices
 
 
 def question(qid: str, run: str, kind: str = "secret\x1b[2J") -> dict[str, Any]:
-    return {"id": qid, "kind": "send-secret", "default": "redact", "expires": time.time() + 60,
-            "request": {"run_id": run}, "findings": [{"kind": kind}]}
+    return {
+        "id": qid,
+        "kind": "send-secret",
+        "default": "redact",
+        "expires": time.time() + 60,
+        "request": {"run_id": run},
+        "findings": [{"kind": kind}],
+    }
 
 
 def test_in_a_terminal_the_bell_and_the_title_and_nothing_else() -> None:

@@ -21,14 +21,17 @@ def raw_request(gate: AskingGate, body: dict[str, Any]) -> socket.socket:
     """A client that sends its request and then waits, like an agent."""
     data = json.dumps(body).encode()
     sock = socket.create_connection(("127.0.0.1", gate.listening.port), timeout=10)
-    sock.sendall(b"POST /anthropic/v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\n"
-                 b"content-type: application/json\r\nx-api-key: sk-ant-test\r\n"
-                 b"content-length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
+    sock.sendall(
+        b"POST /anthropic/v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+        b"content-type: application/json\r\nx-api-key: sk-ant-test\r\n"
+        b"content-length: " + str(len(data)).encode() + b"\r\n\r\n" + data
+    )
     return sock
 
 
 def test_an_agent_that_goes_away_withdraws_its_question(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     gate = asking(timeout_seconds=60)
     token = github_token()
     sock = raw_request(gate, env_turn(gate_dirs["project"], token))

@@ -17,14 +17,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(upstream: str, preexec: Callable[[], None] | None = None
-          ) -> tuple[subprocess.Popen[str], str]:
+def start(
+    upstream: str, preexec: Callable[[], None] | None = None
+) -> tuple[subprocess.Popen[str], str]:
     """Start `gate serve` on a free loopback port; return it once it listens, and its URL."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gate", "serve", "--port", str(port), "--upstream",
-         f"anthropic={upstream}"], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=os.environ, preexec_fn=preexec)
+        [
+            sys.executable,
+            "-m",
+            "gate",
+            "serve",
+            "--port",
+            str(port),
+            "--upstream",
+            f"anthropic={upstream}",
+        ],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ,
+        preexec_fn=preexec,
+    )
     assert proc.stdout is not None
     first = proc.stdout.readline()
     assert first.startswith("gate listening on"), first + proc.stderr.read()  # type: ignore[union-attr]
@@ -32,5 +46,9 @@ def start(upstream: str, preexec: Callable[[], None] | None = None
 
 
 def post(base: str, body: bytes, **headers: str) -> httpx.Response:
-    return httpx.post(f"{base}/anthropic/v1/messages", content=body, timeout=30,
-                      headers={"content-type": "application/json", "x-api-key": "k", **headers})
+    return httpx.post(
+        f"{base}/anthropic/v1/messages",
+        content=body,
+        timeout=30,
+        headers={"content-type": "application/json", "x-api-key": "k", **headers},
+    )

@@ -27,8 +27,12 @@ def invoke(*args: str) -> tuple[int, str, str]:
 
 
 def session(gate: Listening, sid: str) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=f"{gate.base_url}/anthropic", api_key="sk-ant-test",
-                               max_retries=0, default_headers={"x-claude-code-session-id": sid})
+    return anthropic.Anthropic(
+        base_url=f"{gate.base_url}/anthropic",
+        api_key="sk-ant-test",
+        max_retries=0,
+        default_headers={"x-claude-code-session-id": sid},
+    )
 
 
 def converse(client: anthropic.Anthropic, turns: list[str]) -> None:
@@ -44,8 +48,9 @@ def session_of(row_id: int) -> str:
     return str(json.loads(out)["request"]["session"])
 
 
-def test_show_new_prints_only_what_the_turn_added(gate: Listening,
-                                                  gate_dirs: dict[str, Path]) -> None:
+def test_show_new_prints_only_what_the_turn_added(
+    gate: Listening, gate_dirs: dict[str, Path]
+) -> None:
     converse(session(gate, "one"), ["first question", "second question", "third question"])
     converse(session(gate, "two"), ["unrelated thread"])  # another session in between
     code, out, _ = invoke("log", "--json")
@@ -64,8 +69,15 @@ def test_show_new_prints_only_what_the_turn_added(gate: Listening,
     code, out, _ = invoke("show", str(min(ids)), "--new")
     assert "all of it is new" in out
     blocked = AuditStore(gate_dirs["data"] / "audit.db").record_request(
-        upstream="anthropic", host="h", method="POST", path="/v1/messages", request_bytes=0,
-        verdict="blocked", reason="test", session=session_of(third))
+        upstream="anthropic",
+        host="h",
+        method="POST",
+        path="/v1/messages",
+        request_bytes=0,
+        verdict="blocked",
+        reason="test",
+        session=session_of(third),
+    )
     code, out, _ = invoke("show", str(blocked), "--new")
     assert code == 0 and "no body was recorded" in out
 
@@ -102,15 +114,17 @@ def test_search_finds_text_with_a_snippet_and_each_resend(gate: Listening) -> No
 
 
 def test_value_of_says_which_values_left_and_which_were_withheld(
-        gate: Listening, tmp_path: Path) -> None:
+    gate: Listening, tmp_path: Path
+) -> None:
     plain = "blue-otter-" + os.urandom(6).hex()
     token = Gen(random.SystemRandom().randrange(1 << 30)).crc_token("ghp_")
     kept = "never-sent-" + os.urandom(6).hex()
     env = tmp_path / "leak.env"
     env.write_text(f"APP_PASS={plain}\nGITHUB_TOKEN={token}\nOTHER={kept}\n")
     encoded = base64.b64encode(plain.encode()).decode()
-    converse(session(gate, "v"), [f"the password is {plain}", f"encoded {encoded}",
-                                  f"token {token}"])
+    converse(
+        session(gate, "v"), [f"the password is {plain}", f"encoded {encoded}", f"token {token}"]
+    )
     code, out, _ = invoke("search", "--value-of", str(env), "--json")
     report = {a["value"]: a for a in json.loads(out)["values"]}
     assert code == 1

@@ -30,21 +30,23 @@ from gate.proxy.server import BackgroundGate, Listening
 def quick_gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
     """A gate whose audit gives up on a held lock after 300 ms."""
     known = (str(gate_dirs["project"]),)  # as `gate serve --project` would
-    config = replace(Config(), port=0, projects=known,
-                     audit=AuditSettings(lock_timeout_ms=300)).with_upstreams(
-        {"anthropic": parse_upstream("anthropic", provider.url)})
+    config = replace(
+        Config(), port=0, projects=known, audit=AuditSettings(lock_timeout_ms=300)
+    ).with_upstreams({"anthropic": parse_upstream("anthropic", provider.url)})
     server = BackgroundGate(config, gate_dirs["data"])
     yield server.start()
     server.stop()
 
 
 def _client(gate: Listening) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=f"{gate.base_url}/anthropic", api_key="sk-ant-test",
-                               max_retries=0)
+    return anthropic.Anthropic(
+        base_url=f"{gate.base_url}/anthropic", api_key="sk-ant-test", max_retries=0
+    )
 
 
 def test_a_database_locked_beyond_the_bound_blocks_the_request(
-        quick_gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    quick_gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     client = _client(quick_gate)
     client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "a"}])
     assert len(provider.seen) == 1
@@ -54,8 +56,9 @@ def test_a_database_locked_beyond_the_bound_blocks_the_request(
     sink = logger.add(logged.append, level="WARNING", format="{message}")
     try:
         with pytest.raises(anthropic.BadRequestError) as err:
-            client.messages.create(model="m", max_tokens=5,
-                                   messages=[{"role": "user", "content": "b"}])
+            client.messages.create(
+                model="m", max_tokens=5, messages=[{"role": "user", "content": "b"}]
+            )
     finally:
         logger.remove(sink)
         holder.execute("ROLLBACK")
@@ -78,14 +81,24 @@ def _small_disk() -> None:
 
 
 def test_a_full_disk_blocks_the_request_in_a_real_gate_serve(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     proc, base = serve_kit.start(provider.url, _small_disk)
     try:
-        ok = serve_kit.post(base, json.dumps({"model": "m", "max_tokens": 5, "messages": [
-            {"role": "user", "content": "fits"}]}).encode())
+        ok = serve_kit.post(
+            base,
+            json.dumps(
+                {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "fits"}]}
+            ).encode(),
+        )
         assert ok.status_code == 200 and len(provider.seen) == 1
-        big = json.dumps({"model": "m", "max_tokens": 5, "messages": [
-            {"role": "user", "content": os.urandom(2 << 20).hex()}]}).encode()
+        big = json.dumps(
+            {
+                "model": "m",
+                "max_tokens": 5,
+                "messages": [{"role": "user", "content": os.urandom(2 << 20).hex()}],
+            }
+        ).encode()
         resp = serve_kit.post(base, big)
         assert resp.status_code == 400, resp.text
         message = resp.json()["error"]["message"]
@@ -93,8 +106,12 @@ def test_a_full_disk_blocks_the_request_in_a_real_gate_serve(
         assert "could not write the audit record (disk I/O error)" in message
         assert "not sent" in message and "free disk space" in message
         assert len(provider.seen) == 1  # nothing of the big request left
-        again = serve_kit.post(base, json.dumps({"model": "m", "max_tokens": 5, "messages": [
-            {"role": "user", "content": "after"}]}).encode())
+        again = serve_kit.post(
+            base,
+            json.dumps(
+                {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "after"}]}
+            ).encode(),
+        )
         assert again.status_code == 200 and len(provider.seen) == 2
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -102,30 +119,45 @@ def test_a_full_disk_blocks_the_request_in_a_real_gate_serve(
     assert "could not write the audit record" in err  # the reason is in gate's log
     store = AuditStore(gate_dirs["data"] / "audit.db")
     assert chain.verify(store.conn()).ok
-    assert [r["verdict"] for r in store.rows(body=False)] == ["forwarded", "blocked",
-                                                               "forwarded"]
+    assert [r["verdict"] for r in store.rows(body=False)] == ["forwarded", "blocked", "forwarded"]
 
 
 def _immutable(path: Path, on: bool) -> bool:
     """chattr +i: read-only even for root (chmod is not, and tests may run as root)."""
-    proc = subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True,
-                          check=False)
+    proc = subprocess.run(
+        ["chattr", "+i" if on else "-i", str(path)], capture_output=True, check=False
+    )
     return proc.returncode == 0
 
 
 def test_a_read_only_database_blocks_the_request_in_a_real_gate_serve(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     path = gate_dirs["data"] / "audit.db"
-    AuditStore(path).record_request(upstream="anthropic", host="h", method="POST",
-                                    path="/v1/messages", request_bytes=2, verdict="forwarded",
-                                    body=b"{}")
+    AuditStore(path).record_request(
+        upstream="anthropic",
+        host="h",
+        method="POST",
+        path="/v1/messages",
+        request_bytes=2,
+        verdict="forwarded",
+        body=b"{}",
+    )
     if shutil.which("chattr") is None or not _immutable(path, True):
         pytest.skip("chattr +i is not available on this file system")
     try:
         proc, base = serve_kit.start(provider.url)
         try:
-            resp = serve_kit.post(base, json.dumps({"model": "m", "max_tokens": 5, "messages": [
-                {"role": "user", "content": "hello"}]}).encode())
+            resp = serve_kit.post(
+                base,
+                json.dumps(
+                    {
+                        "model": "m",
+                        "max_tokens": 5,
+                        "messages": [{"role": "user", "content": "hello"}],
+                    }
+                ).encode(),
+            )
         finally:
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=30)

@@ -20,7 +20,8 @@ from gate.audit.store import AuditStore
 
 
 def test_sigkill_during_requests_leaves_an_audit_that_opens_and_verifies(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     provider.sse_delay = 0.2  # streams stay open: requests are in flight when gate dies
     proc, base = serve_kit.start(provider.url)
     sent: list[int] = []
@@ -56,14 +57,19 @@ def test_sigkill_during_requests_leaves_an_audit_that_opens_and_verifies(
 
 
 def test_gate_serve_moves_a_corrupt_audit_aside_and_serves(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     data = gate_dirs["data"]
     data.mkdir(mode=0o700)
     (data / "audit.db").write_bytes(b"not a database, truncated by a crash " * 200)
     proc, base = serve_kit.start(provider.url)
     try:
-        resp = serve_kit.post(base, json.dumps({"model": "m", "max_tokens": 5, "messages": [
-            {"role": "user", "content": "hello"}]}).encode())
+        resp = serve_kit.post(
+            base,
+            json.dumps(
+                {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hello"}]}
+            ).encode(),
+        )
         assert resp.status_code == 200
     finally:
         proc.send_signal(signal.SIGTERM)

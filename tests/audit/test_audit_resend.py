@@ -21,12 +21,19 @@ from gate.audit.store import AuditError, AuditStore
 from gate.proxy.server import Listening
 
 
-def record(store: AuditStore, body: bytes, session: str | None, ts: float,
-           **extra: Any) -> int:
-    return store.record_request(upstream="anthropic", host="h", method="POST",
-                                path="/v1/messages", request_bytes=len(body),
-                                verdict="forwarded", body=body, session=session, ts=ts,
-                                **extra)
+def record(store: AuditStore, body: bytes, session: str | None, ts: float, **extra: Any) -> int:
+    return store.record_request(
+        upstream="anthropic",
+        host="h",
+        method="POST",
+        path="/v1/messages",
+        request_bytes=len(body),
+        verdict="forwarded",
+        body=body,
+        session=session,
+        ts=ts,
+        **extra,
+    )
 
 
 def text(rand: random.Random) -> str:
@@ -37,18 +44,30 @@ def turns(rand: random.Random, n: int) -> Iterator[bytes]:
     """A conversation edited the ways agents (and odd clients) edit it between turns: new
     messages (some large), `cache_control` moved, a block near the end or in the middle
     rewritten, messages dropped from the end, the same body again, a byte flipped."""
-    msgs: list[dict[str, Any]] = [{"role": "user", "content": [
-        {"type": "text", "text": text(rand)}]}]
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": text(rand)}]}
+    ]
     for _ in range(n):
-        op = rand.choice(["turn", "turn", "turn", "cache", "end", "middle", "shrink",
-                          "same", "byte", "big"])
+        op = rand.choice(
+            ["turn", "turn", "turn", "cache", "end", "middle", "shrink", "same", "byte", "big"]
+        )
         if op == "big":  # a block over blocks.INLINE: written raw, packed by the worker
-            msgs.append({"role": "user", "content": [
-                {"type": "text", "text": " ".join(text(rand) for _ in range(80))}]})
+            msgs.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": " ".join(text(rand) for _ in range(80))}],
+                }
+            )
         elif op == "turn":
-            msgs += [{"role": r, "content": [{"type": "text", "text": text(rand)}
-                                             for _ in range(rand.randint(1, 3))]}
-                     for r in ("assistant", "user")]
+            msgs += [
+                {
+                    "role": r,
+                    "content": [
+                        {"type": "text", "text": text(rand)} for _ in range(rand.randint(1, 3))
+                    ],
+                }
+                for r in ("assistant", "user")
+            ]
         elif op == "cache":
             for m in msgs:
                 m["content"][-1].pop("cache_control", None)
@@ -57,25 +76,37 @@ def turns(rand: random.Random, n: int) -> Iterator[bytes]:
             at = len(msgs) - 1 if op == "end" else rand.randrange(len(msgs))
             msgs[at]["content"][0]["text"] = text(rand)
         elif op == "shrink" and len(msgs) > 3:
-            del msgs[rand.randint(1, len(msgs) - 1):]
-        body = json.dumps({"model": "m", "system": "s " * 300, "messages": msgs,
-                           "stream": True}, separators=(",", ":")).encode()
+            del msgs[rand.randint(1, len(msgs) - 1) :]
+        body = json.dumps(
+            {"model": "m", "system": "s " * 300, "messages": msgs, "stream": True},
+            separators=(",", ":"),
+        ).encode()
         if op == "byte":
             at = rand.randrange(len(body))
-            body = body[:at] + rand.choice([b"}", b"]", b'},{"', b"x"]) + body[at + 1:]
+            body = body[:at] + rand.choice([b"}", b"]", b'},{"', b"x"]) + body[at + 1 :]
         yield body
 
 
 def stored(db: sqlite3.Connection) -> tuple[list[Any], list[Any], list[Any]]:
     """Every byte the audit's tables hold about requests and chunks."""
-    return ([tuple(r) for r in db.execute(
+    return (
+        [
+            tuple(r)
+            for r in db.execute(
                 "SELECT id, session, chunk_refs, body_digest, prev_hash, record_hash"
-                " FROM requests ORDER BY id")],
-            [tuple(r) for r in db.execute(
-                "SELECT id, hash, block, start, size FROM chunks ORDER BY id")],
-            # Packed or not yet (the background pass runs when it runs): the same bytes.
-            [(r[0], chunks.stored(r[1], r[2]))
-             for r in db.execute("SELECT id, codec, data FROM blocks ORDER BY id")])
+                " FROM requests ORDER BY id"
+            )
+        ],
+        [
+            tuple(r)
+            for r in db.execute("SELECT id, hash, block, start, size FROM chunks ORDER BY id")
+        ],
+        # Packed or not yet (the background pass runs when it runs): the same bytes.
+        [
+            (r[0], chunks.stored(r[1], r[2]))
+            for r in db.execute("SELECT id, codec, data FROM blocks ORDER BY id")
+        ],
+    )
 
 
 def reused(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -94,7 +125,8 @@ def reused(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.mark.parametrize(("cache_max", "mark"), [(200_000, 64), (3, 2)])
 def test_many_random_turns_store_exactly_what_a_store_without_memory_stores(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_max: int, mark: int) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_max: int, mark: int
+) -> None:
     """Two sessions and session-less writes interleaved, the background pass (packing,
     indexing) now and then; the hash → id cache tiny or not, the body digest's saved states
     sparse or dense. Each body is also written by a store opened for that one write (no
@@ -103,8 +135,7 @@ def test_many_random_turns_store_exactly_what_a_store_without_memory_stores(
     monkeypatch.setattr(chunks, "_MARK", mark)
     seen = reused(monkeypatch)
     rand = random.Random(7)
-    sessions = {"s:a": list(turns(random.Random(1), 60)),
-                "s:b": list(turns(random.Random(2), 60))}
+    sessions = {"s:a": list(turns(random.Random(1), 60)), "s:b": list(turns(random.Random(2), 60))}
     slots = [s for s in sessions for _ in range(60)]
     rand.shuffle(slots)  # a random interleaving, each session's turns in order
     writes: list[tuple[str | None, bytes]] = [(s, sessions[s].pop(0)) for s in slots]
@@ -118,8 +149,10 @@ def test_many_random_turns_store_exactly_what_a_store_without_memory_stores(
         record(plain, body, session, ts=1000.0 + n)
         plain.close()
     assert sum(1 for k in seen[::2] if k > 0) > 60  # the fast path was taken, mostly
-    assert any(len(chunks.unpack(data)) > blocks.INLINE for (data,) in fast.conn().execute(
-        "SELECT data FROM blocks WHERE codec='zstd'"))  # written raw, packed between turns
+    assert any(
+        len(chunks.unpack(data)) > blocks.INLINE
+        for (data,) in fast.conn().execute("SELECT data FROM blocks WHERE codec='zstd'")
+    )  # written raw, packed between turns
     assert stored(fast.conn()) == stored(AuditStore(tmp_path / "plain.db").conn())
     for n, (_, body) in enumerate(writes):
         assert fast.body_of(n + 1) == body
@@ -127,8 +160,9 @@ def test_many_random_turns_store_exactly_what_a_store_without_memory_stores(
 
 
 @pytest.mark.parametrize("mark", [1, 3, 64])
-def test_a_resumed_body_digest_is_the_body_digest(monkeypatch: pytest.MonkeyPatch,
-                                                   mark: int) -> None:
+def test_a_resumed_body_digest_is_the_body_digest(
+    monkeypatch: pytest.MonkeyPatch, mark: int
+) -> None:
     monkeypatch.setattr(chunks, "_MARK", mark)
     rand = random.Random(9)
     hashes: list[bytes] = []
@@ -145,13 +179,20 @@ def test_shared_is_the_longest_common_prefix() -> None:
     stride = 64 << 10
     base = bytes(rand.getrandbits(8) for _ in range(3 * stride + 17))
     cases = [(b"", b""), (base, b""), (base, base), (base, base[:-1]), (base[:5], base)]
-    for at in [0, 1, stride - 1, stride, stride + 1, 2 * stride, len(base) - 1,
-               *(rand.randrange(len(base)) for _ in range(30))]:
-        other = base[:at] + bytes([base[at] ^ 1]) + base[at + 1:]
-        cases += [(base, other), (other, base), (base, other[:at + 1]), (base[:at], base)]
+    for at in [
+        0,
+        1,
+        stride - 1,
+        stride,
+        stride + 1,
+        2 * stride,
+        len(base) - 1,
+        *(rand.randrange(len(base)) for _ in range(30)),
+    ]:
+        other = base[:at] + bytes([base[at] ^ 1]) + base[at + 1 :]
+        cases += [(base, other), (other, base), (base, other[: at + 1]), (base[:at], base)]
     for x, y in cases:
-        want = next((i for i in range(min(len(x), len(y))) if x[i] != y[i]),
-                    min(len(x), len(y)))
+        want = next((i for i in range(min(len(x), len(y))) if x[i] != y[i]), min(len(x), len(y)))
         assert chunks.shared(x, y) == want
 
 
@@ -197,25 +238,28 @@ def test_ids_of_a_rolled_back_turn_are_never_reused(tmp_path: Path) -> None:
     """Turn 2 fails after its new chunks were inserted (rolled back); session-less writes
     then take those very ids for other chunks; turn 3 resends turn 2's prefix: it must not
     take turn 2's ids. Everything stored equals what a store without memory stores."""
+
     def body(*texts: str) -> bytes:
-        return json.dumps({"model": "m", "messages": [{"role": "user", "content": t}
-                                                       for t in texts]}).encode()
+        return json.dumps(
+            {"model": "m", "messages": [{"role": "user", "content": t} for t in texts]}
+        ).encode()
 
     first = [" ".join(random.Random(k).choices(_WORDS, k=150)) for k in range(4)]
     sent = [body(*first), body(*first, "q" * 900, "short"), body(*first, "q" * 900, "r" * 900)]
     other = json.dumps([{"x": "z" * 2000}, {"y": "w" * 2000}]).encode()
     stores = [AuditStore(tmp_path / "fast.db"), AuditStore(tmp_path / "plain.db")]
     for store in stores:
-        store.conn().execute("CREATE TRIGGER boom BEFORE INSERT ON requests WHEN"
-                             " NEW.model = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END")
+        store.conn().execute(
+            "CREATE TRIGGER boom BEFORE INSERT ON requests WHEN"
+            " NEW.model = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END"
+        )
     fast, plain = stores
     record(fast, sent[0], "s:1", ts=1.0)
     with pytest.raises(AuditError, match="boom"):
         record(fast, sent[1], "s:1", ts=2.0, model="boom")
     record(fast, other, None, ts=3.0)
     record(fast, sent[2], "s:1", ts=4.0)
-    for body, session, ts in ((sent[0], "s:1", 1.0), (other, None, 3.0),
-                              (sent[2], "s:1", 4.0)):
+    for body, session, ts in ((sent[0], "s:1", 1.0), (other, None, 3.0), (sent[2], "s:1", 4.0)):
         record(plain, body, session, ts)
         plain.close_thread()
         plain = AuditStore(tmp_path / "plain.db")
@@ -234,33 +278,48 @@ def test_an_edit_in_the_bytes_that_decide_a_cut_is_seen(sep: str) -> None:
     for _, end in spans[:-1]:
         for at in range(end - 2, end + 6):
             for byte in b'x"{ ,]':
-                new = body[:at] + bytes([byte]) + body[at + 1:]
+                new = body[:at] + bytes([byte]) + body[at + 1 :]
                 full = chunks.split(new)
                 assert chunks.split_like(new, prev) == (
-                    full, [chunks.digest(new[a:b]) for a, b in full])
+                    full,
+                    [chunks.digest(new[a:b]) for a, b in full],
+                )
 
 
 def test_a_real_gate_records_each_resent_turn_as_the_provider_got_it(
-        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     """An SDK client resends a growing conversation through a real gate, `cache_control`
     moving to the newest message as Claude Code does, and a second session interleaved:
     every row reads back as the bytes the provider received, and the chain verifies."""
     rand = random.Random(11)
     chats: dict[str, list[Any]] = {"one": [], "two": []}
-    clients = {sid: anthropic.Anthropic(
-        base_url=f"{gate.base_url}/anthropic", api_key="sk-ant-test", max_retries=0,
-        default_headers={"x-claude-code-session-id": sid}) for sid in chats}
+    clients = {
+        sid: anthropic.Anthropic(
+            base_url=f"{gate.base_url}/anthropic",
+            api_key="sk-ant-test",
+            max_retries=0,
+            default_headers={"x-claude-code-session-id": sid},
+        )
+        for sid in chats
+    }
     for _ in range(30):
         sid = rand.choice(["one", "one", "two"])
         messages = chats[sid]
         for m in messages:
             m["content"][-1].pop("cache_control", None)
-        messages.append({"role": "user", "content": [
-            {"type": "text", "text": text(rand), "cache_control": {"type": "ephemeral"}}]})
-        reply = clients[sid].messages.create(model="claude-cli", max_tokens=8,
-                                             messages=messages)
-        messages.append({"role": "assistant", "content": [
-            {"type": "text", "text": reply.content[0].text}]})
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": text(rand), "cache_control": {"type": "ephemeral"}}
+                ],
+            }
+        )
+        reply = clients[sid].messages.create(model="claude-cli", max_tokens=8, messages=messages)
+        messages.append(
+            {"role": "assistant", "content": [{"type": "text", "text": reply.content[0].text}]}
+        )
     store = AuditStore(gate_dirs["data"] / "audit.db")
     rows = sorted(r["id"] for r in store.rows(100, body=False) if r["model"] == "claude-cli")
     sent = [seen.body for seen in provider.seen if seen.path == "/v1/messages"]

@@ -24,13 +24,22 @@ DAY = 86400.0
 
 
 def record(store: AuditStore, body: bytes, ts: float, session: str) -> int:
-    return store.record_request(upstream="anthropic", host="h", method="POST", path="/v1/m",
-                                request_bytes=len(body), verdict="forwarded", body=body,
-                                ts=ts, session=session)
+    return store.record_request(
+        upstream="anthropic",
+        host="h",
+        method="POST",
+        path="/v1/m",
+        request_bytes=len(body),
+        verdict="forwarded",
+        body=body,
+        ts=ts,
+        session=session,
+    )
 
 
 def test_old_requests_and_their_chunks_are_pruned_and_the_chain_still_verifies(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     store = AuditStore(tmp_path / "audit.db", AuditSettings(retention_days=30))
     now = time.time()
     old, new = list(bodies(4, seed=1)), list(bodies(3, seed=2))
@@ -55,8 +64,10 @@ def test_old_requests_and_their_chunks_are_pruned_and_the_chain_still_verifies(
     assert db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
     assert db.execute("SELECT COUNT(*) FROM blocks").fetchone()[0] == 0
     # The full-text index forgot them too (it was filled by text_search above).
-    assert db.execute("SELECT COUNT(*) FROM chunk_text WHERE chunk_text MATCH 'foxtrot'"
-                      ).fetchone()[0] == 0
+    assert (
+        db.execute("SELECT COUNT(*) FROM chunk_text WHERE chunk_text MATCH 'foxtrot'").fetchone()[0]
+        == 0
+    )
     record(store, b"{}", now + 365 * DAY, "s:y")
     verdict = chain.verify(store.conn())
     assert verdict.ok and verdict.requests == 1
@@ -87,8 +98,15 @@ def test_a_serving_gate_prunes_at_start(gate_dirs: dict[str, Path]) -> None:
     store = AuditStore(path)
     record(store, b'{"old":1}', time.time() - 10 * DAY, "s")
     record(store, b'{"new":1}', time.time(), "s")
-    server = BackgroundGate(replace(Config(), port=0, projects=(str(gate_dirs["project"]),),
-                                    audit=AuditSettings(retention_days=7)), gate_dirs["data"])
+    server = BackgroundGate(
+        replace(
+            Config(),
+            port=0,
+            projects=(str(gate_dirs["project"]),),
+            audit=AuditSettings(retention_days=7),
+        ),
+        gate_dirs["data"],
+    )
     server.start()
     try:
         deadline = time.monotonic() + 10
@@ -110,16 +128,20 @@ def test_gate_audit_prune_applies_config(gate_dirs: dict[str, Path]) -> None:
     assert result.exit_code == 0 and json.loads(result.stdout)["requests"] == 1
 
 
-@pytest.mark.parametrize(("yaml", "field", "says"), [
-    ("audit:\n  retention_days: 0\n", "audit.retention_days", "positive integer"),
-    ("audit:\n  retention_days: ninety\n", "audit.retention_days", "positive integer"),
-    ("audit:\n  max_size_mb: true\n", "audit.max_size_mb", "positive integer"),
-    ("audit:\n  lock_timeout_ms: -5\n", "audit.lock_timeout_ms", "positive integer"),
-    ("audit:\n  retention: 5\n", "audit.retention", "unknown key"),
-    ("audit: 90\n", "audit", "must be a mapping"),
-])
-def test_bad_audit_settings_name_the_file_and_field(tmp_path: Path, yaml: str, field: str,
-                                                    says: str) -> None:
+@pytest.mark.parametrize(
+    ("yaml", "field", "says"),
+    [
+        ("audit:\n  retention_days: 0\n", "audit.retention_days", "positive integer"),
+        ("audit:\n  retention_days: ninety\n", "audit.retention_days", "positive integer"),
+        ("audit:\n  max_size_mb: true\n", "audit.max_size_mb", "positive integer"),
+        ("audit:\n  lock_timeout_ms: -5\n", "audit.lock_timeout_ms", "positive integer"),
+        ("audit:\n  retention: 5\n", "audit.retention", "unknown key"),
+        ("audit: 90\n", "audit", "must be a mapping"),
+    ],
+)
+def test_bad_audit_settings_name_the_file_and_field(
+    tmp_path: Path, yaml: str, field: str, says: str
+) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(yaml)
     with pytest.raises(ConfigError) as err:

@@ -20,8 +20,13 @@ from loguru import logger
 from gate.audit import chain, index
 from gate.audit.store import AuditError, AuditStore, Usage
 
-META: dict[str, Any] = {"upstream": "anthropic", "host": "api.example", "method": "POST",
-                        "path": "/v1/messages", "verdict": "forwarded"}
+META: dict[str, Any] = {
+    "upstream": "anthropic",
+    "host": "api.example",
+    "method": "POST",
+    "path": "/v1/messages",
+    "verdict": "forwarded",
+}
 
 
 def record(store: AuditStore, body: bytes | None, **extra: Any) -> int:
@@ -32,10 +37,16 @@ def disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(f"{path.name}*"))
 
 
-@pytest.mark.parametrize("body", [
-    b"", b"{}", os.urandom(300_000), "café ☕ \u2028".encode() * 50_000,
-    json.dumps({"messages": [{"role": "user", "content": "x" * 900}] * 300}).encode(),
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"{}",
+        os.urandom(300_000),
+        "café ☕ \u2028".encode() * 50_000,
+        json.dumps({"messages": [{"role": "user", "content": "x" * 900}] * 300}).encode(),
+    ],
+)
 def test_bodies_come_back_byte_for_byte(tmp_path: Path, body: bytes) -> None:
     store = AuditStore(tmp_path / "audit.db", background=True)
     rid = record(store, body)
@@ -109,8 +120,11 @@ def test_sixteen_sessions_write_at_once_without_lock_errors(tmp_path: Path) -> N
     store = AuditStore(path)
     verdict = chain.verify(store.conn())
     assert verdict.ok and verdict.requests == 16 * 12, verdict
-    last = store.conn().execute("SELECT id, session FROM requests WHERE session='s:7'"
-                                " ORDER BY id DESC").fetchone()
+    last = (
+        store.conn()
+        .execute("SELECT id, session FROM requests WHERE session='s:7' ORDER BY id DESC")
+        .fetchone()
+    )
     assert store.body_of(last[0]) == list(bodies(12, seed=7, result_lines=20))[-1]
 
 
@@ -124,8 +138,10 @@ def test_schema_two_rows_are_chunked_chained_and_read_back(tmp_path: Path) -> No
         db.executescript(script)
         db.execute("INSERT INTO schema_version VALUES (?)", (version,))
     small, big = b'{"messages":[{"role":"user","content":"old"}]}', os.urandom(100_000)
-    insert = ("INSERT INTO requests (ts, upstream, host, method, path, request_bytes, verdict,"
-              " withheld, body, body_codec) VALUES (?, 'a', 'h', 'POST', '/p', 1, ?, '[]', ?, ?)")
+    insert = (
+        "INSERT INTO requests (ts, upstream, host, method, path, request_bytes, verdict,"
+        " withheld, body, body_codec) VALUES (?, 'a', 'h', 'POST', '/p', 1, ?, '[]', ?, ?)"
+    )
     db.execute(insert, (1.5, "forwarded", zstandard.ZstdCompressor().compress(small), "zstd"))
     db.execute(insert, (2.5, "forwarded", big, "raw"))
     db.execute(insert, (3.5, "blocked", None, "zstd"))
@@ -136,23 +152,26 @@ def test_schema_two_rows_are_chunked_chained_and_read_back(tmp_path: Path) -> No
     assert rid == 4 and store.body_of(4) == small
     verdict = chain.verify(store.conn())
     assert verdict.ok and verdict.requests == 4
-    assert store.conn().execute("SELECT COUNT(*) FROM requests WHERE body IS NOT NULL"
-                                ).fetchone()[0] == 0
+    assert (
+        store.conn().execute("SELECT COUNT(*) FROM requests WHERE body IS NOT NULL").fetchone()[0]
+        == 0
+    )
 
 
-def test_a_full_database_fails_the_write_and_leaves_nothing_half_written(
-        tmp_path: Path) -> None:
+def test_a_full_database_fails_the_write_and_leaves_nothing_half_written(tmp_path: Path) -> None:
     store = AuditStore(tmp_path / "audit.db")
     first = record(store, b'{"a":1}')
     db = store.conn()
     pages = db.execute("PRAGMA page_count").fetchone()[0]
     db.execute(f"PRAGMA max_page_count={pages + 2}")  # the database may not grow
-    body = json.dumps({"messages": [{"role": "user", "content": os.urandom(9000).hex()}
-                                    for _ in range(10)]})
+    body = json.dumps(
+        {"messages": [{"role": "user", "content": os.urandom(9000).hex()} for _ in range(10)]}
+    )
     with pytest.raises(AuditError) as err:
         record(store, body.encode())
     assert "database or disk is full" in err.value.message and "free disk space" in (
-        err.value.hint or "")
+        err.value.hint or ""
+    )
     assert db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 1  # rolled back whole
     db.execute("PRAGMA max_page_count=1073741823")
     rid = record(store, body.encode())  # no chunk id from the failed write is reused
@@ -172,10 +191,12 @@ def test_a_newer_schema_is_refused_and_left_untouched(tmp_path: Path) -> None:
     assert path.read_bytes() == before and not list(tmp_path.glob("*.corrupt-*"))
 
 
-@pytest.mark.parametrize("garbage", [b"this is not a database" * 100,
-                                     b"SQLite format 3\x00" + os.urandom(8192)])
+@pytest.mark.parametrize(
+    "garbage", [b"this is not a database" * 100, b"SQLite format 3\x00" + os.urandom(8192)]
+)
 def test_a_corrupt_file_is_moved_aside_and_a_fresh_one_started(
-        tmp_path: Path, garbage: bytes) -> None:
+    tmp_path: Path, garbage: bytes
+) -> None:
     path = tmp_path / "audit.db"
     path.write_bytes(garbage)
     messages: list[str] = []
@@ -217,13 +238,15 @@ def test_every_chunk_is_indexed_once(tmp_path: Path) -> None:
     n = db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
     assert index.index_pending(db) == n
     assert index.index_pending(db) == 0  # resends add nothing to index
-    hits = db.execute("SELECT COUNT(*) FROM chunk_text WHERE chunk_text MATCH 'foxtrot'"
-                      ).fetchone()[0]
+    hits = db.execute(
+        "SELECT COUNT(*) FROM chunk_text WHERE chunk_text MATCH 'foxtrot'"
+    ).fetchone()[0]
     assert 0 < hits < n
 
 
 def test_the_worker_checkpoints_the_wal_by_pages_written_and_completes_responses(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """Requests' commits never checkpoint; the worker's own commits do, once ~8 MB of new
     pages wait in the WAL (counted by SQLite, not read off the reused WAL file's size)."""
     path = tmp_path / "audit.db"

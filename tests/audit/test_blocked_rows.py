@@ -23,8 +23,9 @@ from screen.secrets_corpus import Gen
 
 @pytest.fixture
 def blocking_gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
-    config = replace(Config(), port=0, ask=AskConfig(mode="never", default="block")
-                     ).with_upstreams({"anthropic": parse_upstream("anthropic", provider.url)})
+    config = replace(Config(), port=0, ask=AskConfig(mode="never", default="block")).with_upstreams(
+        {"anthropic": parse_upstream("anthropic", provider.url)}
+    )
     server = BackgroundGate(config, gate_dirs["data"], advertise=True)
     yield server.start()
     server.stop()
@@ -35,42 +36,62 @@ def newest(data_dir: Path) -> dict[str, object]:
 
 
 def test_a_blocked_row_names_its_agent_model_run_project_session_and_answer(
-        blocking_gate: Listening, gate_dirs: dict[str, Path], provider: FakeProvider) -> None:
+    blocking_gate: Listening, gate_dirs: dict[str, Path], provider: FakeProvider
+) -> None:
     run = runs.register(gate_dirs["data"], str(gate_dirs["project"]), "claude-code")
     client = anthropic.Anthropic(
-        base_url=f"{blocking_gate.base_url}/_run/{run.id}/anthropic", api_key="sk-ant-test",
-        max_retries=0, default_headers={"x-claude-code-session-id": "conv-1"})
+        base_url=f"{blocking_gate.base_url}/_run/{run.id}/anthropic",
+        api_key="sk-ant-test",
+        max_retries=0,
+        default_headers={"x-claude-code-session-id": "conv-1"},
+    )
     token = Gen(7).crc_token("gh" + "p_")
     with pytest.raises(anthropic.BadRequestError):
-        client.messages.create(model="claude-blocked", max_tokens=8, messages=[
-            {"role": "user", "content": f"push with {token}"}])
+        client.messages.create(
+            model="claude-blocked",
+            max_tokens=8,
+            messages=[{"role": "user", "content": f"push with {token}"}],
+        )
     assert provider.seen == []  # nothing left
     row = newest(gate_dirs["data"])
     assert row["verdict"] == "blocked"
     assert (row["agent"], row["model"], row["run_id"], row["project_root"]) == (
-        "claude-code", "claude-blocked", run.id, str(gate_dirs["project"]))
+        "claude-code",
+        "claude-blocked",
+        run.id,
+        str(gate_dirs["project"]),
+    )
     assert row["session"]
     (entry,) = row["withheld"]
     assert entry["kind"] == "secret" and entry["decision"]["answer"] == "block"
     assert entry["decision"]["by"] == "policy"
     assert token not in json.dumps(row)
     # The same conversation's next, sent, request shares the blocked row's session.
-    client.messages.create(model="claude-blocked", max_tokens=8, messages=[
-        {"role": "user", "content": "hello"}])
+    client.messages.create(
+        model="claude-blocked", max_tokens=8, messages=[{"role": "user", "content": "hello"}]
+    )
     assert newest(gate_dirs["data"])["session"] == row["session"]
     client.close()
 
 
 def test_a_body_gate_cannot_read_still_names_its_agent_and_run(
-        blocking_gate: Listening, gate_dirs: dict[str, Path]) -> None:
+    blocking_gate: Listening, gate_dirs: dict[str, Path]
+) -> None:
     run = runs.register(gate_dirs["data"], str(gate_dirs["project"]), "codex")
     req = urllib.request.Request(  # noqa: S310 (loopback http)
-        f"{blocking_gate.base_url}/_run/{run.id}/anthropic/v1/messages", data=b"not json {",
-        headers={"content-type": "application/json"}, method="POST")
+        f"{blocking_gate.base_url}/_run/{run.id}/anthropic/v1/messages",
+        data=b"not json {",
+        headers={"content-type": "application/json"},
+        method="POST",
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(req, timeout=10)  # noqa: S310 (loopback)
     refused.value.close()
     assert refused.value.code == 400
     row = newest(gate_dirs["data"])
     assert (row["verdict"], row["agent"], row["run_id"], row["model"]) == (
-        "blocked", "codex", run.id, None)
+        "blocked",
+        "codex",
+        run.id,
+        None,
+    )

@@ -29,21 +29,26 @@ def closed_port() -> int:
 
 @pytest.fixture
 def dead_gate(gate_dirs: dict[str, Path]) -> Iterator[Listening]:
-    config = replace(Config(), port=0, ask=AskConfig(mode="never"),
-                     projects=(str(gate_dirs["project"]),)).with_upstreams(
-        {"anthropic": parse_upstream("anthropic", f"http://127.0.0.1:{closed_port()}")})
+    config = replace(
+        Config(), port=0, ask=AskConfig(mode="never"), projects=(str(gate_dirs["project"]),)
+    ).with_upstreams(
+        {"anthropic": parse_upstream("anthropic", f"http://127.0.0.1:{closed_port()}")}
+    )
     server = BackgroundGate(config, gate_dirs["data"], advertise=True)
     yield server.start()
     server.stop()
 
 
-def test_unreachable_upstream_is_failed_everywhere(dead_gate: Listening,
-                                                   gate_dirs: dict[str, Path]) -> None:
-    client = anthropic.Anthropic(base_url=f"{dead_gate.base_url}/anthropic",
-                                 api_key="sk-ant-test", max_retries=0)
+def test_unreachable_upstream_is_failed_everywhere(
+    dead_gate: Listening, gate_dirs: dict[str, Path]
+) -> None:
+    client = anthropic.Anthropic(
+        base_url=f"{dead_gate.base_url}/anthropic", api_key="sk-ant-test", max_retries=0
+    )
     with pytest.raises(anthropic.APIError):
-        client.messages.create(model="claude-x", max_tokens=8,
-                               messages=[{"role": "user", "content": "hello"}])
+        client.messages.create(
+            model="claude-x", max_tokens=8, messages=[{"role": "user", "content": "hello"}]
+        )
     store = AuditStore(gate_dirs["data"] / "audit.db", reader=True)
     deadline = time.monotonic() + 10
     while not (row := next(store.rows(1, body=False)))["error"]:
@@ -62,9 +67,16 @@ def test_unreachable_upstream_is_failed_everywhere(dead_gate: Listening,
 def test_watch_shows_approved_findings_apart_from_withheld() -> None:
     approve = {"kind": "secret", "decision": {"answer": "approve", "by": "person"}}
     redact = {"kind": "secret", "decision": {"answer": "redact", "by": "person"}}
-    row = {"id": 7, "ts": time.time(), "verdict": "forwarded", "status": 200,
-           "upstream": "anthropic", "path": "/v1/messages", "request_bytes": 10,
-           "withheld": [approve, approve, redact]}
+    row = {
+        "id": 7,
+        "ts": time.time(),
+        "verdict": "forwarded",
+        "status": 200,
+        "upstream": "anthropic",
+        "path": "/v1/messages",
+        "request_bytes": 10,
+        "withheld": [approve, approve, redact],
+    }
     lines = render(Snapshot([row], [], None), View("d"), width=None, color=False)
     header = next(line for line in lines if "WITHHELD" in line)
     assert header.endswith("WITHHELD  APPROVED")

@@ -9,14 +9,17 @@ import pytest
 from gate.audit.pg import redacted
 
 
-@pytest.mark.parametrize("form", [
-    "postgresql://gate:{p}@db.local:5432/audit",
-    "postgresql://db.local/audit?user=gate&password={p}",
-    "postgresql://db.local/audit?password={p}&sslmode=require",
-    "postgresql://db.local/audit?PASSWORD={p}",
-    "host=db.local user=gate password={p} dbname=audit",
-    "host=db.local password = '{p} x' dbname=audit",
-])
+@pytest.mark.parametrize(
+    "form",
+    [
+        "postgresql://gate:{p}@db.local:5432/audit",
+        "postgresql://db.local/audit?user=gate&password={p}",
+        "postgresql://db.local/audit?password={p}&sslmode=require",
+        "postgresql://db.local/audit?PASSWORD={p}",
+        "host=db.local user=gate password={p} dbname=audit",
+        "host=db.local password = '{p} x' dbname=audit",
+    ],
+)
 def test_the_password_is_masked_in_every_form(form: str) -> None:
     password = "pw" + secrets.token_hex(8)
     shown = redacted(form.format(p=password))

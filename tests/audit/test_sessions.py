@@ -22,9 +22,12 @@ def invoke(*args: str) -> Any:
 
 
 def converse(gate: Listening, sid: str, turns: list[str]) -> None:
-    with anthropic.Anthropic(base_url=f"{gate.base_url}/anthropic", api_key="sk-ant-test",
-                             max_retries=0,
-                             default_headers={"x-claude-code-session-id": sid}) as client:
+    with anthropic.Anthropic(
+        base_url=f"{gate.base_url}/anthropic",
+        api_key="sk-ant-test",
+        max_retries=0,
+        default_headers={"x-claude-code-session-id": sid},
+    ) as client:
         messages: list[Any] = []
         for text in turns:
             messages.append({"role": "user", "content": text})
@@ -61,13 +64,22 @@ def test_sessions_list_and_a_conversation_turn_by_turn(gate: Listening) -> None:
 
 
 def test_show_masks_an_approved_secret_unless_revealed_and_raw_is_exact(
-        gate_dirs: dict[str, Path]) -> None:
+    gate_dirs: dict[str, Path],
+) -> None:
     token = Gen(random.SystemRandom().randrange(1 << 30)).crc_token("gh" + "p_")
-    body = json.dumps({"model": "m", "messages": [
-        {"role": "user", "content": f"approved: {token}"}]}).encode()
+    body = json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": f"approved: {token}"}]}
+    ).encode()
     rid = AuditStore(gate_dirs["data"] / "audit.db").record_request(
-        upstream="anthropic", host="h", method="POST", path="/v1/messages",
-        request_bytes=len(body), verdict="forwarded", body=body, session="s:abc")
+        upstream="anthropic",
+        host="h",
+        method="POST",
+        path="/v1/messages",
+        request_bytes=len(body),
+        verdict="forwarded",
+        body=body,
+        session="s:abc",
+    )
     masked = invoke("show", str(rid), "--body").stdout
     assert token not in masked and "chars masked" in masked
     assert token in invoke("show", str(rid), "--body", "--reveal").stdout
@@ -80,14 +92,23 @@ def test_show_masks_an_approved_secret_unless_revealed_and_raw_is_exact(
 def test_log_header_filters_and_human_units(gate_dirs: dict[str, Path]) -> None:
     store = AuditStore(gate_dirs["data"] / "audit.db")
     common = {"upstream": "anthropic", "host": "h", "method": "POST", "path": "/v1/messages"}
-    sent = store.record_request(**common, request_bytes=12_345, verdict="forwarded",
-                                run_id="run-1", session="s:one", agent="claude-code")
-    blocked = store.record_request(**common, request_bytes=10, verdict="blocked",
-                                   run_id="run-2", session="s:two", reason="no")
-    failed = store.record_request(**common, request_bytes=10, verdict="forwarded",
-                                  run_id="run-2", session="s:two")
-    store.record_response(failed, status=None, latency_ms=1.0, usage=Usage(),
-                          error="connection refused")
+    sent = store.record_request(
+        **common,
+        request_bytes=12_345,
+        verdict="forwarded",
+        run_id="run-1",
+        session="s:one",
+        agent="claude-code",
+    )
+    blocked = store.record_request(
+        **common, request_bytes=10, verdict="blocked", run_id="run-2", session="s:two", reason="no"
+    )
+    failed = store.record_request(
+        **common, request_bytes=10, verdict="forwarded", run_id="run-2", session="s:two"
+    )
+    store.record_response(
+        failed, status=None, latency_ms=1.0, usage=Usage(), error="connection refused"
+    )
     out = invoke("log").stdout
     header, *lines = out.splitlines()
     assert header.split()[:4] == ["ID", "WHEN", "AGENT", "VERDICT"]

@@ -40,13 +40,16 @@ def test_paths_json_is_one_object(gate_dirs: dict[str, Path]) -> None:
     assert info["audit_db"].endswith("audit.db")
     data = gate_dirs["data"]
     assert (info["decision_memory"], info["decision_dataset"], info["control_token"]) == (
-        str(data / "decisions" / "memory.json"), str(data / "decisions" / "dataset"),
-        str(data / "control.token"))
+        str(data / "decisions" / "memory.json"),
+        str(data / "decisions" / "dataset"),
+        str(data / "control.token"),
+    )
 
 
 def test_log_and_show(client: anthropic.Anthropic) -> None:
-    client.messages.create(model="claude-log", max_tokens=8,
-                           messages=[{"role": "user", "content": "remember me"}])
+    client.messages.create(
+        model="claude-log", max_tokens=8, messages=[{"role": "user", "content": "remember me"}]
+    )
     code, out, _ = invoke("log", "--json")
     rows = json.loads(out)["requests"]
     assert code == 0 and rows[0]["model"] == "claude-log" and "body" not in rows[0]
@@ -81,8 +84,10 @@ def test_upstream_entries_may_opt_out_of_json_screening(gate_dirs: dict[str, Pat
 
     gate_dirs["config"].mkdir()
     path = gate_dirs["config"] / "config.yaml"
-    path.write_text("upstreams:\n  files:\n    url: https://upload.example\n"
-                    "    unsafe_pass_non_json: true\n  plain: https://plain.example\n")
+    path.write_text(
+        "upstreams:\n  files:\n    url: https://upload.example\n"
+        "    unsafe_pass_non_json: true\n  plain: https://plain.example\n"
+    )
     cfg = config.load(path)
     assert cfg.upstreams["files"].unsafe_pass_non_json is True
     assert cfg.upstreams["plain"].unsafe_pass_non_json is False
@@ -93,7 +98,8 @@ def test_upstream_entries_may_opt_out_of_json_screening(gate_dirs: dict[str, Pat
 
 
 def test_reading_an_unreadable_audit_is_a_clear_error_and_moves_nothing(
-        gate_dirs: dict[str, Path]) -> None:
+    gate_dirs: dict[str, Path],
+) -> None:
     """Only a starting gate moves a corrupt audit aside; `gate log` and `gate show` say
     what is wrong and leave the file where it is."""
     gate_dirs["data"].mkdir()
@@ -107,21 +113,31 @@ def test_reading_an_unreadable_audit_is_a_clear_error_and_moves_nothing(
     assert not list(gate_dirs["data"].glob("audit.db.corrupt-*"))
 
 
-def test_log_counts_approved_findings_apart_from_withheld_ones(
-        gate_dirs: dict[str, Path]) -> None:
+def test_log_counts_approved_findings_apart_from_withheld_ones(gate_dirs: dict[str, Path]) -> None:
     from gate.audit.store import AuditStore
 
     def finding(answer: str | None) -> dict[str, object]:
         entry: dict[str, object] = {"kind": "secret", "rule": "github.token", "count": 1}
         if answer:
-            entry["decision"] = {"id": "q1", "question": "send-secret", "answer": answer,
-                                 "by": "person"}
+            entry["decision"] = {
+                "id": "q1",
+                "question": "send-secret",
+                "answer": answer,
+                "by": "person",
+            }
         return entry
 
     store = AuditStore(gate_dirs["data"] / "audit.db")
-    store.record_request(upstream="anthropic", host="h", method="POST", path="/v1/messages",
-                         request_bytes=2, verdict="modified", body=b"{}",
-                         withheld=[finding("approve"), finding("redact"), finding(None)])
+    store.record_request(
+        upstream="anthropic",
+        host="h",
+        method="POST",
+        path="/v1/messages",
+        request_bytes=2,
+        verdict="modified",
+        body=b"{}",
+        withheld=[finding("approve"), finding("redact"), finding(None)],
+    )
     store.close()
     code, out, _ = invoke("log")
     assert code == 0 and "withheld=2 approved=1" in out

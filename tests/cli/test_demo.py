@@ -23,10 +23,10 @@ def _temp_dir(out: str) -> Path:
     return Path(match.group(1))
 
 
-def test_demo_without_a_terminal_answers_redact_and_cleans_up(
-        gate_dirs: dict[str, Path]) -> None:
-    proc = subprocess.run(DEMO, capture_output=True, text=True, timeout=90,
-                          stdin=subprocess.DEVNULL, check=False)
+def test_demo_without_a_terminal_answers_redact_and_cleans_up(gate_dirs: dict[str, Path]) -> None:
+    proc = subprocess.run(
+        DEMO, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, check=False
+    )
     out = proc.stdout
     assert proc.returncode == 0, proc.stderr
     assert "[gate: content withheld. Read of " in out and "Read(./.env)" in out
@@ -54,8 +54,7 @@ def _read_until(fd: int, text: str, seen: bytearray, timeout: float = 60) -> Non
 
 def test_demo_in_a_terminal_asks_and_takes_the_answer(gate_dirs: dict[str, Path]) -> None:
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(DEMO, stdin=follower, stdout=follower, stderr=follower,
-                            close_fds=True)
+    proc = subprocess.Popen(DEMO, stdin=follower, stdout=follower, stderr=follower, close_fds=True)
     os.close(follower)
     seen = bytearray()
     try:

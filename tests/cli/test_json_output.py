@@ -51,10 +51,19 @@ def test_completion_scripts_complete_gate_commands() -> None:
         assert result.exit_code == 0 and marker in result.stdout
         assert "_GATE_COMPLETE" in result.stdout
     # What the script asks gate for, gate answers: the commands starting with "se".
-    env = {**os.environ, "_GATE_COMPLETE": "bash_complete", "COMP_WORDS": "gate se",
-           "COMP_CWORD": "1"}
-    done = subprocess.run([sys.executable, "-c", "from gate.cli import main; main()"],
-                          env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        **os.environ,
+        "_GATE_COMPLETE": "bash_complete",
+        "COMP_WORDS": "gate se",
+        "COMP_CWORD": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", "from gate.cli import main; main()"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     names = {line.split(",", 1)[1] for line in done.stdout.splitlines() if "," in line}
     assert {"search", "serve", "sessions"} <= names
     assert CliRunner().invoke(cli, ["completion", "tcsh"]).exit_code == 2
@@ -65,21 +74,32 @@ def test_gate_run_passes_help_after_the_command_to_it() -> None:
     import sys
 
     script = "import sys; print('argv', sys.argv[1:])"
-    done = subprocess.run([sys.executable, "-m", "gate", "run", sys.executable, "-c", script,
-                           "--help"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "gate", "run", sys.executable, "-c", script, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "argv ['--help']" in done.stdout and "Usage: gate run" not in done.stdout
 
 
 def test_help_groups_the_commands_by_task_and_hides_none() -> None:
     out = CliRunner().invoke(cli, ["--help"]).stdout
-    sections = ["Run agents through gate:", "Answer its questions:", "See what was sent:",
-                "Rules, secrets and setup:"]
+    sections = [
+        "Run agents through gate:",
+        "Answer its questions:",
+        "See what was sent:",
+        "Rules, secrets and setup:",
+    ]
     assert [out.index(s) for s in sections] == sorted(out.index(s) for s in sections)
     assert out.index("  sessions ") > out.index("See what was sent:")
     assert "\nCommands:" not in out
-    listed = {line.split()[0] for line in out.splitlines() if line.startswith("  ")
-              and not line.strip().startswith("-")}
+    listed = {
+        line.split()[0]
+        for line in out.splitlines()
+        if line.startswith("  ") and not line.strip().startswith("-")
+    }
     with click.Context(cli) as ctx:
         assert set(cli.list_commands(ctx)) <= listed  # every command appears in some section
 
@@ -92,8 +112,16 @@ def test_each_command_is_loaded_from_the_module_that_defines_it() -> None:
         module = importlib.import_module(f"gate.cli.{info.name}")
         defined |= {c.name: info.name for c in getattr(module, "COMMANDS", ())}
     assert defined == MODULES
-    done = subprocess.run([sys.executable, "-c", "import sys; from gate.cli import cli;"
-                           " cli(['scan', '--help'], standalone_mode=False);"
-                           " print('mitmproxy' in sys.modules)"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from gate.cli import cli;"
+            " cli(['scan', '--help'], standalone_mode=False);"
+            " print('mitmproxy' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.stdout.strip().endswith("False"), done.stderr

@@ -10,9 +10,11 @@ from click.testing import CliRunner
 
 from gate.cli import cli
 
-TEAM = ("deny:\n  - Bash(curl *)\n  - WebFetch(domain:*.evil.test)\n  - mcp__prod_db\n"
-        "  - PowerShell(Get-Content *)\n"
-        "ask:\n  - Bash(git push:*)\nallow:\n  - Bash(ls *)\n")
+TEAM = (
+    "deny:\n  - Bash(curl *)\n  - WebFetch(domain:*.evil.test)\n  - mcp__prod_db\n"
+    "  - PowerShell(Get-Content *)\n"
+    "ask:\n  - Bash(git push:*)\nallow:\n  - Bash(ls *)\n"
+)
 
 
 @pytest.fixture
@@ -24,7 +26,8 @@ def project(gate_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path
     (root / ".claude").mkdir()
     (root / ".claude" / "settings.json").write_text(
         '{\n  "permissions": {\n    "deny": [\n      "Read(./secrets/**)",\n'
-        '      "Bash(oops"\n    ]\n  }\n}\n')
+        '      "Bash(oops"\n    ]\n  }\n}\n'
+    )
     monkeypatch.chdir(root)
     return root
 
@@ -44,8 +47,12 @@ def test_rules_lists_every_rule_with_its_source(project: Path) -> None:
     row = next(line for line in lines if "Bash(curl *)" in line)
     assert row.split() == ["deny", "Bash(curl", "*)", ".gate/rules.yaml:2", "[project]"]
     assert any("Read(./.env)" in line and "rules/default.yaml:7" in line for line in lines)
-    assert any("Read(./secrets/**)" in line and ".claude/settings.json:4" in line
-               and "[claude-project]" in line for line in lines)
+    assert any(
+        "Read(./secrets/**)" in line
+        and ".claude/settings.json:4" in line
+        and "[claude-project]" in line
+        for line in lines
+    )
     row = next(line for line in lines if "PowerShell" in line)
     assert "not enforced:" in row
     assert ".claude/settings.json:5: 'Bash(oops' is not a rule" in err
@@ -56,47 +63,67 @@ def test_rules_json_is_one_object(project: Path) -> None:
     info = json.loads(out)
     assert code == 0 and info["project_root"] == str(project) and info["lockdown"] is False
     curl = next(r for r in info["rules"] if r["rule"] == "Bash(curl *)")
-    assert curl == {"effect": "deny", "rule": "Bash(curl *)", "tool": "Bash",
-                    "specifier": "curl *", "unless": [], "source": ".gate/rules.yaml",
-                    "line": 2, "where": ".gate/rules.yaml:2", "layer": "project",
-                    "kind": "command", "enforced": True}
+    assert curl == {
+        "effect": "deny",
+        "rule": "Bash(curl *)",
+        "tool": "Bash",
+        "specifier": "curl *",
+        "unless": [],
+        "source": ".gate/rules.yaml",
+        "line": 2,
+        "where": ".gate/rules.yaml:2",
+        "layer": "project",
+        "kind": "command",
+        "enforced": True,
+    }
     assert len(info["warnings"]) == 1
     code, again, _ = invoke("rules", "--json")
     assert json.loads(again) == info
 
 
-def test_rules_under_lockdown_show_what_is_ignored(project: Path,
-                                                   gate_dirs: dict[str, Path]) -> None:
+def test_rules_under_lockdown_show_what_is_ignored(
+    project: Path, gate_dirs: dict[str, Path]
+) -> None:
     Path(gate_dirs["config"].parent / "managed-rules.yaml").write_text("lockdown: true\n")
     code, out, _ = invoke("rules")
     assert code == 0
     assert "(lockdown: only managed allow rules count)" in out.splitlines()[0]
-    assert "ignored: managed lockdown" in next(line for line in out.splitlines()
-                                                if "Bash(ls *)" in line)
+    assert "ignored: managed lockdown" in next(
+        line for line in out.splitlines() if "Bash(ls *)" in line
+    )
     info = json.loads(invoke("rules", "--json")[1])
     assert info["lockdown"] and [r["rule"] for r in info["ignored"]] == ["Bash(ls *)"]
 
 
-@pytest.mark.parametrize(("args", "code", "words"), [
-    (["Read(./.env)"], 1, "deny: Read of {root}/.env matches Read(./.env)"
-                          " (rules/default.yaml:7, pack)"),
-    (["--read", "secrets/db.txt"], 1, "matches Read(./secrets/**) (.claude/settings.json:4"),
-    (["--read", "README.md"], 0, "no rule: Read of {root}/README.md"),
-    (["--bash", "cd sub && timeout 5 curl -s http://x | sh"], 1,
-     "matches Bash(curl *) (.gate/rules.yaml:2, project)"),
-    (["--bash", "cat .env"], 1, "Bash command 'cat .env' reads {root}/.env"),
-    (["--bash", "git add . && git push"], 1, "ask (withheld like deny"),
-    (["--bash", "ls -la"], 0, "allow: Bash of ls -la matches Bash(ls *)"),
-    (["--bash", "ls -la && rm x"], 0, "no rule"),
-    (["--fetch", "https://api.evil.test/x"], 1, "matches WebFetch(domain:*.evil.test)"),
-    (["--fetch", "https://evil.test/x"], 0, "no rule"),
-    (["Bash", '{"command": "curl x"}'], 1, "Bash(curl *)"),
-    (["run_shell_command", "curl x"], 1, "Bash(curl *)"),
-    (["--tool", "exec_command", "--input", '{"cmd": "curl x"}'], 1, "Bash(curl *)"),
-    (["--tool", "Bash", "--input", "curl x"], 1, "Bash(curl *)"),
-    (["mcp__prod_db__query"], 1, "matches mcp__prod_db (.gate/rules.yaml:4"),
-    (["mcp__docs__search"], 0, "no rule"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (
+            ["Read(./.env)"],
+            1,
+            "deny: Read of {root}/.env matches Read(./.env) (rules/default.yaml:7, pack)",
+        ),
+        (["--read", "secrets/db.txt"], 1, "matches Read(./secrets/**) (.claude/settings.json:4"),
+        (["--read", "README.md"], 0, "no rule: Read of {root}/README.md"),
+        (
+            ["--bash", "cd sub && timeout 5 curl -s http://x | sh"],
+            1,
+            "matches Bash(curl *) (.gate/rules.yaml:2, project)",
+        ),
+        (["--bash", "cat .env"], 1, "Bash command 'cat .env' reads {root}/.env"),
+        (["--bash", "git add . && git push"], 1, "ask (withheld like deny"),
+        (["--bash", "ls -la"], 0, "allow: Bash of ls -la matches Bash(ls *)"),
+        (["--bash", "ls -la && rm x"], 0, "no rule"),
+        (["--fetch", "https://api.evil.test/x"], 1, "matches WebFetch(domain:*.evil.test)"),
+        (["--fetch", "https://evil.test/x"], 0, "no rule"),
+        (["Bash", '{"command": "curl x"}'], 1, "Bash(curl *)"),
+        (["run_shell_command", "curl x"], 1, "Bash(curl *)"),
+        (["--tool", "exec_command", "--input", '{"cmd": "curl x"}'], 1, "Bash(curl *)"),
+        (["--tool", "Bash", "--input", "curl x"], 1, "Bash(curl *)"),
+        (["mcp__prod_db__query"], 1, "matches mcp__prod_db (.gate/rules.yaml:4"),
+        (["mcp__docs__search"], 0, "no rule"),
+    ],
+)
 def test_check(project: Path, args: list[str], code: int, words: str) -> None:
     got, out, _ = invoke("rules", "check", *args)
     assert got == code
@@ -124,15 +151,18 @@ def test_check_another_project(project: Path, gate_dirs: dict[str, Path]) -> Non
     assert code == 0
 
 
-@pytest.mark.parametrize("args", [
-    [],
-    ["--read", "a", "--bash", "b"],
-    ["Read(./a)", "extra"],
-    ["--input", "x"],
-    ["not a call("],
-    ["--tool", "mcp__x__y", "--input", "plain text"],
-    ["--tool", "Bash", "--input", "{not json"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--read", "a", "--bash", "b"],
+        ["Read(./a)", "extra"],
+        ["--input", "x"],
+        ["not a call("],
+        ["--tool", "mcp__x__y", "--input", "plain text"],
+        ["--tool", "Bash", "--input", "{not json"],
+    ],
+)
 def test_check_usage_errors(project: Path, args: list[str]) -> None:
     code, _, err = invoke("rules", "check", *args)
     assert code == 2 and "Error:" in err
@@ -145,7 +175,8 @@ def test_a_broken_rule_file_fails_with_its_line(project: Path) -> None:
 
 
 def test_rules_say_when_the_denied_file_walk_runs_out_of_budget(
-        project: Path, gate_dirs: dict[str, Path]) -> None:
+    project: Path, gate_dirs: dict[str, Path]
+) -> None:
     for i in range(12):
         (project / f"f{i}.txt").write_text("x")
     result = CliRunner().invoke(cli, ["rules", "--json"])

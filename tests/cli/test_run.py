@@ -45,16 +45,35 @@ def _project(root: Path) -> Path:
 
 
 def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*GATE, *args], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **env}, check=False)
+    return subprocess.run(
+        [*GATE, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+        check=False,
+    )
 
 
 def test_gate_run_starts_a_gate_wires_the_agent_and_learns_the_project_root(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = _project(gate_dirs["project"])
     secret = fake_secret()
-    proc = _run(["run", "--upstream", f"anthropic={provider.url}", "--",
-                 sys.executable, "client.py", secret], project, EXIT_WITH="3")
+    proc = _run(
+        [
+            "run",
+            "--upstream",
+            f"anthropic={provider.url}",
+            "--",
+            sys.executable,
+            "client.py",
+            secret,
+        ],
+        project,
+        EXIT_WITH="3",
+    )
     assert proc.returncode == 3, proc.stderr  # the command's exit code comes back
     out = json.loads(proc.stdout)
     assert out["text"] == provider.reply_text
@@ -76,7 +95,8 @@ def test_gate_run_starts_a_gate_wires_the_agent_and_learns_the_project_root(
 
 
 def test_gate_run_reuses_a_gate_already_serving_this_data_dir(
-        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = _project(gate_dirs["project"])
     proc = _run(["run", "--", sys.executable, "client.py", fake_secret()], project)
     assert proc.returncode == 0, proc.stderr
@@ -97,26 +117,41 @@ def test_gate_run_rejects_an_unknown_agent(gate_dirs: dict[str, Path]) -> None:
 
 
 def test_a_malformed_project_rule_file_stops_the_run_before_the_agent(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = _project(gate_dirs["project"])
     (project / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./config/prod.json\n")
-    proc = _run(["run", "--upstream", f"anthropic={provider.url}", "--",
-                 sys.executable, "client.py", fake_secret()], project)
+    proc = _run(
+        [
+            "run",
+            "--upstream",
+            f"anthropic={provider.url}",
+            "--",
+            sys.executable,
+            "client.py",
+            fake_secret(),
+        ],
+        project,
+    )
     assert proc.returncode == 1
     assert ".gate/rules.yaml:2: " in proc.stderr and "not a rule" in proc.stderr
     assert proc.stdout == "" and provider.seen == []
 
 
 def test_a_project_rule_file_broken_mid_run_blocks_requests(
-        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     import httpx2 as httpx
 
     from messages import conversation
 
     project = _project(gate_dirs["project"])
     (project / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./config/prod.json\n")
-    resp = httpx.post(f"{gate.base_url}/anthropic/v1/messages",
-                      json=conversation(str(project)), headers={"x-api-key": "k"})
+    resp = httpx.post(
+        f"{gate.base_url}/anthropic/v1/messages",
+        json=conversation(str(project)),
+        headers={"x-api-key": "k"},
+    )
     assert resp.status_code == 400
     message = resp.json()["error"]["message"]
     assert ".gate/rules.yaml:2: " in message and "not a rule" in message
@@ -124,12 +159,16 @@ def test_a_project_rule_file_broken_mid_run_blocks_requests(
 
 
 def test_gate_run_keeps_a_base_url_the_user_already_set(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = _project(gate_dirs["project"])
     # The user routes through their own gateway: gate run must forward there, not to the
     # public API. (The fake provider stands in for the company gateway.)
-    proc = _run(["run", "--", sys.executable, "client.py", fake_secret()], project,
-                ANTHROPIC_BASE_URL=provider.url)
+    proc = _run(
+        ["run", "--", sys.executable, "client.py", fake_secret()],
+        project,
+        ANTHROPIC_BASE_URL=provider.url,
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"ANTHROPIC_BASE_URL is set, so /anthropic forwards to {provider.url}" in proc.stderr
     assert "/_run/" in json.loads(proc.stdout)["base_url"]
@@ -137,10 +176,14 @@ def test_gate_run_keeps_a_base_url_the_user_already_set(
 
 
 def test_gate_run_under_a_shell_already_pointed_at_a_gate_does_not_loop(
-        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = _project(gate_dirs["project"])
-    proc = _run(["run", "--", sys.executable, "client.py", fake_secret()], project,
-                ANTHROPIC_BASE_URL=f"{gate.base_url}/anthropic")
+    proc = _run(
+        ["run", "--", sys.executable, "client.py", fake_secret()],
+        project,
+        ANTHROPIC_BASE_URL=f"{gate.base_url}/anthropic",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "forwards to" not in proc.stderr  # a gate URL is not taken as an upstream
     assert json.loads(proc.stdout)["base_url"].startswith(f"{gate.base_url}/_run/")

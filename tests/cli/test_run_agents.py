@@ -32,32 +32,47 @@ def standin(where: Path, name: str) -> Path:
 
 def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("COPILOT_")}
-    return subprocess.run([*GATE, *args], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          env={**full, **env}, check=False)
+    return subprocess.run(
+        [*GATE, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**full, **env},
+        check=False,
+    )
 
 
 def test_gate_run_puts_codex_flags_right_after_its_name(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     codex = standin(gate_dirs["home"], "codex")
-    proc = _run(["run", "--upstream", f"openai={provider.url}", "--", str(codex), "exec",
-                 "--json", "hi"], gate_dirs["project"])
+    proc = _run(
+        ["run", "--upstream", f"openai={provider.url}", "--", str(codex), "exec", "--json", "hi"],
+        gate_dirs["project"],
+    )
     assert proc.returncode == 0, proc.stderr
     argv = json.loads(proc.stdout)["argv"]
-    assert argv[0] == "-c" and argv[1].startswith("model_providers.gate={name=\"gate\"")
+    assert argv[0] == "-c" and argv[1].startswith('model_providers.gate={name="gate"')
     assert "/_run/" in argv[1] and '/openai/v1",wire_api="responses"' in argv[1]
     assert argv[2:] == ["-c", "model_provider=gate", "exec", "--json", "hi"]
 
 
 def test_gate_run_copilot_needs_a_provider_of_its_own(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     copilot = standin(gate_dirs["home"], "copilot")
     proc = _run(["run", "--", str(copilot), "-p", "hi"], gate_dirs["project"])
     assert proc.returncode == 1 and proc.stdout == ""
     assert "copilot is wired to /copilot, but gate has no upstream 'copilot'" in proc.stderr
     assert "COPILOT_PROVIDER_BASE_URL" in proc.stderr
 
-    proc = _run(["run", "--", str(copilot), "-p", "hi"], gate_dirs["project"],
-                COPILOT_PROVIDER_BASE_URL=f"{provider.url}/v1", COPILOT_PROVIDER_TYPE="openai")
+    proc = _run(
+        ["run", "--", str(copilot), "-p", "hi"],
+        gate_dirs["project"],
+        COPILOT_PROVIDER_BASE_URL=f"{provider.url}/v1",
+        COPILOT_PROVIDER_TYPE="openai",
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"/copilot forwards to {provider.url}/v1" in proc.stderr
     env = json.loads(proc.stdout)["env"]
@@ -68,10 +83,13 @@ def test_gate_run_copilot_needs_a_provider_of_its_own(
 
 
 def test_gate_run_opencode_passes_a_config_overlay(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     opencode = standin(gate_dirs["home"], "opencode")
-    proc = _run(["run", "--upstream", f"anthropic={provider.url}", "--", str(opencode), "run"],
-                gate_dirs["project"])
+    proc = _run(
+        ["run", "--upstream", f"anthropic={provider.url}", "--", str(opencode), "run"],
+        gate_dirs["project"],
+    )
     assert proc.returncode == 0, proc.stderr
     overlay = json.loads(json.loads(proc.stdout)["env"]["OPENCODE_CONFIG_CONTENT"])
     assert overlay["provider"]["anthropic"]["options"]["baseURL"].endswith("/anthropic/v1")

@@ -20,14 +20,16 @@ GATE = [sys.executable, "-m", "gate"]
 
 # The "agent" of test_run.py, with nothing but the environment: api.anthropic.com, the
 # proxy and the CA bundle all come from the variables gate set (and no base URL).
-CLIENT = RUN_CLIENT.replace('os.environ["ANTHROPIC_BASE_URL"]',
-                            'os.environ.get("ANTHROPIC_BASE_URL")')
+CLIENT = RUN_CLIENT.replace(
+    'os.environ["ANTHROPIC_BASE_URL"]', 'os.environ.get("ANTHROPIC_BASE_URL")'
+)
 # The child records its whole environment first, then runs the agent.
 _RECORD_ENV = 'env -0 > env.bin && exec "$0" client.py "$1"'
 
 
 def test_run_forward_sets_the_childs_proxy_and_trust_and_applies_project_rules(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = gate_dirs["project"]
     (project / ".gate").mkdir()
     (project / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./config/prod.json)\n")
@@ -36,17 +38,38 @@ def test_run_forward_sets_the_childs_proxy_and_trust_and_applies_project_rules(
     (gate_dirs["config"] / "config.yaml").write_text("egress: {default: block}\n")
     secret = fake_secret()
     # The parent's own settings, in both cases: none may reach the child.
-    parent = {"HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
-              "no_proxy": "*", "SSL_CERT_FILE": "/nonexistent", "node_extra_ca_certs": "/x"}
+    parent = {
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "https_proxy": "http://127.0.0.1:9",
+        "no_proxy": "*",
+        "SSL_CERT_FILE": "/nonexistent",
+        "node_extra_ca_certs": "/x",
+    }
     proc = subprocess.run(
-        [*GATE, "run", "--forward", "--upstream", f"anthropic={provider.url}", "--",
-         "sh", "-c", _RECORD_ENV, sys.executable, secret], cwd=project, capture_output=True,
-        text=True, timeout=90, env={**os.environ, **parent}, check=False)
+        [
+            *GATE,
+            "run",
+            "--forward",
+            "--upstream",
+            f"anthropic={provider.url}",
+            "--",
+            "sh",
+            "-c",
+            _RECORD_ENV,
+            sys.executable,
+            secret,
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, **parent},
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["text"] == provider.reply_text and out["base_url"] is None
-    env = dict(item.split("=", 1) for item in
-               (project / "env.bin").read_text().split("\0") if item)
+    env = dict(item.split("=", 1) for item in (project / "env.bin").read_text().split("\0") if item)
     data = gate_dirs["data"]
     proxy = env["HTTPS_PROXY"]
     assert re.fullmatch(r"http://run:[0-9a-f]{16}@127\.0\.0\.1:\d+", proxy), proxy
@@ -67,12 +90,14 @@ def test_run_forward_sets_the_childs_proxy_and_trust_and_applies_project_rules(
 
 
 def test_env_forward_prints_the_same_settings(gate_dirs: dict[str, Path]) -> None:
-    proc = subprocess.run([*GATE, "env", "--forward"], capture_output=True, text=True,
-                          timeout=60, check=True)
+    proc = subprocess.run(
+        [*GATE, "env", "--forward"], capture_output=True, text=True, timeout=60, check=True
+    )
     lines = proc.stdout.splitlines()
     assert "unset HTTPS_PROXY https_proxy" in lines and "unset SSL_CERT_FILE" in lines
-    exports = dict(line.removeprefix("export ").split("=", 1) for line in lines
-                   if line.startswith("export "))
+    exports = dict(
+        line.removeprefix("export ").split("=", 1) for line in lines if line.startswith("export ")
+    )
     data = gate_dirs["data"]
     assert exports["HTTPS_PROXY"] == exports["https_proxy"] == "http://127.0.0.1:8787"
     assert exports["CODEX_CA_CERTIFICATE"] == str(data / "ca-bundle.pem")
@@ -82,8 +107,9 @@ def test_env_forward_prints_the_same_settings(gate_dirs: dict[str, Path]) -> Non
 
 def test_ca_export_trust_and_paths(gate_dirs: dict[str, Path]) -> None:
     def gate(*args: str) -> str:
-        return subprocess.run([*GATE, *args], capture_output=True, text=True, timeout=60,
-                              check=True).stdout
+        return subprocess.run(
+            [*GATE, *args], capture_output=True, text=True, timeout=60, check=True
+        ).stdout
 
     pem = gate("ca", "export")  # made on first use
     data = gate_dirs["data"]

@@ -16,8 +16,14 @@ def _token() -> str:
 
 
 def _scan(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", "scan", *args], input=stdin,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "gate", "scan", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_scan_files_reports_positions_and_masks(tmp_path: Path) -> None:
@@ -47,7 +53,7 @@ def test_scan_jsonl_batch() -> None:
     assert proc.returncode == 0
     assert out[1] == {"id": 7, "findings": []}
     f = out[0]["findings"][0]
-    assert lines[0]["text"][f["start"]:f["end"]] == token and f["tier"] == "high"
+    assert lines[0]["text"][f["start"] : f["end"]] == token and f["tier"] == "high"
     bad = _scan("--jsonl", stdin='{"id": 1}\n')
     assert bad.returncode == 1 and "stdin line 1" in bad.stderr
 

@@ -23,13 +23,19 @@ def _free_port() -> int:
 
 
 def _start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "gate", "serve", *args], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ)
+    return subprocess.Popen(
+        [sys.executable, "-m", "gate", "serve", *args],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ,
+    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_serve_prints_urls_forwards_and_stops_cleanly(
-        provider: FakeProvider, gate_dirs: dict[str, Path], sig: signal.Signals) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path], sig: signal.Signals
+) -> None:
     port = _free_port()
     proc = _start("--port", str(port), "--upstream", f"anthropic={provider.url}")
     try:
@@ -37,15 +43,17 @@ def test_serve_prints_urls_forwards_and_stops_cleanly(
         first = proc.stdout.readline()
         assert first.startswith(f"gate listening on http://127.0.0.1:{port}")
         lines = [proc.stdout.readline() for _ in range(5)]  # one per built-in upstream
-        assert any(f"http://127.0.0.1:{port}/anthropic" in ln and provider.url in ln
-                   for ln in lines)
+        assert any(
+            f"http://127.0.0.1:{port}/anthropic" in ln and provider.url in ln for ln in lines
+        )
         assert any("/openai" in ln and "https://api.openai.com" in ln for ln in lines)
         info = json.loads((gate_dirs["data"] / "server.json").read_text())
         assert info["port"] == port and info["pid"] == proc.pid
-        resp = httpx.post(f"http://127.0.0.1:{port}/anthropic/v1/messages",
-                          json={"model": "m", "max_tokens": 1,
-                                "messages": [{"role": "user", "content": "hi"}]},
-                          headers={"x-api-key": "k"})
+        resp = httpx.post(
+            f"http://127.0.0.1:{port}/anthropic/v1/messages",
+            json={"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]},
+            headers={"x-api-key": "k"},
+        )
         assert resp.status_code == 200 and provider.seen
         proc.send_signal(sig)
         assert proc.wait(timeout=15) == 0
@@ -76,7 +84,8 @@ def test_a_base_url_brackets_an_ipv6_host() -> None:
 
 
 def test_a_second_serve_on_the_same_data_dir_refuses_naming_the_first(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     port = _free_port()
     first = _start("--port", str(port), "--upstream", f"anthropic={provider.url}")
     try:
@@ -86,8 +95,13 @@ def test_a_second_serve_on_the_same_data_dir_refuses_naming_the_first(
         assert second.returncode == 1
         assert f"a gate already serves this data dir at http://127.0.0.1:{port}" in err
         assert str(gate_dirs["data"]) in err
-        env = subprocess.run([sys.executable, "-m", "gate", "env"], capture_output=True,
-                             text=True, env=os.environ, timeout=30)
+        env = subprocess.run(
+            [sys.executable, "-m", "gate", "env"],
+            capture_output=True,
+            text=True,
+            env=os.environ,
+            timeout=30,
+        )
         assert "no gate answers" not in env.stderr
     finally:
         first.send_signal(signal.SIGINT)
@@ -95,7 +109,12 @@ def test_a_second_serve_on_the_same_data_dir_refuses_naming_the_first(
     # Nothing listens on this config's port (the default one may be another gate's).
     gate_dirs["config"].mkdir(exist_ok=True)
     (gate_dirs["config"] / "config.yaml").write_text(f"port: {_free_port()}\n")
-    env = subprocess.run([sys.executable, "-m", "gate", "env"], capture_output=True, text=True,
-                         env=os.environ, timeout=30)
+    env = subprocess.run(
+        [sys.executable, "-m", "gate", "env"],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        timeout=30,
+    )
     assert env.returncode == 0 and "no gate answers at" in env.stderr
     assert "gate serve" in env.stderr

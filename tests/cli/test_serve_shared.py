@@ -24,18 +24,36 @@ def _free_port() -> int:
 
 
 def test_serve_shared_speaks_https_and_wants_a_token(
-        provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
     pki = make_pki(tmp_path / "pki")
     cert, key = pki.issue("gate", server=True)
     token = Users(gate_dirs["data"]).add("alice").agent_token
     gate_dirs["config"].mkdir()
     (gate_dirs["config"] / "config.yaml").write_text(
-        f"shared: true\nprojects: [{gate_dirs['project']}]\n")
+        f"shared: true\nprojects: [{gate_dirs['project']}]\n"
+    )
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gate", "serve", "--port", str(port), "--upstream",
-         f"anthropic={provider.url}", "--tls-cert", str(cert), "--tls-key", str(key)],
-        text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ)
+        [
+            sys.executable,
+            "-m",
+            "gate",
+            "serve",
+            "--port",
+            str(port),
+            "--upstream",
+            f"anthropic={provider.url}",
+            "--tls-cert",
+            str(cert),
+            "--tls-key",
+            str(key),
+        ],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ,
+    )
     try:
         assert proc.stdout is not None
         base = f"https://127.0.0.1:{port}"

@@ -42,8 +42,15 @@ _IDS = (re.compile(r"\bses_[0-9A-Za-z]{20,}"), re.compile(r"\b[0-9a-f]{64}\b"))
 
 
 def version(binary: str, env: dict[str, str]) -> str:
-    out = subprocess.run([binary, "--version"], env=env, capture_output=True, text=True,
-                         timeout=60, stdin=subprocess.DEVNULL, check=False)
+    out = subprocess.run(
+        [binary, "--version"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     m = re.search(r"\d+\.\d+\.\d+", out.stdout + out.stderr)
     return m.group(0) if m else "unknown"
 
@@ -68,8 +75,12 @@ def scrub(text: str, tmp: Path, secret: str, installed: Path | None) -> str:
         s = m.group(0)
         return fixed.setdefault(s, s[:4] + str(len(fixed) + 1).zfill(len(s) - 4))
 
-    text = _UUID.sub(lambda m: fixed.setdefault(
-        m.group(0).lower(), f"00000000-0000-4000-8000-{len(fixed) + 1:012d}"), text)
+    text = _UUID.sub(
+        lambda m: fixed.setdefault(
+            m.group(0).lower(), f"00000000-0000-4000-8000-{len(fixed) + 1:012d}"
+        ),
+        text,
+    )
     for pattern in _IDS:
         text = pattern.sub(same_length, text)
     return text
@@ -95,9 +106,16 @@ def expect(body: dict[str, Any], path: str) -> list[dict[str, Any]]:
     for call in fmt.walk(body).calls:
         action = tools.action(call.name, call.input, ROOT)
         decision = policy.decide(action, ROOT)
-        out.append({"id": call.id, "name": call.name, "verb": str(action.verb),
-                    "target": action.target, "withheld": decision.rule is not None
-                    and decision.effect in (Effect.DENY, Effect.ASK)})
+        out.append(
+            {
+                "id": call.id,
+                "name": call.name,
+                "verb": str(action.verb),
+                "target": action.target,
+                "withheld": decision.rule is not None
+                and decision.effect in (Effect.DENY, Effect.ASK),
+            }
+        )
     return out
 
 
@@ -117,15 +135,28 @@ def capture(c: Case, binary: str, tmp: Path) -> dict[str, Any]:
         spec = registry.get(c.agent)
         env.update(spec.env(models.url))
         argv = registry.command(spec, [binary, *c.argv(PROMPT)], models.url)
-        proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True,
-                              timeout=300, stdin=subprocess.DEVNULL, check=False)
+        proc = subprocess.run(
+            argv,
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"{c.agent} exited {proc.returncode}: {proc.stderr[-2000:]}")
         chosen = pick(c, models.seen, secret)
-        entry = {"agent": c.agent, "version": version(binary, env), "format": c.format,
-                 # The path gate's walker sees: without the upstream's name.
-                 "path": "/" + chosen.path.split("/", 2)[2], "secret": SECRET,
-                 "body": chosen.json()}
+        entry = {
+            "agent": c.agent,
+            "version": version(binary, env),
+            "format": c.format,
+            # The path gate's walker sees: without the upstream's name.
+            "path": "/" + chosen.path.split("/", 2)[2],
+            "secret": SECRET,
+            "body": chosen.json(),
+        }
     finally:
         hole.stop()
         models.stop()
@@ -150,10 +181,14 @@ def main(names: list[str]) -> int:
         out = HERE / c.agent / f"{c.name}.json"
         out.parent.mkdir(exist_ok=True)
         out.write_text(json.dumps(entry, indent=1, ensure_ascii=False) + "\n")
-        calls = ", ".join(f"{x['name']}→{'withheld' if x['withheld'] else 'sent'}"
-                          for x in entry["expect"]["calls"])
-        print(f"{out.relative_to(HERE)}: {entry['agent']} {entry['version']} {entry['path']}"
-              f" [{calls}]")
+        calls = ", ".join(
+            f"{x['name']}→{'withheld' if x['withheld'] else 'sent'}"
+            for x in entry["expect"]["calls"]
+        )
+        print(
+            f"{out.relative_to(HERE)}: {entry['agent']} {entry['version']} {entry['path']}"
+            f" [{calls}]"
+        )
     return 0
 
 

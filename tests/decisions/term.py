@@ -22,9 +22,15 @@ class Term:
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
         # A new session whose controlling terminal is the pty, as in a real terminal:
         # Ctrl-C there is a SIGINT to gate, not a character.
-        self.proc = subprocess.Popen([sys.executable, "-m", "gate", *args], stdin=slave,
-                                     stdout=slave, stderr=slave, env=env, start_new_session=True,
-                                     preexec_fn=_take_terminal)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gate", *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_take_terminal,
+        )
         os.close(slave)
         self.out = b""
 

@@ -22,11 +22,19 @@ def invoke(*args: str) -> tuple[int, str, str]:
 def _remember(data: Path) -> tuple[DecisionMemory, list[str]]:
     mem = DecisionMemory(data, KEY)
     ids = []
-    for i, (scope, project) in enumerate([("project", "/src/app"), ("always", None),
-                                          ("session", None)]):
+    for i, (scope, project) in enumerate(
+        [("project", "/src/app"), ("always", None), ("session", None)]
+    ):
         fp = mem.fingerprint(fake_secret(), "github-token")
-        entry = mem.remember(fp, "github-token", ("approve", "block", "redact")[i], scope,
-                             session="s1", project=project or "/src/app", question_id=f"q{i}")
+        entry = mem.remember(
+            fp,
+            "github-token",
+            ("approve", "block", "redact")[i],
+            scope,
+            session="s1",
+            project=project or "/src/app",
+            question_id=f"q{i}",
+        )
         assert entry is not None
         ids.append(entry.id)
     return mem, ids

@@ -11,8 +11,13 @@ import pytest
 
 from gate.ask.dataset import Dataset, dataset_dir
 
-RECORD = {"id": "q1", "kind": "send-secret", "answer": "redact", "by": "person",
-          "findings": [{"kind": "github-token", "preview": "ghp_********abcd"}]}
+RECORD = {
+    "id": "q1",
+    "kind": "send-secret",
+    "answer": "redact",
+    "by": "person",
+    "findings": [{"kind": "github-token", "preview": "ghp_********abcd"}],
+}
 
 
 def test_append_writes_one_line_per_question_kind(gate_dirs: dict[str, Path]) -> None:
@@ -67,4 +72,5 @@ def test_concurrent_appends_never_interleave(gate_dirs: dict[str, Path]) -> None
         t.join()
     lines = (dataset_dir(gate_dirs["data"]) / "send-secret.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["id"] for x in lines) == sorted(
-        f"{n}-{i}" for n in range(6) for i in range(20))
+        f"{n}-{i}" for n in range(6) for i in range(20)
+    )

@@ -14,15 +14,23 @@ from gate.ask.helper import check_helper_url, propose
 from gate.errors import ConfigError
 from loopback import LoopbackServer
 
-QUESTION = {"id": "q1", "kind": "send-secret",
-            "findings": [{"kind": "github-token", "preview": "ghp_********abcd"}]}
+QUESTION = {
+    "id": "q1",
+    "kind": "send-secret",
+    "findings": [{"kind": "github-token", "preview": "ghp_********abcd"}],
+}
 
 
 class Helper(LoopbackServer):
     """Replies to each POST with `reply` (after `delay` seconds) and keeps what it got."""
 
-    def __init__(self, reply: bytes, status: int = 200, delay: float = 0.0,
-                 headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        reply: bytes,
+        status: int = 200,
+        delay: float = 0.0,
+        headers: dict[str, str] | None = None,
+    ):
         self.received: list[Any] = []
         outer = self
 
@@ -57,8 +65,7 @@ def start(helpers: list[Helper], *args: Any, **kwargs: Any) -> Helper:
     return helpers[-1]
 
 
-def test_helper_proposes_an_answer(helpers: list[Helper],
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_helper_proposes_an_answer(helpers: list[Helper], monkeypatch: pytest.MonkeyPatch) -> None:
     # A proxy from the environment is never used: it would see every question.
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
@@ -74,13 +81,16 @@ def test_slow_helper_times_out_to_none(helpers: list[Helper]) -> None:
     assert time.monotonic() - began < 2.0
 
 
-@pytest.mark.parametrize(("reply", "status"), [
-    (b'{"answer": "allow"}', 200),
-    (b'{"answer": ["approve"]}', 200),
-    (b'["approve"]', 200),
-    (b"approve", 200),
-    (b'{"answer": "approve"}', 500),
-])
+@pytest.mark.parametrize(
+    ("reply", "status"),
+    [
+        (b'{"answer": "allow"}', 200),
+        (b'{"answer": ["approve"]}', 200),
+        (b'["approve"]', 200),
+        (b"approve", 200),
+        (b'{"answer": "approve"}', 500),
+    ],
+)
 def test_bad_replies_are_no_proposal(helpers: list[Helper], reply: bytes, status: int) -> None:
     assert propose(start(helpers, reply, status=status).url, QUESTION) is None
 
@@ -98,14 +108,23 @@ def test_unreachable_or_odd_urls_are_no_proposal() -> None:
     assert propose("not a url", QUESTION) is None
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8790/p", "http://localhost:1/",
-                                 "https://[::1]:9/x", "http://127.8.9.10/"])
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:8790/p", "http://localhost:1/", "https://[::1]:9/x", "http://127.8.9.10/"],
+)
 def test_loopback_urls_are_allowed(url: str) -> None:
     assert check_helper_url(f" {url} ", allow_remote=False) == url
 
 
-@pytest.mark.parametrize("url", ["http://10.0.0.5:8790/", "https://helper.example.com/",
-                                 "http://0.0.0.0:8790/", "http://127.0.0.1.example.com/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://10.0.0.5:8790/",
+        "https://helper.example.com/",
+        "http://0.0.0.0:8790/",
+        "http://127.0.0.1.example.com/",
+    ],
+)
 def test_remote_urls_are_refused_unless_allowed(url: str) -> None:
     with pytest.raises(ConfigError, match="not this machine") as err:
         check_helper_url(url, allow_remote=False)

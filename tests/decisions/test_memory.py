@@ -80,8 +80,12 @@ def test_narrowest_scope_wins_and_a_new_answer_replaces_the_old(data: Path) -> N
 
 def test_project_scope_without_a_project_is_not_remembered(data: Path) -> None:
     mem = DecisionMemory(data, KEY)
-    assert mem.remember("a" * 64, "k", "approve", "project", session="s", project=None,
-                        question_id="q1") is None
+    assert (
+        mem.remember(
+            "a" * 64, "k", "approve", "project", session="s", project=None, question_id="q1"
+        )
+        is None
+    )
     assert mem.entries() == []
 
 
@@ -110,8 +114,14 @@ def test_file_is_owner_only_atomic_and_never_holds_the_value(data: Path) -> None
     value = fake_secret("ghp_")
     mem = DecisionMemory(data, KEY)
     for scope in ("session", "project", "always"):
-        mem.remember(mem.fingerprint(value, "github-token"), "github-token", "approve", scope,
-                     question_id="q-" + scope, **HERE)
+        mem.remember(
+            mem.fingerprint(value, "github-token"),
+            "github-token",
+            "approve",
+            scope,
+            question_id="q-" + scope,
+            **HERE,
+        )
     path = memory_path(data)
     raw = path.read_bytes()
     assert value.encode() not in raw and value[4:].encode() not in raw
@@ -162,14 +172,30 @@ def test_corrupt_file_is_moved_aside_with_a_warning_naming_both_paths(data: Path
     assert mem.remember("a" * 64, "k", "approve", "always", question_id="q", **HERE)
 
 
-@pytest.mark.parametrize("bad", [
-    {"schemaVersion": 1, "entries": [{"id": "x"}]},
-    {"schemaVersion": 1, "entries": [{"id": "x", "fingerprint": "f", "kind": "k",
-                                      "answer": "allow", "scope": "always", "session": None,
-                                      "project": None, "created": 0, "expires": 9e12}]},
-    {"entries": []},
-    ["a list"],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"schemaVersion": 1, "entries": [{"id": "x"}]},
+        {
+            "schemaVersion": 1,
+            "entries": [
+                {
+                    "id": "x",
+                    "fingerprint": "f",
+                    "kind": "k",
+                    "answer": "allow",
+                    "scope": "always",
+                    "session": None,
+                    "project": None,
+                    "created": 0,
+                    "expires": 9e12,
+                }
+            ],
+        },
+        {"entries": []},
+        ["a list"],
+    ],
+)
 def test_malformed_content_counts_as_corrupt(data: Path, bad: object) -> None:
     path = memory_path(data)
     path.parent.mkdir(parents=True)
@@ -230,11 +256,13 @@ def test_concurrent_remembers_lose_nothing_and_readers_see_whole_files(data: Pat
 
 
 def test_two_processes_remembering_at_once_lose_nothing(data: Path) -> None:
-    script = ("import sys; from pathlib import Path; from gate.ask.memory import DecisionMemory\n"
-              "m = DecisionMemory(Path(sys.argv[1]), b'k' * 32)\n"
-              "for i in range(40):\n"
-              "    m.remember(f'{sys.argv[2]}{i:063d}', 'k', 'approve', 'always', session=None,"
-              " project=None, question_id='q')\n")
+    script = (
+        "import sys; from pathlib import Path; from gate.ask.memory import DecisionMemory\n"
+        "m = DecisionMemory(Path(sys.argv[1]), b'k' * 32)\n"
+        "for i in range(40):\n"
+        "    m.remember(f'{sys.argv[2]}{i:063d}', 'k', 'approve', 'always', session=None,"
+        " project=None, question_id='q')\n"
+    )
     procs = [subprocess.Popen([sys.executable, "-c", script, str(data), n]) for n in "ab"]
     assert [p.wait(timeout=60) for p in procs] == [0, 0]
     assert len(DecisionMemory(data, KEY).entries()) == 80
@@ -257,5 +285,8 @@ def test_a_change_that_repeats_the_files_signature_is_still_seen(data: Path) -> 
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns, after.st_size) == (
-        before.st_ino, before.st_mtime_ns, before.st_size)
+        before.st_ino,
+        before.st_mtime_ns,
+        before.st_size,
+    )
     assert mem.lookup("f" * 64, "k", **HERE) is None

@@ -46,8 +46,12 @@ def test_notify_send_gets_title_and_body(on_path: Path, tmp_path: Path) -> None:
     _fake_notifier(on_path, record)
     notify.desktop("gate: question", "-starts with a dash: send ghp_****abcd?")
     args = json.loads(_wait_for(record))
-    assert args == ["--app-name=gate", "--", "gate: question",
-                    "-starts with a dash: send ghp_****abcd?"]
+    assert args == [
+        "--app-name=gate",
+        "--",
+        "gate: question",
+        "-starts with a dash: send ghp_****abcd?",
+    ]
 
 
 def test_long_body_is_cut(on_path: Path, tmp_path: Path) -> None:
@@ -57,8 +61,9 @@ def test_long_body_is_cut(on_path: Path, tmp_path: Path) -> None:
     assert len(json.loads(_wait_for(record))[-1]) == notify.BODY_CHARS
 
 
-def test_no_notifier_means_silently_nothing(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_notifier_means_silently_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
@@ -76,8 +81,9 @@ def test_a_failing_or_broken_notifier_never_raises(on_path: Path, tmp_path: Path
     notify.desktop("t", "b")  # exec fails inside Popen: swallowed
 
 
-def test_macos_uses_osascript_with_values_as_arguments(on_path: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_macos_uses_osascript_with_values_as_arguments(
+    on_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     record = tmp_path / "args.json"
     _fake_notifier(on_path, record)
     (on_path / "notify-send").rename(on_path / "osascript")
@@ -89,8 +95,8 @@ def test_macos_uses_osascript_with_values_as_arguments(on_path: Path, tmp_path: 
 
 
 def test_a_parked_question_notifies_without_the_value(
-        on_path: Path, tmp_path: Path, asking: Callable[..., AskingGate],
-        gate_dirs: dict[str, Path]) -> None:
+    on_path: Path, tmp_path: Path, asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
     record = tmp_path / "args.json"
     _fake_notifier(on_path, record)
     g = asking()

@@ -13,17 +13,30 @@ from decisions.term import Term
 from gate.cli import cli
 from gate.proxy.server import Listening
 
-FIELDS = {"id", "ts", "agent", "upstream", "path", "model", "verdict", "status", "withheld",
-          "request_bytes", "error"}
+FIELDS = {
+    "id",
+    "ts",
+    "agent",
+    "upstream",
+    "path",
+    "model",
+    "verdict",
+    "status",
+    "withheld",
+    "request_bytes",
+    "error",
+}
 
 
 def _send(client: anthropic.Anthropic, text: str = "hello") -> None:
-    client.messages.create(model="claude-test-1", max_tokens=10,
-                           messages=[{"role": "user", "content": text}])
+    client.messages.create(
+        model="claude-test-1", max_tokens=10, messages=[{"role": "user", "content": text}]
+    )
 
 
 def test_once_prints_recent_requests_and_no_bodies(
-        client: anthropic.Anthropic, gate: Listening, gate_dirs: dict[str, Path]) -> None:
+    client: anthropic.Anthropic, gate: Listening, gate_dirs: dict[str, Path]
+) -> None:
     marker = "a-body-watch-must-not-print"
     _send(client, marker)
     finished_row(gate_dirs["data"])  # the status is written just after the reply
@@ -52,7 +65,8 @@ def test_live_view_needs_a_terminal() -> None:
 
 
 def test_live_view_redraws_new_requests_and_quits_on_q(
-        client: anthropic.Anthropic, gate: Listening, watch: Term) -> None:
+    client: anthropic.Anthropic, gate: Listening, watch: Term
+) -> None:
     t = watch
     seen = t.expect("no requests recorded yet")
     _send(client)

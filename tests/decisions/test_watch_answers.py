@@ -17,7 +17,8 @@ from gate.cli import cli
 
 
 def test_r_redacts_the_selected_question_and_the_row_appears(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], watch: Term) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], watch: Term
+) -> None:
     g = asking()
     token = github_token()
     sent = g.send(env_turn(gate_dirs["project"], token))
@@ -37,11 +38,14 @@ def test_r_redacts_the_selected_question_and_the_row_appears(
 
 
 def test_selection_moves_and_b_blocks_only_the_selected_one(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], watch: Term) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], watch: Term
+) -> None:
     g = asking()
     first, second = github_token(), github_token()
-    sent = [g.send(env_turn(gate_dirs["project"], t, f"toolu_{i}"))
-            for i, t in enumerate((first, second))]
+    sent = [
+        g.send(env_turn(gate_dirs["project"], t, f"toolu_{i}"))
+        for i, t in enumerate((first, second))
+    ]
     older, newer = g.wait_pending(2)
     watch.expect(f"> {older['id']}")
     at = watch.press("j")
@@ -62,11 +66,10 @@ def test_selection_moves_and_b_blocks_only_the_selected_one(
     assert (first in bodies) != (second in bodies)  # the approved one only, as it was
 
 
-@pytest.mark.parametrize(("key", "scope"), [("s", "session"), ("p", "project"),
-                                          ("w", "always")])
+@pytest.mark.parametrize(("key", "scope"), [("s", "session"), ("p", "project"), ("w", "always")])
 def test_shift_a_then_a_scope_key_approves_and_remembers(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], watch: Term, key: str,
-        scope: str) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], watch: Term, key: str, scope: str
+) -> None:
     g = asking()
     token = github_token()
     body = env_turn(gate_dirs["project"], token)
@@ -96,7 +99,8 @@ def test_shift_a_then_a_scope_key_approves_and_remembers(
 
 
 def test_escape_cancels_a_remember_and_the_question_stays(
-        asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], watch: Term) -> None:
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path], watch: Term
+) -> None:
     g = asking()
     sent = g.send(env_turn(gate_dirs["project"], github_token()))
     [q] = g.wait_pending()

@@ -11,19 +11,45 @@ from gate.cli.watchview import Snapshot, View, render
 
 
 def question(qid: str, **extra: Any) -> dict[str, Any]:
-    return {"id": qid, "kind": "send-secret", "created": time.time(),
-            "expires": time.time() + 90, "default": "redact",
-            "request": {"agent": "claude-code", "upstream": "anthropic", "path": "/v1/messages?x=1",
-                        "model": "claude-x"},
-            "findings": [{"kind": "github-token", "rule": "secrets.github", "where": "tool_result",
-                          "tool": "Bash", "file": None, "preview": "ghp_********abcd",
-                          "context": "export A=1\nGITHUB_TOKEN=ghp_********abcd\nB\nC\nD"}],
-            **extra}
+    return {
+        "id": qid,
+        "kind": "send-secret",
+        "created": time.time(),
+        "expires": time.time() + 90,
+        "default": "redact",
+        "request": {
+            "agent": "claude-code",
+            "upstream": "anthropic",
+            "path": "/v1/messages?x=1",
+            "model": "claude-x",
+        },
+        "findings": [
+            {
+                "kind": "github-token",
+                "rule": "secrets.github",
+                "where": "tool_result",
+                "tool": "Bash",
+                "file": None,
+                "preview": "ghp_********abcd",
+                "context": "export A=1\nGITHUB_TOKEN=ghp_********abcd\nB\nC\nD",
+            }
+        ],
+        **extra,
+    }
 
 
-REQUEST = {"id": 7, "ts": time.time(), "agent": "codex", "upstream": "openai",
-           "path": "/v1/responses", "model": "gpt-x", "verdict": "modified", "status": 200,
-           "withheld": [{"kind": "secret"}], "request_bytes": 1234}
+REQUEST = {
+    "id": 7,
+    "ts": time.time(),
+    "agent": "codex",
+    "upstream": "openai",
+    "path": "/v1/responses",
+    "model": "gpt-x",
+    "verdict": "modified",
+    "status": 200,
+    "withheld": [{"kind": "secret"}],
+    "request_bytes": 1234,
+}
 
 
 def test_a_frame_shows_questions_findings_and_requests() -> None:
@@ -50,8 +76,14 @@ def test_width_cuts_lines_and_color_styles_them() -> None:
 
 
 def test_no_gate_and_no_requests_say_so() -> None:
-    text = "\n".join(render(Snapshot([], [], "no gate is running for data dir /d"),
-                            View(data_dir="/d"), width=None, color=False))
+    text = "\n".join(
+        render(
+            Snapshot([], [], "no gate is running for data dir /d"),
+            View(data_dir="/d"),
+            width=None,
+            color=False,
+        )
+    )
     assert "no gate is running for data dir /d" in text
     assert "no requests recorded yet" in text
 
@@ -96,7 +128,8 @@ def test_what_an_agent_sent_cannot_drive_the_terminal() -> None:
     evil = question("qa")
     evil["findings"][0]["context"] = "a\x1b[2J\x1b]0;pwned\x07b\tc\u202etxt.exe"
     evil["request"]["model"] = "m\x9b31m"
-    text = "\n".join(render(Snapshot([], [evil], None), View(data_dir="/d"), width=None,
-                            color=False))
+    text = "\n".join(
+        render(Snapshot([], [evil], None), View(data_dir="/d"), width=None, color=False)
+    )
     assert "| a^[[2J^[]0;pwned^Gb c?txt.exe" in text and "m?31m" in text
     assert not any(c in text for c in "\x1b\x07\x9b\u202e\t")

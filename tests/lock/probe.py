@@ -54,9 +54,11 @@ def run(*argv: str) -> str:
 
 def control(port: int, qid: str) -> str:
     req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/_gate/api/pending/{qid}", method="POST",
-        data=b'{"answer": "allow"}', headers={"authorization": "Bearer guess",
-                                               "content-type": "application/json"})
+        f"http://127.0.0.1:{port}/_gate/api/pending/{qid}",
+        method="POST",
+        data=b'{"answer": "allow"}',
+        headers={"authorization": "Bearer guess", "content-type": "application/json"},
+    )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(req, timeout=5) as resp:
@@ -78,7 +80,8 @@ def nested_umount(path: str) -> str:
             os._exit(0)
         os._exit(20)
     return {0: "unmounted", 10: "no nested namespace", 20: "umount refused"}[
-        os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])]
+        os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    ]
 
 
 def status(field: str) -> str:
@@ -94,10 +97,14 @@ def send(call: dict[str, Any], result: str, timeout: float | None = 60) -> str:
     import anthropic
 
     client = anthropic.Anthropic(api_key="sk-ant-fake", max_retries=0, timeout=timeout)
-    turn = [{"role": "user", "content": "go"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", **call}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-                                          "content": result}]}]
+    turn = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", **call}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": result}],
+        },
+    ]
     try:
         return client.messages.create(model="claude-test", max_tokens=8, messages=turn).id
     except anthropic.APIError as exc:
@@ -112,8 +119,11 @@ def main() -> None:
         # No client timeout: the test answers it once our attempts are done, however long
         # they take on a loaded machine (a timeout would withdraw the question first).
         def ask() -> None:
-            parked["reply"] = send({"name": "Bash", "input": {"command": "env"}},
-                                   f"GITHUB_TOKEN={spec['token']}\n", timeout=None)
+            parked["reply"] = send(
+                {"name": "Bash", "input": {"command": "env"}},
+                f"GITHUB_TOKEN={spec['token']}\n",
+                timeout=None,
+            )
             # Tells the test it came back (answered, or never parked: then it stops waiting).
             Path(spec["qid_file"] + ".replied").write_text(parked["reply"])
 
@@ -130,21 +140,25 @@ def main() -> None:
     for path in spec["gate_files"]:
         out[f"read {path}"] = read(path)
     data = Path(spec["data_dir"])
-    out["data dir lists"] = sorted(str(p.relative_to(data)) for p in data.rglob("*")
-                                   if p.is_file())
+    out["data dir lists"] = sorted(str(p.relative_to(data)) for p in data.rglob("*") if p.is_file())
     for path in spec["protected"]:
         out[f"write {path}"] = write(path)
         out[f"umount {path}"] = run("umount", path)
         out[f"remount {path}"] = run("mount", "-o", "remount,rw,bind", path)
         out[f"unshare umount {path}"] = run("unshare", "-Urm", "umount", path)
-        out[f"unshare remount {path}"] = run("unshare", "-Urm", "mount", "-o",
-                                             "remount,bind,rw", path)
+        out[f"unshare remount {path}"] = run(
+            "unshare", "-Urm", "mount", "-o", "remount,bind,rw", path
+        )
         out[f"nested umount {path}"] = nested_umount(path)
     out["create"] = write(spec["created"])
     for mount in spec["mounts"]:  # as root of a namespace of our own: make it writable
-        out[f"lift {mount}"] = run("unshare", "-Urm", "sh", "-c",
-                                   f"mount -o remount,bind,rw {mount} && echo x > {mount}/w"
-                                   " && echo WROTE")
+        out[f"lift {mount}"] = run(
+            "unshare",
+            "-Urm",
+            "sh",
+            "-c",
+            f"mount -o remount,bind,rw {mount} && echo x > {mount}/w && echo WROTE",
+        )
     out["nested umount data"] = nested_umount(spec["data_dir"])
     out["host pid"] = "visible" if Path(f"/proc/{spec['host_pid']}").exists() else "hidden"
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -166,8 +180,9 @@ def main() -> None:
         out["parked reply"] = parked.get("reply", "none")
     env_file = Path(".env").resolve()
     if spec.get("send", True):
-        out["env reply"] = send({"name": "Read", "input": {"file_path": str(env_file)}},
-                                env_file.read_text())
+        out["env reply"] = send(
+            {"name": "Read", "input": {"file_path": str(env_file)}}, env_file.read_text()
+        )
     print(json.dumps(out))
 
 
@@ -180,8 +195,7 @@ def connect_unix(path: str) -> str:
         return f"refused: {exc.strerror}"
 
 
-def answer(spec: dict[str, Any], qid_file: Path, waiting: Callable[[], bool]
-           ) -> dict[str, str]:
+def answer(spec: dict[str, Any], qid_file: Path, waiting: Callable[[], bool]) -> dict[str, str]:
     """Wait for the test to name the question our parked request raised (however long it
     takes: the test writes it once the question is parked, or gives up when the request
     came back unparked); try to answer."""
@@ -190,8 +204,11 @@ def answer(spec: dict[str, Any], qid_file: Path, waiting: Callable[[], bool]
             return {"answer": "the parked request came back before a question id"}
         time.sleep(0.05)
     gate = [sys.executable, "-m", "gate"]
-    return {"gate approve": run(*gate, "approve", qid), "gate pending": run(*gate, "pending"),
-            "control api": control(gate_port(), qid)}
+    return {
+        "gate approve": run(*gate, "approve", qid),
+        "gate pending": run(*gate, "pending"),
+        "control api": control(gate_port(), qid),
+    }
 
 
 def gate_port() -> int:
@@ -208,6 +225,7 @@ def connect_through_proxy(host: str, port: int) -> str:
             return s.recv(200).split(b"\r\n", 1)[0].decode()
     except OSError as exc:
         return f"refused: {exc}"
+
 
 if __name__ == "__main__":
     main()

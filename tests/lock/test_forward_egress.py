@@ -21,10 +21,13 @@ def _connect(addon: ForwardAddon, peer: str, host: str, port: int) -> tflow.http
     return flow
 
 
-@pytest.mark.parametrize(("host", "port"), [("127.0.0.1", 5432), ("localhost", 8787),
-                                            ("10.0.0.7", 22), ("example.com", 443)])
+@pytest.mark.parametrize(
+    ("host", "port"),
+    [("127.0.0.1", 5432), ("localhost", 8787), ("10.0.0.7", 22), ("example.com", 443)],
+)
 def test_a_locked_agent_gets_no_tunnel_to_an_unscreened_host(
-        gate_dirs: dict[str, Path], host: str, port: int) -> None:
+    gate_dirs: dict[str, Path], host: str, port: int
+) -> None:
     audit = AuditStore(gate_dirs["data"] / "audit.db")
     addon = ForwardAddon(Config(forward=True), gate_dirs["data"], audit)  # tunnel-and-log
     with taddons.context(addon):

@@ -16,30 +16,45 @@ from agent_run import check
 pytestmark = [pytest.mark.agent_cli, pytest.mark.timeout(300)]
 
 # The cases tests/agents/test_forward_clis.py runs through `gate run --forward`.
-FORWARD = [("claude-code", "read-and-bash"), ("opencode", "anthropic"), ("opencode", "openai"),
-           ("opencode", "google"), ("gemini-cli", "read-and-shell"),
-           ("copilot", "completions"), ("copilot", "responses")]
+FORWARD = [
+    ("claude-code", "read-and-bash"),
+    ("opencode", "anthropic"),
+    ("opencode", "openai"),
+    ("opencode", "google"),
+    ("gemini-cli", "read-and-shell"),
+    ("copilot", "completions"),
+    ("copilot", "responses"),
+]
 
 
 @pytest.mark.parametrize(("agent", "name"), FORWARD, ids=[f"{a}-{n}" for a, n in FORWARD])
-def test_agent_cli_works_locked_in_forward_mode(agent: str, name: str,
-                                                gate_dirs: dict[str, Path]) -> None:
+def test_agent_cli_works_locked_in_forward_mode(
+    agent: str, name: str, gate_dirs: dict[str, Path]
+) -> None:
     out = check(case(agent, name), gate_dirs, forward=True, lock=True)
     assert out.tried_outside == [], out.tried_outside  # the host's black hole: unreachable
 
 
 def test_codex_works_locked_in_forward_mode(gate_dirs: dict[str, Path]) -> None:
     c = case("codex", "exec-command")
-    provider = ('{name="mine",base_url="https://api.openai.com/v1",wire_api="responses",'
-                'env_key="CODEX_API_KEY",supports_websockets=false}')
-    argv = ["-c", f"model_providers.mine={provider}", "-c", "model_provider=mine",
-            *c.argv("Show me what is in .env")]
+    provider = (
+        '{name="mine",base_url="https://api.openai.com/v1",wire_api="responses",'
+        'env_key="CODEX_API_KEY",supports_websockets=false}'
+    )
+    argv = [
+        "-c",
+        f"model_providers.mine={provider}",
+        "-c",
+        "model_provider=mine",
+        *c.argv("Show me what is in .env"),
+    ]
     check(c, gate_dirs, forward=True, argv=argv, lock=True)
 
 
 def test_codex_built_in_provider_works_locked_over_websocket(gate_dirs: dict[str, Path]) -> None:
-    out = check(case("codex", "exec-command"), gate_dirs, forward=True, fake=FakeWsModels(),
-                lock=True)
+    out = check(
+        case("codex", "exec-command"), gate_dirs, forward=True, fake=FakeWsModels(), lock=True
+    )
     assert out.models.seen and all(s.method == "WS" for s in out.models.seen)
 
 

@@ -87,7 +87,9 @@ def test_a_locked_agent_cannot_create_gate_rules_or_claude_settings(
     assert not (project / ".gate").exists()
     # (.claude/ keeps only the agent's own `.new` files, which could not be renamed in.)
     assert sorted(p.name for p in (project / ".claude").iterdir()) == [
-        "settings.json.new", "settings.local.json.new"]
+        "settings.json.new",
+        "settings.local.json.new",
+    ]
     assert not (home / ".claude" / "settings.json").exists()
     assert (home / ".claude" / "other.json").exists()
 

@@ -39,8 +39,12 @@ def test_the_ca_certificate_is_shown_and_a_key_never(gate_dirs: dict[str, Path])
     plan = plan_for(["claude"], 8787, str(gate_dirs["project"]), env)
     assert plan.shown == (str(data / "ca.pem"),)
     with pytest.raises(GateError, match="private key"):
-        plan_for(["claude"], 8787, str(gate_dirs["project"]),
-                 {**env, "SSL_CERT_FILE": str(data / "ca-key.pem")})
+        plan_for(
+            ["claude"],
+            8787,
+            str(gate_dirs["project"]),
+            {**env, "SSL_CERT_FILE": str(data / "ca-key.pem")},
+        )
 
 
 def test_a_project_inside_gate_dirs_is_refused(gate_dirs: dict[str, Path]) -> None:

@@ -10,12 +10,20 @@ from messages import conversation, tool_turn
 
 
 def test_walk_pairs_tool_calls_with_results_and_finds_every_string() -> None:
-    body = conversation("/p", tool_turn("toolu_1", "Read", {"file_path": "/p/a.py"}, "print(1)"),
-                        tool_turn("toolu_2", "Bash", {"command": "ls"},
-                                  [{"type": "text", "text": "a.py"}]))
-    body["messages"].append({"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "hmm", "signature": "sig"},
-        {"type": "tool_use", "id": "toolu_3", "name": "Read", "input": {"file_path": "x"}}]})
+    body = conversation(
+        "/p",
+        tool_turn("toolu_1", "Read", {"file_path": "/p/a.py"}, "print(1)"),
+        tool_turn("toolu_2", "Bash", {"command": "ls"}, [{"type": "text", "text": "a.py"}]),
+    )
+    body["messages"].append(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "tool_use", "id": "toolu_3", "name": "Read", "input": {"file_path": "x"}},
+            ],
+        }
+    )
     walk = anthropic.walk(body)
     assert [(c.id, c.name, c.result) for c in walk.calls] == [
         ("toolu_1", "Read", ("messages", 2, "content", 0)),
@@ -33,25 +41,43 @@ def test_walk_pairs_tool_calls_with_results_and_finds_every_string() -> None:
 
 
 def test_withhold_string_content_keeps_id_position_and_cache_control() -> None:
-    body = conversation("/p", tool_turn("toolu_1", "Read", {"file_path": "/p/.env"}, "A=1",
-                                        cache_control={"type": "ephemeral"}, is_error=False))
+    body = conversation(
+        "/p",
+        tool_turn(
+            "toolu_1",
+            "Read",
+            {"file_path": "/p/.env"},
+            "A=1",
+            cache_control={"type": "ephemeral"},
+            is_error=False,
+        ),
+    )
     before = copy.deepcopy(body)
     walk = anthropic.walk(body)
     assert walk.calls[0].result is not None
     anthropic.withhold_result(body, walk.calls[0].result, "[withheld]")
     block = body["messages"][2]["content"][0]
-    assert block == {"type": "tool_result", "tool_use_id": "toolu_1", "content": "[withheld]",
-                     "cache_control": {"type": "ephemeral"}, "is_error": False}
+    assert block == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": "[withheld]",
+        "cache_control": {"type": "ephemeral"},
+        "is_error": False,
+    }
     before["messages"][2]["content"][0]["content"] = "[withheld]"
     assert body == before  # nothing else changed
     assert list(block) == ["type", "tool_use_id", "content", "cache_control", "is_error"]
 
 
 def test_withhold_block_content_replaces_each_part_at_its_index() -> None:
-    parts = [{"type": "text", "text": "KEY=1"},
-             {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                          "data": "iVBORw0KGgo="},
-              "cache_control": {"type": "ephemeral"}}]
+    parts = [
+        {"type": "text", "text": "KEY=1"},
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+            "cache_control": {"type": "ephemeral"},
+        },
+    ]
     body = conversation("/p", tool_turn("toolu_1", "Read", {"file_path": "/p/k.pem"}, parts))
     walk = anthropic.walk(body)
     assert walk.calls[0].result is not None
@@ -71,8 +97,14 @@ def test_matches_messages_paths_only() -> None:
 
 
 def test_system_string_and_system_role_messages_are_walked() -> None:
-    body = {"model": "m", "system": "Working directory: /x", "messages": [
-        {"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]}
+    body = {
+        "model": "m",
+        "system": "Working directory: /x",
+        "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+    }
     walk = anthropic.walk(body)
     assert [(s.text, s.role) for s in walk.segments] == [
-        ("Working directory: /x", Role.SYSTEM), ("be brief", Role.SYSTEM), ("hi", Role.USER_TEXT)]
+        ("Working directory: /x", Role.SYSTEM),
+        ("be brief", Role.SYSTEM),
+        ("hi", Role.USER_TEXT),
+    ]

@@ -24,15 +24,29 @@ def _bodies() -> list[dict[str, Any]]:
     built = conversation(
         "/work/p",
         tool_turn("toolu_1", "Read", {"file_path": "/work/p/.env"}, f"TOKEN={secret}"),
-        tool_turn("toolu_2", "Bash", {"command": "cat .env", "cwd": "/work/p"},
-                  [{"type": "text", "text": f"TOKEN={secret}"},
-                   {"type": "image", "source": {"type": "base64", "data": "QUJD" * 10}}]),
-        [{"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "hmm " * 5, "signature": "c2ln" * 8},
-            {"type": "text", "text": "done", "citations": [{"cited_text": secret}]}]}],
+        tool_turn(
+            "toolu_2",
+            "Bash",
+            {"command": "cat .env", "cwd": "/work/p"},
+            [
+                {"type": "text", "text": f"TOKEN={secret}"},
+                {"type": "image", "source": {"type": "base64", "data": "QUJD" * 10}},
+            ],
+        ),
+        [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "hmm " * 5, "signature": "c2ln" * 8},
+                    {"type": "text", "text": "done", "citations": [{"cited_text": secret}]},
+                ],
+            }
+        ],
     )
-    built["system"] = [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2"},
-                       {"type": "text", "text": "You are Claude Code."}]
+    built["system"] = [
+        {"type": "text", "text": "x-anthropic-billing-header: cc_version=2"},
+        {"type": "text", "text": "You are Claude Code."},
+    ]
     built["tools"] = [{"name": "Read", "input_schema": {"properties": {"file_path": {}}}}]
     built["metadata"] = {"user_id": "user_" + "ab" * 20}
     corpus = [json.loads(p.read_text())["body"] for p in sorted(CORPUS.glob("*.json"))]
@@ -71,13 +85,17 @@ def test_tool_inputs_come_from_the_body_being_screened() -> None:
     assert calls["toolu_2"].input is nxt["messages"][3]["content"][0]["input"]
 
 
-@pytest.mark.parametrize("edit", [
-    lambda b, s: b["messages"][2]["content"][0].update(content=f"TOKEN={s}"),
-    lambda b, s: b["messages"][5]["content"][1].update(text=f"done {s}"),
-    lambda b, s: b["messages"][0].update(content=[{"type": "text", "text": s}]),
-    lambda b, s: b["system"][1].update(text=f"You are Claude Code. {s}"),
-    lambda b, s: b["tools"][0]["input_schema"].update(description=s),
-], ids=["tool-result", "text", "shape", "system", "tools"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda b, s: b["messages"][2]["content"][0].update(content=f"TOKEN={s}"),
+        lambda b, s: b["messages"][5]["content"][1].update(text=f"done {s}"),
+        lambda b, s: b["messages"][0].update(content=[{"type": "text", "text": s}]),
+        lambda b, s: b["system"][1].update(text=f"You are Claude Code. {s}"),
+        lambda b, s: b["tools"][0]["input_schema"].update(description=s),
+    ],
+    ids=["tool-result", "text", "shape", "system", "tools"],
+)
 def test_any_change_to_a_resent_item_is_walked_again(edit: Any) -> None:
     anthropic.walk(_bodies()[0])
     long_strings(_bodies()[0], 8)
@@ -116,26 +134,38 @@ def test_the_memo_is_bounded_and_skips_what_is_not_plain_json() -> None:
     assert memo.remembered("d", {"k": "\ud800"}, compute) == 6
 
 
-@pytest.mark.parametrize(("first", "then"), [
-    ({"id": 1}, {"id": True}), ({"id": 1}, {"id": 1.0}), ({"n": 0}, {"n": False}),
-    ({"n": 0.0}, {"n": -0.0}), ({"a": "x", "b": "y"}, {"b": "y", "a": "x"}),
-    ({"k": None}, {"k": "None"}), ({"k": [1, 2]}, {"k": (1, 2)}),
-], ids=["int-bool", "int-float", "zero-false", "zero-signs", "key-order", "null", "list-tuple"])
-def test_items_equal_in_python_but_not_identical_are_walked_again(first: Any,
-                                                                   then: Any) -> None:
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        ({"id": 1}, {"id": True}),
+        ({"id": 1}, {"id": 1.0}),
+        ({"n": 0}, {"n": False}),
+        ({"n": 0.0}, {"n": -0.0}),
+        ({"a": "x", "b": "y"}, {"b": "y", "a": "x"}),
+        ({"k": None}, {"k": "None"}),
+        ({"k": [1, 2]}, {"k": (1, 2)}),
+    ],
+    ids=["int-bool", "int-float", "zero-false", "zero-signs", "key-order", "null", "list-tuple"],
+)
+def test_items_equal_in_python_but_not_identical_are_walked_again(first: Any, then: Any) -> None:
     memo = Memo()
     assert memo.remembered("a", first, lambda: "first") == "first"
     assert memo.remembered("a", then, lambda: "then") == "then"
 
 
-_WALKERS = {"anthropic": anthropic, "openai-chat": openai_chat,
-            "openai-responses": openai_responses}
+_WALKERS = {
+    "anthropic": anthropic,
+    "openai-chat": openai_chat,
+    "openai-responses": openai_responses,
+}
 
 
 def _corpus() -> list[Any]:
-    return [pytest.param(_WALKERS[d["format"]], d["body"], id=f"{p.parent.name}/{p.stem}")
-            for p in sorted(CORPUS.parent.glob("*/*.json"))
-            if (d := json.loads(p.read_text()))["format"] in _WALKERS]
+    return [
+        pytest.param(_WALKERS[d["format"]], d["body"], id=f"{p.parent.name}/{p.stem}")
+        for p in sorted(CORPUS.parent.glob("*/*.json"))
+        if (d := json.loads(p.read_text()))["format"] in _WALKERS
+    ]
 
 
 @pytest.mark.parametrize(("walker", "body"), _corpus())
@@ -150,8 +180,13 @@ def test_every_remembered_format_walks_like_a_fresh_walk(walker: Any, body: Any)
 
 
 def _scribble(node: Any) -> None:
-    items = node.items() if isinstance(node, dict) else enumerate(node) \
-        if isinstance(node, list) else ()
+    items = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else ()
+    )
     for key, value in list(items):
         if isinstance(value, str):
             node[key] = "edited"
@@ -160,24 +195,45 @@ def _scribble(node: Any) -> None:
 
 
 def _chat(command: str) -> dict[str, Any]:
-    return {"model": "gpt-test", "messages": [
-        {"role": "user", "content": "list the env"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]},
-        {"role": "tool", "tool_call_id": "call_1", "content": "TOKEN=" + "x" * 20}]}
+    return {
+        "model": "gpt-test",
+        "messages": [
+            {"role": "user", "content": "list the env"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "TOKEN=" + "x" * 20},
+        ],
+    }
 
 
 def _responses(command: str) -> dict[str, Any]:
-    return {"model": "gpt-test", "input": [
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
-        {"type": "function_call", "call_id": "call_1", "name": "shell_command",
-         "arguments": json.dumps({"command": command})},
-        {"type": "function_call_output", "call_id": "call_1", "output": "TOKEN=" + "x" * 20}]}
+    return {
+        "model": "gpt-test",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+            {
+                "type": "function_call",
+                "call_id": "call_1",
+                "name": "shell_command",
+                "arguments": json.dumps({"command": command}),
+            },
+            {"type": "function_call_output", "call_id": "call_1", "output": "TOKEN=" + "x" * 20},
+        ],
+    }
 
 
-@pytest.mark.parametrize(("walker", "build"), [(openai_chat, _chat),
-                                               (openai_responses, _responses)])
+@pytest.mark.parametrize(
+    ("walker", "build"), [(openai_chat, _chat), (openai_responses, _responses)]
+)
 def test_a_changed_call_is_decided_on_what_it_says_now(walker: Any, build: Any) -> None:
     walker.walk(build("cat README.md"))
     (call,) = walker.walk(build("cat .env")).calls

@@ -18,8 +18,9 @@ from messages import conversation, tool_turn
 
 
 def test_non_streaming_message(client: anthropic.Anthropic, provider: FakeProvider) -> None:
-    msg = client.messages.create(model="claude-test", max_tokens=16,
-                                 messages=[{"role": "user", "content": "hi"}])
+    msg = client.messages.create(
+        model="claude-test", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+    )
     assert msg.content[0].type == "text" and msg.content[0].text == provider.reply_text
     assert msg.usage.input_tokens == 21
     seen = provider.seen[-1]
@@ -28,10 +29,12 @@ def test_non_streaming_message(client: anthropic.Anthropic, provider: FakeProvid
     assert seen.headers["host"] == provider.url.removeprefix("http://")
 
 
-def test_streaming_message(client: anthropic.Anthropic, provider: FakeProvider,
-                           gate_dirs: dict[str, Path]) -> None:
-    with client.messages.stream(model="claude-test", max_tokens=16,
-                                messages=[{"role": "user", "content": "hi"}]) as stream:
+def test_streaming_message(
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    with client.messages.stream(
+        model="claude-test", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
         text = "".join(stream.text_stream)
     assert text == provider.reply_text
     row = finished_row(gate_dirs["data"])
@@ -40,21 +43,32 @@ def test_streaming_message(client: anthropic.Anthropic, provider: FakeProvider,
 
 
 def test_count_tokens(client: anthropic.Anthropic, provider: FakeProvider) -> None:
-    count = client.messages.count_tokens(model="claude-test",
-                                         messages=[{"role": "user", "content": "hi"}])
+    count = client.messages.count_tokens(
+        model="claude-test", messages=[{"role": "user", "content": "hi"}]
+    )
     assert count.input_tokens > 0
     assert provider.seen[-1].path == "/v1/messages/count_tokens"
 
 
 def test_unchanged_request_is_forwarded_as_the_original_bytes(
-        gate: Listening, provider: FakeProvider) -> None:
+    gate: Listening, provider: FakeProvider
+) -> None:
     # Odd spacing and key order that a re-serialisation would lose.
-    raw = (b'{ "model" : "claude-test",\n  "max_tokens": 8,'
-           b' "messages": [{"role":"user","content":"caf\\u00e9"}] }')
-    resp = httpx.post(f"{gate.base_url}/anthropic/v1/messages?beta=true", content=raw,
-                      headers={"content-type": "application/json", "x-api-key": "sk-ant-x",
-                               "anthropic-beta": "foo-2025-01-01,bar-2025-02-02",
-                               "anthropic-version": "2023-06-01", "x-custom": "kept"})
+    raw = (
+        b'{ "model" : "claude-test",\n  "max_tokens": 8,'
+        b' "messages": [{"role":"user","content":"caf\\u00e9"}] }'
+    )
+    resp = httpx.post(
+        f"{gate.base_url}/anthropic/v1/messages?beta=true",
+        content=raw,
+        headers={
+            "content-type": "application/json",
+            "x-api-key": "sk-ant-x",
+            "anthropic-beta": "foo-2025-01-01,bar-2025-02-02",
+            "anthropic-version": "2023-06-01",
+            "x-custom": "kept",
+        },
+    )
     assert resp.status_code == 200
     seen = provider.seen[-1]
     assert seen.body == raw
@@ -63,19 +77,31 @@ def test_unchanged_request_is_forwarded_as_the_original_bytes(
     assert seen.headers["x-custom"] == "kept"
 
 
-def test_read_of_env_is_withheld_in_place(client: anthropic.Anthropic, provider: FakeProvider,
-                                          gate_dirs: dict[str, Path]) -> None:
+def test_read_of_env_is_withheld_in_place(
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = str(gate_dirs["project"])
     secret = fake_secret("tok_")
     body = conversation(
         project,
         tool_turn("toolu_01", "Read", {"file_path": f"{project}/src/app.py"}, "print('ok')"),
-        tool_turn("toolu_02", "Read", {"file_path": f"{project}/.env"},
-                  f"     1\tAPI_TOKEN={secret}\n", cache_control={"type": "ephemeral"}),
+        tool_turn(
+            "toolu_02",
+            "Read",
+            {"file_path": f"{project}/.env"},
+            f"     1\tAPI_TOKEN={secret}\n",
+            cache_control={"type": "ephemeral"},
+        ),
     )
-    body["messages"].append({"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "the user wants config", "signature": "c2ln"},
-        {"type": "text", "text": "I read the files."}]})
+    body["messages"].append(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "the user wants config", "signature": "c2ln"},
+                {"type": "text", "text": "I read the files."},
+            ],
+        }
+    )
     body["messages"].append({"role": "user", "content": "thanks"})
     client.messages.create(**body)
     sent = provider.seen[-1].json()
@@ -103,9 +129,11 @@ def test_read_of_env_is_withheld_in_place(client: anthropic.Anthropic, provider:
 
 
 def test_audit_is_owner_only_and_holds_no_auth_header(
-        client: anthropic.Anthropic, gate_dirs: dict[str, Path]) -> None:
-    client.messages.create(model="claude-test", max_tokens=8,
-                           messages=[{"role": "user", "content": "hi"}])
+    client: anthropic.Anthropic, gate_dirs: dict[str, Path]
+) -> None:
+    client.messages.create(
+        model="claude-test", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+    )
     data = gate_dirs["data"]
     blob = b""
     for path in [data, *data.rglob("*")]:
@@ -126,37 +154,51 @@ def test_unknown_prefix_gets_a_clear_404(gate: Listening, provider: FakeProvider
 
 
 def test_unknown_run_id_is_blocked(gate: Listening, provider: FakeProvider) -> None:
-    resp = httpx.post(f"{gate.base_url}/_run/0123456789abcdef/anthropic/v1/messages",
-                      json={"model": "m", "messages": []})
+    resp = httpx.post(
+        f"{gate.base_url}/_run/0123456789abcdef/anthropic/v1/messages",
+        json={"model": "m", "messages": []},
+    )
     assert resp.status_code == 400
     assert resp.json()["error"]["type"] == "gate_error"
     assert "does not know run" in resp.json()["error"]["message"]
     assert provider.seen == []
 
 
-def test_upstream_error_bodies_pass_through_verbatim(client: anthropic.Anthropic,
-                                                     provider: FakeProvider) -> None:
+def test_upstream_error_bodies_pass_through_verbatim(
+    client: anthropic.Anthropic, provider: FakeProvider
+) -> None:
     provider.fail_status = 529
     with pytest.raises(anthropic.APIStatusError) as info:
-        client.messages.create(model="claude-test", max_tokens=8,
-                               messages=[{"role": "user", "content": "hi"}])
+        client.messages.create(
+            model="claude-test", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+        )
     assert info.value.status_code == 529
-    assert info.value.body == {"type": "error", "error": {"type": "overloaded_error",
-                                                          "message": "Overloaded (fake)"}}
+    assert info.value.body == {
+        "type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded (fake)"},
+    }
 
 
-@pytest.mark.parametrize("command", [
-    "cat .env", "cd config && cat ../.env", 'F=.env; head -n 20 "$F"', "grep -v '^#' < .env",
-    "timeout 5 sed -n 1,10p ./.env",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat .env",
+        "cd config && cat ../.env",
+        'F=.env; head -n 20 "$F"',
+        "grep -v '^#' < .env",
+        "timeout 5 sed -n 1,10p ./.env",
+    ],
+)
 def test_shell_commands_that_read_a_denied_file_are_withheld(
-        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path],
-        command: str) -> None:
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path], command: str
+) -> None:
     project = str(gate_dirs["project"])
     secret = fake_secret()
-    body = conversation(project,
-                        tool_turn("toolu_1", "Bash", {"command": "ls -la"}, "total 0\n.env"),
-                        tool_turn("toolu_2", "Bash", {"command": command}, f"KEY={secret}\n"))
+    body = conversation(
+        project,
+        tool_turn("toolu_1", "Bash", {"command": "ls -la"}, "total 0\n.env"),
+        tool_turn("toolu_2", "Bash", {"command": command}, f"KEY={secret}\n"),
+    )
     client.messages.create(**body)
     sent = provider.seen[-1].json()
     assert secret not in provider.seen[-1].body.decode()
@@ -166,27 +208,31 @@ def test_shell_commands_that_read_a_denied_file_are_withheld(
 
 
 def test_an_agent_in_a_subdirectory_is_held_to_the_repository_rules(
-        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     repo = gate_dirs["project"]
     (repo / ".git").mkdir()
     (repo / "services" / "api").mkdir(parents=True)
     secret = fake_secret()
-    body = conversation(str(repo / "services" / "api"),
-                        tool_turn("toolu_1", "Bash", {"command": "cat ../../.env"},
-                                  f"KEY={secret}"))
+    body = conversation(
+        str(repo / "services" / "api"),
+        tool_turn("toolu_1", "Bash", {"command": "cat ../../.env"}, f"KEY={secret}"),
+    )
     client.messages.create(**body)
     assert secret not in provider.seen[-1].body.decode()
     assert "Read(./.env)" in provider.seen[-1].body.decode()
 
 
 def test_large_bodies_are_compressed_after_sending_and_read_back_exactly(
-        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     import sqlite3
     import time
 
     big = "x" * (300 << 10) + fake_secret()
-    client.messages.create(model="claude-test", max_tokens=8,
-                           messages=[{"role": "user", "content": big}])
+    client.messages.create(
+        model="claude-test", max_tokens=8, messages=[{"role": "user", "content": big}]
+    )
     sent = provider.seen[-1].body
     db = sqlite3.connect(gate_dirs["data"] / "audit.db")
     deadline = time.monotonic() + 10
@@ -200,12 +246,15 @@ def test_large_bodies_are_compressed_after_sending_and_read_back_exactly(
 
 
 def test_an_ask_rule_withholds_and_says_that_the_user_did_not_approve(
-        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = gate_dirs["project"]
     (project / ".gate").mkdir()
     (project / ".gate" / "rules.yaml").write_text("ask:\n  - Read(./docs/customers.csv)\n")
-    body = conversation(str(project), tool_turn(
-        "toolu_1", "Read", {"file_path": f"{project}/docs/customers.csv"}, "alice,42"))
+    body = conversation(
+        str(project),
+        tool_turn("toolu_1", "Read", {"file_path": f"{project}/docs/customers.csv"}, "alice,42"),
+    )
     client.messages.create(**body)
     result = provider.seen[-1].json()["messages"][2]["content"][0]["content"]
     assert "needs the user's approval under rule Read(./docs/customers.csv)" in result

@@ -22,8 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _namespaces() -> bool:
     try:
-        return subprocess.run(["unshare", "-rm", "true"], capture_output=True,
-                              timeout=10).returncode == 0
+        return (
+            subprocess.run(["unshare", "-rm", "true"], capture_output=True, timeout=10).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -32,12 +34,23 @@ pytestmark = pytest.mark.skipif(not _namespaces(), reason="needs user and mount 
 
 
 def _serve(data: Path, setup: str, provider: FakeProvider) -> subprocess.Popen[str]:
-    env = {**os.environ, "GATE_DATA_DIR": str(data), "GATE_CONFIG_DIR": str(data.parent / "c"),
-           "PYTHONPATH": str(REPO)}
-    gate = (f"exec {shlex.quote(sys.executable)} -m gate serve --port 0 --upstream"
-            f" anthropic={provider.url}")
-    return subprocess.Popen(["unshare", "-rm", "sh", "-c", f"{setup} && {gate}"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "GATE_DATA_DIR": str(data),
+        "GATE_CONFIG_DIR": str(data.parent / "c"),
+        "PYTHONPATH": str(REPO),
+    }
+    gate = (
+        f"exec {shlex.quote(sys.executable)} -m gate serve --port 0 --upstream"
+        f" anthropic={provider.url}"
+    )
+    return subprocess.Popen(
+        ["unshare", "-rm", "sh", "-c", f"{setup} && {gate}"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture
@@ -48,7 +61,8 @@ def data(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_a_read_only_data_dir_stops_gate_at_start_and_says_so(
-        data: Path, provider: FakeProvider) -> None:
+    data: Path, provider: FakeProvider
+) -> None:
     q = shlex.quote(str(data))
     proc = _serve(data, f"mount --bind {q} {q} && mount -o remount,ro,bind {q} {q}", provider)
     _, err = proc.communicate(timeout=60)
@@ -57,8 +71,7 @@ def test_a_read_only_data_dir_stops_gate_at_start_and_says_so(
     assert "Traceback" not in err
 
 
-def test_a_full_data_dir_blocks_requests_and_says_so(
-        data: Path, provider: FakeProvider) -> None:
+def test_a_full_data_dir_blocks_requests_and_says_so(data: Path, provider: FakeProvider) -> None:
     q = shlex.quote(str(data))
     proc = _serve(data, f"mount -t tmpfs -o size=1m tmpfs {q}", provider)
     try:
@@ -66,10 +79,17 @@ def test_a_full_data_dir_blocks_requests_and_says_so(
         line = proc.stdout.readline()
         m = re.search(r"listening on (http://\S+)", line)
         assert m, line
-        body = {"model": "m", "max_tokens": 8,
-                "messages": [{"role": "user", "content": os.urandom(1 << 20).hex()}]}
-        resp = httpx.post(f"{m.group(1)}/anthropic/v1/messages", content=json.dumps(body),
-                          headers={"content-type": "application/json"}, timeout=60)
+        body = {
+            "model": "m",
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": os.urandom(1 << 20).hex()}],
+        }
+        resp = httpx.post(
+            f"{m.group(1)}/anthropic/v1/messages",
+            content=json.dumps(body),
+            headers={"content-type": "application/json"},
+            timeout=60,
+        )
         assert resp.status_code == 400
         message = resp.json()["error"]["message"]
         assert "could not write the audit record" in message and "free disk space" in message

@@ -23,8 +23,11 @@ URL = "/anthropic/v1/messages"
 
 
 def _post(gate: Listening, content: bytes, **headers: str) -> httpx.Response:
-    return httpx.post(f"{gate.base_url}{URL}", content=content,
-                      headers={"content-type": "application/json", "x-api-key": "k", **headers})
+    return httpx.post(
+        f"{gate.base_url}{URL}",
+        content=content,
+        headers={"content-type": "application/json", "x-api-key": "k", **headers},
+    )
 
 
 def _blocked(resp: httpx.Response, provider: FakeProvider, status: int, words: str) -> None:
@@ -35,9 +38,12 @@ def _blocked(resp: httpx.Response, provider: FakeProvider, status: int, words: s
     assert provider.seen == []  # nothing left the machine
 
 
-def test_a_crash_in_screening_blocks_the_request(gate: Listening, provider: FakeProvider,
-                                                 monkeypatch: pytest.MonkeyPatch,
-                                                 gate_dirs: dict[str, Path]) -> None:
+def test_a_crash_in_screening_blocks_the_request(
+    gate: Listening,
+    provider: FakeProvider,
+    monkeypatch: pytest.MonkeyPatch,
+    gate_dirs: dict[str, Path],
+) -> None:
     def crash(*_args: object) -> None:
         raise RuntimeError("injected")
 
@@ -48,8 +54,9 @@ def test_a_crash_in_screening_blocks_the_request(gate: Listening, provider: Fake
     assert row["verdict"] == "blocked" and row["body"] is None
 
 
-def test_a_failed_audit_write_blocks_the_request(gate: Listening, provider: FakeProvider,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_audit_write_blocks_the_request(
+    gate: Listening, provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def full(*_args: object, **_kw: object) -> int:
         raise sqlite3.OperationalError("database or disk is full")
 
@@ -59,8 +66,9 @@ def test_a_failed_audit_write_blocks_the_request(gate: Listening, provider: Fake
 
 
 @pytest.mark.parametrize("body", [b"{not json", b"\xff\xfe", b"[1, 2]"])
-def test_unparseable_bodies_are_blocked(gate: Listening, provider: FakeProvider,
-                                        body: bytes) -> None:
+def test_unparseable_bodies_are_blocked(
+    gate: Listening, provider: FakeProvider, body: bytes
+) -> None:
     resp = _post(gate, body)
     _blocked(resp, provider, 400, "cannot screen this request")
 
@@ -79,19 +87,24 @@ CODECS = {
     "gzip": (gzip.compress, gzip.decompress),
     "deflate": (zlib.compress, zlib.decompress),
     "br": (brotli.compress, brotli.decompress),
-    "zstd": (lambda b: zstandard.ZstdCompressor().compress(b),
-             lambda b: zstandard.ZstdDecompressor().decompress(b)),
+    "zstd": (
+        lambda b: zstandard.ZstdCompressor().compress(b),
+        lambda b: zstandard.ZstdDecompressor().decompress(b),
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CODECS))
 def test_encoded_bodies_are_decoded_screened_and_sent_decoded(
-        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], name: str) -> None:
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], name: str
+) -> None:
     encode, _ = CODECS[name]
     project = str(gate_dirs["project"])
     secret = fake_secret()
-    body = conversation(project, tool_turn("toolu_9", "Read", {"file_path": f"{project}/.env"},
-                                           f"DB_PASSWORD={secret}"))
+    body = conversation(
+        project,
+        tool_turn("toolu_9", "Read", {"file_path": f"{project}/.env"}, f"DB_PASSWORD={secret}"),
+    )
     resp = _post(gate, encode(json.dumps(body).encode()), **{"content-encoding": name})
     assert resp.status_code == 200
     seen = provider.seen[-1]
@@ -104,63 +117,104 @@ def test_encoded_bodies_are_decoded_screened_and_sent_decoded(
     assert store.body_of(row["id"]) == seen.body and row["content_encoding"] == name
 
 
-@pytest.mark.parametrize(("turns", "words"), [
-    # A result answering no call, and two calls sharing an id: neither could be paired.
-    ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x",
-                                    "content": "KEY=1"}]}], "answers no tool call"),
-    (tool_turn("toolu_1", "Read", {"file_path": "/p/a"}, "a")
-     + tool_turn("toolu_1", "Read", {"file_path": "/p/.env"}, "KEY=1"), "two tool "),
-])
-def test_unpairable_tool_results_are_blocked(gate: Listening, provider: FakeProvider,
-                                             turns: list[dict[str, object]], words: str) -> None:
+@pytest.mark.parametrize(
+    ("turns", "words"),
+    [
+        # A result answering no call, and two calls sharing an id: neither could be paired.
+        (
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_x", "content": "KEY=1"}
+                    ],
+                }
+            ],
+            "answers no tool call",
+        ),
+        (
+            tool_turn("toolu_1", "Read", {"file_path": "/p/a"}, "a")
+            + tool_turn("toolu_1", "Read", {"file_path": "/p/.env"}, "KEY=1"),
+            "two tool ",
+        ),
+    ],
+)
+def test_unpairable_tool_results_are_blocked(
+    gate: Listening, provider: FakeProvider, turns: list[dict[str, object]], words: str
+) -> None:
     body = conversation("/p")
     body["messages"] += turns
     _blocked(_post(gate, json.dumps(body).encode()), provider, 400, words)
 
 
 def test_websocket_upgrades_are_refused(gate: Listening, provider: FakeProvider) -> None:
-    resp = httpx.get(f"{gate.base_url}/anthropic/v1/messages",
-                     headers={"upgrade": "websocket", "connection": "Upgrade",
-                              "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
-                              "sec-websocket-version": "13"})
+    resp = httpx.get(
+        f"{gate.base_url}/anthropic/v1/messages",
+        headers={
+            "upgrade": "websocket",
+            "connection": "Upgrade",
+            "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+            "sec-websocket-version": "13",
+        },
+    )
     _blocked(resp, provider, 400, "WebSocket traffic only for the Responses API")
 
 
-@pytest.mark.parametrize("path", ["/v1//messages", "/V1/Messages", "/v1/messages;x=1",
-                                  "/v1/messages/", "/v1/messages%3Fbeta=true"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1//messages",
+        "/V1/Messages",
+        "/v1/messages;x=1",
+        "/v1/messages/",
+        "/v1/messages%3Fbeta=true",
+    ],
+)
 def test_odd_spellings_of_the_messages_path_are_still_screened(
-        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], path: str) -> None:
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], path: str
+) -> None:
     project = str(gate_dirs["project"])
     secret = fake_secret()
-    body = conversation(project, tool_turn("toolu_1", "Read", {"file_path": f"{project}/.env"},
-                                           f"KEY={secret}"))
+    body = conversation(
+        project, tool_turn("toolu_1", "Read", {"file_path": f"{project}/.env"}, f"KEY={secret}")
+    )
     httpx.post(f"{gate.base_url}/anthropic{path}", json=body, headers={"x-api-key": "k"})
     assert provider.seen and secret not in provider.seen[-1].body.decode()
 
 
 def test_a_sigv4_signed_body_that_needs_editing_is_blocked_with_advice(
-        gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = str(gate_dirs["project"])
-    body = conversation(project, tool_turn("toolu_1", "Read", {"file_path": f"{project}/.env"},
-                                           "KEY=" + fake_secret()))
+    body = conversation(
+        project,
+        tool_turn("toolu_1", "Read", {"file_path": f"{project}/.env"}, "KEY=" + fake_secret()),
+    )
     del body["model"]
     body["anthropic_version"] = "bedrock-2023-05-31"
     sig = "AWS4-HMAC-SHA256 Credential=AKIDFAKE/20261130/us-east-1/bedrock/aws4_request"
-    resp = httpx.post(f"{gate.base_url}/anthropic/model/anthropic.claude-x/invoke",
-                      json=body, headers={"authorization": sig})
+    resp = httpx.post(
+        f"{gate.base_url}/anthropic/model/anthropic.claude-x/invoke",
+        json=body,
+        headers={"authorization": sig},
+    )
     _blocked(resp, provider, 400, "AWS_BEARER_TOKEN_BEDROCK")
     # A signed body with nothing to withhold passes untouched, signature intact.
     clean = conversation(project)
     del clean["model"]
-    resp = httpx.post(f"{gate.base_url}/anthropic/model/anthropic.claude-x/invoke",
-                      json=clean, headers={"authorization": sig})
+    resp = httpx.post(
+        f"{gate.base_url}/anthropic/model/anthropic.claude-x/invoke",
+        json=clean,
+        headers={"authorization": sig},
+    )
     assert resp.status_code == 200 and provider.seen[-1].headers["authorization"] == sig
     row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
     assert row["model"] == "anthropic.claude-x"
 
 
 def test_an_upstream_that_opted_out_forwards_non_json_and_says_so(
-        provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     from dataclasses import replace as dc_replace
 
     from gate.config import Config, parse_upstream
@@ -168,9 +222,10 @@ def test_an_upstream_that_opted_out_forwards_non_json_and_says_so(
 
     up = dc_replace(parse_upstream("files", provider.url), unsafe_pass_non_json=True)
     known = (str(gate_dirs["project"]),)  # as `gate serve --project` would
-    server = BackgroundGate(dc_replace(Config(), port=0, projects=known).with_upstreams(
-        {"files": up}),
-                            gate_dirs["data"])
+    server = BackgroundGate(
+        dc_replace(Config(), port=0, projects=known).with_upstreams({"files": up}),
+        gate_dirs["data"],
+    )
     listening = server.start()
     try:
         resp = httpx.post(f"{listening.base_url}/files/v1/upload", content=b"\x00raw bytes")

@@ -42,14 +42,21 @@ def token() -> str:
     return Gen(random.SystemRandom().randrange(1 << 30)).crc_token("ghp_")
 
 
-def forward_config(provider: FakeProvider, egress: EgressSettings | None = None, *,
-                   project: Path) -> Config:
+def forward_config(
+    provider: FakeProvider, egress: EgressSettings | None = None, *, project: Path
+) -> Config:
     # The project is known (as `gate serve --project`): requests that state no working
     # directory are screened for its denied files instead of being refused.
-    return replace(Config(), port=0, forward=True, ask=AskConfig(mode="never"),
-                   projects=(str(project),),
-                   egress=egress or EgressSettings(EgressDefault.BLOCK)).with_upstreams(
-        {n: parse_upstream(n, provider.url) for n in ("anthropic", "openai", "chatgpt")})
+    return replace(
+        Config(),
+        port=0,
+        forward=True,
+        ask=AskConfig(mode="never"),
+        projects=(str(project),),
+        egress=egress or EgressSettings(EgressDefault.BLOCK),
+    ).with_upstreams(
+        {n: parse_upstream(n, provider.url) for n in ("anthropic", "openai", "chatgpt")}
+    )
 
 
 @pytest.fixture
@@ -66,13 +73,20 @@ def proxied(gate: Listening, data: Path) -> httpx.Client:
     return httpx.Client(proxy=gate.base_url, verify=trust, timeout=20)
 
 
-def test_anthropic_sdk_over_connect_is_screened(fwd: Listening, provider: FakeProvider,
-                                                gate_dirs: dict[str, Path]) -> None:
+def test_anthropic_sdk_over_connect_is_screened(
+    fwd: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     secret = token()
-    with anthropic.Anthropic(api_key="sk-ant-fake-" + os.urandom(4).hex(), max_retries=0,
-                             http_client=proxied(fwd, gate_dirs["data"])) as client:
-        reply = client.messages.create(model="claude-test", max_tokens=50, messages=[
-            {"role": "user", "content": f"my token is {secret}"}])
+    with anthropic.Anthropic(
+        api_key="sk-ant-fake-" + os.urandom(4).hex(),
+        max_retries=0,
+        http_client=proxied(fwd, gate_dirs["data"]),
+    ) as client:
+        reply = client.messages.create(
+            model="claude-test",
+            max_tokens=50,
+            messages=[{"role": "user", "content": f"my token is {secret}"}],
+        )
     assert reply.content
     bodies = [s.body for s in provider.seen if s.body]
     assert bodies and all(secret.encode() not in b for b in bodies)
@@ -90,8 +104,7 @@ def test_ca_key_is_owner_only(fwd: Listening, gate_dirs: dict[str, Path]) -> Non
     assert bundle.count(b"BEGIN CERTIFICATE") > 1  # the system's roots come first
 
 
-def test_blocked_host_is_refused_with_a_reason(fwd: Listening,
-                                               gate_dirs: dict[str, Path]) -> None:
+def test_blocked_host_is_refused_with_a_reason(fwd: Listening, gate_dirs: dict[str, Path]) -> None:
     # Never resolved: the policy refuses the CONNECT before any connection is tried.
     with proxied(fwd, gate_dirs["data"]) as client, pytest.raises(httpx.ProxyError) as err:
         client.get("https://telemetry.example.invalid/v1/events")
@@ -100,8 +113,7 @@ def test_blocked_host_is_refused_with_a_reason(fwd: Listening,
         raw = plain.get("http://telemetry.example.invalid/x")
     assert raw.status_code == 403 and "egress.allow" in raw.text
     rows = tunnels.rows(AuditStore(gate_dirs["data"] / "audit.db"))
-    assert [(r["host"], r["kind"]) for r in rows] == [
-        ("telemetry.example.invalid", "blocked")] * 2
+    assert [(r["host"], r["kind"]) for r in rows] == [("telemetry.example.invalid", "blocked")] * 2
 
 
 def test_gate_itself_still_answers_on_the_forward_port(fwd: Listening) -> None:
@@ -112,12 +124,13 @@ def test_gate_itself_still_answers_on_the_forward_port(fwd: Listening) -> None:
 # The SDK itself calls websockets' connect() the way websockets 17 deprecates.
 @pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager")
 def test_openai_sdk_websocket_over_connect_is_screened(
-        provider: FakeProvider, gate_dirs: dict[str, Path],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    provider: FakeProvider, gate_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The SDK reads HTTPS_PROXY and SSL_CERT_FILE as an agent's runtime does."""
     ws = FakeWsProvider(str(gate_dirs["project"]))
     config = forward_config(provider, project=gate_dirs["project"]).with_upstreams(
-        {"openai": parse_upstream("openai", ws.url)})
+        {"openai": parse_upstream("openai", ws.url)}
+    )
     server = BackgroundGate(config, gate_dirs["data"])
     gate = server.start()
     secret = token()
@@ -126,9 +139,16 @@ def test_openai_sdk_websocket_over_connect_is_screened(
     try:
         client = openai.OpenAI(api_key="sk-fake-" + os.urandom(4).hex(), max_retries=0)
         with client.responses.connect() as conn:
-            conn.response.create(model="gpt-test", input=[{
-                "type": "message", "role": "user",
-                "content": [{"type": "input_text", "text": f"deploy with {secret}"}]}])
+            conn.response.create(
+                model="gpt-test",
+                input=[
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": f"deploy with {secret}"}],
+                    }
+                ],
+            )
             kinds = [event.type for event in _until_done(conn)]
         assert "response.completed" in kinds
     finally:
@@ -153,9 +173,14 @@ class TlsEcho:
         store = certs.CertStore.from_store(tmp / "other", "other", 2048)
         self.ca_file = tmp / "other" / "other-ca-cert.pem"
         leaf = store.get_cert("127.0.0.1", [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
-        (tmp / "leaf.pem").write_bytes(leaf.cert.to_pem() + leaf.privatekey.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption()))
+        (tmp / "leaf.pem").write_bytes(
+            leaf.cert.to_pem()
+            + leaf.privatekey.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.TraditionalOpenSSL,
+                serialization.NoEncryption(),
+            )
+        )
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(tmp / "leaf.pem")
         self.sock = socket.create_server(("127.0.0.1", 0))
@@ -186,12 +211,14 @@ def _connect_through(gate: Listening, host: str, port: int) -> tuple[socket.sock
     return sock, head
 
 
-@pytest.mark.parametrize("egress", [EgressSettings(),
-                                    EgressSettings(EgressDefault.BLOCK, ("127.0.0.1",))],
-                         ids=["tunnel-and-log", "block-but-allowed"])
+@pytest.mark.parametrize(
+    "egress",
+    [EgressSettings(), EgressSettings(EgressDefault.BLOCK, ("127.0.0.1",))],
+    ids=["tunnel-and-log", "block-but-allowed"],
+)
 def test_other_host_is_tunnelled_unread_and_audited(
-        egress: EgressSettings, provider: FakeProvider, gate_dirs: dict[str, Path],
-        tmp_path: Path) -> None:
+    egress: EgressSettings, provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
     other = TlsEcho(tmp_path)
     config = forward_config(provider, egress, project=gate_dirs["project"])
     server = BackgroundGate(config, gate_dirs["data"])
@@ -217,8 +244,9 @@ def test_other_host_is_tunnelled_unread_and_audited(
     assert row["bytes_out"] > 4 and row["bytes_in"] > 9 and row["ended"] >= row["ts"]
 
 
-def test_an_allow_list_lets_only_its_hosts_through(provider: FakeProvider,
-                                                   gate_dirs: dict[str, Path]) -> None:
+def test_an_allow_list_lets_only_its_hosts_through(
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     egress = EgressSettings(EgressDefault.BLOCK, ("*.allowed.test",))
     config = forward_config(provider, egress, project=gate_dirs["project"])
     server = BackgroundGate(config, gate_dirs["data"])
@@ -231,21 +259,25 @@ def test_an_allow_list_lets_only_its_hosts_through(provider: FakeProvider,
             assert head.startswith(b"HTTP/1.1 403") and b"egress.allow" in head, head
     finally:
         server.stop()
-    kinds = {r["host"]: r["kind"] for r in tunnels.rows(AuditStore(
-        gate_dirs["data"] / "audit.db"))}
+    kinds = {r["host"]: r["kind"] for r in tunnels.rows(AuditStore(gate_dirs["data"] / "audit.db"))}
     assert set(kinds.values()) == {"blocked"} and len(kinds) == 3
 
 
 def test_codex_chatgpt_endpoint_over_http_and_its_account_calls(
-        fwd: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    fwd: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     """Codex signed in with ChatGPT: its Responses calls on chatgpt.com/backend-api/codex
     are screened; its account calls on the same host go, unread and audited, to where the
     user sent the `chatgpt` upstream (here the fake), never to chatgpt.com."""
     secret = token()
     headers = {"chatgpt-account-id": "acct-fake"}
-    with openai.OpenAI(api_key="fake-access-token", max_retries=0, default_headers=headers,
-                       base_url="https://chatgpt.com/backend-api/codex",
-                       http_client=proxied(fwd, gate_dirs["data"])) as client:
+    with openai.OpenAI(
+        api_key="fake-access-token",
+        max_retries=0,
+        default_headers=headers,
+        base_url="https://chatgpt.com/backend-api/codex",
+        http_client=proxied(fwd, gate_dirs["data"]),
+    ) as client:
         client.responses.create(model="gpt-test", input=f"use {secret}")
         account = client.get("/../wham/accounts/check", cast_to=object)
     assert account is not None
@@ -255,24 +287,31 @@ def test_codex_chatgpt_endpoint_over_http_and_its_account_calls(
     assert provider.seen[0].headers["chatgpt-account-id"] == "acct-fake"
     rows = tunnels.rows(AuditStore(gate_dirs["data"] / "audit.db"))
     assert [(r["host"], r["kind"], r["reason"]) for r in rows] == [
-        ("chatgpt.com", "http", "to upstream chatgpt")]
+        ("chatgpt.com", "http", "to upstream chatgpt")
+    ]
 
 
 def test_the_host_header_cannot_steer_a_decrypted_request(
-        fwd: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    fwd: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     """Inside a CONNECT to api.anthropic.com, a Host header naming another host changes
     nothing: the request is screened and goes to the anthropic upstream."""
     secret = token()
     sock, head = _connect_through(fwd, "api.anthropic.com", 443)
     assert head.startswith(b"HTTP/1.1 200"), head
     trust = ssl.create_default_context(cafile=str(ca.paths(gate_dirs["data"]).cert))
-    body = (b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"'
-            + secret.encode() + b'"}]}')
+    body = (
+        b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"'
+        + secret.encode()
+        + b'"}]}'
+    )
     with trust.wrap_socket(sock, server_hostname="api.anthropic.com") as tls:
-        tls.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: exfil.example.invalid\r\n"
-                    b"content-type: application/json\r\nx-api-key: k\r\n"
-                    b"content-length: " + str(len(body)).encode() + b"\r\n"
-                    b"connection: close\r\n\r\n" + body)
+        tls.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nHost: exfil.example.invalid\r\n"
+            b"content-type: application/json\r\nx-api-key: k\r\n"
+            b"content-length: " + str(len(body)).encode() + b"\r\n"
+            b"connection: close\r\n\r\n" + body
+        )
         reply = b""
         while chunk := tls.recv(65536):
             reply += chunk

@@ -39,7 +39,8 @@ def upstream() -> Iterator[FakeGemini]:
 def gemini_gate(upstream: FakeGemini, gate_dirs: dict[str, Path]) -> Iterator[Listening]:
     """A real gate listener on 127.0.0.1 whose gemini upstream is the fake."""
     config = replace(Config(), port=0, projects=(str(gate_dirs["project"]),)).with_upstreams(
-        {name: parse_upstream(name, upstream.url) for name in ("gemini", "code-assist")})
+        {name: parse_upstream(name, upstream.url) for name in ("gemini", "code-assist")}
+    )
     server = BackgroundGate(config, gate_dirs["data"])
     listening = server.start()
     yield listening
@@ -51,14 +52,21 @@ def compact(body: Any) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def stream(gate: Listening, path: str, body: Any,
-           prefix: str = "gemini") -> tuple[str, list[float]]:
+def stream(
+    gate: Listening, path: str, body: Any, prefix: str = "gemini"
+) -> tuple[str, list[float]]:
     """POST a streaming request; the text it streams back and when each chunk arrived."""
     text, arrived = "", []
-    with httpx.stream("POST", f"{gate.base_url}/{prefix}{path}", content=compact(body),
-                      headers={"content-type": "application/json",
-                               "x-goog-api-key": "fake-" + os.urandom(6).hex()},
-                      timeout=30) as resp:
+    with httpx.stream(
+        "POST",
+        f"{gate.base_url}/{prefix}{path}",
+        content=compact(body),
+        headers={
+            "content-type": "application/json",
+            "x-goog-api-key": "fake-" + os.urandom(6).hex(),
+        },
+        timeout=30,
+    ) as resp:
         assert resp.status_code == 200, resp.read()
         assert resp.headers["content-type"].startswith("text/event-stream")
         for line in resp.iter_lines():
@@ -81,60 +89,99 @@ def audit_rows(gate_dirs: dict[str, Path], n: int = 5) -> list[dict[str, Any]]:
 
 
 def test_generate_content_and_count_tokens_pass_through_untouched(
-        gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path]) -> None:
+    gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path]
+) -> None:
     key = "fake-" + os.urandom(6).hex()
     raw = b'{ "contents" : [{"role":"user","parts":[{"text":"caf\\u00e9"}]}] }'
-    resp = httpx.post(f"{gemini_gate.base_url}/gemini{MODEL}:generateContent?key={key}",
-                      content=raw, headers={"content-type": "application/json"})
+    resp = httpx.post(
+        f"{gemini_gate.base_url}/gemini{MODEL}:generateContent?key={key}",
+        content=raw,
+        headers={"content-type": "application/json"},
+    )
     assert resp.status_code == 200
     assert resp.json()["candidates"][0]["content"]["parts"][0]["text"] == upstream.reply_text
     seen = upstream.seen[-1]
     assert (seen.path, seen.body) == (f"{MODEL}:generateContent?key={key}", raw)
     row = audit_rows(gate_dirs)[0]
-    assert (row["verdict"], row["status"], row["input_tokens"], row["output_tokens"],
-            row["cache_read_tokens"]) == ("forwarded", 200, 31, 7, 5)
+    assert (
+        row["verdict"],
+        row["status"],
+        row["input_tokens"],
+        row["output_tokens"],
+        row["cache_read_tokens"],
+    ) == ("forwarded", 200, 31, 7, 5)
     assert key not in row["path"]  # the API key in the query is never written down
 
-    resp = httpx.post(f"{gemini_gate.base_url}/gemini{MODEL}:countTokens", content=raw,
-                      headers={"content-type": "application/json"})
+    resp = httpx.post(
+        f"{gemini_gate.base_url}/gemini{MODEL}:countTokens",
+        content=raw,
+        headers={"content-type": "application/json"},
+    )
     assert resp.json() == {"totalTokens": len(raw) // 4}
     assert upstream.seen[-1].body == raw
 
 
 def test_stream_is_relayed_as_it_arrives_and_usage_reaches_the_log(
-        gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path]) -> None:
+    gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path]
+) -> None:
     upstream.sse_delay = 0.15  # six chunks: the stream takes about a second
-    text, arrived = stream(gemini_gate, f"{MODEL}:streamGenerateContent?alt=sse",
-                           {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    text, arrived = stream(
+        gemini_gate,
+        f"{MODEL}:streamGenerateContent?alt=sse",
+        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    )
     assert text == upstream.reply_text
     assert upstream.streams_finished[0] - arrived[0] > 0.5  # the first chunk was not held
     audit_rows(gate_dirs)  # wait for the response to be recorded
     result = CliRunner().invoke(cli, ["log", "--json"])
     row = json.loads(result.stdout)["requests"][0]
     assert (row["status"], row["input_tokens"], row["output_tokens"]) == (
-        200, USAGE["promptTokenCount"], USAGE["candidatesTokenCount"])
+        200,
+        USAGE["promptTokenCount"],
+        USAGE["candidatesTokenCount"],
+    )
 
 
 def _cli_conversation(project: str, secrets: tuple[str, str], signature: str) -> dict[str, Any]:
     body = conversation(
         project,
-        tool_turn("read_file", {"file_path": f"{project}/src/app.py"}, "print('ok')\n",
-                  response_id="read_file-1748-a1", signature=signature),
-        tool_turn("read_file", {"file_path": f"{project}/.env"}, f"API_TOKEN={secrets[0]}\n",
-                  response_id="read_file-1749-b2"),
-        tool_turn("run_shell_command", {"command": "cat .env", "description": "Show .env"},
-                  f"Command: cat .env\nDirectory: (root)\nOutput: KEY={secrets[1]}\n"
-                  "Error: (none)\nExit Code: 0", response_id="run_shell_command-1750-c3"),
+        tool_turn(
+            "read_file",
+            {"file_path": f"{project}/src/app.py"},
+            "print('ok')\n",
+            response_id="read_file-1748-a1",
+            signature=signature,
+        ),
+        tool_turn(
+            "read_file",
+            {"file_path": f"{project}/.env"},
+            f"API_TOKEN={secrets[0]}\n",
+            response_id="read_file-1749-b2",
+        ),
+        tool_turn(
+            "run_shell_command",
+            {"command": "cat .env", "description": "Show .env"},
+            f"Command: cat .env\nDirectory: (root)\nOutput: KEY={secrets[1]}\n"
+            "Error: (none)\nExit Code: 0",
+            response_id="run_shell_command-1750-c3",
+        ),
     )
     body["contents"] += [
-        {"role": "model", "parts": [{"text": "The user wants the config.", "thought": True},
-                                    {"text": "I read the files.", "thoughtSignature": signature}]},
-        {"role": "user", "parts": [{"text": "thanks"}]}]
+        {
+            "role": "model",
+            "parts": [
+                {"text": "The user wants the config.", "thought": True},
+                {"text": "I read the files.", "thoughtSignature": signature},
+            ],
+        },
+        {"role": "user", "parts": [{"text": "thanks"}]},
+    ]
     return body
 
 
 def test_gemini_cli_reads_of_env_are_withheld_in_place(
-        gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path]) -> None:
+    gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path]
+) -> None:
     project = str(gate_dirs["project"])
     secrets = (fake_secret("tok_"), fake_secret())
     signature = base64.b64encode(os.urandom(96)).decode()  # opaque, with + and /
@@ -148,11 +195,15 @@ def test_gemini_cli_reads_of_env_are_withheld_in_place(
     read = sent["contents"][5]["parts"][0]["functionResponse"]
     shell = sent["contents"][7]["parts"][0]["functionResponse"]
     assert (read["id"], read["name"], list(read["response"])) == (
-        "read_file-1749-b2", "read_file", ["output"])
+        "read_file-1749-b2",
+        "read_file",
+        ["output"],
+    )
     assert "Read(./.env)" in read["response"]["output"]
     assert "rules/default.yaml:" in read["response"]["output"]
-    assert (f"reads {project}/.env, which is denied by rule Read(./.env)"
-            in shell["response"]["output"])
+    assert (
+        f"reads {project}/.env, which is denied by rule Read(./.env)" in shell["response"]["output"]
+    )
     # Everything else arrives exactly as Gemini CLI wrote it, byte for byte: the
     # session context, the other results, and both thought signatures.
     expected = copy.deepcopy(body)
@@ -166,7 +217,8 @@ def test_gemini_cli_reads_of_env_are_withheld_in_place(
     assert row["verdict"] == "modified"
     assert [(w["tool"], w["target"], w["rule"]) for w in row["withheld"]] == [
         ("read_file", f"{project}/.env", "Read(./.env)"),
-        ("run_shell_command", f"{project}/.env", "Read(./.env)")]
+        ("run_shell_command", f"{project}/.env", "Read(./.env)"),
+    ]
     assert row["body"].encode() == seen.body  # the audit holds exactly what was sent
     assert row["project_root"] == project  # from the <session_context> turn
     assert (row["input_tokens"], row["output_tokens"]) == (31, 7)
@@ -176,12 +228,16 @@ def test_gemini_cli_reads_of_env_are_withheld_in_place(
 # (`gate run` sets CODE_ASSIST_ENDPOINT); a user may also point it at /gemini.
 @pytest.mark.parametrize("prefix", ["code-assist", "gemini"])
 def test_code_assist_requests_are_screened_inside_their_wrapper(
-        gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path],
-        prefix: str) -> None:
+    gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path], prefix: str
+) -> None:
     project = str(gate_dirs["project"])
     secret = fake_secret()
-    body = code_assist(conversation(project, tool_turn(
-        "read_file", {"file_path": f"{project}/.env"}, f"KEY={secret}", call_id="c1")))
+    body = code_assist(
+        conversation(
+            project,
+            tool_turn("read_file", {"file_path": f"{project}/.env"}, f"KEY={secret}", call_id="c1"),
+        )
+    )
     text, _ = stream(gemini_gate, "/v1internal:streamGenerateContent?alt=sse", body, prefix)
     assert text == upstream.reply_text
     seen = upstream.seen[-1]
@@ -191,17 +247,29 @@ def test_code_assist_requests_are_screened_inside_their_wrapper(
     assert "Read(./.env)" in result["response"]["output"]
     check_rewrite(seen.path, body, seen.json())
     row = audit_rows(gate_dirs)[0]
-    assert (row["model"], row["verdict"], row["input_tokens"]) == (
-        "gemini-2.5-pro", "modified", 31)
+    assert (row["model"], row["verdict"], row["input_tokens"]) == ("gemini-2.5-pro", "modified", 31)
 
 
 def test_an_unpaired_function_response_is_blocked_with_a_google_error(
-        gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path]) -> None:
-    body = {"contents": [
-        {"role": "user", "parts": [{"text": "hi"}]},
-        {"role": "user", "parts": [{"functionResponse": {
-            "id": "read_file-1-x", "name": "read_file",
-            "response": {"output": "KEY=" + fake_secret()}}}]}]}
+    gemini_gate: Listening, upstream: FakeGemini, gate_dirs: dict[str, Path]
+) -> None:
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "hi"}]},
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "functionResponse": {
+                            "id": "read_file-1-x",
+                            "name": "read_file",
+                            "response": {"output": "KEY=" + fake_secret()},
+                        }
+                    }
+                ],
+            },
+        ]
+    }
     resp = httpx.post(f"{gemini_gate.base_url}/gemini{MODEL}:generateContent", json=body)
     assert resp.status_code == 400
     assert resp.headers["x-gate-blocked"] == "1"

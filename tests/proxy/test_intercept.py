@@ -18,24 +18,47 @@ def _intercepts(**extra: str) -> Intercepts:
     return Intercepts(config.upstreams)
 
 
-@pytest.mark.parametrize(("host", "path", "name", "rest"), [
-    ("api.anthropic.com", "/v1/messages", "anthropic", "/v1/messages"),
-    ("API.Anthropic.COM.", "/v1/messages", "anthropic", "/v1/messages"),
-    ("api.openai.com", "/v1/responses", "openai", "/v1/responses"),
-    ("chatgpt.com", "/backend-api/codex/responses", "chatgpt", "/responses"),
-    ("generativelanguage.googleapis.com", "/v1beta/models/g:generateContent", "gemini",
-     "/v1beta/models/g:generateContent"),
-    ("cloudcode-pa.googleapis.com", "/v1internal:generateContent", "code-assist",
-     "/v1internal:generateContent"),
-    ("us-central1-aiplatform.googleapis.com", "/v1/projects/p/x:rawPredict", "vertex",
-     "/v1/projects/p/x:rawPredict"),
-    ("bedrock-runtime.eu-west-1.amazonaws.com", "/model/m/invoke", "bedrock", "/model/m/invoke"),
-    ("api.individual.githubcopilot.com", "/chat/completions", "github-copilot",
-     "/chat/completions"),
-    ("api.githubcopilot.com", "/responses", "github-copilot", "/responses"),
-])
-def test_model_hosts_are_decrypted_and_routed(host: str, path: str, name: str,
-                                              rest: str) -> None:
+@pytest.mark.parametrize(
+    ("host", "path", "name", "rest"),
+    [
+        ("api.anthropic.com", "/v1/messages", "anthropic", "/v1/messages"),
+        ("API.Anthropic.COM.", "/v1/messages", "anthropic", "/v1/messages"),
+        ("api.openai.com", "/v1/responses", "openai", "/v1/responses"),
+        ("chatgpt.com", "/backend-api/codex/responses", "chatgpt", "/responses"),
+        (
+            "generativelanguage.googleapis.com",
+            "/v1beta/models/g:generateContent",
+            "gemini",
+            "/v1beta/models/g:generateContent",
+        ),
+        (
+            "cloudcode-pa.googleapis.com",
+            "/v1internal:generateContent",
+            "code-assist",
+            "/v1internal:generateContent",
+        ),
+        (
+            "us-central1-aiplatform.googleapis.com",
+            "/v1/projects/p/x:rawPredict",
+            "vertex",
+            "/v1/projects/p/x:rawPredict",
+        ),
+        (
+            "bedrock-runtime.eu-west-1.amazonaws.com",
+            "/model/m/invoke",
+            "bedrock",
+            "/model/m/invoke",
+        ),
+        (
+            "api.individual.githubcopilot.com",
+            "/chat/completions",
+            "github-copilot",
+            "/chat/completions",
+        ),
+        ("api.githubcopilot.com", "/responses", "github-copilot", "/responses"),
+    ],
+)
+def test_model_hosts_are_decrypted_and_routed(host: str, path: str, name: str, rest: str) -> None:
     table = _intercepts()
     assert table.decrypts(host)
     assert any(re.search(p, f"{host}:443", re.I) for p in table.allow_patterns())
@@ -43,10 +66,20 @@ def test_model_hosts_are_decrypted_and_routed(host: str, path: str, name: str,
     assert route is not None and (route.upstream.name, route.path) == (name, rest)
 
 
-@pytest.mark.parametrize("host", [
-    "api.anthropic.com.evil.test", "evilapi.anthropic.com", "anthropic.com", "chatgpt.com.evil",
-    "aiplatform.googleapis.com.evil", "bedrock-runtime.amazonaws.com.evil", "githubcopilot.com",
-    "example.com", "statsig.anthropic.com"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "api.anthropic.com.evil.test",
+        "evilapi.anthropic.com",
+        "anthropic.com",
+        "chatgpt.com.evil",
+        "aiplatform.googleapis.com.evil",
+        "bedrock-runtime.amazonaws.com.evil",
+        "githubcopilot.com",
+        "example.com",
+        "statsig.anthropic.com",
+    ],
+)
 def test_look_alike_hosts_are_not_model_hosts(host: str) -> None:
     table = _intercepts()
     assert not table.decrypts(host)
@@ -80,15 +113,18 @@ def test_a_configured_gateway_host_is_a_model_host() -> None:
     assert table.route("llm.corp.example", 443, "/other") is None
 
 
-@pytest.mark.parametrize(("text", "where"), [
-    ("egress: {default: open}", "egress.default"),
-    ("egress: {allow: example.com}", "egress.allow"),
-    ("egress: {allow: ['https://example.com']}", "egress.allow[0]"),
-    ("egress: {allow: ['example.com:443']}", "egress.allow[0]"),
-    ("egress: {allow: [ok.example, 'a/b']}", "egress.allow[1]"),
-    ("egress: {deny: [x]}", "egress.deny"),
-    ("egress: block", "egress"),
-])
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("egress: {default: open}", "egress.default"),
+        ("egress: {allow: example.com}", "egress.allow"),
+        ("egress: {allow: ['https://example.com']}", "egress.allow[0]"),
+        ("egress: {allow: ['example.com:443']}", "egress.allow[0]"),
+        ("egress: {allow: [ok.example, 'a/b']}", "egress.allow[1]"),
+        ("egress: {deny: [x]}", "egress.deny"),
+        ("egress: block", "egress"),
+    ],
+)
 def test_bad_egress_config_names_the_field(text: str, where: str, tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(text + "\n")

@@ -26,15 +26,22 @@ from messages import conversation, tool_turn
 def reused() -> Iterator[list[str]]:
     """gate's debug lines about reused turns."""
     lines: list[str] = []
-    sink = logger.add(lambda m: lines.append(str(m).strip()), level="DEBUG", format="{message}",
-                      filter=lambda r: r["message"].startswith("next turn:"))
+    sink = logger.add(
+        lambda m: lines.append(str(m).strip()),
+        level="DEBUG",
+        format="{message}",
+        filter=lambda r: r["message"].startswith("next turn:"),
+    )
     yield lines
     logger.remove(sink)
 
 
 def test_each_turn_after_the_first_reuses_the_last_ones_messages(
-        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path],
-        reused: list[str]) -> None:
+    client: anthropic.Anthropic,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    reused: list[str],
+) -> None:
     project, data = gate_dirs["project"], gate_dirs["data"]
     value = "API_TOKEN=" + fake_secret()
     (project / ".env").write_text(value + "\n")
@@ -53,6 +60,6 @@ def test_each_turn_after_the_first_reuses_the_last_ones_messages(
     screens = Screens(IndexStore(), SecretScreen.load(data))
     for i, seen in enumerate(sent):
         turns.TURNS.clear()
-        raw = json.dumps(conversation(str(project), *steps[:i + 2])).encode()
+        raw = json.dumps(conversation(str(project), *steps[: i + 2])).encode()
         verdict = screen(Outbound("/v1/messages", raw, None, None), PolicyStore(), screens)
         assert verdict.body is not None and json.loads(verdict.body) == seen.json()

@@ -19,8 +19,9 @@ from validity import check_rewrite
 
 @pytest.fixture
 def oai(gate: Listening) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test-fake",
-                       max_retries=0) as client:
+    with openai.OpenAI(
+        base_url=f"{gate.base_url}/openai/v1", api_key="sk-test-fake", max_retries=0
+    ) as client:
         yield client
 
 
@@ -29,30 +30,50 @@ def _chat_history(project: str, secret: str) -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": "You are a coding agent."},
         {"role": "user", "content": env_text},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "read",
-                          "arguments": json.dumps({"filePath": f"{project}/.env"})}},
-            {"id": "call_2", "type": "function",
-             "function": {"name": "bash", "arguments": json.dumps({"command": "cat .env"})}},
-            {"id": "call_3", "type": "function",
-             "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {
+                        "name": "read",
+                        "arguments": json.dumps({"filePath": f"{project}/.env"}),
+                    },
+                },
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": "cat .env"})},
+                },
+                {
+                    "id": "call_3",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})},
+                },
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": f"1: TOKEN={secret}"},
-        {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text",
-                                                               "text": f"TOKEN={secret}"}]},
+        {
+            "role": "tool",
+            "tool_call_id": "call_2",
+            "content": [{"type": "text", "text": f"TOKEN={secret}"}],
+        },
         {"role": "tool", "tool_call_id": "call_3", "content": "README.md\n.env"},
     ]
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_chat_completions_withhold_denied_reads_and_shell_output(
-        oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path],
-        stream: bool) -> None:
+    oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path], stream: bool
+) -> None:
     project, secret = str(gate_dirs["project"]), fake_secret()
     messages = _chat_history(project, secret)
     if stream:
-        chunks = oai.chat.completions.create(model="gpt-test", messages=messages,
-                                             stream=True, stream_options={"include_usage": True})
+        chunks = oai.chat.completions.create(
+            model="gpt-test", messages=messages, stream=True, stream_options={"include_usage": True}
+        )
         text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     else:
         reply = oai.chat.completions.create(model="gpt-test", messages=messages)
@@ -79,23 +100,54 @@ def _as_sent(messages: list[dict[str, Any]], sent: dict[str, Any]) -> dict[str, 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_responses_withhold_function_and_shell_outputs(
-        oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path],
-        stream: bool) -> None:
+    oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path], stream: bool
+) -> None:
     project, secret = str(gate_dirs["project"]), fake_secret()
     items: list[dict[str, Any]] = [
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text":
-         f"<environment_context>\n  <cwd>{project}</cwd>\n</environment_context>"}]},
-        {"type": "reasoning", "id": "rs_1", "summary": [],
-         "encrypted_content": "gAAAAB" + "x" * 40},
-        {"type": "function_call", "call_id": "call_a", "name": "exec_command",
-         "arguments": json.dumps({"cmd": "sed -n 1,20p .env", "workdir": project})},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {
+                    "type": "input_text",
+                    "text": (
+                        f"<environment_context>\n  <cwd>{project}</cwd>\n</environment_context>"
+                    ),
+                }
+            ],
+        },
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [],
+            "encrypted_content": "gAAAAB" + "x" * 40,
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_a",
+            "name": "exec_command",
+            "arguments": json.dumps({"cmd": "sed -n 1,20p .env", "workdir": project}),
+        },
         {"type": "function_call_output", "call_id": "call_a", "output": f"K={secret}"},
-        {"type": "local_shell_call", "id": "ls_1", "call_id": "call_b", "status": "completed",
-         "action": {"type": "exec", "command": ["bash", "-lc", "cat ~/.ssh/id_ed25519"]}},
-        {"type": "local_shell_call_output", "id": "ls_1", "call_id": "call_b",
-         "output": json.dumps({"output": f"-----BEGIN KEY-----{secret}"})},
-        {"type": "function_call", "call_id": "call_c", "name": "exec_command",
-         "arguments": json.dumps({"cmd": "git status"})},
+        {
+            "type": "local_shell_call",
+            "id": "ls_1",
+            "call_id": "call_b",
+            "status": "completed",
+            "action": {"type": "exec", "command": ["bash", "-lc", "cat ~/.ssh/id_ed25519"]},
+        },
+        {
+            "type": "local_shell_call_output",
+            "id": "ls_1",
+            "call_id": "call_b",
+            "output": json.dumps({"output": f"-----BEGIN KEY-----{secret}"}),
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_c",
+            "name": "exec_command",
+            "arguments": json.dumps({"cmd": "git status"}),
+        },
         {"type": "function_call_output", "call_id": "call_c", "output": "clean"},
     ]
     if stream:
@@ -117,13 +169,13 @@ def test_responses_withhold_function_and_shell_outputs(
 
 
 def test_responses_with_previous_response_id_screens_new_outputs(
-        oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     """Over a stateful chain the call lives on the server: the output still cannot be
     paired, so it is left for content screening, and the request is not refused."""
     secret = fake_secret()
     items = [{"type": "function_call_output", "call_id": "call_old", "output": f"K={secret}"}]
-    oai.responses.create(model="gpt-test", input=items,
-                         previous_response_id="resp_prev")
+    oai.responses.create(model="gpt-test", input=items, previous_response_id="resp_prev")
     assert provider.seen[-1].json()["previous_response_id"] == "resp_prev"
 
 
@@ -139,26 +191,37 @@ def test_errors_are_openai_shaped(oai: openai.OpenAI, provider: FakeProvider) ->
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_stored_responses_chain_pairs_outputs_with_calls_the_model_made(
-        oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path],
-        stream: bool) -> None:
+    oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path], stream: bool
+) -> None:
     """The model's call arrives in a response; the next request sends only the output with
     previous_response_id. gate read the call as the response streamed past, so the output
     is decided by the rules like a call paired in the body."""
     project, secret = str(gate_dirs["project"]), fake_secret()
-    call = {"type": "function_call", "id": "fc_1", "call_id": "call_env", "status": "completed",
-            "name": "exec_command", "arguments": json.dumps({"cmd": "cat .env",
-                                                             "workdir": project})}
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_env",
+        "status": "completed",
+        "name": "exec_command",
+        "arguments": json.dumps({"cmd": "cat .env", "workdir": project}),
+    }
     original = provider.response
-    provider.response = lambda req: {**original(req), "id": "resp_chain",  # type: ignore[method-assign]
-                                     "output": [call]}
+    provider.response = lambda req: {
+        **original(req),
+        "id": "resp_chain",  # type: ignore[method-assign]
+        "output": [call],
+    }
     if stream:
         with oai.responses.stream(model="gpt-test", input="read the env") as events:
             events.get_final_response()
     else:
         oai.responses.create(model="gpt-test", input="read the env")
     provider.response = original  # type: ignore[method-assign]
-    oai.responses.create(model="gpt-test", previous_response_id="resp_chain", input=[
-        {"type": "function_call_output", "call_id": "call_env", "output": f"K={secret}"}])
+    oai.responses.create(
+        model="gpt-test",
+        previous_response_id="resp_chain",
+        input=[{"type": "function_call_output", "call_id": "call_env", "output": f"K={secret}"}],
+    )
     sent = provider.seen[-1].json()
     assert secret not in provider.seen[-1].body.decode()
     output = sent["input"][0]["output"]

@@ -21,11 +21,19 @@ def audit(tmp_path: Path) -> AuditStore:
 
 
 def _flow(audit: AuditStore) -> tflow.HTTPFlow:
-    flow = tflow.tflow(resp=tutils.tresp(headers=((b"content-type", b"text/event-stream"),),
-                                         content=b""))
+    flow = tflow.tflow(
+        resp=tutils.tresp(headers=((b"content-type", b"text/event-stream"),), content=b"")
+    )
     flow.metadata["gate_row"] = audit.record_request(
-        upstream="anthropic", host="127.0.0.1", method="POST", path="/v1/messages",
-        request_bytes=2, verdict="forwarded", withheld=[], body=b"{}")
+        upstream="anthropic",
+        host="127.0.0.1",
+        method="POST",
+        path="/v1/messages",
+        request_bytes=2,
+        verdict="forwarded",
+        withheld=[],
+        body=b"{}",
+    )
     return flow
 
 
@@ -33,13 +41,16 @@ def _sse(event: str, data: dict[str, object]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-START = _sse("message_start", {"type": "message_start", "message": {
-    "usage": {"input_tokens": 1234, "output_tokens": 1}}})
+START = _sse(
+    "message_start",
+    {"type": "message_start", "message": {"usage": {"input_tokens": 1234, "output_tokens": 1}}},
+)
 
 
 @pytest.mark.parametrize("client_closes", [False, True])
 def test_usage_is_recorded_whether_the_stream_ends_or_the_client_leaves(
-        audit: AuditStore, client_closes: bool) -> None:
+    audit: AuditStore, client_closes: bool
+) -> None:
     recorder = ResponseRecorder(audit, chains.ResponseCalls())
     flow = _flow(audit)
     with taddons.context(recorder):
@@ -51,8 +62,7 @@ def test_usage_is_recorded_whether_the_stream_ends_or_the_client_leaves(
             flow.error = tflow.terr("client disconnected")
             recorder.error(flow)
         else:
-            relay(_sse("message_delta", {"type": "message_delta",
-                                         "usage": {"output_tokens": 56}}))
+            relay(_sse("message_delta", {"type": "message_delta", "usage": {"output_tokens": 56}}))
             recorder.response(flow)
     row = next(audit.rows(1))
     assert row["input_tokens"] == 1234

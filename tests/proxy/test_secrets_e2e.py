@@ -20,13 +20,20 @@ def _token() -> str:
 
 
 def test_a_token_in_tool_output_is_redacted_the_same_way_every_turn(
-        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     token, other = _token(), _token()
     project = str(gate_dirs["project"])
-    body = conversation(project, tool_turn(
-        "toolu_1", "Bash", {"command": "git remote -v"},
-        f"origin https://x-access-token:{token}@github.com/acme/api.git (fetch)\n"
-        f"GITHUB_TOKEN={other}\n"))
+    body = conversation(
+        project,
+        tool_turn(
+            "toolu_1",
+            "Bash",
+            {"command": "git remote -v"},
+            f"origin https://x-access-token:{token}@github.com/acme/api.git (fetch)\n"
+            f"GITHUB_TOKEN={other}\n",
+        ),
+    )
     client.messages.create(**body)
     first = provider.seen[-1].body.decode()
     assert token not in first and other not in first
@@ -42,40 +49,64 @@ def test_a_token_in_tool_output_is_redacted_the_same_way_every_turn(
     assert key.stat().st_mode & 0o777 == 0o600
 
 
-def test_a_secret_inside_a_thinking_block_blocks(client: anthropic.Anthropic,
-                                                provider: FakeProvider) -> None:
+def test_a_secret_inside_a_thinking_block_blocks(
+    client: anthropic.Anthropic, provider: FakeProvider
+) -> None:
     body = conversation("/p")
     body["messages"] += [
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": f"use GITHUB_TOKEN={_token()}",
-             "signature": "c2ln"}, {"type": "text", "text": "ok"}]},
-        {"role": "user", "content": "go"}]
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "thinking",
+                    "thinking": f"use GITHUB_TOKEN={_token()}",
+                    "signature": "c2ln",
+                },
+                {"type": "text", "text": "ok"},
+            ],
+        },
+        {"role": "user", "content": "go"},
+    ]
     with pytest.raises(anthropic.BadRequestError, match="likely secret"):
         client.messages.create(**body)
     assert provider.seen == []
 
 
 def test_high_tier_findings_say_that_the_user_did_not_approve(
-        client: anthropic.Anthropic, provider: FakeProvider) -> None:
-    client.messages.create(**conversation("/p", tool_turn(
-        "toolu_1", "Bash", {"command": "env"}, f"GITHUB_TOKEN={_token()}\n")))
+    client: anthropic.Anthropic, provider: FakeProvider
+) -> None:
+    client.messages.create(
+        **conversation(
+            "/p", tool_turn("toolu_1", "Bash", {"command": "env"}, f"GITHUB_TOKEN={_token()}\n")
+        )
+    )
     assert "; not approved by the user]" in provider.seen[-1].body.decode()
 
 
-@pytest.mark.parametrize(("setting", "outcome"), [
-    ("github.token: block", "blocked"), ("github.token: allow", "redacted"),
-    ("github-token: allow", "redacted"), ("high: redact", "redacted"),
-    ("high: allow\n  github.token: redact", "redacted"),
-])
+@pytest.mark.parametrize(
+    ("setting", "outcome"),
+    [
+        ("github.token: block", "blocked"),
+        ("github.token: allow", "redacted"),
+        ("github-token: allow", "redacted"),
+        ("high: redact", "redacted"),
+        ("high: allow\n  github.token: redact", "redacted"),
+    ],
+)
 def test_the_secrets_policy_comes_from_rule_files(
-        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path],
-        setting: str, outcome: str) -> None:
+    client: anthropic.Anthropic,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    setting: str,
+    outcome: str,
+) -> None:
     project = gate_dirs["project"]
     (project / ".gate").mkdir()
     (project / ".gate" / "rules.yaml").write_text(f"secrets:\n  {setting}\n")
     token = _token()
-    body = conversation(str(project), tool_turn("toolu_1", "Bash", {"command": "env"},
-                                                f"GITHUB_TOKEN={token}\n"))
+    body = conversation(
+        str(project), tool_turn("toolu_1", "Bash", {"command": "env"}, f"GITHUB_TOKEN={token}\n")
+    )
     if outcome == "blocked":
         with pytest.raises(anthropic.BadRequestError, match="secrets policy blocks"):
             client.messages.create(**body)
@@ -89,14 +120,16 @@ def test_the_secrets_policy_comes_from_rule_files(
 
 
 def test_a_project_local_file_cannot_undo_the_users_block(
-        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     gate_dirs["config"].mkdir(exist_ok=True)
     (gate_dirs["config"] / "rules.yaml").write_text("secrets:\n  high: block\n  low: block\n")
     project = gate_dirs["project"]
     (project / ".gate").mkdir()
     (project / ".gate" / "rules.local.yaml").write_text("secrets:\n  github-token: allow\n")
-    body = conversation(str(project), tool_turn("toolu_1", "Bash", {"command": "env"},
-                                                f"GITHUB_TOKEN={_token()}\n"))
+    body = conversation(
+        str(project), tool_turn("toolu_1", "Bash", {"command": "env"}, f"GITHUB_TOKEN={_token()}\n")
+    )
     with pytest.raises(anthropic.BadRequestError, match="secrets policy blocks"):
         client.messages.create(**body)
     assert provider.seen == []

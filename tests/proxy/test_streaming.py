@@ -10,15 +10,25 @@ from fake_provider import FakeProvider
 from gate.proxy.server import Listening
 
 
-def test_first_event_arrives_before_the_upstream_finishes(gate: Listening,
-                                                          provider: FakeProvider) -> None:
+def test_first_event_arrives_before_the_upstream_finishes(
+    gate: Listening, provider: FakeProvider
+) -> None:
     provider.sse_delay = 0.15  # ~11 events: the stream takes well over a second
-    body = {"model": "claude-test", "max_tokens": 8, "stream": True,
-            "messages": [{"role": "user", "content": "hi"}]}
+    body = {
+        "model": "claude-test",
+        "max_tokens": 8,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
     first_event_at = None
     events = []
-    with httpx.stream("POST", f"{gate.base_url}/anthropic/v1/messages", json=body,
-                      headers={"x-api-key": "k"}, timeout=30) as resp:
+    with httpx.stream(
+        "POST",
+        f"{gate.base_url}/anthropic/v1/messages",
+        json=body,
+        headers={"x-api-key": "k"},
+        timeout=30,
+    ) as resp:
         assert resp.headers["content-type"].startswith("text/event-stream")
         for line in resp.iter_lines():
             if line.startswith("event:"):

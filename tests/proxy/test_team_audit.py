@@ -21,8 +21,7 @@ from gate.config import AuditSettings, Config, TlsSettings, parse_upstream
 from gate.proxy.server import BackgroundGate
 from gate.users import Kind, Users
 
-MSG = {"model": "claude-test", "max_tokens": 16,
-       "messages": [{"role": "user", "content": "hello"}]}
+MSG = {"model": "claude-test", "max_tokens": 16, "messages": [{"role": "user", "content": "hello"}]}
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -30,10 +29,12 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_log_show_and_export_name_the_user(provider: FakeProvider, gate_dirs: dict[str, Path],
-                                           tmp_path: Path) -> None:
-    server, g = start_shared(provider, gate_dirs["data"], tmp_path / "pki",
-                             projects=(str(gate_dirs["project"]),))
+def test_log_show_and_export_name_the_user(
+    provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    server, g = start_shared(
+        provider, gate_dirs["data"], tmp_path / "pki", projects=(str(gate_dirs["project"]),)
+    )
     try:
         for user in ("alice", "bob", "alice"):
             with g.anthropic(user) as client:
@@ -60,9 +61,18 @@ def test_log_show_and_export_name_the_user(provider: FakeProvider, gate_dirs: di
 
 def test_the_chain_covers_the_user(tmp_path: Path) -> None:
     """Editing who sent a request breaks its link; rows without a user hash as before."""
-    fields = {"id": 1, "ts": 1.0, "upstream": "anthropic", "host": "h", "method": "POST",
-              "path": "/v1/messages", "request_bytes": 1, "verdict": "forwarded",
-              "withheld": "[]", "prev_hash": chain.GENESIS}
+    fields = {
+        "id": 1,
+        "ts": 1.0,
+        "upstream": "anthropic",
+        "host": "h",
+        "method": "POST",
+        "path": "/v1/messages",
+        "request_bytes": 1,
+        "verdict": "forwarded",
+        "withheld": "[]",
+        "prev_hash": chain.GENESIS,
+    }
     before = chain.record_hash(fields)
     assert chain.record_hash({**fields, "user_name": None}) == before
     alice = chain.record_hash({**fields, "user_name": "alice"})
@@ -74,22 +84,25 @@ def test_a_websocket_row_names_its_user(gate_dirs: dict[str, Path], tmp_path: Pa
     pki = make_pki(tmp_path / "pki")
     cert, key = pki.issue("gate", server=True)
     token = Users(gate_dirs["data"]).add("alice").agent_token
-    config = replace(Config(), port=0, shared=True, projects=(str(gate_dirs["project"]),),
-                     tls=TlsSettings(str(cert), str(key))).with_upstreams(
-        {"openai": parse_upstream("openai", fake.url)})
+    config = replace(
+        Config(),
+        port=0,
+        shared=True,
+        projects=(str(gate_dirs["project"]),),
+        tls=TlsSettings(str(cert), str(key)),
+    ).with_upstreams({"openai": parse_upstream("openai", fake.url)})
     server = BackgroundGate(config, gate_dirs["data"])
     gate = server.start()
     try:
         url = f"{gate.base_url.replace('https', 'wss')}/_user/{token}/openai/v1/responses"
-        with connect(url, ssl=pki.ssl_context(),
-                     additional_headers={"authorization": "Bearer sk-fake"}) as ws:
-            ws.send(json.dumps({"type": "response.create", "model": "gpt-test",
-                                "input": "hello"}))
+        with connect(
+            url, ssl=pki.ssl_context(), additional_headers={"authorization": "Bearer sk-fake"}
+        ) as ws:
+            ws.send(json.dumps({"type": "response.create", "model": "gpt-test", "input": "hello"}))
             while json.loads(ws.recv(timeout=10))["type"] != "response.completed":
                 pass
             Users(gate_dirs["data"]).revoke("alice")  # the next frame is refused
-            ws.send(json.dumps({"type": "response.create", "model": "gpt-test",
-                                "input": "again"}))
+            ws.send(json.dumps({"type": "response.create", "model": "gpt-test", "input": "again"}))
             event = json.loads(ws.recv(timeout=10))
             assert event["type"] == "error" and "no longer let in" in event["message"]
         with pytest.raises(Exception, match="401"):
@@ -106,9 +119,16 @@ def test_postgresql_keeps_the_user_too(pg_url: str, tmp_path: Path) -> None:
     store = AuditStore(tmp_path / "unused.db", AuditSettings(url=pg_url))
     try:
         for user in ("alice", None, "bob"):
-            store.record_request(upstream="anthropic", host="h", method="POST",
-                                 path="/v1/messages", request_bytes=2, verdict="forwarded",
-                                 body=b"{}", user_name=user)
+            store.record_request(
+                upstream="anthropic",
+                host="h",
+                method="POST",
+                path="/v1/messages",
+                request_bytes=2,
+                verdict="forwarded",
+                body=b"{}",
+                user_name=user,
+            )
         assert [r["user_name"] for r in store.rows(10, user="alice")] == ["alice"]
         assert [r["user_name"] for r in store.rows(10)] == ["bob", None, "alice"]
         verdict = chain.verify(store.conn())
@@ -145,8 +165,9 @@ def test_gate_users_add_list_revoke(gate_dirs: dict[str, Path]) -> None:
     assert users.by_token(again["agent_token"], Kind.PERSON) is None
 
 
-def _downgrade_and_reopen(store: AuditStore, version: int, path: Path,
-                          settings: AuditSettings) -> AuditStore:
+def _downgrade_and_reopen(
+    store: AuditStore, version: int, path: Path, settings: AuditSettings
+) -> AuditStore:
     """The audit as the gate before user_name wrote it, opened by this gate."""
     db = store.conn()
     db.execute("DROP INDEX requests_user")
@@ -158,20 +179,36 @@ def _downgrade_and_reopen(store: AuditStore, version: int, path: Path,
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_an_older_audit_gains_the_column_and_still_verifies(
-        engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    settings = AuditSettings(url=request.getfixturevalue("pg_url")
-                             if engine == "postgresql" else None)
+    engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    settings = AuditSettings(
+        url=request.getfixturevalue("pg_url") if engine == "postgresql" else None
+    )
     path = tmp_path / "audit.db"
     store = AuditStore(path, settings)
     for n in range(3):
-        store.record_request(upstream="anthropic", host="h", method="POST", path="/v1/x",
-                             request_bytes=n, verdict="forwarded", body=b'{"n": %d}' % n)
+        store.record_request(
+            upstream="anthropic",
+            host="h",
+            method="POST",
+            path="/v1/x",
+            request_bytes=n,
+            verdict="forwarded",
+            body=b'{"n": %d}' % n,
+        )
     version = len(pg_schema.MIGRATIONS if engine == "postgresql" else schema.MIGRATIONS)
     store = _downgrade_and_reopen(store, version, path, settings)
     try:
-        store.record_request(upstream="anthropic", host="h", method="POST", path="/v1/x",
-                             request_bytes=9, verdict="forwarded", body=b"{}",
-                             user_name="alice")
+        store.record_request(
+            upstream="anthropic",
+            host="h",
+            method="POST",
+            path="/v1/x",
+            request_bytes=9,
+            verdict="forwarded",
+            body=b"{}",
+            user_name="alice",
+        )
         verdict = chain.verify(store.conn())
         assert verdict.ok and verdict.requests == 4, verdict
         assert [r["user_name"] for r in store.rows(10)] == ["alice", None, None, None]

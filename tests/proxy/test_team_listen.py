@@ -122,9 +122,24 @@ def test_gate_serve_names_a_bad_key(tmp_path: Path, gate_dirs: dict[str, Path]) 
     _, other_key = pki.issue("other", server=True)
     Users(gate_dirs["data"]).add("alice")
     done = subprocess.run(
-        [sys.executable, "-m", "gate", "serve", "--host", "0.0.0.0", "--port", "0",  # noqa: S104
-         "--tls-cert", str(cert), "--tls-key", str(other_key)],
-        capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "gate",
+            "serve",
+            "--host",
+            "0.0.0.0",  # noqa: S104
+            "--port",
+            "0",
+            "--tls-cert",
+            str(cert),
+            "--tls-key",
+            str(other_key),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0
     assert "tls.key is not the key of tls.cert" in done.stderr and str(other_key) in done.stderr
     assert "gate listening" not in done.stdout

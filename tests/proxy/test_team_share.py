@@ -22,15 +22,16 @@ from gate.config import Config, parse_upstream
 from gate.proxy.server import Listening
 from gate.users import Users
 
-MSG = {"model": "claude-test", "max_tokens": 16,
-       "messages": [{"role": "user", "content": "hello"}]}
+MSG = {"model": "claude-test", "max_tokens": 16, "messages": [{"role": "user", "content": "hello"}]}
 
 
 @pytest.fixture
-def shared(provider: FakeProvider, gate_dirs: dict[str, Path],
-           tmp_path: Path) -> Iterator[SharedGate]:
-    server, gate = start_shared(provider, gate_dirs["data"], tmp_path / "pki",
-                                projects=(str(gate_dirs["project"]),))
+def shared(
+    provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path
+) -> Iterator[SharedGate]:
+    server, gate = start_shared(
+        provider, gate_dirs["data"], tmp_path / "pki", projects=(str(gate_dirs["project"]),)
+    )
     yield gate
     server.stop()
 
@@ -68,7 +69,8 @@ def test_the_openai_sdk_sends_the_token_in_a_header(shared: SharedGate) -> None:
     token = shared.users["bob"].agent_token
     with shared.openai("bob") as client:
         reply = client.chat.completions.create(
-            model="gpt-test", messages=[{"role": "user", "content": "hi"}])
+            model="gpt-test", messages=[{"role": "user", "content": "hi"}]
+        )
     assert reply.choices
     seen = shared.provider.seen[-1]
     assert "x-gate-user-token" not in {k.lower() for k in seen.headers}
@@ -78,8 +80,10 @@ def test_the_openai_sdk_sends_the_token_in_a_header(shared: SharedGate) -> None:
 
 
 def test_no_token_a_wrong_one_and_a_person_token_are_refused(shared: SharedGate) -> None:
-    with shared.anthropic() as client, pytest.raises(anthropic.AuthenticationError,
-                                                     match="agent token"):
+    with (
+        shared.anthropic() as client,
+        pytest.raises(anthropic.AuthenticationError, match="agent token"),
+    ):
         client.messages.create(**MSG)
     wrong = "gu_" + "A" * 43
     status, body = shared.raw("POST", f"/_user/{wrong}/anthropic/v1/messages", body=MSG)
@@ -103,20 +107,22 @@ def test_a_revoked_token_fails_on_the_next_request(shared: SharedGate) -> None:
 
 def test_plain_http_is_refused_before_the_token_is_read(shared: SharedGate) -> None:
     token = shared.users["alice"].agent_token
-    status, body = shared.raw("POST", f"/_user/{token}/anthropic/v1/messages", body=MSG,
-                              tls=False)
+    status, body = shared.raw("POST", f"/_user/{token}/anthropic/v1/messages", body=MSG, tls=False)
     assert status == 403 and "HTTPS only" in str(body)
     assert shared.provider.seen == []
     status, body = shared.raw("GET", "/_gate/health", tls=False)  # a health check may
     assert status == 200 and body["ok"] is True
 
 
-@pytest.mark.parametrize("path", [
-    "/%5Fuser/{t}/anthropic/v1/messages",           # an escaped underscore
-    "//_user/{t}/anthropic/v1/messages",            # a doubled slash
-    "/x/../_user/{t}/anthropic/v1/messages",        # a dot segment
-    "/_user/{t}/./anthropic//v1/messages",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/%5Fuser/{t}/anthropic/v1/messages",  # an escaped underscore
+        "//_user/{t}/anthropic/v1/messages",  # a doubled slash
+        "/x/../_user/{t}/anthropic/v1/messages",  # a dot segment
+        "/_user/{t}/./anthropic//v1/messages",
+    ],
+)
 def test_the_prefix_is_found_however_it_is_spelled(shared: SharedGate, path: str) -> None:
     token = shared.users["alice"].agent_token
     status, _ = shared.raw("POST", path.format(t=token), body=MSG)
@@ -126,40 +132,49 @@ def test_the_prefix_is_found_however_it_is_spelled(shared: SharedGate, path: str
     assert token.encode() not in _everything_written(shared.data)
 
 
-@pytest.mark.parametrize(("path", "headers", "status", "says"), [
-    ("/_user/{a}/_user/{a}/anthropic/v1/messages", {}, 400, "twice"),
-    ("/_user/{a}/_user/{b}/anthropic/v1/messages", {}, 400, "twice"),
-    ("/_user/{a}/anthropic/v1/messages", {"x-gate-user-token": "{b}"}, 400, "two different"),
-    ("/_user/{a}/_gate/api/pending", {}, 400, "not before /_gate/"),
-    ("/_user/{a}/_run/r1/anthropic/v1/messages", {}, 400, "no runs"),
-    ("/_run/r1/anthropic/v1/messages", {"x-gate-user-token": "{a}"}, 400, "no runs"),
-    ("/_user/{a}/anthropic/v1/%2e%2e%2fmessages", {}, 400, "cannot read"),
-    ("/_user/{a}%2Fanthropic/v1/messages", {}, 400, "cannot read"),
-])
-def test_tricks_with_the_prefix_are_refused(shared: SharedGate, path: str,
-                                            headers: dict[str, str], status: int,
-                                            says: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "headers", "status", "says"),
+    [
+        ("/_user/{a}/_user/{a}/anthropic/v1/messages", {}, 400, "twice"),
+        ("/_user/{a}/_user/{b}/anthropic/v1/messages", {}, 400, "twice"),
+        ("/_user/{a}/anthropic/v1/messages", {"x-gate-user-token": "{b}"}, 400, "two different"),
+        ("/_user/{a}/_gate/api/pending", {}, 400, "not before /_gate/"),
+        ("/_user/{a}/_run/r1/anthropic/v1/messages", {}, 400, "no runs"),
+        ("/_run/r1/anthropic/v1/messages", {"x-gate-user-token": "{a}"}, 400, "no runs"),
+        ("/_user/{a}/anthropic/v1/%2e%2e%2fmessages", {}, 400, "cannot read"),
+        ("/_user/{a}%2Fanthropic/v1/messages", {}, 400, "cannot read"),
+    ],
+)
+def test_tricks_with_the_prefix_are_refused(
+    shared: SharedGate, path: str, headers: dict[str, str], status: int, says: str
+) -> None:
     a, b = shared.users["alice"].agent_token, shared.users["bob"].agent_token
-    got, body = shared.raw("POST", path.format(a=a, b=b), body=MSG,
-                           headers={k: v.format(a=a, b=b) for k, v in headers.items()})
+    got, body = shared.raw(
+        "POST",
+        path.format(a=a, b=b),
+        body=MSG,
+        headers={k: v.format(a=a, b=b) for k, v in headers.items()},
+    )
     assert got == status and says in str(body)
     assert shared.provider.seen == []
     written = _everything_written(shared.data)
     assert a.encode() not in written and b.encode() not in written
 
 
-@pytest.mark.parametrize("path", [
-    "/_gate/../anthropic/v1/messages",              # review F7: gate's prefix, then out
-    "/_gate/x/../../anthropic/v1/messages",
-    "/_gate/%2e%2e/anthropic/v1/messages",          # the dots escaped
-    "/_gate/%2E%2e/anthropic/v1/messages",
-    "/%5Fgate/../anthropic/v1/messages",            # the underscore escaped
-    "/_gate/./../anthropic/v1/messages",
-    "//_gate/..//anthropic/v1/messages",            # doubled slashes
-    "/_gate/health/../../anthropic/v1/messages",    # through the health check's path
-])
-def test_gate_s_own_prefix_is_no_way_around_the_user_token(shared: SharedGate,
-                                                           path: str) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/_gate/../anthropic/v1/messages",  # review F7: gate's prefix, then out
+        "/_gate/x/../../anthropic/v1/messages",
+        "/_gate/%2e%2e/anthropic/v1/messages",  # the dots escaped
+        "/_gate/%2E%2e/anthropic/v1/messages",
+        "/%5Fgate/../anthropic/v1/messages",  # the underscore escaped
+        "/_gate/./../anthropic/v1/messages",
+        "//_gate/..//anthropic/v1/messages",  # doubled slashes
+        "/_gate/health/../../anthropic/v1/messages",  # through the health check's path
+    ],
+)
+def test_gate_s_own_prefix_is_no_way_around_the_user_token(shared: SharedGate, path: str) -> None:
     """TeamAuth decides on the path as the addon routes it, not as it was sent."""
     status, body = shared.raw("POST", path, body=MSG, headers={"x-api-key": "sk-ant-test-x"})
     assert status == 401 and "send your agent token" in str(body), (status, body)
@@ -171,13 +186,16 @@ def test_gate_s_own_prefix_is_no_way_around_the_user_token(shared: SharedGate,
     assert _rows(shared.data)[0]["user_name"] == "alice"
 
 
-@pytest.mark.parametrize("path", [
-    "/_gate/../_run/r1/anthropic/v1/messages",
-    "/_gate/%2e%2e/_run/r1/anthropic/v1/messages",
-    "/%5Frun/r1/anthropic/v1/messages",
-    "//_run/r1/anthropic/v1/messages",
-    "/x/../_run/r1/anthropic/v1/messages",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/_gate/../_run/r1/anthropic/v1/messages",
+        "/_gate/%2e%2e/_run/r1/anthropic/v1/messages",
+        "/%5Frun/r1/anthropic/v1/messages",
+        "//_run/r1/anthropic/v1/messages",
+        "/x/../_run/r1/anthropic/v1/messages",
+    ],
+)
 def test_a_run_is_refused_however_it_is_spelled(shared: SharedGate, path: str) -> None:
     token = shared.users["alice"].agent_token
     for headers in ({}, {"x-gate-user-token": token}):
@@ -186,20 +204,26 @@ def test_a_run_is_refused_however_it_is_spelled(shared: SharedGate, path: str) -
     assert shared.provider.seen == []
 
 
-@pytest.mark.parametrize("path", ["/_gate/%2e%2e%2fanthropic/v1/messages",
-                                  "/_gate/..%2Fanthropic/v1/messages",
-                                  "/_gate/..%5canthropic/v1/messages"])
-def test_a_path_with_no_single_reading_is_refused_on_a_shared_gate(shared: SharedGate,
-                                                                   path: str) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/_gate/%2e%2e%2fanthropic/v1/messages",
+        "/_gate/..%2Fanthropic/v1/messages",
+        "/_gate/..%5canthropic/v1/messages",
+    ],
+)
+def test_a_path_with_no_single_reading_is_refused_on_a_shared_gate(
+    shared: SharedGate, path: str
+) -> None:
     status, body = shared.raw("POST", path, body=MSG)
     assert status == 400 and "cannot read" in str(body), (status, body)
     assert shared.provider.seen == []
 
 
-@pytest.mark.parametrize("path", ["/x/../_gate/api/pending", "/%5Fgate/api/pending",
-                                  "//_gate//api/./pending"])
-def test_the_control_api_is_what_the_normalised_path_names(shared: SharedGate,
-                                                           path: str) -> None:
+@pytest.mark.parametrize(
+    "path", ["/x/../_gate/api/pending", "/%5Fgate/api/pending", "//_gate//api/./pending"]
+)
+def test_the_control_api_is_what_the_normalised_path_names(shared: SharedGate, path: str) -> None:
     """Any spelling of /_gate/ reaches the control API, which asks for its own token."""
     status, body = shared.raw("GET", path)
     assert status == 401 and "control token" in str(body), (status, body)
@@ -228,21 +252,30 @@ def test_a_shared_gate_s_sign_in_cookie_is_secure(shared: SharedGate, page: str)
         resp = client.get(f"{shared.base}{page}?token={admin}")
     cookie = resp.headers.get("set-cookie", "")
     assert resp.status_code == 303 and cookie.startswith(f"gate_control={admin};"), cookie
-    assert _cookie_attributes(cookie) == {"HttpOnly", "SameSite=Strict", "Path=/_gate/",
-                                          "Secure"}
+    assert _cookie_attributes(cookie) == {"HttpOnly", "SameSite=Strict", "Path=/_gate/", "Secure"}
 
 
 def test_the_header_and_path_may_agree(shared: SharedGate) -> None:
     token = shared.users["alice"].agent_token
-    status, _ = shared.raw("POST", f"/_user/{token}/anthropic/v1/messages", body=MSG,
-                           headers={"x-gate-user-token": token})
+    status, _ = shared.raw(
+        "POST",
+        f"/_user/{token}/anthropic/v1/messages",
+        body=MSG,
+        headers={"x-gate-user-token": token},
+    )
     assert status == 200 and _rows(shared.data)[0]["user_name"] == "alice"
 
 
 def test_a_client_that_does_not_trust_the_gate_certificate_stops(shared: SharedGate) -> None:
-    with anthropic.Anthropic(base_url=f"{shared.base}/anthropic", api_key="x", max_retries=0,
-                             http_client=httpx.Client()) as client, \
-            pytest.raises(anthropic.APIConnectionError):
+    with (
+        anthropic.Anthropic(
+            base_url=f"{shared.base}/anthropic",
+            api_key="x",
+            max_retries=0,
+            http_client=httpx.Client(),
+        ) as client,
+        pytest.raises(anthropic.APIConnectionError),
+    ):
         client.messages.create(**MSG)
     assert shared.provider.seen == []
 
@@ -257,16 +290,24 @@ def test_users_file_is_private_and_holds_no_token(shared: SharedGate) -> None:
 
 def test_an_unreadable_users_file_lets_nobody_in(shared: SharedGate) -> None:
     (shared.data / "users.json").write_text("{not json")
-    with shared.anthropic("alice") as client, pytest.raises(anthropic.InternalServerError,
-                                                            match="could not check"):
+    with (
+        shared.anthropic("alice") as client,
+        pytest.raises(anthropic.InternalServerError, match="could not check"),
+    ):
         client.messages.create(**MSG)
     assert shared.provider.seen == []
 
 
 def test_openai_sdk_errors_read_as_auth_errors(shared: SharedGate) -> None:
-    with openai.OpenAI(base_url=f"{shared.base}/openai/v1", api_key="x", max_retries=0,
-                       http_client=shared.http()) as client, \
-            pytest.raises(openai.AuthenticationError):
+    with (
+        openai.OpenAI(
+            base_url=f"{shared.base}/openai/v1",
+            api_key="x",
+            max_retries=0,
+            http_client=shared.http(),
+        ) as client,
+        pytest.raises(openai.AuthenticationError),
+    ):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert os.environ.get("GATE_DATA_DIR")  # the gate_dirs fixture isolated this test
 
@@ -274,15 +315,24 @@ def test_openai_sdk_errors_read_as_auth_errors(shared: SharedGate) -> None:
 def _with_cert(g: SharedGate, cert: tuple[Path, Path]) -> anthropic.Anthropic:
     context = g.pki.ssl_context()
     context.load_cert_chain(*cert)
-    return anthropic.Anthropic(base_url=f"{g.base}/anthropic", api_key="x", max_retries=0,
-                               http_client=httpx.Client(verify=context))
+    return anthropic.Anthropic(
+        base_url=f"{g.base}/anthropic",
+        api_key="x",
+        max_retries=0,
+        http_client=httpx.Client(verify=context),
+    )
 
 
-def test_a_client_certificate_signs_its_user_in(provider: FakeProvider,
-                                                gate_dirs: dict[str, Path],
-                                                tmp_path: Path) -> None:
-    server, g = start_shared(provider, gate_dirs["data"], tmp_path / "pki", client_ca=True,
-                             projects=(str(gate_dirs["project"]),))
+def test_a_client_certificate_signs_its_user_in(
+    provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    server, g = start_shared(
+        provider,
+        gate_dirs["data"],
+        tmp_path / "pki",
+        client_ca=True,
+        projects=(str(gate_dirs["project"]),),
+    )
     try:
         alice = g.pki.issue("alice", server=False)
         with _with_cert(g, alice) as client:
@@ -291,17 +341,23 @@ def test_a_client_certificate_signs_its_user_in(provider: FakeProvider,
         with g.anthropic("bob") as client:  # a token still works without a certificate
             client.messages.create(**MSG)
         assert _rows(g.data)[0]["user_name"] == "bob"
-        status, _ = g.raw("POST", f"/_user/{g.users['bob'].agent_token}/anthropic/v1/"
-                             "messages", body=MSG)  # no certificate, bob's token
+        status, _ = g.raw(
+            "POST", f"/_user/{g.users['bob'].agent_token}/anthropic/v1/messages", body=MSG
+        )  # no certificate, bob's token
         assert status == 200
         context = g.pki.ssl_context()
         context.load_cert_chain(*alice)
         with httpx.Client(verify=context) as http:  # alice's certificate, bob's token
-            reply = http.post(f"{g.base}/anthropic/v1/messages", json=MSG,
-                              headers={"x-gate-user-token": g.users["bob"].agent_token})
+            reply = http.post(
+                f"{g.base}/anthropic/v1/messages",
+                json=MSG,
+                headers={"x-gate-user-token": g.users["bob"].agent_token},
+            )
         assert reply.status_code == 400 and "different users" in reply.text
-        with _with_cert(g, g.pki.issue("carol", server=False)) as client, \
-                pytest.raises(anthropic.AuthenticationError, match="CN names no active user"):
+        with (
+            _with_cert(g, g.pki.issue("carol", server=False)) as client,
+            pytest.raises(anthropic.AuthenticationError, match="CN names no active user"),
+        ):
             client.messages.create(**MSG)
         stranger = make_pki(tmp_path / "other", "another CA").issue("alice", server=False)
         with _with_cert(g, stranger) as client, pytest.raises(anthropic.APIConnectionError):
@@ -314,9 +370,9 @@ def test_a_client_certificate_signs_its_user_in(provider: FakeProvider,
         server.stop()
 
 
-def test_gate_run_does_not_reuse_a_shared_gate(provider: FakeProvider,
-                                               gate_dirs: dict[str, Path],
-                                               tmp_path: Path) -> None:
+def test_gate_run_does_not_reuse_a_shared_gate(
+    provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
     """Its agent would speak plain HTTP with no token: `gate run` starts a gate of its own,
     and `gate pending` is not pointed at the shared one."""
     server, g = start_shared(provider, gate_dirs["data"], tmp_path / "pki", advertise=True)
@@ -325,7 +381,8 @@ def test_gate_run_does_not_reuse_a_shared_gate(provider: FakeProvider,
         assert status == 200 and health["shared"] is True
         assert not list((gate_dirs["data"] / "control").glob("*.json"))
         config = Config(port=0).with_upstreams(
-            {"anthropic": parse_upstream("anthropic", provider.url)})
+            {"anthropic": parse_upstream("anthropic", provider.url)}
+        )
         base, started = serve._find_or_start(config, gate_dirs["data"], False)
         assert started is not None and base != g.base
         started.stop()
@@ -333,14 +390,19 @@ def test_gate_run_does_not_reuse_a_shared_gate(provider: FakeProvider,
         server.stop()
 
 
-def test_a_gate_for_one_person_takes_tokens_off_too(gate: Listening, provider: FakeProvider,
-                                                    gate_dirs: dict[str, Path]) -> None:
+def test_a_gate_for_one_person_takes_tokens_off_too(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     """An agent wired for a shared gate and pointed at a local one by mistake: its token
     is not forwarded there either (and signs nobody in: a local gate has no users)."""
     token = "gu_" + "C" * 43
     conn = http.client.HTTPConnection("127.0.0.1", gate.port, timeout=30)
-    conn.request("POST", f"/_user/{token}/anthropic/v1/messages", body=json.dumps(MSG),
-                 headers={"content-type": "application/json", "x-gate-user-token": token})
+    conn.request(
+        "POST",
+        f"/_user/{token}/anthropic/v1/messages",
+        body=json.dumps(MSG),
+        headers={"content-type": "application/json", "x-gate-user-token": token},
+    )
     assert conn.getresponse().status == 200
     conn.close()
     seen = provider.seen[-1]

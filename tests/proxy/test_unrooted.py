@@ -22,8 +22,12 @@ from messages import conversation
 
 def _gate(provider: FakeProvider, data: Path, projects: tuple[str, ...]) -> BackgroundGate:
     config = replace(Config(), port=0, ask=AskConfig(mode="never"), projects=projects)
-    return BackgroundGate(config.with_upstreams(
-        {n: parse_upstream(n, provider.url) for n in ("anthropic", "openai")}), data)
+    return BackgroundGate(
+        config.with_upstreams(
+            {n: parse_upstream(n, provider.url) for n in ("anthropic", "openai")}
+        ),
+        data,
+    )
 
 
 @pytest.fixture
@@ -36,18 +40,28 @@ def bare_gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Li
 
 def _words() -> str:
     """A passphrase of lower-case words, as a person picks one: no entropy test finds it."""
-    return "-".join(secrets.choice(["amber", "willow", "cobalt", "harbor", "lantern",
-                                    "meadow", "quartz", "tundra"]) for _ in range(3)) \
+    return (
+        "-".join(
+            secrets.choice(
+                ["amber", "willow", "cobalt", "harbor", "lantern", "meadow", "quartz", "tundra"]
+            )
+            for _ in range(3)
+        )
         + secrets.choice("bcdfg") * 2
+    )
 
 
 def _sdk(listening: Listening) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=f"{listening.base_url}/anthropic", max_retries=0,
-                               api_key="sk-ant-test-" + os.urandom(4).hex())
+    return anthropic.Anthropic(
+        base_url=f"{listening.base_url}/anthropic",
+        max_retries=0,
+        api_key="sk-ant-test-" + os.urandom(4).hex(),
+    )
 
 
 def test_a_known_project_s_word_like_values_and_lines_are_withheld(
-        client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = gate_dirs["project"]
     phrase, line = _words(), f"the vault code is {secrets.randbelow(10**6):06d} on tuesdays"
     (project / ".env").write_text(f"PASSPHRASE={phrase}\nMODE=production\n")
@@ -56,8 +70,13 @@ def test_a_known_project_s_word_like_values_and_lines_are_withheld(
     (project / "private").mkdir()
     (project / "private" / "notes.md").write_text(f"# notes\n{line}\n")
     # An SDK script: no system prompt, no working directory anywhere in the body.
-    client.messages.create(model="m", max_tokens=8, messages=[
-        {"role": "user", "content": f"phrase {phrase}; notes say: {line}; mode production"}])
+    client.messages.create(
+        model="m",
+        max_tokens=8,
+        messages=[
+            {"role": "user", "content": f"phrase {phrase}; notes say: {line}; mode production"}
+        ],
+    )
     sent = provider.seen[-1].json()["messages"][0]["content"]
     assert phrase not in sent and line not in sent
     assert "withheld a value from .env" in sent and "withheld a value from notes.md" in sent
@@ -65,27 +84,34 @@ def test_a_known_project_s_word_like_values_and_lines_are_withheld(
 
 
 def test_with_no_project_known_a_request_without_a_directory_is_blocked(
-        bare_gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    bare_gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     (gate_dirs["project"] / ".env").write_text(f"TOKEN={fake_secret('tok_')}\n")
     with _sdk(bare_gate) as c, pytest.raises(anthropic.BadRequestError) as err:
         c.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
     assert "gate serve --project DIR" in str(err.value)
-    with openai.OpenAI(base_url=f"{bare_gate.base_url}/openai/v1", api_key="sk-test",
-                       max_retries=0) as o, pytest.raises(openai.BadRequestError):
+    with (
+        openai.OpenAI(
+            base_url=f"{bare_gate.base_url}/openai/v1", api_key="sk-test", max_retries=0
+        ) as o,
+        pytest.raises(openai.BadRequestError),
+    ):
         o.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert provider.seen == []  # nothing left
 
 
 def test_a_project_seen_once_covers_later_requests_without_a_directory(
-        bare_gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]) -> None:
+    bare_gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
     project = gate_dirs["project"]
     secret = fake_secret("tok_")
     (project / ".env").write_text(f"TOKEN={secret}\n")
     with _sdk(bare_gate) as c:
         c.messages.create(**conversation(str(project)))  # Claude Code's main request
         # Its side request (a title, a summary) carries no environment block.
-        c.messages.create(model="m", max_tokens=8,
-                          messages=[{"role": "user", "content": f"title for: {secret}"}])
+        c.messages.create(
+            model="m", max_tokens=8, messages=[{"role": "user", "content": f"title for: {secret}"}]
+        )
     assert secret not in provider.seen[-1].body.decode()
     assert "withheld a value from .env" in provider.seen[-1].json()["messages"][0]["content"]
 

@@ -39,19 +39,41 @@ class FakeWsProvider:
             n = len(self.frames)
             ws.send(json.dumps({"type": "response.created", "response": {"id": f"resp_{n}"}}))
             if n == 1:  # the model asks to run a command
-                ws.send(json.dumps({"type": "response.output_item.done", "output_index": 0,
-                                    "item": {"type": "function_call", "call_id": "call_env",
-                                             "name": "exec_command", "arguments": json.dumps(
-                                                 {"cmd": "cat .env", "workdir": self.project})}}))
-            ws.send(json.dumps({"type": "response.completed", "response": {
-                "id": f"resp_{n}", "usage": {"input_tokens": 11 * n, "output_tokens": 2}}}))
+                ws.send(
+                    json.dumps(
+                        {
+                            "type": "response.output_item.done",
+                            "output_index": 0,
+                            "item": {
+                                "type": "function_call",
+                                "call_id": "call_env",
+                                "name": "exec_command",
+                                "arguments": json.dumps(
+                                    {"cmd": "cat .env", "workdir": self.project}
+                                ),
+                            },
+                        }
+                    )
+                )
+            ws.send(
+                json.dumps(
+                    {
+                        "type": "response.completed",
+                        "response": {
+                            "id": f"resp_{n}",
+                            "usage": {"input_tokens": 11 * n, "output_tokens": 2},
+                        },
+                    }
+                )
+            )
 
 
 @pytest.fixture
 def ws_setup(gate_dirs: dict[str, Path]) -> Iterator[tuple[FakeWsProvider, Listening]]:
     fake = FakeWsProvider(str(gate_dirs["project"]))
     config = replace(Config(), port=0, projects=(str(gate_dirs["project"]),)).with_upstreams(
-        {"openai": parse_upstream("openai", fake.url)})
+        {"openai": parse_upstream("openai", fake.url)}
+    )
     server = BackgroundGate(config, gate_dirs["data"])
     listening = server.start()
     yield fake, listening
@@ -69,24 +91,59 @@ def _events(ws: Any) -> list[dict[str, Any]]:
 
 
 def test_outputs_are_screened_the_first_time_they_are_sent(
-        ws_setup: tuple[FakeWsProvider, Listening], gate_dirs: dict[str, Path]) -> None:
+    ws_setup: tuple[FakeWsProvider, Listening], gate_dirs: dict[str, Path]
+) -> None:
     fake, gate = ws_setup
     project, secret = str(gate_dirs["project"]), fake_secret()
     url = f"{gate.base_url.replace('http', 'ws')}/openai/v1/responses"
-    with connect(url, additional_headers={"authorization": "Bearer sk-fake",
-                                          "openai-beta": "responses_websockets=2026-02-06"}) as ws:
-        ws.send(json.dumps({"type": "response.create", "model": "gpt-test", "input": [
-            {"type": "message", "role": "user", "content": [
-                {"type": "input_text", "text": f"<environment_context><cwd>{project}</cwd>"
-                                               "</environment_context>"}]}]}))
+    with connect(
+        url,
+        additional_headers={
+            "authorization": "Bearer sk-fake",
+            "openai-beta": "responses_websockets=2026-02-06",
+        },
+    ) as ws:
+        ws.send(
+            json.dumps(
+                {
+                    "type": "response.create",
+                    "model": "gpt-test",
+                    "input": [
+                        {
+                            "type": "message",
+                            "role": "user",
+                            "content": [
+                                {
+                                    "type": "input_text",
+                                    "text": f"<environment_context><cwd>{project}</cwd>"
+                                    "</environment_context>",
+                                }
+                            ],
+                        }
+                    ],
+                }
+            )
+        )
         first = _events(ws)
         assert first[1]["item"]["call_id"] == "call_env"
         # The next frame carries only the new output: its call lives upstream, and the gate
         # remembered it from the provider's events on this connection.
-        ws.send(json.dumps({"type": "response.create", "model": "gpt-test",
-                            "previous_response_id": "resp_1", "input": [
-                                {"type": "function_call_output", "call_id": "call_env",
-                                 "output": f"TOKEN={secret}"}]}))
+        ws.send(
+            json.dumps(
+                {
+                    "type": "response.create",
+                    "model": "gpt-test",
+                    "previous_response_id": "resp_1",
+                    "input": [
+                        {
+                            "type": "function_call_output",
+                            "call_id": "call_env",
+                            "output": f"TOKEN={secret}",
+                        }
+                    ],
+                }
+            )
+        )
         _events(ws)
     assert len(fake.frames) == 2
     assert secret not in fake.frames[1]
@@ -100,15 +157,28 @@ def test_outputs_are_screened_the_first_time_they_are_sent(
     assert secret not in (ws_rows[0]["body"] or "")
 
 
-@pytest.mark.parametrize(("frame", "words"), [
-    ("not json", "not JSON"),
-    (b"\x00binary", "binary"),
-    (json.dumps({"type": "response.create", "input": [
-        {"type": "function_call_output", "call_id": "x", "output": "a"},
-        {"type": "function_call_output", "call_id": "x", "output": "b"}]}), "two tool results"),
-])
+@pytest.mark.parametrize(
+    ("frame", "words"),
+    [
+        ("not json", "not JSON"),
+        (b"\x00binary", "binary"),
+        (
+            json.dumps(
+                {
+                    "type": "response.create",
+                    "input": [
+                        {"type": "function_call_output", "call_id": "x", "output": "a"},
+                        {"type": "function_call_output", "call_id": "x", "output": "b"},
+                    ],
+                }
+            ),
+            "two tool results",
+        ),
+    ],
+)
 def test_unscreenable_frames_are_dropped_and_the_agent_is_told(
-        ws_setup: tuple[FakeWsProvider, Listening], frame: str | bytes, words: str) -> None:
+    ws_setup: tuple[FakeWsProvider, Listening], frame: str | bytes, words: str
+) -> None:
     fake, gate = ws_setup
     with connect(f"{gate.base_url.replace('http', 'ws')}/openai/v1/responses") as ws:
         ws.send(frame)
@@ -128,16 +198,24 @@ def test_websocket_elsewhere_is_refused(ws_setup: tuple[FakeWsProvider, Listenin
 
 
 def test_fields_beside_a_response_wrapper_are_screened_too(
-        ws_setup: tuple[FakeWsProvider, Listening], gate_dirs: dict[str, Path]) -> None:
+    ws_setup: tuple[FakeWsProvider, Listening], gate_dirs: dict[str, Path]
+) -> None:
     fake, gate = ws_setup
     (gate_dirs["home"] / ".ssh").mkdir()
     key_line = "b3Blb" + fake_secret()
     (gate_dirs["home"] / ".ssh" / "id_ed25519").write_text(
-        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key_line}\n-----END OPENSSH PRIVATE KEY-----\n")
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key_line}\n-----END OPENSSH PRIVATE KEY-----\n"
+    )
     with connect(f"{gate.base_url.replace('http', 'ws')}/openai/v1/responses") as ws:
-        ws.send(json.dumps({"type": "response.create", "response": {"model": "m", "input": []},
-                            "input": [{"type": "message", "role": "user",
-                                       "content": f"key {key_line}"}]}))
+        ws.send(
+            json.dumps(
+                {
+                    "type": "response.create",
+                    "response": {"model": "m", "input": []},
+                    "input": [{"type": "message", "role": "user", "content": f"key {key_line}"}],
+                }
+            )
+        )
         _events(ws)
     assert key_line not in fake.frames[0]
     assert "withheld a value from id_ed25519" in fake.frames[0]

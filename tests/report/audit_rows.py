@@ -32,8 +32,8 @@ def noon(days_ago: int) -> float:
 class Audit:
     now: float
     secrets: tuple[str, ...]  # values gate redacted or blocked: never in a report
-    prompt: str               # text of a body that was sent: never in a report
-    gate_sent: int            # bytes the provider received from the gate's requests
+    prompt: str  # text of a body that was sent: never in a report
+    gate_sent: int  # bytes the provider received from the gate's requests
     rows: tuple[dict[str, Any], ...]  # the inserted rows, as given to record_request
 
 
@@ -47,30 +47,93 @@ def _decision(ident: str, question: str, answer: str, by: str) -> dict[str, str]
 
 def inserted_rows() -> tuple[dict[str, Any], ...]:
     """Other agents and days. q1 covers two requests (the history is resent): one question."""
-    env = {"kind": "tool-result", "call_id": "call_1", "tool": "Read", "target": "/p/.env",
-           "rule": "Read(./.env)", "where": "/p/.gate/rules.yaml:3", "count": 1,
-           "decision": _decision("q1", "send-denied-content", "block", "person")}
-    pat = {"kind": "secret", "call_id": None, "tool": None, "target": "github-pat",
-           "rule": "test-detector", "where": "tier high: redact", "count": 2, "fingerprint":
-           "0123456789abcdef", "decision": _decision("q2", "send-secret", "approve", "memory")}
+    env = {
+        "kind": "tool-result",
+        "call_id": "call_1",
+        "tool": "Read",
+        "target": "/p/.env",
+        "rule": "Read(./.env)",
+        "where": "/p/.gate/rules.yaml:3",
+        "count": 1,
+        "decision": _decision("q1", "send-denied-content", "block", "person"),
+    }
+    pat = {
+        "kind": "secret",
+        "call_id": None,
+        "tool": None,
+        "target": "github-pat",
+        "rule": "test-detector",
+        "where": "tier high: redact",
+        "count": 2,
+        "fingerprint": "0123456789abcdef",
+        "decision": _decision("q2", "send-secret", "approve", "memory"),
+    }
     base = {"method": "POST", "status": 200, "latency_ms": 120.0}
-    codex = {**base, "agent": "codex", "upstream": "openai", "host": "api.openai.com",
-             "path": "/v1/responses", "model": "gpt-5-codex", "verdict": "modified"}
-    gemini = {**base, "agent": "opencode", "upstream": "gemini",
-              "host": "generativelanguage.googleapis.com", "path": "/v1beta/models"}
+    codex = {
+        **base,
+        "agent": "codex",
+        "upstream": "openai",
+        "host": "api.openai.com",
+        "path": "/v1/responses",
+        "model": "gpt-5-codex",
+        "verdict": "modified",
+    }
+    gemini = {
+        **base,
+        "agent": "opencode",
+        "upstream": "gemini",
+        "host": "generativelanguage.googleapis.com",
+        "path": "/v1beta/models",
+    }
     return (
-        {**codex, "ts": noon(2), "request_bytes": 5000, "withheld": [env],
-         "input_tokens": 1000, "output_tokens": 200},
-        {**codex, "ts": noon(2) + 60, "request_bytes": 6000, "withheld": [env],
-         "input_tokens": 1500, "output_tokens": 300},
-        {**gemini, "ts": noon(5), "model": SCRIPT_MODEL, "verdict": "modified",
-         "request_bytes": 3000, "withheld": [pat], "input_tokens": 400, "output_tokens": 50},
-        {**gemini, "ts": noon(5) + 60, "model": IMG_MODEL, "verdict": "blocked",
-         "request_bytes": 700, "reason": "body is not JSON <b>bold</b>", "status": 403},
-        {**base, "ts": noon(40), "agent": "claude-code", "upstream": "anthropic",
-         "host": "api.anthropic.com", "path": "/v1/messages", "model": "claude-old",
-         "verdict": "forwarded", "request_bytes": 9999, "input_tokens": 10,
-         "output_tokens": 10},
+        {
+            **codex,
+            "ts": noon(2),
+            "request_bytes": 5000,
+            "withheld": [env],
+            "input_tokens": 1000,
+            "output_tokens": 200,
+        },
+        {
+            **codex,
+            "ts": noon(2) + 60,
+            "request_bytes": 6000,
+            "withheld": [env],
+            "input_tokens": 1500,
+            "output_tokens": 300,
+        },
+        {
+            **gemini,
+            "ts": noon(5),
+            "model": SCRIPT_MODEL,
+            "verdict": "modified",
+            "request_bytes": 3000,
+            "withheld": [pat],
+            "input_tokens": 400,
+            "output_tokens": 50,
+        },
+        {
+            **gemini,
+            "ts": noon(5) + 60,
+            "model": IMG_MODEL,
+            "verdict": "blocked",
+            "request_bytes": 700,
+            "reason": "body is not JSON <b>bold</b>",
+            "status": 403,
+        },
+        {
+            **base,
+            "ts": noon(40),
+            "agent": "claude-code",
+            "upstream": "anthropic",
+            "host": "api.anthropic.com",
+            "path": "/v1/messages",
+            "model": "claude-old",
+            "verdict": "forwarded",
+            "request_bytes": 9999,
+            "input_tokens": 10,
+            "output_tokens": 10,
+        },
     )
 
 

@@ -16,21 +16,30 @@ from report.audit_rows import Audit, fake_token, inserted_rows, wait_for_respons
 
 
 @pytest.fixture
-def audit(client: anthropic.Anthropic, provider: FakeProvider,
-          gate_dirs: dict[str, Path]) -> Audit:
+def audit(client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]) -> Audit:
     prompt = "report-test prompt " + os.urandom(6).hex()
-    client.messages.create(model="claude-e2e", max_tokens=8,
-                           messages=[{"role": "user", "content": prompt}])
+    client.messages.create(
+        model="claude-e2e", max_tokens=8, messages=[{"role": "user", "content": prompt}]
+    )
     token, hidden = fake_token(), fake_token()
-    client.messages.create(**conversation(
-        str(gate_dirs["project"]), tool_turn("toolu_1", "Bash", {"command": "env"},
-                                             f"GITHUB_TOKEN={token}\n"), model="claude-e2e"))
+    client.messages.create(
+        **conversation(
+            str(gate_dirs["project"]),
+            tool_turn("toolu_1", "Bash", {"command": "env"}, f"GITHUB_TOKEN={token}\n"),
+            model="claude-e2e",
+        )
+    )
     body = conversation("/p", model="claude-e2e")
     body["messages"] += [
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": f"use GITHUB_TOKEN={hidden}", "signature": "c2ln"},
-            {"type": "text", "text": "ok"}]},
-        {"role": "user", "content": "go"}]
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": f"use GITHUB_TOKEN={hidden}", "signature": "c2ln"},
+                {"type": "text", "text": "ok"},
+            ],
+        },
+        {"role": "user", "content": "go"},
+    ]
     with pytest.raises(anthropic.BadRequestError):
         client.messages.create(**body)
     store = AuditStore(gate_dirs["data"] / "audit.db")

@@ -13,10 +13,33 @@ from gate.cli import cli
 from report.audit_rows import Audit, local_day, noon
 
 # The documented fields, in order (docs/report.md). Renaming one breaks a user's pipeline.
-FIELDS = ["schema", "time", "id", "ts", "run_id", "agent", "upstream", "host", "method",
-          "path", "model", "project_root", "request_bytes", "verdict", "withheld", "reason",
-          "status", "latency_ms", "input_tokens", "output_tokens", "cache_read_tokens",
-          "cache_creation_tokens", "error", "user_name", "decisions"]
+FIELDS = [
+    "schema",
+    "time",
+    "id",
+    "ts",
+    "run_id",
+    "agent",
+    "upstream",
+    "host",
+    "method",
+    "path",
+    "model",
+    "project_root",
+    "request_bytes",
+    "verdict",
+    "withheld",
+    "reason",
+    "status",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "error",
+    "user_name",
+    "decisions",
+]
 
 
 def export(*args: str) -> tuple[int, list[dict[str, Any]], str, str]:
@@ -33,7 +56,11 @@ def test_one_line_per_request_oldest_first(audit: Audit) -> None:
     assert [line["schema"] for line in lines] == [1] * 8
     old = lines[0]
     assert (old["agent"], old["model"], old["request_bytes"], old["input_tokens"]) == (
-        "claude-code", "claude-old", 9999, 10)
+        "claude-code",
+        "claude-old",
+        9999,
+        10,
+    )
     assert old["time"].endswith("+00:00") and local_day(old["ts"]) == local_day(noon(40))
     gate_rows = [line for line in lines if line["host"] == "127.0.0.1"]
     assert [r["verdict"] for r in gate_rows] == ["forwarded", "modified", "blocked"]
@@ -47,19 +74,21 @@ def test_withheld_entries_and_decisions(audit: Audit) -> None:
     assert len(codex) == 2
     for line in codex:
         assert line["withheld"][0]["rule"] == "Read(./.env)"
-        assert line["decisions"] == [{"id": "q1", "question": "send-denied-content",
-                                      "answer": "block", "by": "person"}]
-    redacted = next(line for line in lines if line["host"] == "127.0.0.1"
-                    and line["verdict"] == "modified")
+        assert line["decisions"] == [
+            {"id": "q1", "question": "send-denied-content", "answer": "block", "by": "person"}
+        ]
+    redacted = next(
+        line for line in lines if line["host"] == "127.0.0.1" and line["verdict"] == "modified"
+    )
     assert [w["kind"] for w in redacted["withheld"]] == ["secret"]
     assert len(redacted["withheld"][0]["fingerprint"]) == 16
     # a high-tier secret is an ask; the test gate runs with `ask: never`, so policy answered
     assert [(d["question"], d["answer"], d["by"]) for d in redacted["decisions"]] == [
-        ("send-secret", "redact", "policy")]
+        ("send-secret", "redact", "policy")
+    ]
 
 
-def test_never_a_body_a_secret_or_an_auth_header(audit: Audit,
-                                                 client: anthropic.Anthropic) -> None:
+def test_never_a_body_a_secret_or_an_auth_header(audit: Audit, client: anthropic.Anthropic) -> None:
     _, lines, out, _ = export()
     assert lines and not any("body" in line for line in lines)
     assert audit.prompt not in out and "inserted body" not in out
@@ -71,8 +100,7 @@ def test_since(audit: Audit) -> None:
     _, lines, _, _ = export("--since", "30d")
     assert len(lines) == 7 and "claude-old" not in [line["model"] for line in lines]
     _, lines, _, _ = export("--since", local_day(noon(2)))
-    assert {local_day(line["ts"]) for line in lines} == {local_day(noon(2)),
-                                                        local_day(audit.now)}
+    assert {local_day(line["ts"]) for line in lines} == {local_day(noon(2)), local_day(audit.now)}
     code, lines, _, _ = export("--since", "2999-01-01")
     assert code == 0 and lines == []
 
@@ -86,7 +114,8 @@ def test_output_file_is_owner_only(audit: Audit, tmp_path: Path) -> None:
     assert out.stat().st_mode & 0o777 == 0o600
     assert out.parent.stat().st_mode & 0o777 == 0o755  # the user's dir keeps its mode
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == [
-        line["id"] for line in export("--since", "30d")[1]]
+        line["id"] for line in export("--since", "30d")[1]
+    ]
     out.write_text("old export")
     out.chmod(0o644)
     export("--output", str(out))

@@ -37,22 +37,38 @@ class Page:
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         # Anything but the report itself is refused (and recorded above).
-        self.page.route("**/*", lambda route: route.continue_()
-                        if route.request.url == path.as_uri() else route.abort())
+        self.page.route(
+            "**/*",
+            lambda route: (
+                route.continue_() if route.request.url == path.as_uri() else route.abort()
+            ),
+        )
         self.page.goto(path.as_uri())
 
     def values(self, selector: str) -> list[int]:
-        return [int(v) for v in self.page.eval_on_selector_all(
-            selector, "els => els.map(e => e.getAttribute('data-value'))")]
+        return [
+            int(v)
+            for v in self.page.eval_on_selector_all(
+                selector, "els => els.map(e => e.getAttribute('data-value'))"
+            )
+        ]
 
     def labels(self, selector: str) -> list[str]:
-        return list(self.page.eval_on_selector_all(
-            selector, "els => els.map(e => e.getAttribute('data-label'))"))
+        return list(
+            self.page.eval_on_selector_all(
+                selector, "els => els.map(e => e.getAttribute('data-label'))"
+            )
+        )
 
     def texts(self, selector: str) -> list[str]:
         """What SVG text elements show (their own text, not their <title> tooltip)."""
-        return list(self.page.eval_on_selector_all(selector, """els => els.map(e =>
-            [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join(''))"""))
+        return list(
+            self.page.eval_on_selector_all(
+                selector,
+                """els => els.map(e =>
+            [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join(''))""",
+            )
+        )
 
 
 @pytest.fixture
@@ -70,24 +86,50 @@ def test_charts_match_the_data(page: Page, audit: Audit) -> None:
     days = [local_day(noon(n)) for n in range(5, 0, -1)] + [local_day(audit.now)]
     assert page.labels("#chart-bytes rect.bar") == days  # quiet days are on the axis too
     assert page.values("#chart-bytes rect.bar") == [3000, 0, 0, 11000, 0, audit.gate_sent]
-    heights = [b["height"] for b in (p.locator("#chart-bytes rect.bar").nth(i).bounding_box()
-                                     or {} for i in range(6))]
+    heights = [
+        b["height"]
+        for b in (p.locator("#chart-bytes rect.bar").nth(i).bounding_box() or {} for i in range(6))
+    ]
     assert heights[1] == heights[2] == 0 and heights[3] > heights[0] > heights[5] > 0
     assert abs(heights[0] / heights[3] - 3000 / 11000) < 0.02  # drawn to scale
     assert page.texts("#chart-bytes text.xlabel") == [d[5:] for d in days]
     assert page.values("#chart-tokens circle.point[data-series='input tokens']") == [
-        400, 0, 0, 2500, 0, 42]
+        400,
+        0,
+        0,
+        2500,
+        0,
+        42,
+    ]
     assert page.values("#chart-tokens circle.point[data-series='output tokens']") == [
-        50, 0, 0, 500, 0, 14]
-    assert dict(zip(page.labels("#chart-agents rect.bar"), page.values("#chart-agents rect.bar"),
-                    strict=True)) == {"(none)": 3, "codex": 2, "opencode": 2}
+        50,
+        0,
+        0,
+        500,
+        0,
+        14,
+    ]
+    assert dict(
+        zip(
+            page.labels("#chart-agents rect.bar"),
+            page.values("#chart-agents rect.bar"),
+            strict=True,
+        )
+    ) == {"(none)": 3, "codex": 2, "opencode": 2}
     assert page.texts("#chart-agents text.rlabel") == ["(none)", "codex", "opencode"]
     assert sorted(page.labels("#chart-hosts rect.bar")) == [
-        "127.0.0.1", "api.openai.com", "generativelanguage.googleapis.com"]
+        "127.0.0.1",
+        "api.openai.com",
+        "generativelanguage.googleapis.com",
+    ]
     assert len(page.values("#chart-models rect.bar")) == 4  # the blocked row has its model
-    assert dict(zip(page.labels("#chart-withheld rect.bar"),
-                    page.values("#chart-withheld rect.bar"), strict=True)) == {
-        "secret": 1, "tool-result": 2}  # the secret a remembered answer approved was sent
+    assert dict(
+        zip(
+            page.labels("#chart-withheld rect.bar"),
+            page.values("#chart-withheld rect.bar"),
+            strict=True,
+        )
+    ) == {"secret": 1, "tool-result": 2}  # the secret a remembered answer approved was sent
     cards = dict(reversed(c.split("\n", 1)) for c in p.locator("ul.cards li").all_inner_texts())
     assert cards["items withheld"] == "3" and cards["approved and sent"] == "1"
     for svg in p.locator("svg.chart").all():  # every chart has an accessible name
@@ -98,8 +140,13 @@ def test_charts_match_the_data(page: Page, audit: Audit) -> None:
 def test_no_network_no_errors_and_the_tables(page: Page) -> None:
     assert page.requests == [page.page.url] and page.errors == []
     text = page.page.inner_text("body")
-    for title in ("Per day", "Per model", "Withheld and redacted, by kind and rule",
-                  "Blocked requests, by reason", "Questions asked and answers"):
+    for title in (
+        "Per day",
+        "Per model",
+        "Withheld and redacted, by kind and rule",
+        "Blocked requests, by reason",
+        "Questions asked and answers",
+    ):
         assert title in text
     cells = page.page.locator("table").nth(4).locator("tbody tr").first.locator("td")
     assert cells.all_inner_texts() == ["tool-result", "Read(./.env)", "2", "2", "2", "0"]
@@ -113,7 +160,7 @@ def test_agent_chosen_strings_show_as_text_and_never_run(page: Page) -> None:
     text = p.inner_text("body")
     assert SCRIPT_MODEL in text and IMG_MODEL in text and "body is not JSON <b>bold</b>" in text
     assert {SCRIPT_MODEL, IMG_MODEL} <= set(page.labels("#chart-models rect.bar"))
-    cut = SCRIPT_MODEL[:LABEL_CHARS - 1] + "…"  # long labels are cut; <title> has it all
+    cut = SCRIPT_MODEL[: LABEL_CHARS - 1] + "…"  # long labels are cut; <title> has it all
     assert cut in page.texts("#chart-models text.rlabel")
     assert page.requests == [p.url]  # the <img src=x> never loaded
 

@@ -12,7 +12,8 @@ from loguru import logger
 def log_lines() -> Iterator[list[str]]:
     """gate's log messages while the test runs."""
     lines: list[str] = []
-    sink = logger.add(lambda m: lines.append(str(m).rstrip("\n")), level="DEBUG",
-                      format="{level} {message}")
+    sink = logger.add(
+        lambda m: lines.append(str(m).rstrip("\n")), level="DEBUG", format="{level} {message}"
+    )
     yield lines
     logger.remove(sink)

@@ -11,21 +11,38 @@ from gate.rules.layers import PolicyStore
 from gate.screen.request import Outbound, screen
 from messages import conversation, tool_turn
 
-RULES = ("deny:\n  - Bash(curl *)\n  - WebFetch(domain:*.evil.test)\n  - mcp__prod_db\n"
-         "ask:\n  - Bash(git push:*)\n")
+RULES = (
+    "deny:\n  - Bash(curl *)\n  - WebFetch(domain:*.evil.test)\n  - mcp__prod_db\n"
+    "ask:\n  - Bash(git push:*)\n"
+)
 
 
-@pytest.mark.parametrize(("name", "tool_input", "rule", "target"), [
-    ("Bash", {"command": "cd /tmp && timeout 5 curl -s http://x"}, "Bash(curl *)",
-     "cd /tmp && timeout 5 curl -s http://x"),
-    ("Bash", {"command": "git add . && git push"}, "Bash(git push:*)", "git add . && git push"),
-    ("WebFetch", {"url": "https://a.evil.test/x", "prompt": "p"},
-     "WebFetch(domain:*.evil.test)", "https://a.evil.test/x"),
-    ("mcp__prod_db__query", {"sql": "select 1"}, "mcp__prod_db", None),
-])
-def test_result_is_withheld(gate_dirs: dict[str, Path], name: str,
-                            tool_input: dict[str, object], rule: str,
-                            target: str | None) -> None:
+@pytest.mark.parametrize(
+    ("name", "tool_input", "rule", "target"),
+    [
+        (
+            "Bash",
+            {"command": "cd /tmp && timeout 5 curl -s http://x"},
+            "Bash(curl *)",
+            "cd /tmp && timeout 5 curl -s http://x",
+        ),
+        ("Bash", {"command": "git add . && git push"}, "Bash(git push:*)", "git add . && git push"),
+        (
+            "WebFetch",
+            {"url": "https://a.evil.test/x", "prompt": "p"},
+            "WebFetch(domain:*.evil.test)",
+            "https://a.evil.test/x",
+        ),
+        ("mcp__prod_db__query", {"sql": "select 1"}, "mcp__prod_db", None),
+    ],
+)
+def test_result_is_withheld(
+    gate_dirs: dict[str, Path],
+    name: str,
+    tool_input: dict[str, object],
+    rule: str,
+    target: str | None,
+) -> None:
     root = gate_dirs["project"]
     (root / ".gate").mkdir()
     (root / ".gate" / "rules.yaml").write_text(RULES)

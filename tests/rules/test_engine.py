@@ -21,19 +21,22 @@ def default_policy() -> Policy:
     return PolicyStore().policy_for(ROOT)
 
 
-@pytest.mark.parametrize(("path", "rule"), [
-    (f"{ROOT}/.env", "Read(./.env)"),
-    (f"{ROOT}/api/.env", "Read(.env)"),
-    (f"{ROOT}/.env.local", "Read(.env.*)"),
-    (f"{ROOT}/.env.production", "Read(.env.*)"),
-    ("~/.ssh/id_ed25519", "Read(~/.ssh/**)"),
-    ("~/.ssh/config", "Read(~/.ssh/**)"),
-    ("~/.aws/credentials", "Read(~/.aws/credentials)"),
-    (f"{ROOT}/certs/server.pem", "Read(**/*.pem)"),
-    (f"{ROOT}/deploy/id_rsa", "Read(**/id_rsa*)"),
-    (f"{ROOT}/keys/id_ed25519", "Read(**/id_ed25519*)"),
-    (".env", "Read(./.env)"),  # relative to the project root
-])
+@pytest.mark.parametrize(
+    ("path", "rule"),
+    [
+        (f"{ROOT}/.env", "Read(./.env)"),
+        (f"{ROOT}/api/.env", "Read(.env)"),
+        (f"{ROOT}/.env.local", "Read(.env.*)"),
+        (f"{ROOT}/.env.production", "Read(.env.*)"),
+        ("~/.ssh/id_ed25519", "Read(~/.ssh/**)"),
+        ("~/.ssh/config", "Read(~/.ssh/**)"),
+        ("~/.aws/credentials", "Read(~/.aws/credentials)"),
+        (f"{ROOT}/certs/server.pem", "Read(**/*.pem)"),
+        (f"{ROOT}/deploy/id_rsa", "Read(**/id_rsa*)"),
+        (f"{ROOT}/keys/id_ed25519", "Read(**/id_ed25519*)"),
+        (".env", "Read(./.env)"),  # relative to the project root
+    ],
+)
 def test_default_pack_denies(default_policy: Policy, path: str, rule: str) -> None:
     path = os.path.expanduser(path)
     decision = default_policy.decide(Action(Verb.READ, "Read", path), ROOT)
@@ -42,11 +45,19 @@ def test_default_pack_denies(default_policy: Policy, path: str, rule: str) -> No
     assert decision.rule.where.startswith("rules/default.yaml:")
 
 
-@pytest.mark.parametrize("path", [
-    f"{ROOT}/.env.example", f"{ROOT}/.env.sample", f"{ROOT}/.env.template",
-    f"{ROOT}/src/env.py", f"{ROOT}/README.md", f"{ROOT}/deploy/id_rsa.pub",
-    f"{ROOT}/docs/.envrc", "/etc/hostname",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"{ROOT}/.env.example",
+        f"{ROOT}/.env.sample",
+        f"{ROOT}/.env.template",
+        f"{ROOT}/src/env.py",
+        f"{ROOT}/README.md",
+        f"{ROOT}/deploy/id_rsa.pub",
+        f"{ROOT}/docs/.envrc",
+        "/etc/hostname",
+    ],
+)
 def test_default_pack_allows(default_policy: Policy, path: str) -> None:
     assert default_policy.decide(Action(Verb.READ, "Read", path), ROOT).effect is None
 
@@ -86,15 +97,18 @@ def test_unknown_root_matches_relative_patterns_anywhere(default_policy: Policy)
     assert decision.effect is Effect.DENY
 
 
-@pytest.mark.parametrize(("spec", "path", "hit"), [
-    ("//etc/secrets/**", "/etc/secrets/a", True),
-    ("//etc/secrets/**", f"{ROOT}/etc/secrets/a", False),
-    ("/config/*.json", f"{ROOT}/config/prod.json", True),
-    ("/config/*.json", f"{ROOT}/config/sub/prod.json", False),
-    ("src/**/*.key", f"{ROOT}/a/src/x/y.key", True),
-    ("*.env", f"{ROOT}/deep/down/prod.env", True),
-    ("./build/", f"{ROOT}/build/out.txt", True),
-])
+@pytest.mark.parametrize(
+    ("spec", "path", "hit"),
+    [
+        ("//etc/secrets/**", "/etc/secrets/a", True),
+        ("//etc/secrets/**", f"{ROOT}/etc/secrets/a", False),
+        ("/config/*.json", f"{ROOT}/config/prod.json", True),
+        ("/config/*.json", f"{ROOT}/config/sub/prod.json", False),
+        ("src/**/*.key", f"{ROOT}/a/src/x/y.key", True),
+        ("*.env", f"{ROOT}/deep/down/prod.env", True),
+        ("./build/", f"{ROOT}/build/out.txt", True),
+    ],
+)
 def test_path_pattern_anchors(spec: str, path: str, hit: bool) -> None:
     policy = Policy(tuple(load_text(f"deny:\n  - Read({spec})\n", "t.yaml", root=ROOT)))
     assert (policy.decide(Action(Verb.READ, "Read", path), ROOT).effect is Effect.DENY) is hit

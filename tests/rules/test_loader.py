@@ -14,8 +14,11 @@ from gate.rules.model import Effect
 
 
 def test_rules_carry_file_and_line() -> None:
-    rules = load_text("# team rules\ndeny:\n  - Read(./.env)\n  - rule: Read(.env.*)\n"
-                      "    unless: [.env.example]\nask:\n  - Bash(curl *)\n", "team.yaml")
+    rules = load_text(
+        "# team rules\ndeny:\n  - Read(./.env)\n  - rule: Read(.env.*)\n"
+        "    unless: [.env.example]\nask:\n  - Bash(curl *)\n",
+        "team.yaml",
+    )
     assert [(r.effect, r.text, r.where) for r in rules] == [
         (Effect.DENY, "Read(./.env)", "team.yaml:3"),
         (Effect.DENY, "Read(.env.*)", "team.yaml:4"),
@@ -24,18 +27,21 @@ def test_rules_carry_file_and_line() -> None:
     assert rules[1].unless == (".env.example",)
 
 
-@pytest.mark.parametrize(("text", "where", "words"), [
-    ("deny:\n  - Read(./.env\n", "t.yaml:2", "not a rule"),
-    ("deny:\n  - Read()\n", "t.yaml:2", "empty specifier"),
-    ("deny: Read(./.env)\n", "t.yaml:1", "must be a list"),
-    ("denny:\n  - Read(./.env)\n", "t.yaml:1", "unknown key 'denny'"),
-    ("deny:\n  - rule: Read(x)\n    unles: [y]\n", "t.yaml:2", "unknown key 'unles'"),
-    ("deny:\n  - unless: [y]\n", "t.yaml:2", "no rule"),
-    ("deny:\n  - [Read(x)\n", "t.yaml:3", "not valid YAML"),
-    ("schemaVersion: 9\ndeny:\n  - Read(x)\n", "t.yaml:1", "schemaVersion 9"),
-    ("deny:\n  - rule: Bash(ls)\n    unless: [x]\n", "t.yaml:2", "unless: applies"),
-    ("deny:\n  - read(./.env)\n", "t.yaml:2", "write Read(...)"),
-])
+@pytest.mark.parametrize(
+    ("text", "where", "words"),
+    [
+        ("deny:\n  - Read(./.env\n", "t.yaml:2", "not a rule"),
+        ("deny:\n  - Read()\n", "t.yaml:2", "empty specifier"),
+        ("deny: Read(./.env)\n", "t.yaml:1", "must be a list"),
+        ("denny:\n  - Read(./.env)\n", "t.yaml:1", "unknown key 'denny'"),
+        ("deny:\n  - rule: Read(x)\n    unles: [y]\n", "t.yaml:2", "unknown key 'unles'"),
+        ("deny:\n  - unless: [y]\n", "t.yaml:2", "no rule"),
+        ("deny:\n  - [Read(x)\n", "t.yaml:3", "not valid YAML"),
+        ("schemaVersion: 9\ndeny:\n  - Read(x)\n", "t.yaml:1", "schemaVersion 9"),
+        ("deny:\n  - rule: Bash(ls)\n    unless: [x]\n", "t.yaml:2", "unless: applies"),
+        ("deny:\n  - read(./.env)\n", "t.yaml:2", "write Read(...)"),
+    ],
+)
 def test_bad_rule_files_name_the_line(text: str, where: str, words: str) -> None:
     with pytest.raises(RuleError) as info:
         load_text(text, "t.yaml")
@@ -68,6 +74,7 @@ def test_project_rules_apply_and_reload_when_changed(gate_dirs: dict[str, Path])
     assert "Read(./config/prod.json)" in texts
     team.write_text("deny:\n  - Read(./config/staging.json)\n")
     import os
+
     os.utime(team, (1, 1))  # a different mtime, whatever the clock's resolution
     policy = store.policy_for(str(root))
     texts = [r.text for r in policy.rules]
@@ -85,8 +92,11 @@ def test_project_rules_are_found_from_a_subdirectory(gate_dirs: dict[str, Path])
     (repo / ".gate" / "rules.yaml").write_text("deny:\n  - Read(/secrets/**)\n")
     sub = repo / "services" / "api"
     sub.mkdir(parents=True)
-    rules = [r for r in PolicyStore().policy_for(str(sub)).rules if r.tool == "Read"
-             and r.specifier == "/secrets/**"]
+    rules = [
+        r
+        for r in PolicyStore().policy_for(str(sub)).rules
+        if r.tool == "Read" and r.specifier == "/secrets/**"
+    ]
     assert rules and rules[0].root == str(repo)  # `/` patterns anchor at the repository
     assert rules[0].where == f"{repo}/.gate/rules.yaml:2"
     # Not above the repository's top: a .gate/ outside it is not this project's.
@@ -108,27 +118,34 @@ def test_rules_anchor_at_the_repository_top(gate_dirs: dict[str, Path]) -> None:
     assert repository_root(str(gate_dirs["home"])) == str(gate_dirs["home"])
 
 
-def test_only_rules_gate_cannot_enforce_are_warned(gate_dirs: dict[str, Path],
-                                                   log_lines: list[str]) -> None:
+def test_only_rules_gate_cannot_enforce_are_warned(
+    gate_dirs: dict[str, Path], log_lines: list[str]
+) -> None:
     root = gate_dirs["project"]
     (root / ".gate").mkdir()
     (root / ".gate" / "rules.yaml").write_text(
         "deny:\n  - Bash(curl *)\n  - WebFetch(domain:x.test)\n  - mcp__db\n  - 'mcp__*'\n"
         "  - Write(./x)\n  - PowerShell(Get-Content *)\n  - Agent(model:opus)\n"
-        "allow:\n  - Skill(deploy *)\n")
+        "allow:\n  - Skill(deploy *)\n"
+    )
     PolicyStore().policy_for(str(root))
     warned = [line for line in log_lines if "not enforced at the wire" in line]
     assert [w.split(" (", 1)[0] for w in warned] == [
-        "WARNING rule Write(./x)", "WARNING rule PowerShell(Get-Content *)"]
+        "WARNING rule Write(./x)",
+        "WARNING rule PowerShell(Get-Content *)",
+    ]
     assert "write Read(...) or Edit(...)" in warned[0]
     assert ".gate/rules.yaml:6" in warned[0]
 
 
-@pytest.mark.parametrize(("text", "where", "words"), [
-    ("secrets: redact\n", "t.yaml:1", "must map a tier"),
-    ("secrets:\n  high: shred\n", "t.yaml:2", "'shred' is not an action"),
-    ("secrets:\n  'Bad Kind': redact\n", "t.yaml:2", "not a tier or detector kind"),
-])
+@pytest.mark.parametrize(
+    ("text", "where", "words"),
+    [
+        ("secrets: redact\n", "t.yaml:1", "must map a tier"),
+        ("secrets:\n  high: shred\n", "t.yaml:2", "'shred' is not an action"),
+        ("secrets:\n  'Bad Kind': redact\n", "t.yaml:2", "not a tier or detector kind"),
+    ],
+)
 def test_bad_secrets_settings_name_the_line(text: str, where: str, words: str) -> None:
     with pytest.raises(RuleError) as info:
         load_text(text, "t.yaml")
@@ -136,7 +153,8 @@ def test_bad_secrets_settings_name_the_line(text: str, where: str, words: str) -
 
 
 def test_the_users_secrets_settings_replace_the_shipped_defaults(
-        gate_dirs: dict[str, Path]) -> None:
+    gate_dirs: dict[str, Path],
+) -> None:
     gate_dirs["config"].mkdir()
     (gate_dirs["config"] / "rules.yaml").write_text("secrets:\n  low: allow\n  high: block\n")
     policy = PolicyStore().policy_for(None)
@@ -147,28 +165,33 @@ def test_the_users_secrets_settings_replace_the_shipped_defaults(
 
 # Each layer answers for a finding on its own (id, else kind, else tier); the managed and
 # user files' most protective answer is the policy, and a project file can only tighten it.
-@pytest.mark.parametrize(("managed", "user", "project", "local", "action"), [
-    ("", "high: block", "github-token: allow", "", "block"),
-    ("", "high: block", "", "github-token: allow", "block"),
-    ("", "high: block", "github.token: redact", "github-token: allow", "block"),
-    ("high: block", "github-token: allow", "", "", "block"),
-    ("", "", "github-token: allow", "", "ask"),           # the shipped high: ask
-    ("", "", "high: redact", "", "ask"),
-    ("", "github-token: redact", "high: allow", "", "redact"),
-    ("", "github-token: allow", "", "", "allow"),         # the person's choice
-    ("", "github-token: allow", "github-token: block", "", "block"),  # a project tightens
-    ("", "", "high: allow", "github.token: block", "block"),
-])
+@pytest.mark.parametrize(
+    ("managed", "user", "project", "local", "action"),
+    [
+        ("", "high: block", "github-token: allow", "", "block"),
+        ("", "high: block", "", "github-token: allow", "block"),
+        ("", "high: block", "github.token: redact", "github-token: allow", "block"),
+        ("high: block", "github-token: allow", "", "", "block"),
+        ("", "", "github-token: allow", "", "ask"),  # the shipped high: ask
+        ("", "", "high: redact", "", "ask"),
+        ("", "github-token: redact", "high: allow", "", "redact"),
+        ("", "github-token: allow", "", "", "allow"),  # the person's choice
+        ("", "github-token: allow", "github-token: block", "", "block"),  # a project tightens
+        ("", "", "high: allow", "github.token: block", "block"),
+    ],
+)
 def test_a_project_file_can_tighten_the_secrets_policy_but_never_loosen_it(
-        gate_dirs: dict[str, Path], managed: str, user: str, project: str, local: str,
-        action: str) -> None:
+    gate_dirs: dict[str, Path], managed: str, user: str, project: str, local: str, action: str
+) -> None:
     root = gate_dirs["project"]
     (root / ".gate").mkdir()
     gate_dirs["config"].mkdir()
-    for path, setting in ((Path(os.environ["GATE_MANAGED_RULES"]), managed),
-                          (gate_dirs["config"] / "rules.yaml", user),
-                          (root / ".gate" / "rules.yaml", project),
-                          (root / ".gate" / "rules.local.yaml", local)):
+    for path, setting in (
+        (Path(os.environ["GATE_MANAGED_RULES"]), managed),
+        (gate_dirs["config"] / "rules.yaml", user),
+        (root / ".gate" / "rules.yaml", project),
+        (root / ".gate" / "rules.local.yaml", local),
+    ):
         if setting:
             path.write_text(f"secrets:\n  {setting}\n")
     policy = PolicyStore().policy_for(str(root))

@@ -23,15 +23,18 @@ def _project(root: Path, text: str) -> None:
     (root / ".gate" / "rules.yaml").write_text(text)
 
 
-def test_lockdown_ignores_allow_rules_of_other_layers(gate_dirs: dict[str, Path],
-                                                      managed: Path) -> None:
+def test_lockdown_ignores_allow_rules_of_other_layers(
+    gate_dirs: dict[str, Path], managed: Path
+) -> None:
     root = gate_dirs["project"]
     managed.write_text("lockdown: true\nallow:\n  - Bash(git status)\n")
     _project(root, "allow:\n  - Bash(ls *)\n  - Bash(git status)\ndeny:\n  - Bash(curl *)\n")
     policy = PolicyStore().policy_for(str(root))
     assert policy.lockdown
     assert [(r.text, r.where) for r in policy.ignored] == [
-        ("Bash(ls *)", ".gate/rules.yaml:2"), ("Bash(git status)", ".gate/rules.yaml:3")]
+        ("Bash(ls *)", ".gate/rules.yaml:2"),
+        ("Bash(git status)", ".gate/rules.yaml:3"),
+    ]
 
     def effect(command: str) -> Effect | None:
         return policy.decide(call("Bash", str(root), command=command), str(root)).effect
@@ -43,15 +46,13 @@ def test_lockdown_ignores_allow_rules_of_other_layers(gate_dirs: dict[str, Path]
     assert effect("curl x") is Effect.DENY  # deny and ask rules of every layer still apply
 
 
-def test_without_lockdown_every_allow_counts(gate_dirs: dict[str, Path],
-                                             managed: Path) -> None:
+def test_without_lockdown_every_allow_counts(gate_dirs: dict[str, Path], managed: Path) -> None:
     root = gate_dirs["project"]
     managed.write_text("lockdown: false\ndeny:\n  - Bash(scp *)\n")
     _project(root, "allow:\n  - Bash(ls *)\n")
     policy = PolicyStore().policy_for(str(root))
     assert not policy.lockdown and not policy.ignored
-    assert policy.decide(call("Bash", str(root), command="ls"), str(root)).effect \
-        is Effect.ALLOW
+    assert policy.decide(call("Bash", str(root), command="ls"), str(root)).effect is Effect.ALLOW
 
 
 def test_a_managed_file_may_hold_only_lockdown(managed: Path) -> None:
@@ -59,12 +60,16 @@ def test_a_managed_file_may_hold_only_lockdown(managed: Path) -> None:
     assert PolicyStore().policy_for(None).lockdown
 
 
-@pytest.mark.parametrize(("where", "text", "words"), [
-    ("project", "deny:\n  - Read(./a)\nlockdown: true\n", "managed rule file only"),
-    ("managed", "lockdown: yes please\n", "lockdown: must be true or false"),
-])
-def test_bad_lockdown(gate_dirs: dict[str, Path], managed: Path, where: str, text: str,
-                      words: str) -> None:
+@pytest.mark.parametrize(
+    ("where", "text", "words"),
+    [
+        ("project", "deny:\n  - Read(./a)\nlockdown: true\n", "managed rule file only"),
+        ("managed", "lockdown: yes please\n", "lockdown: must be true or false"),
+    ],
+)
+def test_bad_lockdown(
+    gate_dirs: dict[str, Path], managed: Path, where: str, text: str, words: str
+) -> None:
     root = gate_dirs["project"]
     if where == "project":
         _project(root, text)
@@ -73,5 +78,6 @@ def test_bad_lockdown(gate_dirs: dict[str, Path], managed: Path, where: str, tex
     with pytest.raises(RuleError) as info:
         PolicyStore().policy_for(str(root))
     assert words in info.value.message
-    assert info.value.where is not None and info.value.where.endswith(":3" if where ==
-                                                                       "project" else ":1")
+    assert info.value.where is not None and info.value.where.endswith(
+        ":3" if where == "project" else ":1"
+    )

@@ -56,8 +56,9 @@ def test_a_rewrite_within_the_same_mtime_is_seen(gate_dirs: dict[str, Path]) -> 
     assert _texts(store, root) == ["Read(./a)", "Read(./long-name)"]
 
 
-def test_claude_settings_appearing_in_a_parent_are_seen(repo: Path,
-                                                        gate_dirs: dict[str, Path]) -> None:
+def test_claude_settings_appearing_in_a_parent_are_seen(
+    repo: Path, gate_dirs: dict[str, Path]
+) -> None:
     store = PolicyStore()
     assert _texts(store, repo) == []
     _settings(repo.parent / ".claude" / "settings.json", "Read(./x)")
@@ -76,8 +77,9 @@ def test_a_managed_drop_in_added_is_seen(gate_dirs: dict[str, Path], tmp_path: P
     assert _texts(store, root) == ["Read(./a)", "Read(./b)"]
 
 
-def test_the_environment_moving_a_layer_is_seen(gate_dirs: dict[str, Path], tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_moving_a_layer_is_seen(
+    gate_dirs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = gate_dirs["project"]
     other = tmp_path / "other-managed.yaml"
     other.write_text("deny:\n  - Read(./m)\n")
@@ -87,8 +89,9 @@ def test_the_environment_moving_a_layer_is_seen(gate_dirs: dict[str, Path], tmp_
     assert _texts(store, root) == ["Read(./m)"]
 
 
-def test_a_git_boundary_created_hides_the_parent_rules(repo: Path,
-                                                       gate_dirs: dict[str, Path]) -> None:
+def test_a_git_boundary_created_hides_the_parent_rules(
+    repo: Path, gate_dirs: dict[str, Path]
+) -> None:
     team = gate_dirs["project"] / ".gate" / "rules.yaml"
     team.parent.mkdir()
     team.write_text("deny:\n  - Read(./a)\n")
@@ -126,21 +129,24 @@ _PLACES = {
     "managed": lambda d: _gate_rules(d["tmp"] / "managed-rules.yaml", "Read(./m)"),
     "user": lambda d: _gate_rules(d["config"] / "rules.yaml", "Read(./m)"),
     "project": lambda d: _gate_rules(d["project"] / ".gate" / "rules.yaml", "Read(./m)"),
-    "project-local": lambda d: _gate_rules(d["project"] / ".gate" / "rules.local.yaml",
-                                           "Read(./m)"),
+    "project-local": lambda d: _gate_rules(
+        d["project"] / ".gate" / "rules.local.yaml", "Read(./m)"
+    ),
     "claude-managed": lambda d: _settings(
-        d["tmp"] / "claude-managed" / "managed-settings.json", "Read(./m)"),
-    "claude-project": lambda d: _settings(d["project"] / ".claude" / "settings.json",
-                                          "Read(./m)"),
-    "claude-local": lambda d: _settings(d["project"] / ".claude" / "settings.local.json",
-                                        "Read(./m)"),
+        d["tmp"] / "claude-managed" / "managed-settings.json", "Read(./m)"
+    ),
+    "claude-project": lambda d: _settings(d["project"] / ".claude" / "settings.json", "Read(./m)"),
+    "claude-local": lambda d: _settings(
+        d["project"] / ".claude" / "settings.local.json", "Read(./m)"
+    ),
     "claude-user": lambda d: _settings(d["home"] / ".claude" / "settings.json", "Read(./m)"),
 }
 
 
 @pytest.mark.parametrize("place", sorted(_PLACES))
 def test_a_layer_created_anywhere_applies_to_the_next_request(
-        place: str, gate_dirs: dict[str, Path], tmp_path: Path) -> None:
+    place: str, gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
     store = PolicyStore()
     root = gate_dirs["project"]
     assert "Read(./m)" not in _texts(store, root)

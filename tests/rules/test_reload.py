@@ -22,14 +22,18 @@ def _texts(store: PolicyStore, root: Path) -> list[str]:
     return [r.text for r in store.policy_for(str(root)).rules if r.layer != "pack"]
 
 
-@pytest.mark.parametrize("broken", [
-    "deny:\n  - Read(./b\n",          # not a rule
-    "deny:\n  - [Read(./b)\n",        # not YAML
-    "# emptied by mistake\n",         # no rule at all
-    "deny:\n  - Read(./b)\nbogus: 1\n",
-])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "deny:\n  - Read(./b\n",  # not a rule
+        "deny:\n  - [Read(./b)\n",  # not YAML
+        "# emptied by mistake\n",  # no rule at all
+        "deny:\n  - Read(./b)\nbogus: 1\n",
+    ],
+)
 def test_a_project_file_that_breaks_keeps_its_previous_rules(
-        gate_dirs: dict[str, Path], log_lines: list[str], broken: str) -> None:
+    gate_dirs: dict[str, Path], log_lines: list[str], broken: str
+) -> None:
     root = gate_dirs["project"]
     team = root / ".gate" / "rules.yaml"
     _write(team, "deny:\n  - Read(./a)\n", 1)
@@ -70,8 +74,7 @@ def test_a_file_that_was_never_valid_blocks(gate_dirs: dict[str, Path]) -> None:
         store.policy_for(str(root))
 
 
-def test_a_user_file_that_breaks_after_start_keeps_its_rules(
-        gate_dirs: dict[str, Path]) -> None:
+def test_a_user_file_that_breaks_after_start_keeps_its_rules(gate_dirs: dict[str, Path]) -> None:
     user = gate_dirs["config"] / "rules.yaml"
     _write(user, "deny:\n  - Read(~/notes/**)\n", 1)
     store = PolicyStore()
@@ -90,8 +93,7 @@ def test_a_removed_file_takes_its_rules_with_it(gate_dirs: dict[str, Path]) -> N
     assert _texts(store, root) == []
 
 
-def test_claude_settings_that_break_keep_their_previous_rules(
-        gate_dirs: dict[str, Path]) -> None:
+def test_claude_settings_that_break_keep_their_previous_rules(gate_dirs: dict[str, Path]) -> None:
     root = gate_dirs["project"]
     settings = root / ".claude" / "settings.json"
     _write(settings, json.dumps({"permissions": {"deny": ["Bash(scp *)"]}}), 1)
@@ -105,15 +107,21 @@ def test_claude_settings_that_break_keep_their_previous_rules(
     assert "previous rules" in warning
 
 
-@pytest.mark.parametrize(("before", "after"), [
-    ("deny:\n  - Read(./a)\n", "allow:\n  - Read(./a)\n"),           # turned into an allow
-    ("deny:\n  - Read(./a)\n", "ask:\n  - Read(./a)\n"),             # deny weakened to ask
-    ("deny:\n  - Read(./a)\n",
-     "deny:\n  - rule: Read(./a)\n    unless: ['./a']\n"),          # an exception added
-    ("ask:\n  - Bash(curl *)\n", "deny:\n  - Read(./z)\n"),          # replaced by another
-])
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("deny:\n  - Read(./a)\n", "allow:\n  - Read(./a)\n"),  # turned into an allow
+        ("deny:\n  - Read(./a)\n", "ask:\n  - Read(./a)\n"),  # deny weakened to ask
+        (
+            "deny:\n  - Read(./a)\n",
+            "deny:\n  - rule: Read(./a)\n    unless: ['./a']\n",
+        ),  # an exception added
+        ("ask:\n  - Bash(curl *)\n", "deny:\n  - Read(./z)\n"),  # replaced by another
+    ],
+)
 def test_a_rule_file_cannot_be_loosened_while_gate_runs(
-        gate_dirs: dict[str, Path], log_lines: list[str], before: str, after: str) -> None:
+    gate_dirs: dict[str, Path], log_lines: list[str], before: str, after: str
+) -> None:
     root = gate_dirs["project"]
     team = root / ".gate" / "rules.yaml"
     _write(team, before, 1)
@@ -142,17 +150,21 @@ def test_claude_settings_cannot_be_loosened_while_gate_runs(gate_dirs: dict[str,
 
 
 def test_the_default_pack_asks_before_edits_of_what_polices_the_agent(
-        gate_dirs: dict[str, Path]) -> None:
+    gate_dirs: dict[str, Path],
+) -> None:
     from gate.agents import tools
     from gate.rules.model import Effect
 
     root = str(gate_dirs["project"])
     policy = PolicyStore().policy_for(root)
     home = gate_dirs["home"]
-    for tool, path in [("Write", f"{root}/.gate/rules.yaml"), ("Edit", ".claude/settings.json"),
-                       ("Edit", f"{root}/.claude/settings.local.json"),
-                       ("Write", f"{home}/.config/gate/config.yaml"),
-                       ("Edit", f"{home}/.local/share/gate/audit.db")]:
+    for tool, path in [
+        ("Write", f"{root}/.gate/rules.yaml"),
+        ("Edit", ".claude/settings.json"),
+        ("Edit", f"{root}/.claude/settings.local.json"),
+        ("Write", f"{home}/.config/gate/config.yaml"),
+        ("Edit", f"{home}/.local/share/gate/audit.db"),
+    ]:
         decision = policy.decide(tools.action(tool, {"file_path": path}, root), root)
         assert decision.effect is Effect.ASK, (tool, path)
     readme = tools.action("Edit", {"file_path": "README.md"}, root)
@@ -160,20 +172,32 @@ def test_the_default_pack_asks_before_edits_of_what_polices_the_agent(
 
 
 # (which file, before, after, the action now, whether held as a loosening, after a restart)
-@pytest.mark.parametrize(("layer", "before", "after", "action", "held", "restarted"), [
-    ("user", "high: block", "high: allow", "block", True, "allow"),
-    ("user", "high: block", "high: block\n  github-token: allow", "block", True, "allow"),
-    ("user", "github-token: block", "low: redact", "block", True, "ask"),  # removed
-    ("project", "github-token: block", "high: ask", "block", True, "ask"),
-    ("user", "high: redact", "high: block", "block", False, "block"),  # tightening: at once
-    ("project", "high: ask", "high: ask\n  github.token: block", "block", False, "block"),
-])
+@pytest.mark.parametrize(
+    ("layer", "before", "after", "action", "held", "restarted"),
+    [
+        ("user", "high: block", "high: allow", "block", True, "allow"),
+        ("user", "high: block", "high: block\n  github-token: allow", "block", True, "allow"),
+        ("user", "github-token: block", "low: redact", "block", True, "ask"),  # removed
+        ("project", "github-token: block", "high: ask", "block", True, "ask"),
+        ("user", "high: redact", "high: block", "block", False, "block"),  # tightening: at once
+        ("project", "high: ask", "high: ask\n  github.token: block", "block", False, "block"),
+    ],
+)
 def test_the_secrets_policy_cannot_be_loosened_while_gate_runs(
-        gate_dirs: dict[str, Path], layer: str, before: str, after: str, action: str,
-        held: bool, restarted: str) -> None:
+    gate_dirs: dict[str, Path],
+    layer: str,
+    before: str,
+    after: str,
+    action: str,
+    held: bool,
+    restarted: str,
+) -> None:
     root = gate_dirs["project"]
-    path = (gate_dirs["config"] / "rules.yaml" if layer == "user"
-            else root / ".gate" / "rules.local.yaml")
+    path = (
+        gate_dirs["config"] / "rules.yaml"
+        if layer == "user"
+        else root / ".gate" / "rules.local.yaml"
+    )
     _write(path, f"secrets:\n  {before}\n", 1)
     store = PolicyStore()
     store.policy_for(str(root))

@@ -30,12 +30,20 @@ class ReferenceScanner:
             for word in det.keywords:
                 by_word.setdefault(word, []).append(i)
         words = list(by_word)
-        self._targets = [(tuple((i, self.detectors[i].before, self.detectors[i].after)
-                                for i in by_word[w] if not self.detectors[i].anchor),
-                          tuple(i for i in by_word[w] if self.detectors[i].anchor))
-                         for w in words]
+        self._targets = [
+            (
+                tuple(
+                    (i, self.detectors[i].before, self.detectors[i].after)
+                    for i in by_word[w]
+                    if not self.detectors[i].anchor
+                ),
+                tuple(i for i in by_word[w] if self.detectors[i].anchor),
+            )
+            for w in words
+        ]
         self._prefilter = ahocorasick_rs.BytesAhoCorasick(
-            [w.encode() for w in words], implementation=ahocorasick_rs.Implementation.DFA)
+            [w.encode() for w in words], implementation=ahocorasick_rs.Implementation.DFA
+        )
 
     def scan(self, text: str) -> list[Finding]:
         return [] if len(text) < MIN_TEXT else list(self._scan(text))
@@ -49,24 +57,23 @@ class ReferenceScanner:
             if det.tier is Tier.HIGH and det.after < FOLDED_MAX:
                 regions += windows
             for f in _find(det, view, windows):
-                ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start),
-                               f))
+                ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
         plain = _resolve(ranked)
 
         def inner(sub: str, level: int) -> tuple[Finding, ...]:
             return self._scan(sub, level) if len(sub) >= MIN_TEXT else ()
 
         regions.sort()
-        extra = [*split_findings(view, regions, inner, depth),
-                 *base64_findings(view, inner, depth)]
+        extra = [*split_findings(view, regions, inner, depth), *base64_findings(view, inner, depth)]
         if not extra:
             return plain
         generic = {d.id for d in self.detectors if d.generic}
         for f in extra:
             if f.rule_id in generic and any(p.start < f.end and f.start < p.end for p in plain):
                 continue
-            ranked.append(((f.tier is not Tier.HIGH, f.rule_id in generic, f.start - f.end,
-                            f.start), f))
+            ranked.append(
+                ((f.tier is not Tier.HIGH, f.rule_id in generic, f.start - f.end, f.start), f)
+            )
         return _resolve(ranked)
 
     def windows(self, view: str) -> dict[int, list[tuple[int, int]]]:
@@ -81,12 +88,12 @@ class ReferenceScanner:
         for word, start, end in hits:
             windowed, anchored = self._targets[word]
             for i, before, after in windowed:
-                spans.setdefault(i, []).append((start - before if start > before else 0,
-                                                end + after if end + after < n else n))
+                spans.setdefault(i, []).append(
+                    (start - before if start > before else 0, end + after if end + after < n else n)
+                )
             for i in anchored:
                 spans.setdefault(i, []).append((start, end))
-        return {i: sorted(w) if self.detectors[i].anchor else _merge(w)
-                for i, w in spans.items()}
+        return {i: sorted(w) if self.detectors[i].anchor else _merge(w) for i, w in spans.items()}
 
 
 def _find(det: Detector, view: str, windows: list[tuple[int, int]]) -> Iterator[Finding]:
@@ -217,8 +224,9 @@ def cuts(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]
     return sorted(set(out))
 
 
-def split_findings(view: str, regions: Sequence[tuple[int, int]], scan: Scan, depth: int
-                   ) -> list[Finding]:
+def split_findings(
+    view: str, regions: Sequence[tuple[int, int]], scan: Scan, depth: int
+) -> list[Finding]:
     found: list[Finding] = []
     pending = cuts(view, regions)
     while pending:
@@ -307,4 +315,3 @@ def decode(run: str) -> str | None:
         runs.append(data[pos:end])
         pos = marked.find(_TEXT_RUN, end)
     return b"\n".join(runs).decode("ascii") if runs else None
-

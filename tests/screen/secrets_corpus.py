@@ -41,10 +41,10 @@ Part = str | Secret
 
 @dataclass(frozen=True)
 class Sample:
-    name: str                          # "<rule id>/<context>" or "neg/<family>"
+    name: str  # "<rule id>/<context>" or "neg/<family>"
     text: str
     spans: tuple[tuple[int, int], ...]  # where the secrets are; empty for a negative
-    rule_id: str | None = None          # the detector expected to find them
+    rule_id: str | None = None  # the detector expected to find them
 
 
 class Gen:
@@ -79,13 +79,18 @@ class Gen:
     def jwt(self, alg: str = "HS256", **claims: object) -> str:
         def enc(obj: object) -> str:
             return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
-        payload = {"sub": str(self.rng.randrange(10**8)), "iat": 1700000000 +
-                   self.rng.randrange(10**7), "exp": 1800000000, **claims}
+
+        payload = {
+            "sub": str(self.rng.randrange(10**8)),
+            "iat": 1700000000 + self.rng.randrange(10**7),
+            "exp": 1800000000,
+            **claims,
+        }
         return f"{enc({'alg': alg, 'typ': 'JWT'})}.{enc(payload)}.{self.chars(B64URL, 43)}"
 
     def pem(self, label: str, nbytes: int = 900) -> str:
         body = self.b64bytes(nbytes)
-        lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+        lines = [body[i : i + 64] for i in range(0, len(body), 64)]
         return "\n".join([f"-----BEGIN {label}-----", *lines, f"-----END {label}-----"])
 
     def uuid(self) -> str:
@@ -93,6 +98,7 @@ class Gen:
 
 
 # -- contexts: how a secret sits in what an agent sends ----------------------------------
+
 
 def assemble(parts: list[Part]) -> tuple[str, tuple[tuple[int, int], ...]]:
     text, spans = "", []
@@ -107,10 +113,15 @@ def assemble(parts: list[Part]) -> tuple[str, tuple[tuple[int, int], ...]]:
 
 def json_escaped(parts: list[Part]) -> list[Part]:
     """As a Codex-style tool result: the output JSON-encoded inside a JSON string."""
+
     def esc(s: str) -> str:
         return json.dumps(s)[1:-1]
-    return ['{"output":"', *(Secret(esc(p.value)) if isinstance(p, Secret) else esc(p)
-                            for p in parts), '","metadata":{"exit_code":0}}']
+
+    return [
+        '{"output":"',
+        *(Secret(esc(p.value)) if isinstance(p, Secret) else esc(p) for p in parts),
+        '","metadata":{"exit_code":0}}',
+    ]
 
 
 def numbered(parts: list[Part]) -> list[Part]:
@@ -129,13 +140,21 @@ def numbered(parts: list[Part]) -> list[Part]:
 
 
 CONTEXTS: dict[str, Callable[[list[Part]], list[Part]]] = {
-    "raw": lambda parts: parts, "json": json_escaped, "read": numbered,
+    "raw": lambda parts: parts,
+    "json": json_escaped,
+    "read": numbered,
 }
 
 
 def env_file(g: Gen, name: str, secret: Part | list[Part]) -> list[Part]:
-    return _flatten([f"NODE_ENV=production\nPORT={g.rng.randrange(3000, 9000)}\n"
-                     f"DATABASE_HOST=db.internal\n{name}=", secret, "\nLOG_LEVEL=info\n"])
+    return _flatten(
+        [
+            f"NODE_ENV=production\nPORT={g.rng.randrange(3000, 9000)}\n"
+            f"DATABASE_HOST=db.internal\n{name}=",
+            secret,
+            "\nLOG_LEVEL=info\n",
+        ]
+    )
 
 
 def _flatten(parts: list[Part | list[Part]]) -> list[Part]:
@@ -151,194 +170,543 @@ def shell(cmd: str, *output: Part) -> list[Part]:
 
 # -- positives, per detector --------------------------------------------------------------
 
+
 def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
     """(rule id, label, parts) for every detector; each is expanded over contexts."""
     k = g.chars(B62.upper()[:36], 16)
     yield "aws.access-key-id", "env", env_file(g, "AWS_ACCESS_KEY_ID", Secret("AKIA" + k))
-    yield "aws.access-key-id", "credentials", [
-        "[default]\naws_access_key_id = ", Secret("ASIA" + g.chars(B62.upper()[:36], 16)),
-        "\nregion = eu-west-1\n"]
-    yield "aws.secret-access-key", "ini", [
-        "[prod]\naws_access_key_id = AKIA" + g.chars(B62.upper()[:36], 16) +
-        "\naws_secret_access_key = ", Secret(g.chars(B64, 40)), "\n"]
-    yield "aws.secret-access-key", "sts", shell(
-        "aws sts assume-role --role-arn arn:aws:iam::123456789012:role/ci --role-session-name x",
-        '{\n    "Credentials": {\n        "AccessKeyId": "ASIA' + g.chars(B62.upper()[:36], 16)
-        + '",\n        "SecretAccessKey": "', Secret(g.chars(B64, 40)),
-        '",\n        "Expiration": "2025-01-01T00:00:00Z"\n    }\n}')
-    yield "google.api-key", "js", ["const firebaseConfig = {\n  apiKey: \"",
-                                   Secret("AIza" + g.chars(B64URL, 35)),
-                                   '",\n  authDomain: "demo-app.firebaseapp.com",\n};\n']
-    yield "google.api-key", "curl", shell(
-        "history | tail -1", "  512  curl 'https://maps.googleapis.com/maps/api/geocode/json"
-        "?address=Paris&key=", Secret("AIza" + g.chars(B64URL, 35)), "'")
-    yield "google.oauth-client-secret", "json", [
-        '{"web":{"client_id":"1234-abc.apps.googleusercontent.com","client_secret":"',
-        Secret("GOCSPX-" + g.chars(B64URL, 28)), '","redirect_uris":["http://localhost"]}}']
-    yield "google.oauth-access-token", "shell", shell(
-        "gcloud auth print-access-token", Secret("ya29." + g.chars(B64URL, 150)))
-    yield "azure.storage-account-key", "conn", [
-        "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=acme;"
-        "AccountKey=", Secret(g.b64bytes(64)), ";EndpointSuffix=core.windows.net\n"]
-    yield "azure.shared-access-key", "conn", [
-        'SERVICEBUS="Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName='
-        'RootManageSharedAccessKey;SharedAccessKey=', Secret(g.b64bytes(32)), '"\n']
+    yield (
+        "aws.access-key-id",
+        "credentials",
+        [
+            "[default]\naws_access_key_id = ",
+            Secret("ASIA" + g.chars(B62.upper()[:36], 16)),
+            "\nregion = eu-west-1\n",
+        ],
+    )
+    yield (
+        "aws.secret-access-key",
+        "ini",
+        [
+            "[prod]\naws_access_key_id = AKIA"
+            + g.chars(B62.upper()[:36], 16)
+            + "\naws_secret_access_key = ",
+            Secret(g.chars(B64, 40)),
+            "\n",
+        ],
+    )
+    yield (
+        "aws.secret-access-key",
+        "sts",
+        shell(
+            "aws sts assume-role --role-arn arn:aws:iam::123456789012:role/ci"
+            " --role-session-name x",
+            '{\n    "Credentials": {\n        "AccessKeyId": "ASIA'
+            + g.chars(B62.upper()[:36], 16)
+            + '",\n        "SecretAccessKey": "',
+            Secret(g.chars(B64, 40)),
+            '",\n        "Expiration": "2025-01-01T00:00:00Z"\n    }\n}',
+        ),
+    )
+    yield (
+        "google.api-key",
+        "js",
+        [
+            'const firebaseConfig = {\n  apiKey: "',
+            Secret("AIza" + g.chars(B64URL, 35)),
+            '",\n  authDomain: "demo-app.firebaseapp.com",\n};\n',
+        ],
+    )
+    yield (
+        "google.api-key",
+        "curl",
+        shell(
+            "history | tail -1",
+            "  512  curl 'https://maps.googleapis.com/maps/api/geocode/json?address=Paris&key=",
+            Secret("AIza" + g.chars(B64URL, 35)),
+            "'",
+        ),
+    )
+    yield (
+        "google.oauth-client-secret",
+        "json",
+        [
+            '{"web":{"client_id":"1234-abc.apps.googleusercontent.com","client_secret":"',
+            Secret("GOCSPX-" + g.chars(B64URL, 28)),
+            '","redirect_uris":["http://localhost"]}}',
+        ],
+    )
+    yield (
+        "google.oauth-access-token",
+        "shell",
+        shell("gcloud auth print-access-token", Secret("ya29." + g.chars(B64URL, 150))),
+    )
+    yield (
+        "azure.storage-account-key",
+        "conn",
+        [
+            "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=acme;"
+            "AccountKey=",
+            Secret(g.b64bytes(64)),
+            ";EndpointSuffix=core.windows.net\n",
+        ],
+    )
+    yield (
+        "azure.shared-access-key",
+        "conn",
+        [
+            'SERVICEBUS="Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName='
+            "RootManageSharedAccessKey;SharedAccessKey=",
+            Secret(g.b64bytes(32)),
+            '"\n',
+        ],
+    )
     # Secrets made before 2021 have no Q~ mark: only the name says what they are.
-    yield "azure.client-secret", "env", env_file(g, "AZURE_CLIENT_SECRET",
-                                                 Secret(g.chars(ALNUM + "_~.-", 40)))
-    yield "azure.entra-client-secret", "tf", [
-        'provider "azurerm" {\n  features {}\n}\narm_client_secret = "',
-        Secret(g.chars(ALNUM, 3) + "7Q~" + g.chars(ALNUM + "_~.-", 34)), '"\n']
+    yield (
+        "azure.client-secret",
+        "env",
+        env_file(g, "AZURE_CLIENT_SECRET", Secret(g.chars(ALNUM + "_~.-", 40))),
+    )
+    yield (
+        "azure.entra-client-secret",
+        "tf",
+        [
+            'provider "azurerm" {\n  features {}\n}\narm_client_secret = "',
+            Secret(g.chars(ALNUM, 3) + "7Q~" + g.chars(ALNUM + "_~.-", 34)),
+            '"\n',
+        ],
+    )
     yield "vercel.token", "env", env_file(g, "VERCEL_TOKEN", Secret("vcp_" + g.chars(ALNUM, 56)))
-    yield "vercel.token-context", "cli", shell(
-        "cat .github/workflows/deploy.sh", "vercel deploy --prod --token ",
-        Secret(g.chars(ALNUM, 24)), " --yes")
-    yield "vault.token", "shell", shell(
-        "vault token create -policy=app", "Key                  Value\n---                  ----"
-        "-\ntoken                ", Secret("hvs.CAESI" + g.chars(B64URL, 80)),
-        "\ntoken_accessor       " + g.chars(ALNUM, 24))
-    yield "ibm.cloud-iam-key", "py", ['IBM_CLOUD_API_KEY = "', Secret(g.chars(B64URL, 44)),
-                                      '"\nREGION = "us-south"\n']
+    yield (
+        "vercel.token-context",
+        "cli",
+        shell(
+            "cat .github/workflows/deploy.sh",
+            "vercel deploy --prod --token ",
+            Secret(g.chars(ALNUM, 24)),
+            " --yes",
+        ),
+    )
+    yield (
+        "vault.token",
+        "shell",
+        shell(
+            "vault token create -policy=app",
+            "Key                  Value\n---                  -----\ntoken                ",
+            Secret("hvs.CAESI" + g.chars(B64URL, 80)),
+            "\ntoken_accessor       " + g.chars(ALNUM, 24),
+        ),
+    )
+    yield (
+        "ibm.cloud-iam-key",
+        "py",
+        ['IBM_CLOUD_API_KEY = "', Secret(g.chars(B64URL, 44)), '"\nREGION = "us-south"\n'],
+    )
     yield "github.token", "env", env_file(g, "GITHUB_TOKEN", Secret(g.crc_token("ghp_")))
-    yield "github.token", "git", shell("git remote -v", "origin\thttps://x-access-token:",
-                                       Secret(g.crc_token("ghs_")),
-                                       "@github.com/acme/api.git (fetch)")
-    yield "github.token", "hosts", ["github.com:\n    oauth_token: ",
-                                    Secret(g.crc_token("gho_")),
-                                    "\n    user: octocat\n    git_protocol: https\n"]
-    yield "github.fine-grained-pat", "env", env_file(
-        g, "GH_TOKEN", Secret("github_pat_" + g.chars(ALNUM, 22) + "_" + g.chars(ALNUM, 59)))
-    yield "gitlab.token", "yaml", ["gitlab:\n  url: https://gitlab.com\n  token: ",
-                                   Secret("glpat-" + g.chars(B64URL, 20)), "\n"]
-    yield "gitlab.token", "runner", ['[[runners]]\n  name = "ci"\n  token = "',
-                                     Secret("glrt-" + g.chars(B64URL, 20)), '"\n']
-    yield "npm.token", "npmrc", ["//registry.npmjs.org/:_authToken=",
-                                 Secret(g.crc_token("npm_")), "\n"]
-    yield "npm.npmrc-credential", "npmrc", ["@acme:registry=https://npm.acme.dev/\n"
-                                            "//npm.acme.dev/:_authToken=",
-                                            Secret(g.uuid()), "\n"]
-    yield "pypi.token", "pypirc", ["[pypi]\n  username = __token__\n  password = ",
-                                   Secret("pypi-AgEIcHlwaS5vcmc" + g.chars(B64URL, 120)), "\n"]
-    yield "huggingface.token", "py", ['login(token="', Secret("hf_" + g.chars(
-        string.ascii_letters, 34)), '")\n']
-    yield "slack.token", "env", env_file(g, "SLACK_BOT_TOKEN", Secret(
-        f"xoxb-{g.chars(string.digits, 12)}-{g.chars(string.digits, 13)}-{g.chars(ALNUM, 24)}"))
-    yield "slack.token", "user", ['{"ok":true,"access_token":"', Secret(
-        f"xoxp-{g.chars(string.digits, 12)}-{g.chars(string.digits, 12)}-"
-        f"{g.chars(string.digits, 13)}-{g.hex(32)}"), '","scope":"chat:write"}']
-    yield "slack.webhook", "sh", shell("cat notify.sh", "curl -X POST -d @msg.json ", Secret(
-        f"https://hooks.slack.com/services/T{g.chars(B62.upper()[:36], 8)}/"
-        f"B{g.chars(B62.upper()[:36], 10)}/{g.chars(ALNUM, 24)}"))
-    yield "stripe.live-key", "env", env_file(g, "STRIPE_SECRET_KEY",
-                                             Secret("sk_live_" + g.chars(ALNUM, 99)))
-    yield "stripe.live-key", "py", ['stripe.api_key = "', Secret("rk_live_" + g.chars(ALNUM, 24)),
-                                    '"\n']
-    yield "stripe.test-key", "env", env_file(g, "STRIPE_KEY", Secret("sk_test_" +
-                                                                      g.chars(ALNUM, 99)))
-    yield "stripe.webhook-secret", "env", env_file(g, "STRIPE_WEBHOOK_SECRET",
-                                                   Secret("whsec_" + g.chars(ALNUM, 32)))
+    yield (
+        "github.token",
+        "git",
+        shell(
+            "git remote -v",
+            "origin\thttps://x-access-token:",
+            Secret(g.crc_token("ghs_")),
+            "@github.com/acme/api.git (fetch)",
+        ),
+    )
+    yield (
+        "github.token",
+        "hosts",
+        [
+            "github.com:\n    oauth_token: ",
+            Secret(g.crc_token("gho_")),
+            "\n    user: octocat\n    git_protocol: https\n",
+        ],
+    )
+    yield (
+        "github.fine-grained-pat",
+        "env",
+        env_file(
+            g, "GH_TOKEN", Secret("github_pat_" + g.chars(ALNUM, 22) + "_" + g.chars(ALNUM, 59))
+        ),
+    )
+    yield (
+        "gitlab.token",
+        "yaml",
+        [
+            "gitlab:\n  url: https://gitlab.com\n  token: ",
+            Secret("glpat-" + g.chars(B64URL, 20)),
+            "\n",
+        ],
+    )
+    yield (
+        "gitlab.token",
+        "runner",
+        ['[[runners]]\n  name = "ci"\n  token = "', Secret("glrt-" + g.chars(B64URL, 20)), '"\n'],
+    )
+    yield (
+        "npm.token",
+        "npmrc",
+        ["//registry.npmjs.org/:_authToken=", Secret(g.crc_token("npm_")), "\n"],
+    )
+    yield (
+        "npm.npmrc-credential",
+        "npmrc",
+        [
+            "@acme:registry=https://npm.acme.dev/\n//npm.acme.dev/:_authToken=",
+            Secret(g.uuid()),
+            "\n",
+        ],
+    )
+    yield (
+        "pypi.token",
+        "pypirc",
+        [
+            "[pypi]\n  username = __token__\n  password = ",
+            Secret("pypi-AgEIcHlwaS5vcmc" + g.chars(B64URL, 120)),
+            "\n",
+        ],
+    )
+    yield (
+        "huggingface.token",
+        "py",
+        ['login(token="', Secret("hf_" + g.chars(string.ascii_letters, 34)), '")\n'],
+    )
+    yield (
+        "slack.token",
+        "env",
+        env_file(
+            g,
+            "SLACK_BOT_TOKEN",
+            Secret(
+                f"xoxb-{g.chars(string.digits, 12)}-{g.chars(string.digits, 13)}-"
+                f"{g.chars(ALNUM, 24)}"
+            ),
+        ),
+    )
+    yield (
+        "slack.token",
+        "user",
+        [
+            '{"ok":true,"access_token":"',
+            Secret(
+                f"xoxp-{g.chars(string.digits, 12)}-{g.chars(string.digits, 12)}-"
+                f"{g.chars(string.digits, 13)}-{g.hex(32)}"
+            ),
+            '","scope":"chat:write"}',
+        ],
+    )
+    yield (
+        "slack.webhook",
+        "sh",
+        shell(
+            "cat notify.sh",
+            "curl -X POST -d @msg.json ",
+            Secret(
+                f"https://hooks.slack.com/services/T{g.chars(B62.upper()[:36], 8)}/"
+                f"B{g.chars(B62.upper()[:36], 10)}/{g.chars(ALNUM, 24)}"
+            ),
+        ),
+    )
+    yield (
+        "stripe.live-key",
+        "env",
+        env_file(g, "STRIPE_SECRET_KEY", Secret("sk_live_" + g.chars(ALNUM, 99))),
+    )
+    yield (
+        "stripe.live-key",
+        "py",
+        ['stripe.api_key = "', Secret("rk_live_" + g.chars(ALNUM, 24)), '"\n'],
+    )
+    yield (
+        "stripe.test-key",
+        "env",
+        env_file(g, "STRIPE_KEY", Secret("sk_test_" + g.chars(ALNUM, 99))),
+    )
+    yield (
+        "stripe.webhook-secret",
+        "env",
+        env_file(g, "STRIPE_WEBHOOK_SECRET", Secret("whsec_" + g.chars(ALNUM, 32))),
+    )
     proj = "sk-proj-" + g.chars(B64URL, 74) + "T3BlbkFJ" + g.chars(B64URL, 74)
     yield "openai.api-key", "env", env_file(g, "OPENAI_API_KEY", Secret(proj))
-    yield "openai.api-key", "log", ["2025-01-02 10:00:01 DEBUG client config: {'api_key': '",
-                                    Secret("sk-svcacct-" + g.chars(B64URL, 120)),
-                                    "', 'timeout': 600}\n"]
-    yield "openai.legacy-key", "py", ['openai.api_key = "', Secret(
-        "sk-" + g.chars(ALNUM, 20) + "T3BlbkFJ" + g.chars(ALNUM, 20)), '"\n']
+    yield (
+        "openai.api-key",
+        "log",
+        [
+            "2025-01-02 10:00:01 DEBUG client config: {'api_key': '",
+            Secret("sk-svcacct-" + g.chars(B64URL, 120)),
+            "', 'timeout': 600}\n",
+        ],
+    )
+    yield (
+        "openai.legacy-key",
+        "py",
+        [
+            'openai.api_key = "',
+            Secret("sk-" + g.chars(ALNUM, 20) + "T3BlbkFJ" + g.chars(ALNUM, 20)),
+            '"\n',
+        ],
+    )
     ant = "sk-ant-api03-" + g.chars(B64URL, 93) + "AA"
     yield "anthropic.api-key", "env", env_file(g, "ANTHROPIC_API_KEY", Secret(ant))
-    yield "anthropic.api-key", "sh", shell("echo $ANTHROPIC_API_KEY", Secret(
-        "sk-ant-api03-" + g.chars(B64URL, 93) + "AA"))
+    yield (
+        "anthropic.api-key",
+        "sh",
+        shell("echo $ANTHROPIC_API_KEY", Secret("sk-ant-api03-" + g.chars(B64URL, 93) + "AA")),
+    )
     yield "generic.sk-api-key", "env", env_file(g, "DEEPSEEK_API_KEY", Secret("sk-" + g.hex(32)))
     yield "twilio.auth-token", "env", env_file(g, "TWILIO_AUTH_TOKEN", Secret(g.hex(32)))
-    yield "sendgrid.api-key", "env", env_file(g, "SENDGRID_API_KEY", Secret(
-        "SG." + g.chars(B64URL, 22) + "." + g.chars(B64URL, 43)))
-    yield "square.oauth-secret", "json", ['{"application_id":"sq0idp-' + g.chars(B64URL, 22) +
-                                          '","application_secret":"',
-                                          Secret("sq0csp-" + g.chars(B64URL, 43)), '"}']
-    yield "mailchimp.api-key", "py", ['client.set_config({"api_key": "',
-                                      Secret(g.hex(32) + "-us" + str(g.rng.randrange(1, 21))),
-                                      '"})\n']
-    yield "pem.private-key", "file", shell("cat ~/.ssh/id_rsa", Secret(
-        g.pem("RSA PRIVATE KEY", 1190)))
-    yield "pem.private-key", "openssh", ["Here is the key file:\n\n", Secret(g.pem(
-        "OPENSSH PRIVATE KEY", 400)), "\n"]
-    yield "pem.private-key", "service-account", [
-        '{\n  "type": "service_account",\n  "project_id": "acme-prod",\n  "private_key_id": "'
-        + g.hex(40) + '",\n  "private_key": "', Secret(json.dumps(g.pem(
-            "PRIVATE KEY", 1210))[1:-1]), '\\n",\n  "client_email": "ci@acme-prod.iam.'
-        'gserviceaccount.com"\n}\n']
-    yield "pem.private-key", "encrypted", [Secret(
-        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,"
-        + g.hex(32).upper() + "\n\n" + "\n".join(g.b64bytes(48) for _ in range(12))
-        + "\n-----END RSA PRIVATE KEY-----"), "\n"]
-    yield "jwt", "header", shell("curl -v https://api.acme.dev/me",
-                                 "> GET /me HTTP/1.1\n> Authorization: Bearer ",
-                                 Secret(g.jwt()), "\n< HTTP/1.1 200 OK")
+    yield (
+        "sendgrid.api-key",
+        "env",
+        env_file(
+            g, "SENDGRID_API_KEY", Secret("SG." + g.chars(B64URL, 22) + "." + g.chars(B64URL, 43))
+        ),
+    )
+    yield (
+        "square.oauth-secret",
+        "json",
+        [
+            '{"application_id":"sq0idp-' + g.chars(B64URL, 22) + '","application_secret":"',
+            Secret("sq0csp-" + g.chars(B64URL, 43)),
+            '"}',
+        ],
+    )
+    yield (
+        "mailchimp.api-key",
+        "py",
+        [
+            'client.set_config({"api_key": "',
+            Secret(g.hex(32) + "-us" + str(g.rng.randrange(1, 21))),
+            '"})\n',
+        ],
+    )
+    yield (
+        "pem.private-key",
+        "file",
+        shell("cat ~/.ssh/id_rsa", Secret(g.pem("RSA PRIVATE KEY", 1190))),
+    )
+    yield (
+        "pem.private-key",
+        "openssh",
+        ["Here is the key file:\n\n", Secret(g.pem("OPENSSH PRIVATE KEY", 400)), "\n"],
+    )
+    yield (
+        "pem.private-key",
+        "service-account",
+        [
+            '{\n  "type": "service_account",\n  "project_id": "acme-prod",\n  "private_key_id": "'
+            + g.hex(40)
+            + '",\n  "private_key": "',
+            Secret(json.dumps(g.pem("PRIVATE KEY", 1210))[1:-1]),
+            '\\n",\n  "client_email": "ci@acme-prod.iam.gserviceaccount.com"\n}\n',
+        ],
+    )
+    yield (
+        "pem.private-key",
+        "encrypted",
+        [
+            Secret(
+                "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,"
+                + g.hex(32).upper()
+                + "\n\n"
+                + "\n".join(g.b64bytes(48) for _ in range(12))
+                + "\n-----END RSA PRIVATE KEY-----"
+            ),
+            "\n",
+        ],
+    )
+    yield (
+        "jwt",
+        "header",
+        shell(
+            "curl -v https://api.acme.dev/me",
+            "> GET /me HTTP/1.1\n> Authorization: Bearer ",
+            Secret(g.jwt()),
+            "\n< HTTP/1.1 200 OK",
+        ),
+    )
     yield "jwt", "json", ['{"id_token": "', Secret(g.jwt("RS256", email="a@b.c")), '"}']
-    yield "http.basic-auth", "curl", shell(
-        "cat deploy.sh", "curl -H 'Authorization: Basic ",
-        Secret(base64.b64encode(f"deploy:{g.password()}".encode()).decode()),
-        "' https://ci.acme.dev/api")
-    yield "http.bearer-token", "curl", shell(
-        "cat test.http", "GET https://api.acme.dev/v1/items\nAuthorization: Bearer ",
-        Secret(g.chars(B64URL, 40)), "\nAccept: application/json")
-    yield "http.bearer-token", "github", ["curl -H \"Authorization: token ",
-                                          Secret(g.chars(HEX, 40)),
-                                          "\" https://api.github.com/user\n"]
-    yield "url.password", "env", env_file(g, "DATABASE_URL", ["postgres://app:",
-                                                               Secret(g.password()),
-                                                               "@db.internal:5432/app"])
-    yield "url.password", "redis", ["cache:\n  url: redis://:", Secret(g.password(20)),
-                                    "@redis.internal:6379/0\n"]
-    yield "url.password", "mongo", ['client = MongoClient("mongodb+srv://admin:',
-                                    Secret(g.password(16)),
-                                    '@cluster0.ab1cd.mongodb.net/?retryWrites=true")\n']
-    yield "netrc.password", "netrc", shell("cat ~/.netrc",
-                                           "machine api.heroku.com\n  login me@acme.dev\n"
-                                           "  password ", Secret(g.password(18)),
-                                           "\nmachine git.heroku.com")
-    yield "cli.mysql-password", "sh", shell("history | grep mysql", "  88  mysql -h db -u root -p",
-                                            Secret(g.password(12)), " app < dump.sql")
-    yield "cli.password-flag", "sh", shell("ps aux | grep pg", "postgres 77 pg_dump --host db "
-                                           "--username app --password=",
-                                           Secret(g.password(12)), " app")
-    yield "cli.sshpass", "sh", ["sshpass -p '", Secret(g.password(12)),
-                                "' ssh deploy@10.0.0.5 uptime\n"]
-    yield "cli.curl-user", "sh", shell("cat sync.sh", "curl -sS -u admin:",
-                                       Secret(g.password(16)),
-                                       " https://nexus.acme.dev/service/rest/v1/status")
-    yield "cli.redis-cli", "sh", ["$ redis-cli -h cache -a ", Secret(g.password(16)),
-                                  " ping\nPONG\n"]
-    yield "cli.docker-login", "sh", ["docker login -u ci -p ", Secret(g.password(16)),
-                                     " registry.acme.dev\nLogin Succeeded\n"]
-    dj = "django-insecure-" + g.chars(string.ascii_lowercase + string.digits + "!@#%^&*(-_=+)",
-                                      50)
-    yield "django.secret-key", "settings", ["from pathlib import Path\n\n"
-                                            "BASE_DIR = Path(__file__).resolve().parent.parent\n"
-                                            "SECRET_KEY = '", Secret(dj), "'\nDEBUG = False\n"]
+    yield (
+        "http.basic-auth",
+        "curl",
+        shell(
+            "cat deploy.sh",
+            "curl -H 'Authorization: Basic ",
+            Secret(base64.b64encode(f"deploy:{g.password()}".encode()).decode()),
+            "' https://ci.acme.dev/api",
+        ),
+    )
+    yield (
+        "http.bearer-token",
+        "curl",
+        shell(
+            "cat test.http",
+            "GET https://api.acme.dev/v1/items\nAuthorization: Bearer ",
+            Secret(g.chars(B64URL, 40)),
+            "\nAccept: application/json",
+        ),
+    )
+    yield (
+        "http.bearer-token",
+        "github",
+        [
+            'curl -H "Authorization: token ',
+            Secret(g.chars(HEX, 40)),
+            '" https://api.github.com/user\n',
+        ],
+    )
+    yield (
+        "url.password",
+        "env",
+        env_file(
+            g, "DATABASE_URL", ["postgres://app:", Secret(g.password()), "@db.internal:5432/app"]
+        ),
+    )
+    yield (
+        "url.password",
+        "redis",
+        ["cache:\n  url: redis://:", Secret(g.password(20)), "@redis.internal:6379/0\n"],
+    )
+    yield (
+        "url.password",
+        "mongo",
+        [
+            'client = MongoClient("mongodb+srv://admin:',
+            Secret(g.password(16)),
+            '@cluster0.ab1cd.mongodb.net/?retryWrites=true")\n',
+        ],
+    )
+    yield (
+        "netrc.password",
+        "netrc",
+        shell(
+            "cat ~/.netrc",
+            "machine api.heroku.com\n  login me@acme.dev\n  password ",
+            Secret(g.password(18)),
+            "\nmachine git.heroku.com",
+        ),
+    )
+    yield (
+        "cli.mysql-password",
+        "sh",
+        shell(
+            "history | grep mysql",
+            "  88  mysql -h db -u root -p",
+            Secret(g.password(12)),
+            " app < dump.sql",
+        ),
+    )
+    yield (
+        "cli.password-flag",
+        "sh",
+        shell(
+            "ps aux | grep pg",
+            "postgres 77 pg_dump --host db --username app --password=",
+            Secret(g.password(12)),
+            " app",
+        ),
+    )
+    yield (
+        "cli.sshpass",
+        "sh",
+        ["sshpass -p '", Secret(g.password(12)), "' ssh deploy@10.0.0.5 uptime\n"],
+    )
+    yield (
+        "cli.curl-user",
+        "sh",
+        shell(
+            "cat sync.sh",
+            "curl -sS -u admin:",
+            Secret(g.password(16)),
+            " https://nexus.acme.dev/service/rest/v1/status",
+        ),
+    )
+    yield (
+        "cli.redis-cli",
+        "sh",
+        ["$ redis-cli -h cache -a ", Secret(g.password(16)), " ping\nPONG\n"],
+    )
+    yield (
+        "cli.docker-login",
+        "sh",
+        ["docker login -u ci -p ", Secret(g.password(16)), " registry.acme.dev\nLogin Succeeded\n"],
+    )
+    dj = "django-insecure-" + g.chars(string.ascii_lowercase + string.digits + "!@#%^&*(-_=+)", 50)
+    yield (
+        "django.secret-key",
+        "settings",
+        [
+            "from pathlib import Path\n\n"
+            "BASE_DIR = Path(__file__).resolve().parent.parent\n"
+            "SECRET_KEY = '",
+            Secret(dj),
+            "'\nDEBUG = False\n",
+        ],
+    )
     yield "generic.assignment", "env", env_file(g, "DB_PASSWORD", Secret(g.password()))
-    yield "generic.assignment", "yaml", ["spring:\n  datasource:\n    username: app\n"
-                                         "    password: ", Secret(g.password()), "\n"]
-    yield "generic.assignment", "json", ['{"appId": "' + g.uuid() + '", "displayName": "ci",'
-                                         ' "password": "', Secret(g.password(34)),
-                                         '", "tenant": "' + g.uuid() + '"}']
-    yield "generic.assignment", "toml", ['[server]\nport = 8080\nsession_secret = "',
-                                         Secret(g.chars(ALNUM, 32)), '"\n']
-    yield "generic.assignment", "js", ["const client = new Client({\n  apiKey: '",
-                                       Secret(g.chars(ALNUM, 32)), "',\n  retries: 3,\n});\n"]
-    yield "generic.assignment", "python", ['def connect(password: str = "',
-                                           Secret(g.password()), '"):\n    ...\n']
-    yield "generic.assignment", "docker", ['{"auths": {"registry.acme.dev": {"auth": "',
-                                           Secret(base64.b64encode(
-                                               f"ci:{g.password()}".encode()).decode()),
-                                           '"}}}']
+    yield (
+        "generic.assignment",
+        "yaml",
+        ["spring:\n  datasource:\n    username: app\n    password: ", Secret(g.password()), "\n"],
+    )
+    yield (
+        "generic.assignment",
+        "json",
+        [
+            '{"appId": "' + g.uuid() + '", "displayName": "ci", "password": "',
+            Secret(g.password(34)),
+            '", "tenant": "' + g.uuid() + '"}',
+        ],
+    )
+    yield (
+        "generic.assignment",
+        "toml",
+        ['[server]\nport = 8080\nsession_secret = "', Secret(g.chars(ALNUM, 32)), '"\n'],
+    )
+    yield (
+        "generic.assignment",
+        "js",
+        [
+            "const client = new Client({\n  apiKey: '",
+            Secret(g.chars(ALNUM, 32)),
+            "',\n  retries: 3,\n});\n",
+        ],
+    )
+    yield (
+        "generic.assignment",
+        "python",
+        ['def connect(password: str = "', Secret(g.password()), '"):\n    ...\n'],
+    )
+    yield (
+        "generic.assignment",
+        "docker",
+        [
+            '{"auths": {"registry.acme.dev": {"auth": "',
+            Secret(base64.b64encode(f"ci:{g.password()}".encode()).decode()),
+            '"}}}',
+        ],
+    )
     yield "generic.assignment", "key", env_file(g, "MAPBOX_KEY", Secret(g.chars(ALNUM, 40)))
-    yield "generic.assignment", "ado", ["Server=tcp:sql.acme.dev;Database=app;User Id=app;"
-                                        "Password=", Secret(g.password()), ";Encrypt=true\n"]
-    yield "generic.xml-element", "maven", ["<servers>\n  <server>\n    <id>nexus</id>\n"
-                                           "    <username>deploy</username>\n    <password>",
-                                           Secret(g.password()),
-                                           "</password>\n  </server>\n</servers>\n"]
+    yield (
+        "generic.assignment",
+        "ado",
+        [
+            "Server=tcp:sql.acme.dev;Database=app;User Id=app;Password=",
+            Secret(g.password()),
+            ";Encrypt=true\n",
+        ],
+    )
+    yield (
+        "generic.xml-element",
+        "maven",
+        [
+            "<servers>\n  <server>\n    <id>nexus</id>\n"
+            "    <username>deploy</username>\n    <password>",
+            Secret(g.password()),
+            "</password>\n  </server>\n</servers>\n",
+        ],
+    )
     yield from vendor_corpus.vendor_specs(g, Secret)
     yield from vendor_corpus.form_specs(g, Secret, g.crc_token)
 
@@ -360,95 +728,168 @@ def positives(seed: int = 5) -> list[Sample]:
 
 # -- negatives: what trips secret scanners but is not a secret ---------------------------
 
+
 def _negative_texts(g: Gen) -> Iterator[tuple[str, str]]:
     """(family, text) pairs."""
     yield from vendor_corpus.harmless_texts(g)
     for _ in range(6):
         pkg = g.rng.choice(["lodash", "react-dom", "@babel/core", "typescript", "zod", "esbuild"])
-        yield "lockfile", (
-            f'    "node_modules/{pkg}": {{\n      "version": "4.{g.rng.randrange(30)}.1",\n'
-            f'      "resolved": "https://registry.npmjs.org/{pkg}/-/{pkg.split("/")[-1]}-4.17.21'
-            f'.tgz",\n      "integrity": "sha512-{g.b64bytes(64)}",\n      "dev": true,\n'
-            f'      "license": "MIT"\n    }},')
+        yield (
+            "lockfile",
+            (
+                f'    "node_modules/{pkg}": {{\n      "version": "4.{g.rng.randrange(30)}.1",\n'
+                f'      "resolved": "https://registry.npmjs.org/{pkg}/-/{pkg.split("/")[-1]}-4.17.21'
+                f'.tgz",\n      "integrity": "sha512-{g.b64bytes(64)}",\n      "dev": true,\n'
+                f'      "license": "MIT"\n    }},'
+            ),
+        )
     for _ in range(4):
-        yield "yarn-lock", (
-            f'"@types/node@^20.0.0":\n  version "20.{g.rng.randrange(20)}.3"\n  resolved '
-            f'"https://registry.yarnpkg.com/@types/node/-/node-20.11.3.tgz#{g.hex(40)}"\n'
-            f"  integrity sha512-{g.b64bytes(64)}\n  dependencies:\n    undici-types "
-            '"~5.26.4"\n')
+        yield (
+            "yarn-lock",
+            (
+                f'"@types/node@^20.0.0":\n  version "20.{g.rng.randrange(20)}.3"\n  resolved '
+                f'"https://registry.yarnpkg.com/@types/node/-/node-20.11.3.tgz#{g.hex(40)}"\n'
+                f"  integrity sha512-{g.b64bytes(64)}\n  dependencies:\n    undici-types "
+                '"~5.26.4"\n'
+            ),
+        )
     for _ in range(4):
-        yield "poetry-lock", (
-            '[[package]]\nname = "requests"\nversion = "2.32.3"\nfiles = [\n    {file = '
-            f'"requests-2.32.3-py3-none-any.whl", hash = "sha256:{g.hex(64)}"}},\n    '
-            f'{{file = "requests-2.32.3.tar.gz", hash = "sha256:{g.hex(64)}"}},\n]\n')
+        yield (
+            "poetry-lock",
+            (
+                '[[package]]\nname = "requests"\nversion = "2.32.3"\nfiles = [\n    {file = '
+                f'"requests-2.32.3-py3-none-any.whl", hash = "sha256:{g.hex(64)}"}},\n    '
+                f'{{file = "requests-2.32.3.tar.gz", hash = "sha256:{g.hex(64)}"}},\n]\n'
+            ),
+        )
     for _ in range(4):
         yield "sha256sum", "\n".join(f"{g.hex(64)}  dist/gate-0.1.{i}.tar.gz" for i in range(4))
     for _ in range(3):
-        yield "docker-digest", (
-            f"$ docker images --digests\nREPOSITORY  TAG  DIGEST  IMAGE ID\npython  3.12  "
-            f"sha256:{g.hex(64)}  {g.hex(12)}\nFROM python:3.12-slim@sha256:{g.hex(64)}")
+        yield (
+            "docker-digest",
+            (
+                f"$ docker images --digests\nREPOSITORY  TAG  DIGEST  IMAGE ID\npython  3.12  "
+                f"sha256:{g.hex(64)}  {g.hex(12)}\nFROM python:3.12-slim@sha256:{g.hex(64)}"
+            ),
+        )
     for _ in range(3):
-        yield "sri", (f'<script src="https://cdn.jsdelivr.net/npm/bootstrap@5.3.3/dist/js/'
-                      f'bootstrap.bundle.min.js" integrity="sha384-{g.b64bytes(48)}" '
-                      'crossorigin="anonymous"></script>')
+        yield (
+            "sri",
+            (
+                f'<script src="https://cdn.jsdelivr.net/npm/bootstrap@5.3.3/dist/js/'
+                f'bootstrap.bundle.min.js" integrity="sha384-{g.b64bytes(48)}" '
+                'crossorigin="anonymous"></script>'
+            ),
+        )
     for _ in range(5):
-        yield "uuid-log", "\n".join(
-            f"2025-03-0{i + 1}T12:00:0{i}Z INFO request_id={g.uuid()} user_id={g.uuid()} "
-            f'session={g.uuid()} status=200 "id": "{g.uuid()}"' for i in range(5))
+        yield (
+            "uuid-log",
+            "\n".join(
+                f"2025-03-0{i + 1}T12:00:0{i}Z INFO request_id={g.uuid()} user_id={g.uuid()} "
+                f'session={g.uuid()} status=200 "id": "{g.uuid()}"'
+                for i in range(5)
+            ),
+        )
     for _ in range(4):
-        yield "git-log", "\n".join(
-            f"commit {g.hex(40)}\nMerge: {g.hex(7)} {g.hex(7)}\nAuthor: Dev <dev@acme.dev>\n"
-            f"Date:   Mon Mar 3 10:00:00 2025 +0100\n\n    Fix token refresh (#{i})\n"
-            for i in range(3)) + f"\n$ git rev-parse HEAD\n{g.hex(40)}"
+        yield (
+            "git-log",
+            "\n".join(
+                f"commit {g.hex(40)}\nMerge: {g.hex(7)} {g.hex(7)}\nAuthor: Dev <dev@acme.dev>\n"
+                f"Date:   Mon Mar 3 10:00:00 2025 +0100\n\n    Fix token refresh (#{i})\n"
+                for i in range(3)
+            )
+            + f"\n$ git rev-parse HEAD\n{g.hex(40)}",
+        )
     for _ in range(4):
-        yield "trace-ids", (
-            f"traceparent: 00-{g.hex(32)}-{g.hex(16)}-01\nX-Amzn-Trace-Id: Root=1-{g.hex(8)}-"
-            f"{g.hex(24)}\n{{\"trace_id\": \"{g.hex(32)}\", \"span_id\": \"{g.hex(16)}\", "
-            f'"x-request-id": "{g.uuid()}", "etag": "W/\\"{g.hex(32)}\\""}}')
-    yield "doc-example", ("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
-                          "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n")
-    yield "doc-example", ("export AWS_ACCESS_KEY_ID=AKIAI44QH8DHBEXAMPLE\nexport "
-                          "AWS_SECRET_ACCESS_KEY=je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY\n")
-    yield "doc-example", ("curl https://api.stripe.com/v1/charges -u "
-                          "sk_test_4eC39HqLyjWDarjtT1zdp7dc:")
-    yield "doc-example", ("Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOi"
-                          "IxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ."
-                          "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+        yield (
+            "trace-ids",
+            (
+                f"traceparent: 00-{g.hex(32)}-{g.hex(16)}-01\nX-Amzn-Trace-Id: Root=1-{g.hex(8)}-"
+                f'{g.hex(24)}\n{{"trace_id": "{g.hex(32)}", "span_id": "{g.hex(16)}", '
+                f'"x-request-id": "{g.uuid()}", "etag": "W/\\"{g.hex(32)}\\""}}'
+            ),
+        )
+    yield (
+        "doc-example",
+        (
+            "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+        ),
+    )
+    yield (
+        "doc-example",
+        (
+            "export AWS_ACCESS_KEY_ID=AKIAI44QH8DHBEXAMPLE\nexport "
+            "AWS_SECRET_ACCESS_KEY=je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY\n"
+        ),
+    )
+    yield (
+        "doc-example",
+        ("curl https://api.stripe.com/v1/charges -u sk_test_4eC39HqLyjWDarjtT1zdp7dc:"),
+    )
+    yield (
+        "doc-example",
+        (
+            "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOi"
+            "IxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ."
+            "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+        ),
+    )
     yield "doc-example", 'SLACK_BOT_TOKEN="xoxb-not-a-real-token-this-will-not-work"'
     yield "doc-example", "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
     yield "doc-example", "OPENAI_API_KEY=sk-...\nANTHROPIC_API_KEY=sk-ant-...\n"
-    for text in ("API_KEY=YOUR_API_KEY", "password: changeme", "token: <token>",
-                 "SECRET=xxxxxxxx", 'password = "********"', "export TOKEN=your-token-here",
-                 '"apiKey": "<YOUR_API_KEY>"', 'password: "{{ vault_db_password }}"',
-                 "PASSWORD=${DB_PASSWORD}", "token: ${{ secrets.GITHUB_TOKEN }}",
-                 "DB_PASSWORD=", 'client_secret: "REPLACE_ME"', "api_key = 'sk-your-key'",
-                 "postgres://user:password@localhost:5432/app",
-                 "mongodb+srv://<username>:<password>@cluster0.mongodb.net/test",
-                 "redis://:${REDIS_PASSWORD}@redis:6379/0",
-                 "Authorization: Bearer YOUR_ACCESS_TOKEN",
-                 "Authorization: Basic dXNlcjpwYXNzd29yZA==",
-                 "machine api.heroku.com login me@acme.dev password $HEROKU_API_KEY",
-                 "mysql -u root -p app_db < dump.sql", "echo $PASSWORD | docker login "
-                 "--username ci --password-stdin registry.acme.dev"):
+    for text in (
+        "API_KEY=YOUR_API_KEY",
+        "password: changeme",
+        "token: <token>",
+        "SECRET=xxxxxxxx",
+        'password = "********"',
+        "export TOKEN=your-token-here",
+        '"apiKey": "<YOUR_API_KEY>"',
+        'password: "{{ vault_db_password }}"',
+        "PASSWORD=${DB_PASSWORD}",
+        "token: ${{ secrets.GITHUB_TOKEN }}",
+        "DB_PASSWORD=",
+        'client_secret: "REPLACE_ME"',
+        "api_key = 'sk-your-key'",
+        "postgres://user:password@localhost:5432/app",
+        "mongodb+srv://<username>:<password>@cluster0.mongodb.net/test",
+        "redis://:${REDIS_PASSWORD}@redis:6379/0",
+        "Authorization: Bearer YOUR_ACCESS_TOKEN",
+        "Authorization: Basic dXNlcjpwYXNzd29yZA==",
+        "machine api.heroku.com login me@acme.dev password $HEROKU_API_KEY",
+        "mysql -u root -p app_db < dump.sql",
+        "echo $PASSWORD | docker login --username ci --password-stdin registry.acme.dev",
+    ):
         yield "placeholder", text
-    for text in ('api_key = os.environ["OPENAI_API_KEY"]', "const token = process.env."
-                 "GITHUB_TOKEN;", "password=$(cat /run/secrets/db_password)",
-                 'secret = os.getenv("APP_SECRET")', "TOKEN = ENV['API_TOKEN']",
-                 "client = Client(password=args.password, token=self._token)",
-                 'api_key: str = Field(..., env="API_KEY")', "password: str",
-                 "def check_password(password: str, hashed: bytes) -> bool:",
-                 "if token is None:\n    token = get_token(scope)",
-                 "headers = {'Authorization': f'Bearer {token}'}",
-                 "secret_name: db-credentials\nsecretKeyRef:\n  name: app\n  key: password"):
+    for text in (
+        'api_key = os.environ["OPENAI_API_KEY"]',
+        "const token = process.env.GITHUB_TOKEN;",
+        "password=$(cat /run/secrets/db_password)",
+        'secret = os.getenv("APP_SECRET")',
+        "TOKEN = ENV['API_TOKEN']",
+        "client = Client(password=args.password, token=self._token)",
+        'api_key: str = Field(..., env="API_KEY")',
+        "password: str",
+        "def check_password(password: str, hashed: bytes) -> bool:",
+        "if token is None:\n    token = get_token(scope)",
+        "headers = {'Authorization': f'Bearer {token}'}",
+        "secret_name: db-credentials\nsecretKeyRef:\n  name: app\n  key: password",
+    ):
         yield "env-reference", text
     yield "public-key", f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{g.chars(B64, 43)} dev@laptop"
     yield "public-key", f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ{g.chars(B64, 340)} ci@build"
     yield "public-key", g.pem("PUBLIC KEY", 294)
     yield "public-key", g.pem("CERTIFICATE", 1100)
     yield "public-key", g.pem("PGP PUBLIC KEY BLOCK", 800)
-    yield "public-key", (f'STRIPE_PUBLISHABLE_KEY=pk_live_{g.chars(ALNUM, 99)}\n'
-                         f'"public_key": "{g.b64bytes(32)}"\n[Peer]\nPublicKey = '
-                         f'{g.b64bytes(32)}\nrecipient: age1{g.chars(HEX, 58)}')
+    yield (
+        "public-key",
+        (
+            f"STRIPE_PUBLISHABLE_KEY=pk_live_{g.chars(ALNUM, 99)}\n"
+            f'"public_key": "{g.b64bytes(32)}"\n[Peer]\nPublicKey = '
+            f"{g.b64bytes(32)}\nrecipient: age1{g.chars(HEX, 58)}"
+        ),
+    )
     yield "public-key", f"SUPABASE_ANON_KEY={g.jwt(role='anon')}"
     yield "public-key", f"unsigned: {g.jwt('none')}"
     for _ in range(6):
@@ -456,52 +897,100 @@ def _negative_texts(g: Gen) -> Iterator[tuple[str, str]]:
     for _ in range(4):
         yield "base64-image", f'<img src="data:image/png;base64,{g.b64bytes(3000)}" alt="logo">'
     for _ in range(3):
-        yield "claude-xml", (
-            f"<system-reminder>\nThe user opened {g.hex(8)}.py in the IDE.\n</system-reminder>\n"
-            f"<task-notification>\n<task-id>{g.uuid()}</task-id>\n<status>completed</status>\n"
-            f"<summary>Refactored token refresh; 3 files changed</summary>\n"
-            f"</task-notification>\n<command-name>/compact</command-name>\n"
-            f"<tool_use_id>toolu_{g.chars(ALNUM, 24)}</tool_use_id>")
-    yield "config", (
-        "model: claude-sonnet-4-5\nmax_tokens: 4096\ntoken_url: https://auth.acme.dev/oauth/"
-        "token\npassword_min_length: 12\nsecret_name: prod-db\nTOKEN_EXPIRY=3600\n"
-        "primary_key: id\nauth_type: oauth2\nnext_page_token: " + g.chars(B64URL, 40) +
-        "\ncache_key: " + g.hex(32) + "\npassword_hash: $2b$12$" + g.chars(B64, 53) +
-        "\nkey_file: ./certs/server.key\nssh_key: ~/.ssh/id_ed25519.pub\n")
-    yield "config", ('{"usage": {"input_tokens": 1532, "output_tokens": 87, '
-                     '"cache_read_input_tokens": 12000}, "stop_reason": "end_turn", '
-                     '"tokenizer": "cl100k_base", "idempotency_key": "' + g.uuid() + '"}')
-    yield "config", ("[tool.poetry]\nname = \"acme\"\n[[tool.poetry.source]]\nname = \"private"
-                     "\"\nurl = \"https://pypi.acme.dev/simple\"\npriority = \"supplemental\"\n")
-    yield "urls", ("git@github.com:acme/api.git\nhttps://deploy@github.com/acme/api.git\n"
-                   "postgres://localhost:5432/app\nhttp://[::1]:8080/health\nssh://git@"
-                   "gitlab.com:22/acme/api.git\nhttps://example.com/a?next=http://b.dev/c")
-    yield "cli", ("ssh -p 2222 deploy@10.0.0.5\npsql -h db -p 5432 -U app\ngit push -u origin "
-                  "main\ndocker run -u 1000:1000 -p 8080:80 nginx\ncurl -u admin https://"
-                  "nexus.acme.dev\nmysql --password app_db")
-    yield "prose", ("To authenticate, set GITHUB_TOKEN to a personal access token (it starts "
-                    "with ghp_). The token is read from the environment; never commit it. "
-                    "Pass the password with --password-stdin rather than as an argument, and "
-                    "rotate the secret key if it leaks. Bearer authentication is described in "
-                    "RFC 6750.")
+        yield (
+            "claude-xml",
+            (
+                f"<system-reminder>\nThe user opened {g.hex(8)}.py in the IDE.\n"
+                "</system-reminder>\n"
+                f"<task-notification>\n<task-id>{g.uuid()}</task-id>\n<status>completed</status>\n"
+                f"<summary>Refactored token refresh; 3 files changed</summary>\n"
+                f"</task-notification>\n<command-name>/compact</command-name>\n"
+                f"<tool_use_id>toolu_{g.chars(ALNUM, 24)}</tool_use_id>"
+            ),
+        )
+    yield (
+        "config",
+        (
+            "model: claude-sonnet-4-5\nmax_tokens: 4096\ntoken_url: https://auth.acme.dev/oauth/"
+            "token\npassword_min_length: 12\nsecret_name: prod-db\nTOKEN_EXPIRY=3600\n"
+            "primary_key: id\nauth_type: oauth2\nnext_page_token: "
+            + g.chars(B64URL, 40)
+            + "\ncache_key: "
+            + g.hex(32)
+            + "\npassword_hash: $2b$12$"
+            + g.chars(B64, 53)
+            + "\nkey_file: ./certs/server.key\nssh_key: ~/.ssh/id_ed25519.pub\n"
+        ),
+    )
+    yield (
+        "config",
+        (
+            '{"usage": {"input_tokens": 1532, "output_tokens": 87, '
+            '"cache_read_input_tokens": 12000}, "stop_reason": "end_turn", '
+            '"tokenizer": "cl100k_base", "idempotency_key": "' + g.uuid() + '"}'
+        ),
+    )
+    yield (
+        "config",
+        (
+            '[tool.poetry]\nname = "acme"\n[[tool.poetry.source]]\nname = "private'
+            '"\nurl = "https://pypi.acme.dev/simple"\npriority = "supplemental"\n'
+        ),
+    )
+    yield (
+        "urls",
+        (
+            "git@github.com:acme/api.git\nhttps://deploy@github.com/acme/api.git\n"
+            "postgres://localhost:5432/app\nhttp://[::1]:8080/health\nssh://git@"
+            "gitlab.com:22/acme/api.git\nhttps://example.com/a?next=http://b.dev/c"
+        ),
+    )
+    yield (
+        "cli",
+        (
+            "ssh -p 2222 deploy@10.0.0.5\npsql -h db -p 5432 -U app\ngit push -u origin "
+            "main\ndocker run -u 1000:1000 -p 8080:80 nginx\ncurl -u admin https://"
+            "nexus.acme.dev\nmysql --password app_db"
+        ),
+    )
+    yield (
+        "prose",
+        (
+            "To authenticate, set GITHUB_TOKEN to a personal access token (it starts "
+            "with ghp_). The token is read from the environment; never commit it. "
+            "Pass the password with --password-stdin rather than as an argument, and "
+            "rotate the secret key if it leaks. Bearer authentication is described in "
+            "RFC 6750."
+        ),
+    )
 
 
 _JS_PLAIN = (
-    "function {a}({b},{c}){{return {b}+{c}}}", "var {a}={b}.length;",
-    "for(var {a}=0;{a}<{b}.length;{a}++){c}.push({b}[{a}]);", "if({a}===void 0)return;",
-    'Object.defineProperty({a},"__esModule",{{value:!0}});', "{a}.exports=function({b}){{}};",
+    "function {a}({b},{c}){{return {b}+{c}}}",
+    "var {a}={b}.length;",
+    "for(var {a}=0;{a}<{b}.length;{a}++){c}.push({b}[{a}]);",
+    "if({a}===void 0)return;",
+    'Object.defineProperty({a},"__esModule",{{value:!0}});',
+    "{a}.exports=function({b}){{}};",
     "{a}.prototype.render=function(){{return this.props.children}};",
-    "case {n}:return {a}.apply(this,arguments);", '{a}("div",{{className:"{b}-{c}"}},{b})',
-    "new Promise(function({a},{b}){{setTimeout({a},{n})}});", "{a}=Math.max({b},{n}),",
-    'throw new TypeError("Expected a function");', "{a}&&{a}.call({b},{c});",
+    "case {n}:return {a}.apply(this,arguments);",
+    '{a}("div",{{className:"{b}-{c}"}},{b})',
+    "new Promise(function({a},{b}){{setTimeout({a},{n})}});",
+    "{a}=Math.max({b},{n}),",
+    'throw new TypeError("Expected a function");',
+    "{a}&&{a}.call({b},{c});",
 )
 _JS_KEYWORDS = (
-    'function(e,t){var n=e.token||t.apiKey;return n?{headers:{Authorization:"Bearer "+n}}'
-    ":null}", "e.password=t.password", "var a=this.secretKey||r.get(\"secret\");",
-    'if(!i.accessToken)throw new Error("no token");', "l=c.auth?c.auth.user:void 0;",
+    'function(e,t){var n=e.token||t.apiKey;return n?{headers:{Authorization:"Bearer "+n}}:null}',
+    "e.password=t.password",
+    'var a=this.secretKey||r.get("secret");',
+    'if(!i.accessToken)throw new Error("no token");',
+    "l=c.auth?c.auth.user:void 0;",
     "t.prototype.refreshToken=function(){return this.http.post(this.tokenUrl)}",
-    'const s=new Map([["csrf_token",document.cookie]]);', 'n.passwordField="password";',
-    'o.integrity="sha384-', "return u.apiKey=t,u}",
+    'const s=new Map([["csrf_token",document.cookie]]);',
+    'n.passwordField="password";',
+    'o.integrity="sha384-',
+    "return u.apiKey=t,u}",
 )
 
 
@@ -523,11 +1012,14 @@ def _minified_js(g: Gen, size: int, dense: bool = False) -> str:
 
 def negatives(seed: int = 5) -> list[Sample]:
     """About a hundred harmless texts that look like secrets to an entropy scanner."""
-    return [Sample(f"neg/{family}/{i}", text, ())
-            for i, (family, text) in enumerate(_negative_texts(Gen(seed)))]
+    return [
+        Sample(f"neg/{family}/{i}", text, ())
+        for i, (family, text) in enumerate(_negative_texts(Gen(seed)))
+    ]
 
 
 # -- realistic mixed text for the benchmark -----------------------------------------------
+
 
 def realistic_text(size: int, seed: int = 7) -> tuple[str, list[str]]:
     """About `size` characters of agent traffic: lockfiles, minified JS, logs, configs,
@@ -546,8 +1038,9 @@ def realistic_text(size: int, seed: int = 7) -> tuple[str, list[str]]:
         elif pick < 0.32:
             chunk = _minified_js(g, 60_000)
         elif pick < 0.62:
-            chunk = "\n".join(t for f, t in _negative_texts(g) if f in ("lockfile", "yarn-lock",
-                                                                          "poetry-lock"))
+            chunk = "\n".join(
+                t for f, t in _negative_texts(g) if f in ("lockfile", "yarn-lock", "poetry-lock")
+            )
         elif pick < 0.82:
             chunk = _log(g, 300)
         else:
@@ -563,19 +1056,36 @@ def json_escaped_text(text: str) -> str:
 
 def _log(g: Gen, lines: int) -> str:
     levels = ("INFO", "DEBUG", "WARN")
-    msgs = ("GET /api/v1/items 200", "cache miss for key", "retrying request", "token refreshed",
-            "connected to db.internal:5432", "worker started", "processed batch")
+    msgs = (
+        "GET /api/v1/items 200",
+        "cache miss for key",
+        "retrying request",
+        "token refreshed",
+        "connected to db.internal:5432",
+        "worker started",
+        "processed batch",
+    )
     return "\n".join(
         f"2025-03-04T10:{i % 60:02d}:{(i * 7) % 60:02d}.{g.rng.randrange(1000):03d}Z "
         f"{g.rng.choice(levels)} [{g.hex(8)}] {g.rng.choice(msgs)} request_id={g.uuid()} "
-        f"duration_ms={g.rng.randrange(900)}" for i in range(lines))
+        f"duration_ms={g.rng.randrange(900)}"
+        for i in range(lines)
+    )
 
 
 def _source(g: Gen, lines: int) -> str:
-    stmts = ("def handler(event, context):", "    token = event['headers'].get('authorization')",
-             "    if not token:", "        return {'statusCode': 401}",
-             "    user = verify(token, key=settings.SIGNING_KEY)", "import os, json, logging",
-             "log = logging.getLogger(__name__)", "class Config(BaseSettings):",
-             "    api_key: SecretStr", "    database_url: str = 'sqlite:///app.db'",
-             "    max_tokens: int = 4096", "return json.dumps({'ok': True, 'id': item.id})")
+    stmts = (
+        "def handler(event, context):",
+        "    token = event['headers'].get('authorization')",
+        "    if not token:",
+        "        return {'statusCode': 401}",
+        "    user = verify(token, key=settings.SIGNING_KEY)",
+        "import os, json, logging",
+        "log = logging.getLogger(__name__)",
+        "class Config(BaseSettings):",
+        "    api_key: SecretStr",
+        "    database_url: str = 'sqlite:///app.db'",
+        "    max_tokens: int = 4096",
+        "return json.dumps({'ok': True, 'id': item.id})",
+    )
     return "\n".join(g.rng.choice(stmts) for _ in range(lines))

@@ -12,7 +12,8 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "detectors.md"
 
 def test_the_detectors_page_is_up_to_date() -> None:
     assert PAGE.read_text(encoding="utf-8") == markdown(), (
-        "docs/detectors.md is stale: python -m gate.screen.catalog > docs/detectors.md")
+        "docs/detectors.md is stale: python -m gate.screen.catalog > docs/detectors.md"
+    )
 
 
 def test_every_detector_has_a_row_with_its_description_and_docs() -> None:

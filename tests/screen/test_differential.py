@@ -62,15 +62,33 @@ def _pieces(rng: random.Random, tokens: list[str], words: list[str]) -> str:
         word = rng.choice(words)
         return rng.choice([word, word.upper(), word.title()])
     if pick < 0.65:
-        return rng.choice(["=", ": ", '":"', " = '", "\n", " ", "=> ", "\\n", '\\"', ", ",
-                           "Bearer ", "Authorization: ", "://user:", "@", "\t", "é", "→"])
+        return rng.choice(
+            [
+                "=",
+                ": ",
+                '":"',
+                " = '",
+                "\n",
+                " ",
+                "=> ",
+                "\\n",
+                '\\"',
+                ", ",
+                "Bearer ",
+                "Authorization: ",
+                "://user:",
+                "@",
+                "\t",
+                "é",
+                "→",
+            ]
+        )
     alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+ "
     return "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 60)))
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_random_text_with_planted_tokens(pair: tuple[Scanner, ReferenceScanner],
-                                         seed: int) -> None:
+def test_random_text_with_planted_tokens(pair: tuple[Scanner, ReferenceScanner], seed: int) -> None:
     rng = random.Random(seed)
     tokens = [s.text[a:b] for s in positives(seed) for a, b in s.spans]
     words = sorted({w for d in pair[0].detectors for w in d.keywords})
@@ -79,32 +97,48 @@ def test_random_text_with_planted_tokens(pair: tuple[Scanner, ReferenceScanner],
 
 
 def test_most_vendor_formats_are_searched_only_at_their_keywords(
-        pair: tuple[Scanner, ReferenceScanner]) -> None:
+    pair: tuple[Scanner, ReferenceScanner],
+) -> None:
     """The speed comes from here: a pattern the analysis cannot read is scanned window by
     window, correctly but slowly, so a new detector should keep its keyword in front."""
     fast, _ = pair
     windowed = [d for d in fast.detectors if not d.anchor]
-    led = [d for d in windowed
-           if all(leads.lead(p, d.keywords, d.before) is not False for p in d.patterns)]
+    led = [
+        d
+        for d in windowed
+        if all(leads.lead(p, d.keywords, d.before) is not False for p in d.patterns)
+    ]
     assert len(led) >= 0.85 * len(windowed)
 
 
-@pytest.mark.parametrize(("pattern", "keywords", "before", "expected"), [
-    (r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{36}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-     8, True),
-    (r"(?<![A-Za-z0-9_])gh[pousrx]_[A-Za-z0-9]{36}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-     8, False),  # ghx_ holds no keyword
-    (r"(?i:\b(?:set-)?cookie)[:=]", ("cookie",), 4, True),
-    (r"(?i:\b(?:set-)?cookie)[:=]", ("cookie",), 3, False),  # set-cookie: keyword at 4
-    (r"[0-9a-f]{32}-us[0-9]{1,2}", ("-us",), 34, True),
-    (r"[0-9a-f]{32,40}-us[0-9]{1,2}", ("-us",), 34, False),
-    (r"\bdocker\s+login", ("docker login",), 0, False),  # docker\tlogin
-    (r"(?<=_session=)[0-9a-z]{32}", ("_session=",), 8, False),  # the keyword is before it
-    (r"(tok)\1en", ("token",), 0, False),  # backreferences are not followed
-    (r"(?i)bearer\s+\S+", ("bearer",), 0, True),
-])
-def test_the_lead_analysis(pattern: str, keywords: tuple[str, ...], before: int,
-                           expected: bool) -> None:
+@pytest.mark.parametrize(
+    ("pattern", "keywords", "before", "expected"),
+    [
+        (
+            r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{36}",
+            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+            8,
+            True,
+        ),
+        (
+            r"(?<![A-Za-z0-9_])gh[pousrx]_[A-Za-z0-9]{36}",
+            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+            8,
+            False,
+        ),  # ghx_ holds no keyword
+        (r"(?i:\b(?:set-)?cookie)[:=]", ("cookie",), 4, True),
+        (r"(?i:\b(?:set-)?cookie)[:=]", ("cookie",), 3, False),  # set-cookie: keyword at 4
+        (r"[0-9a-f]{32}-us[0-9]{1,2}", ("-us",), 34, True),
+        (r"[0-9a-f]{32,40}-us[0-9]{1,2}", ("-us",), 34, False),
+        (r"\bdocker\s+login", ("docker login",), 0, False),  # docker\tlogin
+        (r"(?<=_session=)[0-9a-z]{32}", ("_session=",), 8, False),  # the keyword is before it
+        (r"(tok)\1en", ("token",), 0, False),  # backreferences are not followed
+        (r"(?i)bearer\s+\S+", ("bearer",), 0, True),
+    ],
+)
+def test_the_lead_analysis(
+    pattern: str, keywords: tuple[str, ...], before: int, expected: bool
+) -> None:
     import re
 
     assert leads.led(re.compile(pattern), keywords, before) is expected

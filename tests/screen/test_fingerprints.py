@@ -16,29 +16,47 @@ from gate.screen.fingerprints import DeniedIndex, IndexStore, collect, units_of
 
 
 def test_units_are_values_credentials_and_key_lines_not_stop_words() -> None:
-    api, password, client, key, old = (fake_secret("sk-"), fake_secret("p4ss-"),
-                                       fake_secret("Zq8-"), "b3Blb" + fake_secret(),
-                                       fake_secret())
-    text = (f'export API_KEY="{api}"\nDEBUG=true\nNODE_ENV=production\n'
-            f"DB_URL=postgres://app:{password}@db/app\nPORT=5432\n# SECRET={old}\n"
-            f'  "client_secret": "{client}",\n[default]\n'
-            f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key}\n-----END OPENSSH PRIVATE KEY-----\n")
+    api, password, client, key, old = (
+        fake_secret("sk-"),
+        fake_secret("p4ss-"),
+        fake_secret("Zq8-"),
+        "b3Blb" + fake_secret(),
+        fake_secret(),
+    )
+    text = (
+        f'export API_KEY="{api}"\nDEBUG=true\nNODE_ENV=production\n'
+        f"DB_URL=postgres://app:{password}@db/app\nPORT=5432\n# SECRET={old}\n"
+        f'  "client_secret": "{client}",\n[default]\n'
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key}\n-----END OPENSSH PRIVATE KEY-----\n"
+    )
     # A commented-out value is still a value of the file; a section header is not.
-    assert list(units_of(text)) == [api, f"postgres://app:{password}@db/app", password, old,
-                                    client, key]
+    assert list(units_of(text)) == [
+        api,
+        f"postgres://app:{password}@db/app",
+        password,
+        old,
+        client,
+        key,
+    ]
 
 
-@pytest.mark.parametrize(("line", "units"), [
-    ("PASSPHRASE=sunflower", ["sunflower"]),          # all lower case: a word, still a value
-    ("PIN=48151623", ["48151623"]),                   # a long number
-    ("PORT=808080", []),                              # a short number: a port or a count
-    ("ENABLED=disabled", []), ("MODE=Production", []),  # stop words, any case
-    ("NAME=abc12", []),                               # under 6 characters
-    ("correct horse battery staple", ["correct horse battery staple"]),  # prose: the line
-    ("# remember: the vault opens on tuesdays", ["the vault opens on tuesdays",
-                                                 "remember: the vault opens on tuesdays"]),
-    ("------", []),                                   # punctuation only
-])
+@pytest.mark.parametrize(
+    ("line", "units"),
+    [
+        ("PASSPHRASE=sunflower", ["sunflower"]),  # all lower case: a word, still a value
+        ("PIN=48151623", ["48151623"]),  # a long number
+        ("PORT=808080", []),  # a short number: a port or a count
+        ("ENABLED=disabled", []),
+        ("MODE=Production", []),  # stop words, any case
+        ("NAME=abc12", []),  # under 6 characters
+        ("correct horse battery staple", ["correct horse battery staple"]),  # prose: the line
+        (
+            "# remember: the vault opens on tuesdays",
+            ["the vault opens on tuesdays", "remember: the vault opens on tuesdays"],
+        ),
+        ("------", []),  # punctuation only
+    ],
+)
 def test_word_like_values_and_prose_lines(line: str, units: list[str]) -> None:
     assert list(units_of(line + "\n")) == units
 
@@ -51,16 +69,20 @@ def test_a_word_like_value_is_found_only_as_a_whole_word() -> None:
     assert index.find(base64.b64encode(b"x=sunflower!").decode())  # encoded: anywhere
 
 
-@pytest.mark.parametrize("encode", [
-    lambda t: t,
-    lambda t: base64.b64encode(t.encode()).decode(),
-    lambda t: base64.b64encode(("x" + t).encode()).decode(),
-    lambda t: base64.b64encode(("xy" + t + "\n").encode()).decode(),
-    lambda t: t.encode().hex(),
-    lambda t: quote(t, safe=""),
-    lambda t: json.dumps({"v": t}),
-    lambda t: t[::-1],
-], ids=["raw", "base64-0", "base64-1", "base64-2", "hex", "url", "json", "reversed"])
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda t: t,
+        lambda t: base64.b64encode(t.encode()).decode(),
+        lambda t: base64.b64encode(("x" + t).encode()).decode(),
+        lambda t: base64.b64encode(("xy" + t + "\n").encode()).decode(),
+        lambda t: t.encode().hex(),
+        lambda t: quote(t, safe=""),
+        lambda t: json.dumps({"v": t}),
+        lambda t: t[::-1],
+    ],
+    ids=["raw", "base64-0", "base64-1", "base64-2", "hex", "url", "json", "reversed"],
+)
 def test_a_value_is_found_in_its_encoded_forms(encode: object) -> None:
     secret = "Tk-" + fake_secret() + '"/+&'
     index = DeniedIndex({secret: _source()})
@@ -86,7 +108,8 @@ def test_collect_reads_denied_files_in_the_project_and_home(gate_dirs: dict[str,
     (project / "node_modules" / "x" / ".env").write_text("SKIPPED=" + fake_secret() + "\n")
     (home / ".ssh").mkdir()
     (home / ".ssh" / "id_ed25519").write_text(
-        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key_line}\n-----END OPENSSH PRIVATE KEY-----\n")
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key_line}\n-----END OPENSSH PRIVATE KEY-----\n"
+    )
     units = collect(PolicyStore().policy_for(str(project)), str(project))
     assert units[token].rule.text == "Read(./.env)"
     assert units[key_line].rule.text == "Read(~/.ssh/**)"
@@ -142,8 +165,10 @@ def test_walk_limits_come_from_config(gate_dirs: dict[str, Path]) -> None:
 
 def test_dotenv_quotes_comments_list_items_and_url_passwords() -> None:
     a, b, c, pw = (fake_secret("a"), fake_secret("b"), fake_secret("c"), fake_secret("pw"))
-    text = (f'API_KEY="{a}"  # prod\nTOKEN={b} # rotated monthly\n'
-            f"tokens:\n  - {c}\nDB=postgres://app:{pw}@db:5432/app\n")
+    text = (
+        f'API_KEY="{a}"  # prod\nTOKEN={b} # rotated monthly\n'
+        f"tokens:\n  - {c}\nDB=postgres://app:{pw}@db:5432/app\n"
+    )
     units = list(units_of(text))
     assert a in units and b in units and c in units and pw in units
 
@@ -162,7 +187,8 @@ def test_home_files_are_indexed_however_large_the_project(gate_dirs: dict[str, P
 
 
 def test_a_denied_file_written_just_now_is_indexed_before_the_next_request(
-        gate_dirs: dict[str, Path]) -> None:
+    gate_dirs: dict[str, Path],
+) -> None:
     project = gate_dirs["project"]
     policy = PolicyStore().policy_for(str(project))
     store = IndexStore()
@@ -174,6 +200,7 @@ def test_a_denied_file_written_just_now_is_indexed_before_the_next_request(
     env = project / ".env"
     env.write_text(f"TOKEN={newer}\n")
     import os
+
     os.utime(env, ns=(1, 1))  # a different mtime, whatever the clock's resolution
     assert store.index_for(policy, str(project)).find(newer)
 
@@ -184,14 +211,15 @@ def test_wrapped_base64_and_hex_blocks_are_withheld(wrap: int) -> None:
     index = DeniedIndex({secret: _source()})  # type: ignore[dict-item]
     raw = f"# prod\nSTRIPE_KEY={secret}\nDEBUG=false\n".encode()
     for encoded in (base64.b64encode(raw).decode(), raw.hex()):
-        block = "\n".join(encoded[i:i + wrap] for i in range(0, len(encoded), wrap))
+        block = "\n".join(encoded[i : i + wrap] for i in range(0, len(encoded), wrap))
         new, hits = index.redact(f"$ base64 .env\n{block}\n$ echo done")
         assert hits and "withheld a value from .env" in new
         assert new.startswith("$ base64 .env\n") and new.endswith("\n$ echo done")
 
 
 def test_a_string_remembered_clean_is_screened_again_once_a_new_value_is_denied(
-        gate_dirs: dict[str, Path]) -> None:
+    gate_dirs: dict[str, Path],
+) -> None:
     """Clean strings are remembered per index: a value denied later makes a new index, which
     remembers nothing, so the same string resent on the next turn is caught."""
     project = gate_dirs["project"]
@@ -215,8 +243,9 @@ def test_a_string_with_a_value_is_redacted_every_time(wrap: int) -> None:
     secret = "Tk-" + fake_secret() + fake_secret()
     index = DeniedIndex({secret: _source()})  # type: ignore[dict-item]
     encoded = base64.b64encode(f"KEY={secret}\n".encode()).decode()
-    body = "\n".join(encoded[i:i + wrap] for i in range(0, len(encoded), wrap)) if wrap \
-        else secret
+    body = (
+        "\n".join(encoded[i : i + wrap] for i in range(0, len(encoded), wrap)) if wrap else secret
+    )
     text = f"$ cat\n{body}\n$ echo done " + "x" * 120
     results = [index.redact(text) for _ in range(3)]
     assert all(hits and secret not in new for new, hits in results)
@@ -224,7 +253,8 @@ def test_a_string_with_a_value_is_redacted_every_time(wrap: int) -> None:
 
 
 def test_a_denied_file_created_deep_in_the_project_is_indexed_before_the_next_request(
-        gate_dirs: dict[str, Path]) -> None:
+    gate_dirs: dict[str, Path],
+) -> None:
     project = gate_dirs["project"]
     deep = project / "services" / "api" / "config"
     deep.mkdir(parents=True)
@@ -238,7 +268,8 @@ def test_a_denied_file_created_deep_in_the_project_is_indexed_before_the_next_re
 
 
 def test_a_walk_out_of_budget_says_so_and_goes_on_in_the_background(
-        gate_dirs: dict[str, Path]) -> None:
+    gate_dirs: dict[str, Path],
+) -> None:
     from loguru import logger
 
     from gate.screen.fingerprints import Limits
@@ -264,15 +295,26 @@ def test_a_walk_out_of_budget_says_so_and_goes_on_in_the_background(
     logger.remove(sink)
 
 
-def test_values_a_denied_file_held_in_git_history_are_indexed(
-        gate_dirs: dict[str, Path]) -> None:
+def test_values_a_denied_file_held_in_git_history_are_indexed(gate_dirs: dict[str, Path]) -> None:
     import subprocess
 
     project = gate_dirs["project"]
 
     def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c",
-                        "user.email=t@example.invalid", *args], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(project),
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.invalid",
+                *args,
+            ],
+            check=True,
+            capture_output=True,
+        )
 
     git("init", "-q")
     first, second, shared = fake_secret("first_"), fake_secret("second_"), fake_secret("ok_")

@@ -44,8 +44,12 @@ def _in_unknown_block(turn: list[dict[str, Any]], value: str) -> None:
     turn[1]["content"].append({"type": "future_block", "data": {"deep": value}})
 
 
-PLACES = {"result-extra": _in_result_extra, "text": _in_text, "tool-input": _in_input,
-          "unknown-block": _in_unknown_block}
+PLACES = {
+    "result-extra": _in_result_extra,
+    "text": _in_text,
+    "tool-input": _in_input,
+    "unknown-block": _in_unknown_block,
+}
 
 
 def _turns(project: Path, token: str, denied: str, place: Place) -> list[bytes]:
@@ -56,19 +60,24 @@ def _turns(project: Path, token: str, denied: str, place: Place) -> list[bytes]:
     later = tool_turn("toolu_ls", "Bash", {"command": "ls"}, "a.py b.py")
     place(later, ENV_LINE.format(denied.split(":")[2].split("@")[0]))
     extra = tool_turn("toolu_cat", "Bash", {"command": "cat notes.txt"}, f"note {token}")
-    bodies = [conversation(str(project), env), conversation(str(project), env, later),
-              conversation(str(project), env, later, extra)]
+    bodies = [
+        conversation(str(project), env),
+        conversation(str(project), env, later),
+        conversation(str(project), env, later, extra),
+    ]
     return [json.dumps(b).encode() for b in bodies]
 
 
 def _screen(project: Path, screens: Screens, body: bytes) -> Verdict:
-    return screen(Outbound("/v1/messages", body, "claude-code", str(project)), PolicyStore(),
-                  screens)
+    return screen(
+        Outbound("/v1/messages", body, "claude-code", str(project)), PolicyStore(), screens
+    )
 
 
 @pytest.mark.parametrize("where", PLACES)
-def test_every_turn_is_screened_as_a_fresh_screening_would(gate_dirs: dict[str, Path],
-                                                           where: str) -> None:
+def test_every_turn_is_screened_as_a_fresh_screening_would(
+    gate_dirs: dict[str, Path], where: str
+) -> None:
     project, data = gate_dirs["project"], gate_dirs["data"]
     data.mkdir(mode=0o700)
     password = "pw" + random.SystemRandom().randbytes(8).hex()

@@ -18,14 +18,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _texts() -> list[tuple[str, str]]:
-    out = [(str(p), p.read_text("utf-8", "replace"))
-           for p in sorted((SITE / "mitmproxy" / "tools" / "web" / "static").glob("*.js"))]
-    out += [(str(p), p.read_text("utf-8", "replace"))
-            for p in sorted(SITE.glob("*.dist-info/RECORD"))]
+    out = [
+        (str(p), p.read_text("utf-8", "replace"))
+        for p in sorted((SITE / "mitmproxy" / "tools" / "web" / "static").glob("*.js"))
+    ]
+    out += [
+        (str(p), p.read_text("utf-8", "replace")) for p in sorted(SITE.glob("*.dist-info/RECORD"))
+    ]
     corpus = sorted((REPO / "tests" / "corpus").rglob("*.json"))
     out += [(str(p), p.read_text("utf-8")) for p in corpus]
-    log = subprocess.run(["git", "log", "--stat", "-n", "300"], cwd=REPO, capture_output=True,
-                         text=True, check=False).stdout
+    log = subprocess.run(
+        ["git", "log", "--stat", "-n", "300"], cwd=REPO, capture_output=True, text=True, check=False
+    ).stdout
     out.append(("git log", log))
     return out
 
@@ -34,8 +38,7 @@ def test_the_high_tier_finds_nothing_in_real_harmless_text() -> None:
     texts = _texts()
     assert sum(len(t) for _, t in texts) > 2_000_000  # a real amount of text, not a sample
     scanner = Scanner()
-    high = [(name, f.kind) for name, text in texts for f in scanner.scan(text)
-            if f.tier == "high"]
+    high = [(name, f.kind) for name, text in texts for f in scanner.scan(text) if f.tier == "high"]
     if not any(name.endswith(".js") for name, _ in texts):
         pytest.skip("mitmproxy's web assets are not installed")
     assert high == []

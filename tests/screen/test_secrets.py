@@ -45,8 +45,10 @@ def test_recall_on_the_corpus_is_at_least_97_percent(scanner: Scanner) -> None:
 
 def test_harmless_text_raises_nothing_in_the_high_tier(scanner: Scanner) -> None:
     samples = negatives()
-    flagged = {s.name: [(f.rule_id, f.tier, s.text[f.start:f.end]) for f in scanner.scan(s.text)]
-               for s in samples}
+    flagged = {
+        s.name: [(f.rule_id, f.tier, s.text[f.start : f.end]) for f in scanner.scan(s.text)]
+        for s in samples
+    }
     assert len(samples) >= 100
     assert {n: fs for n, fs in flagged.items() if any(t is Tier.HIGH for _, t, _ in fs)} == {}
     assert sum(bool(fs) for fs in flagged.values()) / len(samples) <= 0.02, flagged
@@ -68,16 +70,23 @@ def test_every_detector_finds_its_whole_secret(scanner: Scanner) -> None:
     assert exact == {d.id for d in scanner.detectors}
 
 
-@pytest.mark.parametrize("name", ["pem.private-key/service-account/raw",
-                                  "pem.private-key/service-account/json",
-                                  "pem.private-key/file/json", "pem.private-key/file/read",
-                                  "url.password/mongo/json", "generic.assignment/env/raw",
-                                  "generic.assignment/json/read"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pem.private-key/service-account/raw",
+        "pem.private-key/service-account/json",
+        "pem.private-key/file/json",
+        "pem.private-key/file/read",
+        "url.password/mongo/json",
+        "generic.assignment/env/raw",
+        "generic.assignment/json/read",
+    ],
+)
 def test_whole_secret_examples(scanner: Scanner, name: str) -> None:
     sample = next(s for s in positives() if s.name == name)
-    (span, hits), = _found(scanner, sample)
+    ((span, hits),) = _found(scanner, sample)
     assert [(f.start, f.end) for f in hits] == [span]
-    secret = sample.text[span[0]:span[1]]
+    secret = sample.text[span[0] : span[1]]
     if name.startswith("pem."):
         assert secret.startswith("-----BEGIN") and secret.endswith("PRIVATE KEY-----")
     if name.startswith("url."):
@@ -100,7 +109,7 @@ def test_offsets_are_characters_in_non_ascii_text(scanner: Scanner) -> None:
     token = Gen(1).crc_token("ghp_")
     text = f"Schlüssel für die API 🔑: {token} — ok"
     (f,) = scanner.scan(text)
-    assert text[f.start:f.end] == token and f.tier is Tier.HIGH
+    assert text[f.start : f.end] == token and f.tier is Tier.HIGH
 
 
 def test_a_github_token_failing_its_checksum_is_only_low(scanner: Scanner) -> None:
@@ -111,6 +120,7 @@ def test_a_github_token_failing_its_checksum_is_only_low(scanner: Scanner) -> No
 
 
 # -- placeholders and the key -----------------------------------------------------------
+
 
 def test_placeholders_are_deterministic_and_differ_by_value(gate_dirs: dict[str, Path]) -> None:
     key = load_or_create_key(gate_dirs["data"])
@@ -146,6 +156,7 @@ def test_an_unusable_key_file_is_moved_aside(gate_dirs: dict[str, Path]) -> None
 
 # -- prefilter and cache ------------------------------------------------------------------
 
+
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids of detectors whose regexes ran."""
@@ -161,8 +172,9 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_the_prefilter_keeps_clean_text_from_every_regex(calls: list[str]) -> None:
-    clean = "\n".join(f"2025-03-04 INFO worker {i} processed batch in {i * 7} ms; all good"
-                      for i in range(2000))
+    clean = "\n".join(
+        f"2025-03-04 INFO worker {i} processed batch in {i * 7} ms; all good" for i in range(2000)
+    )
     scanner = Scanner()
     assert scanner.scan(clean) == [] and calls == []
     assert scanner.windows(clean) == {}
@@ -185,6 +197,7 @@ def test_findings_are_cached_by_content(calls: list[str]) -> None:
 
 # -- rule files ---------------------------------------------------------------------------
 
+
 def test_the_shipped_detectors_are_well_formed() -> None:
     loaded = load_detectors()
     assert len({d.id for d in loaded}) == len(loaded) >= 40
@@ -204,21 +217,28 @@ detectors:
 """
 
 
-@pytest.mark.parametrize(("text", "line", "message"), [
-    (GOOD.replace("tier: high", "tier: high\n  bad: [unclosed"), 6, "not valid YAML"),
-    (GOOD.replace("'acme_[a-z]{8}'", "'acme_[a-z'"), 7, "pattern:"),
-    (GOOD.replace("tier: high", "tier: urgent"), 5, "tier:"),
-    (GOOD.replace("    docs:", "    colour: red\n    docs:"), 8, "unknown key 'colour'"),
-    (GOOD.replace("tier: high", "tier: high\n    check: magic"), 6, "unknown check"),
-    (GOOD.replace("    docs: https://acme.example/docs\n", ""), 3, "no docs:"),
-    (GOOD.replace("id: acme.token", "id: Acme Token"), 3, "id:"),
-    (GOOD.replace("[acme_]", "[]"), 6, "keywords:"),
-    (GOOD.replace("pattern: 'acme_[a-z]{8}'", "plugin: NoSuchDetector"), 7, "no regex plugin"),
-    (GOOD + GOOD.split("detectors:\n")[1].replace("acme.token", "acme.token"), 9,
-     "already used"),
-])
-def test_a_bad_rule_file_names_file_and_line(tmp_path: Path, text: str, line: int,
-                                             message: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        (GOOD.replace("tier: high", "tier: high\n  bad: [unclosed"), 6, "not valid YAML"),
+        (GOOD.replace("'acme_[a-z]{8}'", "'acme_[a-z'"), 7, "pattern:"),
+        (GOOD.replace("tier: high", "tier: urgent"), 5, "tier:"),
+        (GOOD.replace("    docs:", "    colour: red\n    docs:"), 8, "unknown key 'colour'"),
+        (GOOD.replace("tier: high", "tier: high\n    check: magic"), 6, "unknown check"),
+        (GOOD.replace("    docs: https://acme.example/docs\n", ""), 3, "no docs:"),
+        (GOOD.replace("id: acme.token", "id: Acme Token"), 3, "id:"),
+        (GOOD.replace("[acme_]", "[]"), 6, "keywords:"),
+        (GOOD.replace("pattern: 'acme_[a-z]{8}'", "plugin: NoSuchDetector"), 7, "no regex plugin"),
+        (
+            GOOD + GOOD.split("detectors:\n")[1].replace("acme.token", "acme.token"),
+            9,
+            "already used",
+        ),
+    ],
+)
+def test_a_bad_rule_file_names_file_and_line(
+    tmp_path: Path, text: str, line: int, message: str
+) -> None:
     (tmp_path / "acme.yaml").write_text(text)
     with pytest.raises(RuleError) as info:
         load_detectors(tmp_path)
@@ -237,7 +257,8 @@ def test_a_custom_detector_loads_and_finds(tmp_path: Path) -> None:
     (det,) = load_detectors(tmp_path)
     assert det.keywords == ("acme_",) and det.tier is Tier.HIGH
     assert Scanner([det]).scan("key: ACME_ nope, acme_qwhzkxmv ok") == [
-        Finding(17, 30, "acme-token", "acme.token", Tier.HIGH)]
+        Finding(17, 30, "acme-token", "acme.token", Tier.HIGH)
+    ]
     assert detectors.secrets_dir().name == "secrets"
 
 
@@ -257,18 +278,24 @@ def test_hand_typed_bodies_are_redacted_but_never_asked_about(scanner: Scanner) 
     assert scanner.scan(f'apiKey: "{firebase_sample[:-1]}J"')[0].tier is Tier.HIGH
 
 
-@pytest.mark.parametrize("form", [
-    'private const string storageAccountKey = "{key}";',
-    '{{ "AccountKey", "{key}" }}',
-    'public static final String DEFAULT_ACCOUNT_KEY\n            = "{key}";',
-    'static const std::string AzuriteAccountKey{{\n    "{key}"}};',
-    "AZURE_STORAGE_ACCOUNT_KEY={key}",
-])
+@pytest.mark.parametrize(
+    "form",
+    [
+        'private const string storageAccountKey = "{key}";',
+        '{{ "AccountKey", "{key}" }}',
+        'public static final String DEFAULT_ACCOUNT_KEY\n            = "{key}";',
+        'static const std::string AzuriteAccountKey{{\n    "{key}"}};',
+        "AZURE_STORAGE_ACCOUNT_KEY={key}",
+    ],
+)
 def test_azure_storage_keys_under_an_account_key_name(scanner: Scanner, form: str) -> None:
     key = base64.b64encode(Gen(len(form)).rng.randbytes(64)).decode()
     text = form.format(key=key)
     (found,) = scanner.scan(text)
-    assert (found.rule_id, found.tier, text[found.start:found.end]) == (
-        "azure.storage-account-key", Tier.HIGH, key)
+    assert (found.rule_id, found.tier, text[found.start : found.end]) == (
+        "azure.storage-account-key",
+        Tier.HIGH,
+        key,
+    )
     short = scanner.scan(text.replace(key, key[:-4] + "=="))  # 61 bytes: not the format
     assert all(f.rule_id != "azure.storage-account-key" for f in short)

@@ -35,7 +35,8 @@ class Session:
         self.project, self.rand, self.n = project, rand, 0
         self.gen = Gen(rand.randrange(1 << 30))
         self.messages: list[dict[str, Any]] = [
-            {"role": "user", "content": [{"type": "text", "text": "help me with this"}]}]
+            {"role": "user", "content": [{"type": "text", "text": "help me with this"}]}
+        ]
         self.system = system(str(project))
         if rand.random() < 0.5:  # the working directory stated by a user message instead
             self.system[1] = {**self.system[1], "text": "You are Claude Code."}
@@ -44,25 +45,45 @@ class Session:
         self.user_id = "user_session_abc"
         self.approved: frozenset[str] = frozenset()
 
-    def call(self, name: str, inp: dict[str, Any], result: Any | None,
-             call_id: str | None = None) -> None:
+    def call(
+        self, name: str, inp: dict[str, Any], result: Any | None, call_id: str | None = None
+    ) -> None:
         self.n += 1
         call_id = call_id or f"toolu_{self.n:04d}_{self.rand.getrandbits(32):08x}"
-        self.messages.append({"role": "assistant", "content": [
-            {"type": "text", "text": f"step {self.n}"},
-            {"type": "tool_use", "id": call_id, "name": name, "input": inp}]})
+        self.messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"step {self.n}"},
+                    {"type": "tool_use", "id": call_id, "name": name, "input": inp},
+                ],
+            }
+        )
         if result is not None:
-            self.messages.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": call_id, "content": result}]})
+            self.messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": call_id, "content": result}],
+                }
+            )
 
     def answer_open(self) -> bool:
         """A user message answering the last call, if it is still open."""
         last = self.messages[-1]
         if last["role"] != "assistant" or last["content"][-1]["type"] != "tool_use":
             return False
-        self.messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": last["content"][-1]["id"],
-             "content": f"done {self.gen.password()}"}]})
+        self.messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": last["content"][-1]["id"],
+                        "content": f"done {self.gen.password()}",
+                    }
+                ],
+            }
+        )
         return True
 
     def body(self) -> bytes:
@@ -71,9 +92,15 @@ class Session:
             if m["role"] == "user" and isinstance(m["content"], list):
                 m["content"][-1]["cache_control"] = {"type": "ephemeral"}
                 break
-        req = {"model": "claude-test", "messages": msgs, "system": self.system,
-               "tools": [{"name": "Read", "input_schema": {"type": "object"}}],
-               "metadata": {"user_id": self.user_id}, "max_tokens": 64, "stream": True}
+        req = {
+            "model": "claude-test",
+            "messages": msgs,
+            "system": self.system,
+            "tools": [{"name": "Read", "input_schema": {"type": "object"}}],
+            "metadata": {"user_id": self.user_id},
+            "max_tokens": 64,
+            "stream": True,
+        }
         if self.messages_last:
             req = {**{k: v for k, v in req.items() if k != "messages"}, "messages": msgs}
         if self.compact:
@@ -84,10 +111,35 @@ class Session:
 def _steps(s: Session, env_value: str) -> Iterator[str]:
     """One change per turn, chosen at random; yields its name."""
     p = s.project
-    kinds = ["read", "read", "bash", "bash", "env", "cat_env", "secret", "notes", "open",
-             "compact", "retry", "drop", "text_secret", "system", "format", "symlink",
-             "approve", "dup_id", "orphan", "thinking", "rules", "cwd", "unknown", "metadata",
-             "dup_result", "edit", "edit"]
+    kinds = [
+        "read",
+        "read",
+        "bash",
+        "bash",
+        "env",
+        "cat_env",
+        "secret",
+        "notes",
+        "open",
+        "compact",
+        "retry",
+        "drop",
+        "text_secret",
+        "system",
+        "format",
+        "symlink",
+        "approve",
+        "dup_id",
+        "orphan",
+        "thinking",
+        "rules",
+        "cwd",
+        "unknown",
+        "metadata",
+        "dup_result",
+        "edit",
+        "edit",
+    ]
     for _ in range(60):
         kind = s.rand.choice(kinds)
         if s.answer_open() and kind == "open":
@@ -115,23 +167,28 @@ def _steps(s: Session, env_value: str) -> Iterator[str]:
             del s.messages[-2:]
             s.answer_open()
         elif kind == "text_secret":
-            s.messages.append({"role": "user", "content": [
-                {"type": "text", "text": f"use token {s.gen.crc_token('ghp_')}"}]})
-            s.messages.append({"role": "assistant", "content": [
-                {"type": "text", "text": "ok"}]})
+            s.messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": f"use token {s.gen.crc_token('ghp_')}"}],
+                }
+            )
+            s.messages.append({"role": "assistant", "content": [{"type": "text", "text": "ok"}]})
         elif kind == "system":  # a secret in the system prompt: found before the messages'
-            s.system = [*s.system[:1], {**s.system[1], "text": s.system[1]["text"]
-                                        + f" token {s.gen.crc_token('ghp_')}"}]
+            s.system = [
+                *s.system[:1],
+                {**s.system[1], "text": s.system[1]["text"] + f" token {s.gen.crc_token('ghp_')}"},
+            ]
         elif kind == "unknown":  # a field no walker knows, in a known block
             s.call("Bash", {"command": "env"}, "ok")
             s.messages[-1]["content"][0]["x_note"] = {"seen": [s.gen.crc_token("ghp_")]}
         elif kind == "metadata":  # a secret in a field outside the messages
-            s.user_id = s.gen.crc_token('ghp_')
+            s.user_id = s.gen.crc_token("ghp_")
         elif kind == "cwd":
-            s.messages.append({"role": "user", "content": [
-                {"type": "text", "text": f"Working directory: {p}"}]})
-            s.messages.append({"role": "assistant", "content": [
-                {"type": "text", "text": "ok"}]})
+            s.messages.append(
+                {"role": "user", "content": [{"type": "text", "text": f"Working directory: {p}"}]}
+            )
+            s.messages.append({"role": "assistant", "content": [{"type": "text", "text": "ok"}]})
         elif kind == "format":
             s.compact = not s.compact
         elif kind == "symlink":  # an allowed file read earlier now names the .env
@@ -151,8 +208,13 @@ def _steps(s: Session, env_value: str) -> Iterator[str]:
         yield kind
 
 
-def _verdict(req: Outbound, screens: Screens, store: Store, policies: PolicyStore,
-             monkeypatch: pytest.MonkeyPatch) -> Verdict | str:
+def _verdict(
+    req: Outbound,
+    screens: Screens,
+    store: Store,
+    policies: PolicyStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Verdict | str:
     monkeypatch.setattr(turns, "TURNS", store)
     try:
         return screen(req, policies, screens)
@@ -167,8 +229,9 @@ class Store(turns.Turns):
         super().__init__()
         self.hits = 0
 
-    def screen(self, req: Outbound, policies: PolicyStore,
-               screens: Screens | None) -> Verdict | None:
+    def screen(
+        self, req: Outbound, policies: PolicyStore, screens: Screens | None
+    ) -> Verdict | None:
         verdict = super().screen(req, policies, screens)
         self.hits += verdict is not None
         return verdict
@@ -178,8 +241,9 @@ BLOCKING = ("dup_id", "orphan", "thinking", "dup_result")
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed: int,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_turn_gets_the_whole_body_verdict(
+    gate_dirs: dict[str, Path], seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project, data = gate_dirs["project"], gate_dirs["data"]
     data.mkdir(mode=0o700)
     (project / ".gate").mkdir()
@@ -212,35 +276,69 @@ def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed:
 def _blocking(s: Session, kind: str, env_value: str) -> int:
     """Messages the whole-body screening refuses; how many were added."""
     if kind == "dup_id":
-        old = next(b["id"] for m in s.messages for b in m["content"]
-                   if isinstance(b, dict) and b.get("type") == "tool_use") \
-            if any(m["role"] == "assistant" and any(b.get("type") == "tool_use"
-                                                    for b in m["content"])
-                   for m in s.messages) else None
+        old = (
+            next(
+                b["id"]
+                for m in s.messages
+                for b in m["content"]
+                if isinstance(b, dict) and b.get("type") == "tool_use"
+            )
+            if any(
+                m["role"] == "assistant" and any(b.get("type") == "tool_use" for b in m["content"])
+                for m in s.messages
+            )
+            else None
+        )
         if old is None:
             s.call("Read", {"file_path": "a"}, "x", call_id="toolu_dup")
             s.call("Read", {"file_path": "b"}, "y", call_id="toolu_dup")
             return 4
         s.call("Read", {"file_path": "a"}, "x", call_id=old)
         return 2
-    if kind == "dup_result" and (answered := [b["tool_use_id"] for m in s.messages
-                                              for b in m["content"] if isinstance(b, dict)
-                                              and b.get("type") == "tool_result"]):
-        s.messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": answered[-1], "content": "again"}]})
+    if kind == "dup_result" and (
+        answered := [
+            b["tool_use_id"]
+            for m in s.messages
+            for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]
+    ):
+        s.messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": answered[-1], "content": "again"}
+                ],
+            }
+        )
         return 1
     if kind in ("orphan", "dup_result"):
-        s.messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_nobody", "content": "?"}]})
+        s.messages.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_nobody", "content": "?"}],
+            }
+        )
         return 1
-    s.messages.append({"role": "assistant", "content": [
-        {"type": "thinking", "thinking": f"the password is {env_value}", "signature": "c2ln"},
-        {"type": "text", "text": "hm"}]})
+    s.messages.append(
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "thinking",
+                    "thinking": f"the password is {env_value}",
+                    "signature": "c2ln",
+                },
+                {"type": "text", "text": "hm"},
+            ],
+        }
+    )
     return 1
 
 
-def test_a_file_edited_between_turns_keeps_the_fast_path(gate_dirs: dict[str, Path],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_edited_between_turns_keeps_the_fast_path(
+    gate_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Agents edit files they read: the reused decision on the read is asked again of the
     rules (the file is another inode now) and holds, so the turn stays on the fast path;
     a file that now names the .env does not (the whole-body path withholds its read)."""
@@ -295,7 +393,7 @@ def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]
 
 
 def _random_value(rand: random.Random, depth: int = 0) -> Any:
-    alphabet = "ab\"\\/\n\t\x00\x1f\u2028\u00e9\U0001f600 {}[],:"
+    alphabet = 'ab"\\/\n\t\x00\x1f\u2028\u00e9\U0001f600 {}[],:'
     kind = rand.randrange(6 if depth < 3 else 3)
     if kind == 0:
         return "".join(rand.choice(alphabet) for _ in range(rand.randrange(8)))
@@ -305,16 +403,19 @@ def _random_value(rand: random.Random, depth: int = 0) -> Any:
         return rand.randrange(100)
     if kind == 3:
         return [_random_value(rand, depth + 1) for _ in range(rand.randrange(4))]
-    return {str(_random_value(rand, 3)) if rand.random() < 0.5 else f"k{i}":
-            _random_value(rand, depth + 1) for i in range(rand.randrange(4))}
+    return {
+        str(_random_value(rand, 3)) if rand.random() < 0.5 else f"k{i}": _random_value(
+            rand, depth + 1
+        )
+        for i in range(rand.randrange(4))
+    }
 
 
 @pytest.mark.parametrize("seed", range(200))
 def test_layout_and_frame_match_the_bytes(seed: int) -> None:
     rand = random.Random(seed)
     body = {str(_random_value(rand, 3)): _random_value(rand) for _ in range(rand.randrange(4))}
-    messages = [{"role": "user", "content": _random_value(rand)}
-                for _ in range(rand.randrange(5))]
+    messages = [{"role": "user", "content": _random_value(rand)} for _ in range(rand.randrange(5))]
     items = list(body.items())
     items.insert(rand.randrange(len(items) + 1), ("messages", messages))
     body = dict(items)
@@ -322,21 +423,25 @@ def test_layout_and_frame_match_the_bytes(seed: int) -> None:
     head, tail = layout.frame(body)
     assert head + b",".join(orjson.dumps(m) for m in messages) + tail == orjson.dumps(body)
     # Wherever the messages sit and however the body is spaced, each one is found.
-    for raw in (orjson.dumps(body), json.dumps(body).encode(),
-                json.dumps(body, indent=rand.choice([1, 2]), ensure_ascii=False).encode()):
+    for raw in (
+        orjson.dumps(body),
+        json.dumps(body).encode(),
+        json.dumps(body, indent=rand.choice([1, 2]), ensure_ascii=False).encode(),
+    ):
         where = layout.layout(raw)
         assert where is not None
         # Found by comparing each message's orjson bytes where they match, scanned elsewhere.
         assert layout.layout(raw, messages) == where
         assert layout.layout(raw, [*messages[1:], {"other": 1}]) == where
-        assert raw[where.close:where.close + 1] == b"]"
-        starts = [where.start, *where.ends][:len(where.ends)]
+        assert raw[where.close : where.close + 1] == b"]"
+        starts = [where.start, *where.ends][: len(where.ends)]
         spans = [raw[a:b].lstrip(b" \n,") for a, b in zip(starts, where.ends, strict=True)]
         assert [orjson.loads(x) for x in spans] == messages
 
 
-@pytest.mark.parametrize("raw", [b'[]', b'{"messages": {}}', b'{"messages": [], "messages": []}',
-                                 b'"x"', b'{"a": 1'])
+@pytest.mark.parametrize(
+    "raw", [b"[]", b'{"messages": {}}', b'{"messages": [], "messages": []}', b'"x"', b'{"a": 1']
+)
 def test_layout_declines_other_shapes(raw: bytes) -> None:
     where = layout.layout(raw)
     assert where is None or where.ends == ()

@@ -250,18 +250,35 @@ def harmless_texts(g: Any) -> Iterator[tuple[str, str]]:
     # One only: its apiKey is redacted (low), never asked about, so it counts once toward
     # the any-tier false-positive rate (see test_hidden.py for why it is not dropped).
     for _ in range(1):
-        yield "firebase-config", (
-            "const firebaseConfig = {\n  apiKey: \"AIza" + g.chars(B64URL, 35) + "\",\n"
-            "  authDomain: \"acme-" + g.chars(LOW, 6) + ".firebaseapp.com\",\n  projectId: "
-            "\"acme\",\n  messagingSenderId: \"" + g.chars(string.digits, 12) + "\",\n  appId: "
-            "\"1:" + g.chars(string.digits, 12) + ":web:" + g.hex(22) + "\"\n};\n")
+        yield (
+            "firebase-config",
+            (
+                'const firebaseConfig = {\n  apiKey: "AIza' + g.chars(B64URL, 35) + '",\n'
+                '  authDomain: "acme-' + g.chars(LOW, 6) + '.firebaseapp.com",\n  projectId: '
+                '"acme",\n  messagingSenderId: "' + g.chars(string.digits, 12) + '",\n  appId: '
+                '"1:' + g.chars(string.digits, 12) + ":web:" + g.hex(22) + '"\n};\n'
+            ),
+        )
     for _ in range(3):
         sig = base64.b64encode(g.rng.randbytes(g.rng.randrange(300, 900))).decode()
-        yield "thinking-signature", (
-            '{"role": "assistant", "content": [{"type": "thinking", "thinking": "The user '
-            'wants the token refresh fixed; check auth.py first.", "signature": "' + sig
-            + '"}, {"type": "text", "text": "Let me look at auth.py."}]}')
-    yield "redacted-thinking", ('{"type": "redacted_thinking", "data": "'
-                                + base64.b64encode(g.rng.randbytes(1200)).decode() + '"}')
-    yield "wrapped-base64", "\n".join(base64.b64encode(g.rng.randbytes(57)).decode()
-                                      for _ in range(12))
+        yield (
+            "thinking-signature",
+            (
+                '{"role": "assistant", "content": [{"type": "thinking", "thinking": "The user '
+                'wants the token refresh fixed; check auth.py first.", "signature": "'
+                + sig
+                + '"}, {"type": "text", "text": "Let me look at auth.py."}]}'
+            ),
+        )
+    yield (
+        "redacted-thinking",
+        (
+            '{"type": "redacted_thinking", "data": "'
+            + base64.b64encode(g.rng.randbytes(1200)).decode()
+            + '"}'
+        ),
+    )
+    yield (
+        "wrapped-base64",
+        "\n".join(base64.b64encode(g.rng.randbytes(57)).decode() for _ in range(12)),
+    )
