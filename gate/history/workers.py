@@ -9,7 +9,7 @@ import signal
 import sqlite3
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from gate import log
@@ -60,25 +60,42 @@ def scan(
     pool = ProcessPoolExecutor(
         jobs, mp_context=ctx, initializer=_start, initargs=(data_dir, batches)
     )
-    # Killed (SIGTERM) like interrupted: the workers are stopped too, not left to finish.
+    # Ctrl-C and a kill (SIGTERM) only note the signal: raised from a handler, the
+    # exception can land inside the wait's lock release and surface as "release unlocked
+    # lock". The loop below wakes every quarter second, sees the note, stops the workers
+    # and raises from plain code.
     main = threading.current_thread() is threading.main_thread()
-    before = signal.signal(signal.SIGTERM, _terminated) if main else None
+    stopped: list[int] = []
+    before = {s: signal.signal(s, lambda n, _f: stopped.append(n)) for s in _STOPS} if main else {}
     try:
         largest = sorted(range(len(stores)), key=lambda i: -_size(stores[i][1].path))
         futures = {pool.submit(_one, stores[i][1], filters): i for i in largest}
         ready: dict[int, tuple[list[Found], str | None]] = {}
         following = 0
-        for n, fut in enumerate(as_completed(futures), 1):
-            i = futures[fut]
-            if progress:
-                progress(stores[i][1], n, len(stores))
-            ready[i] = fut.result()
+        pending = set(futures)
+        n = 0
+        while pending:
+            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            if stopped:
+                raise (
+                    KeyboardInterrupt
+                    if stopped[0] == signal.SIGINT
+                    else SystemExit(128 + stopped[0])
+                )
+            for fut in sorted(done, key=lambda f: futures[f]):
+                n += 1
+                i = futures[fut]
+                if progress:
+                    progress(stores[i][1], n, len(stores))
+                ready[i] = fut.result()
             while following in ready:
                 found, error = ready.pop(following)
                 following += 1
                 if error:
                     errors.append(error)
                 yield from found
+        if stopped:  # after the last store: still stopped, not lost with the handler
+            raise KeyboardInterrupt if stopped[0] == signal.SIGINT else SystemExit(128 + stopped[0])
     except BaseException:
         # Ctrl-C, a failed worker, or a consumer that stopped reading: stop the workers
         # now rather than let each finish its store.
@@ -87,13 +104,13 @@ def scan(
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:
-        if main and before is not None:
-            signal.signal(signal.SIGTERM, before)
+        for sig, handler in before.items():
+            if handler is not None:  # None: installed outside Python, nothing to restore
+                signal.signal(sig, handler)
     pool.shutdown(wait=True)
 
 
-def _terminated(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+_STOPS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _size(path: Path) -> int:

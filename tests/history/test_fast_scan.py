@@ -215,12 +215,16 @@ def test_ctrl_c_stops_a_parallel_scan_at_once(
     p = plant(tmp_path / "user")
     chats = p.home / ".gemini" / "tmp" / "p" / "chats"
     chats.mkdir(parents=True)
-    line = json.dumps({"type": "user", "content": [{"text": "token secret api_key " * 2000}]})
+    # Over 8192 distinct strings a store (the scanner's cache), so every store costs a
+    # real scan; hard links make it 40 stores at one file's disk cost.
+    rng = random.Random(7)
+    words = ["token", "secret", "api_key", "password", "build", "failed", "export", "value"]
     first = chats / "session-0.jsonl"
-    first.write_text((line + "\n") * 150)
-    for i in range(1, 80):
-        # Hard links: far more to scan than the signal leaves time for, whatever the
-        # machine's speed, at one file's disk cost (each is scanned as its own store).
+    with first.open("w") as f:
+        for i in range(10000):
+            text = f"{i} " + " ".join(rng.choice(words) for _ in range(100))
+            f.write(json.dumps({"type": "user", "content": [{"text": text}]}) + "\n")
+    for i in range(1, 40):
         os.link(first, chats / f"session-{i}.jsonl")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gate", "history", "scan", "--home", str(p.home), "--jobs", "2"],
@@ -232,13 +236,20 @@ def test_ctrl_c_stops_a_parallel_scan_at_once(
         deadline = time.monotonic() + 120
         kids: list[str] = []
         while len(kids) < 4 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.5)  # the scan, the fork server and two workers
+            time.sleep(0.05)  # the scan, the fork server and two workers
             kids = subprocess.run(
                 ["pgrep", "-s", str(proc.pid)], capture_output=True, text=True
             ).stdout.split()
+        # Freeze everything but the scan itself: the workers cannot finish the scan before
+        # the signal lands, however fast the machine; they go on once it is in.
+        others = [int(k) for k in kids if int(k) != proc.pid]
+        for k in others:
+            os.kill(k, signal.SIGSTOP)
         assert len(kids) >= 4 and proc.poll() is None, "no workers to interrupt"
-        time.sleep(1)
         proc.send_signal(sig)
+        time.sleep(0.5)
+        for k in others:
+            os.kill(k, signal.SIGCONT)
         _, err = proc.communicate(timeout=10)
     finally:
         if proc.poll() is None:
