@@ -57,8 +57,10 @@ DOC_EXAMPLES = (
 _PLACEHOLDER = re.compile(  # matched against the lower-cased value
     r"example|sample|dummy|placeholder|change_?me|replace_?me|your[_-]|<your|redacted"
     r"|not[_-]?a[_-]?real|x{5}|\*{3}|\.{3}|#{4}|0{10}|^\$[{(]|^\{\{|^%(?:\(\w+\))?s$"
-    r"|^\$[a-z_]\w*$"
+    r"|^\$[a-z_]\w*$|(?:token|key|secret|string|value|id)[_-]?here$|[_-]here$"
 )
+# Right after a value: the rest of it masked (`xoxp-5723...-##########`).
+_MASKED = re.compile(r"#{3}|\*{3}|x{5}|X{5}")
 _ASCENDING = re.compile(
     "|".join("abcdefghijklmnopqrstuvwxyz"[i : i + 7] for i in range(20))
     + "|"
@@ -405,6 +407,13 @@ def is_made_up(value: str) -> bool:
     return bool(_ASCENDING.search(value.lower()))
 
 
+def is_masked(m: re.Match[str], end: int) -> bool:
+    """The value stops at a separator and a mask follows (`xoxp-5723...-##########`): the
+    rest of the token is hidden, and what is left is its public prefix. (A whole token
+    with a mask glued on does not end at a separator, so it is still found.)"""
+    return end > 0 and m.string[end - 1] in "-_." and bool(_MASKED.match(m.string, end))
+
+
 def is_reference(value: str) -> bool:
     """Code or config that names a secret instead of holding it (`os.environ[...]`,
     `process.env.X`, `self.token`, `get_secret()`, YAML anchors and tags)."""
@@ -508,7 +517,15 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
         return None
     if strength == 1 and (entropy(value) < 3.0 or is_potential_uuid(value)):
         return None
+    if _spells(name, value):
+        return None
     return "keep"
+
+
+def _spells(name: str, value: str) -> bool:
+    """The value is the name again (`KeyMeshing = "id-KeyMeshing"`): an identifier."""
+    v = re.sub(r"[^a-z0-9]", "", value.lower())
+    return len(v) >= 12 and v in re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def _says_password(name: str) -> bool:

@@ -103,7 +103,7 @@ class Detector:
             matches = self._led(view, windows, hits)
         for m in matches:
             start, end = _secret_span(m)
-            tier = self._accept(m, view[start:end])
+            tier = self._accept(m, view[start:end], end)
             if tier is not None:
                 yield Finding(start, end, self.kind, self.id, tier)
 
@@ -169,11 +169,13 @@ class Detector:
                 if m := pattern.match(view, start):
                     yield m
 
-    def _accept(self, m: re.Match[str], value: str) -> Tier | None:
+    def _accept(self, m: re.Match[str], value: str, end: int) -> Tier | None:
         if not value or (self.entropy and checks.entropy(value) < self.entropy):
             return None
         verdict = checks.CHECKS[self.check](m, value) if self.check else "keep"
         if verdict is None or checks.is_example(value) or checks.is_placeholder(value):
+            return None
+        if checks.is_masked(m, end):
             return None
         if verdict == "demote" or (self.tier is Tier.HIGH and checks.is_made_up(value)):
             return Tier.LOW

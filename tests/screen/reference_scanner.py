@@ -99,7 +99,7 @@ class ReferenceScanner:
 def _find(det: Detector, view: str, windows: list[tuple[int, int]]) -> Iterator[Finding]:
     for m in _anchored(det, view, windows) if det.anchor else _search(det, view, windows):
         start, end = _secret_span(m)
-        tier = det._accept(m, view[start:end])
+        tier = det._accept(m, view[start:end], end)
         if tier is not None:
             yield Finding(start, end, det.kind, det.id, tier)
 

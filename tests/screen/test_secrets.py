@@ -299,3 +299,38 @@ def test_azure_storage_keys_under_an_account_key_name(scanner: Scanner, form: st
     )
     short = scanner.scan(text.replace(key, key[:-4] + "=="))  # 61 bytes: not the format
     assert all(f.rule_id != "azure.storage-account-key" for f in short)
+
+
+def test_a_token_cut_at_a_separator_and_masked_is_not_a_secret(scanner: Scanner) -> None:
+    """`xoxp-<ids>-####`: the rest is hidden, what is left is the public prefix. The same
+    token whole, or whole with a mask glued on, is still found."""
+    g = Gen(21)
+    ids = "-".join(g.chars("0123456789", 12) for _ in range(3))
+    head = f"xoxp-{ids}-"
+    whole = head + g.hex(32)
+    assert scanner.scan(f'"token": "{head}{"#" * 20}"') == []
+    assert scanner.scan(f'"token": "{head}{"*" * 12}"') == []
+    assert [f.rule_id for f in scanner.scan(f'"token": "{whole}"')] == ["slack.token"]
+    assert [f.rule_id for f in scanner.scan(f'"token": "{whole}###"')] == ["slack.token"]
+
+
+def test_a_value_ending_in_here_is_a_placeholder(scanner: Scanner) -> None:
+    g = Gen(22)
+    ids = g.chars("0123456789", 1)
+    assert scanner.scan(f"xoxe.xoxp-{ids}-SlackAppConfigurationAccessTokenHere") == []
+    assert scanner.scan(f"API_TOKEN={g.chars('ABCDEFGHJKLMNPQRSTUVWXYZ', 10)}_HERE") == []
+    assert scanner.scan(f"xoxe.xoxp-{ids}-{g.chars('ABCDEFGHJKLMNPQRSTUVWXYZ', 24)}")
+
+
+def test_a_value_that_spells_its_name_is_an_identifier(scanner: Scanner) -> None:
+    """`SN_id_Gost28147_89_None_KeyMeshing = "id-Gost28147-89-None-KeyMeshing"`: a
+    constant's name and its value are the same words. A random value under it is kept."""
+    g = Gen(23)
+    words = [
+        g.chars("abcdefghijklmnopqrstuvwxyz", 5).title() + g.chars("0123456789", 4)
+        for _ in range(3)
+    ]
+    name = "SN_" + "_".join(words) + "_Key"
+    assert scanner.scan(f'const {name} = "{"-".join(words)}-Key"') == []
+    (f,) = scanner.scan(f'const {name} = "{g.password(20)}"')
+    assert f.rule_id == "generic.assignment"
