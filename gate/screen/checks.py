@@ -528,6 +528,33 @@ def _spells(name: str, value: str) -> bool:
     return len(v) >= 12 and v in re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+# What may stand between the words written before a keyword (`Your API key`).
+_BETWEEN = re.compile(r"[ \t._-]+")
+_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t._-"
+
+
+def _keyword(m: re.Match[str], value: str) -> Verdict:
+    """A keyword and a value with no assignment between them: the words before the
+    keyword make the name (`Your API key` -> Your_API_key), and the name decides as an
+    assigned one does, with longer values asked for (a sentence is not code)."""
+    start, text = m.start("word"), m.string
+    word = m.group("word")[:-1]
+    before = text[start - 1] if start else " "
+    if before.isalpha() and before.islower() and word[0].islower():
+        return None  # inside a word: monkey, hockey, turnkey
+    head = text[max(0, start - 60) : start]
+    head = head[len(head.rstrip(_NAME_CHARS)) :]  # back to the last character no name holds
+    words = _BETWEEN.split(head)  # the last one is glued to the keyword (fooKEY)
+    name = "_".join([*words[-3:-1], words[-1] + word])
+    strength = name_strength(name)
+    if not strength or _spells(head + word, value):
+        return None
+    if strength == 1 and (len(value) < 16 or is_potential_uuid(value) or entropy(value) < 3.0):
+        return None
+    minimum = 8 if _says_password(name) else 12
+    return "keep" if is_plausible_value(value, minimum) else None
+
+
 def _says_password(name: str) -> bool:
     lower = name.lower()
     return any(w in lower for w in ("pass", "pwd", "secret"))
@@ -619,6 +646,7 @@ def _b64url(part: str) -> bytes:
 
 CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
     "assignment": _assignment,
+    "keyword": _keyword,
     "value": _value,
     "jwt": _jwt,
     "basic-auth": _basic_auth,

@@ -87,7 +87,7 @@ class Detector:
 
     @property
     def generic(self) -> bool:
-        return self.check == "assignment"
+        return self.check in ("assignment", "keyword")
 
     def find(
         self, view: str, windows: list[tuple[int, int]], hits: list[tuple[int, int]] | None = None

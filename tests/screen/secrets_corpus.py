@@ -709,6 +709,16 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
     )
     yield from vendor_corpus.vendor_specs(g, Secret)
     yield from vendor_corpus.form_specs(g, Secret, g.crc_token)
+    yield (
+        "generic.keyword-value",
+        "chat",
+        ["Thanks! Your API key is ", Secret(g.chars(ALNUM, 32)), ", keep it somewhere safe.\n"],
+    )
+    yield (
+        "generic.keyword-value",
+        "log",
+        ["[DEBUG] acme SECRET ", Secret(g.chars(ALNUM, 40)), "\n[INFO] connected\n"],
+    )
 
 
 def positives(seed: int = 5) -> list[Sample]:
@@ -962,6 +972,12 @@ def _negative_texts(g: Gen) -> Iterator[tuple[str, str]]:
             "rotate the secret key if it leaks. Bearer authentication is described in "
             "RFC 6750."
         ),
+    )
+    yield (  # a key's or token's name in words, beside something that is not one
+        "key-prose",
+        f"Add the SSH public key {g.b64bytes(24)} to the server, then check that the primary"
+        f" key {g.hex(16)} is unique. The cache key: {g.hex(64)} expired; GPG key"
+        f" {g.hex(16).upper()} signed it. The next token {g.chars(ALNUM, 24)} pages on.\n",
     )
 
 

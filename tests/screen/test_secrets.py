@@ -334,3 +334,39 @@ def test_a_value_that_spells_its_name_is_an_identifier(scanner: Scanner) -> None
     assert scanner.scan(f'const {name} = "{"-".join(words)}-Key"') == []
     (f,) = scanner.scan(f'const {name} = "{g.password(20)}"')
     assert f.rule_id == "generic.assignment"
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "Thanks! Your API key is {v}, keep it safe.",
+        "API key: {v}",
+        "[DEBUG] acme SECRET {v}",
+        "acme-token {v}\n",
+        "ACME_CLIENT_ID=x\nacmeKEY: '{v}'",
+        "my password is {v}",
+    ],
+)
+def test_a_secret_named_in_words_is_found(scanner: Scanner, form: str) -> None:
+    g = Gen(24)
+    v = g.chars("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789", 32)
+    text = form.format(v=v)
+    found = [f for f in scanner.scan(text) if f.rule_id == "generic.keyword-value"]
+    assert [text[f.start : f.end] for f in found] == [v]
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "add the SSH public key {v} to the server",
+        "the primary key {v} is unique",
+        "a monkey {v} climbs",
+        "the token limit was reached after {v}",
+        "cache miss for key request_id={v}",
+        "Using KEY={v}:c*X",
+    ],
+)
+def test_words_beside_a_value_that_is_not_a_secret(scanner: Scanner, form: str) -> None:
+    v = Gen(25).chars("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789", 32)
+    found = [f.rule_id for f in scanner.scan(form.format(v=v))]
+    assert "generic.keyword-value" not in found
