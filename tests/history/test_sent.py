@@ -25,7 +25,7 @@ def test_sent_withheld_and_not_seen(
     client.messages.create(
         model="claude-sonnet-4-5",
         max_tokens=16,
-        messages=[{"role": "user", "content": f"the password is {p.denied}"}],
+        messages=[{"role": "user", "content": f"remember {p.denied}"}],
     )
     client.messages.create(
         model="claude-sonnet-4-5",
@@ -39,7 +39,7 @@ def test_sent_withheld_and_not_seen(
         "".join(
             '{"type":"user","sessionId":"s1","cwd":"' + str(p.project) + '","message":'
             '{"role":"user","content":"' + text + '"}}\n'
-            for text in (f"the password is {p.denied}", f"and the token {p.token}", f"and {unseen}")
+            for text in (f"remember {p.denied}", f"and the token {p.token}", f"and {unseen}")
         )
     )
     monkeypatch.chdir(p.project)
