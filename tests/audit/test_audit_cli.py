@@ -122,9 +122,7 @@ def test_value_of_says_which_values_left_and_which_were_withheld(
     env = tmp_path / "leak.env"
     env.write_text(f"APP_PASS={plain}\nGITHUB_TOKEN={token}\nOTHER={kept}\n")
     encoded = base64.b64encode(plain.encode()).decode()
-    converse(
-        session(gate, "v"), [f"the password is {plain}", f"encoded {encoded}", f"token {token}"]
-    )
+    converse(session(gate, "v"), [f"remember {plain}", f"encoded {encoded}", f"token {token}"])
     code, out, _ = invoke("search", "--value-of", str(env), "--json")
     report = {a["value"]: a for a in json.loads(out)["values"]}
     assert code == 1
