@@ -73,6 +73,8 @@ class GateAddon:
             audit,
             (users or Users(data_dir)) if team.is_shared(config) else None,
         )
+        if (people := self.control.users) is not None:
+            self.asker.still_allowed = lambda name: any(u.name == name for u in people.active())
         self._registered: Path | None = None
         # Named by /_gate/health instead of the data dir: `gate run` checks it against
         # server.json, which only this data dir's gate writes.
