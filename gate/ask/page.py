@@ -28,6 +28,13 @@ _CHOICES = (
     ("approve:once", "Approve this request only", "ask again on the next turn", "approve", ""),
     ("approve:project", "Approve for this project", "remembered for this project", "approve", ""),
     ("approve:always", "Always approve", "remembered everywhere", "approve", ""),
+    (
+        "approve:team",
+        "Approve for the team",
+        "every gate of the team, in this repository",
+        "approve",
+        "",
+    ),
     ("redact", "Send redacted", "a placeholder goes instead, for this conversation", "redact", "r"),
     ("block", "Block", "refuse the whole request, for this conversation", "block", "b"),
 )
@@ -73,9 +80,11 @@ def render(
     note: str = "",
     earlier: dict[str, Earlier] | None = None,
     user: str | None = None,
+    team: bool = False,
 ) -> str:
     """The page; `user`: who is signed in to a shared gate (they see their questions only,
-    or all of them as an admin)."""
+    or all of them as an admin); `team`: a team store holds answers for every gate of the
+    team (the page offers to approve for it)."""
     earlier = earlier or {}
     body = [
         f'<p class="who">Signed in as <b>{escape(user)}</b>.</p>' if user else "",
@@ -83,15 +92,15 @@ def render(
         f'<p id="note" class="note" role="status"{"" if note else " hidden"}>{escape(note)}</p>',
         '<p id="empty"' + (" hidden" if questions else "") + ">No pending questions.</p>",
         '<div id="questions">',
-        *(fragment(q, csrf, earlier.get(q.id, {})) for q in questions),
+        *(fragment(q, csrf, earlier.get(q.id, {}), team) for q in questions),
         "</div>",
     ]
     return _doc("gate: pending questions", "".join(body), refresh=True)
 
 
-def fragment(q: Question, csrf: str, earlier: Earlier) -> str:
+def fragment(q: Question, csrf: str, earlier: Earlier, team: bool = False) -> str:
     """One question's card, as the page shows it and its script adds it."""
-    return _question(q, csrf, earlier)
+    return _question(q, csrf, earlier, team)
 
 
 # What an answer's scope holds for, in the status line's words.
@@ -121,7 +130,7 @@ def message(text: str) -> str:
     return _doc("gate", f"<p>{escape(text)}</p>")
 
 
-def _question(q: Question, csrf: str, earlier: Earlier) -> str:
+def _question(q: Question, csrf: str, earlier: Earlier, team: bool) -> str:
     r = q.request
     left = max(0, int(q.expires - time.time()))
     rows = "".join(
@@ -139,6 +148,7 @@ def _question(q: Question, csrf: str, earlier: Earlier) -> str:
         + (f" <kbd>{key}</kbd>" if key else "")
         + f"<small>{meaning}</small></button>"
         for v, label, meaning, style, key in _CHOICES
+        if team or not v.endswith(":team")
     )
     proposed = f"<p>Decision helper proposes: <b>{escape(q.proposed)}</b></p>" if q.proposed else ""
     return (

@@ -78,6 +78,7 @@ class Control:
         self.audit = audit  # for what the page says about earlier requests (None: nothing)
         self.users = users  # set on a shared gate: people sign in with their own tokens
         self.port = 0  # set once listening: the Host a request must name
+        self.team = False  # a team store is configured: the page offers "for the team"
 
     def handle(self, flow: http.HTTPFlow) -> None:
         """Answer a /_gate/ request (never forwarded anywhere)."""
@@ -215,7 +216,8 @@ class Control:
         self._later(
             flow,
             lambda: _html(
-                200, page.render(questions, csrf, note, self._earlier(questions), who.name)
+                200,
+                page.render(questions, csrf, note, self._earlier(questions), who.name, self.team),
             ),
         )
 
@@ -239,7 +241,10 @@ class Control:
                 200,
                 {
                     "questions": [
-                        {"id": q.id, "html": page.fragment(q, csrf, earlier.get(q.id, {}))}
+                        {
+                            "id": q.id,
+                            "html": page.fragment(q, csrf, earlier.get(q.id, {}), self.team),
+                        }
                         for q in questions
                     ]
                 },
