@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -87,7 +86,14 @@ def test_the_entrypoint_serves_and_audits_to_postgres_outside_docker(
     """The image's command and health check, run here as the container runs them."""
     config = tmp_path / "config"
     config.mkdir()
-    shutil.copy(DOCKER / "config.yaml", config / "config.yaml")
+    # The container's config, its team key where compose.yaml mounts it made here.
+    secrets = tmp_path / "secrets"
+    subprocess.run(["sh", str(DOCKER / "make-secrets.sh"), str(secrets)], check=True)
+    shipped = (DOCKER / "config.yaml").read_text()
+    assert "team_key_file: /run/secrets/team_key" in shipped
+    (config / "config.yaml").write_text(
+        shipped.replace("/run/secrets/team_key", str(secrets / "team_key"))
+    )
     port = serve_kit.free_port()
     env = {
         **os.environ,
@@ -120,6 +126,50 @@ def test_the_entrypoint_serves_and_audits_to_postgres_outside_docker(
         proc.terminate()
         proc.communicate(timeout=60)
     assert provider.seen[-1].body == body
+    # Team answers are on: the key the container is given is read, and their table is made
+    # in the shared database.
+    listed = subprocess.run(
+        [sys.executable, "-m", "gate", "decisions", "list"], env=env, capture_output=True, text=True
+    )
+    assert listed.returncode == 0, listed.stderr
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT COUNT(*) FROM requests").fetchone() == (1,)
+        assert conn.execute("SELECT to_regclass('team_answers') IS NOT NULL").fetchone() == (True,)
     assert not (tmp_path / "data" / "audit.db").exists()
+
+
+def test_make_secrets_makes_owner_only_secrets_once_and_keeps_a_team_s_key(
+    tmp_path: Path,
+) -> None:
+    """compose.yaml's secrets, team key included: made by docker/make-secrets.sh, never
+    overwritten, so a team's key copied in first is the one every gate uses."""
+    compose = _compose()
+    assert {"pg_password", "pgpass", "team_key"} <= set(compose["secrets"])
+    mounted = {
+        s if isinstance(s, str) else s["source"] for s in compose["services"]["gate"]["secrets"]
+    }
+    assert "team_key" in mounted
+    made = tmp_path / "made"
+    run = ["sh", str(DOCKER / "make-secrets.sh"), str(made)]
+    first = subprocess.run(run, check=True, capture_output=True, text=True)
+    assert "made a team key" in first.stderr
+    files = {p.name: p for p in made.iterdir()}
+    assert set(files) == {"pg_password", "pgpass", "team_key"}
+    for path in files.values():
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    password = files["pg_password"].read_text().strip()
+    key = files["team_key"].read_text().strip()
+    assert re.fullmatch(r"[0-9a-f]{48}", password) and re.fullmatch(r"[0-9a-f]{64}", key)
+    assert files["pgpass"].read_text() == f"postgres:5432:gate:gate:{password}\n"
+    from gate.ask import team_key
+
+    assert team_key.load(files["team_key"]).id  # gate takes it as a team key
+    again = subprocess.run(run, check=True, capture_output=True, text=True)
+    assert "made a team key" not in again.stderr
+    assert files["team_key"].read_text().strip() == key  # kept
+    joined = tmp_path / "joined"
+    joined.mkdir()
+    (joined / "team_key").write_text(key + "\n")  # the team's key, copied in first
+    subprocess.run(["sh", str(DOCKER / "make-secrets.sh"), str(joined)], check=True)
+    assert (joined / "team_key").read_text().strip() == key
+    assert (joined / "team_key").stat().st_mode & 0o777 == 0o600

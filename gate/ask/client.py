@@ -1,20 +1,24 @@
 """Talk to a running gate's control API: list pending questions, answer them.
 
 Every gate serving a data dir (a `gate serve`, or one a `gate run` started) leaves a small
-file in `<data>/control/` saying where it listens; all of them share the data dir's token
-(`<data>/control.token`, 0600), sent as `Authorization: Bearer <token>`.
+file in `<data>/control/` saying where it listens (and, for a shared gate, which
+certificate it serves over TLS); all of them share the data dir's token
+(`<data>/control.token`, 0600), sent as `Authorization: Bearer <token>`. A shared gate on
+another machine is named by GATE_URL, with the person's token in the file GATE_TOKEN_FILE
+and, for a certificate no system root signs, its CA in GATE_CA.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import secrets
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
+import ssl
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from gate import dirs
 from gate.ask.questions import DEFAULT_SCOPE
@@ -39,19 +43,21 @@ def load_or_create_token(data_dir: Path) -> str:
     return token
 
 
-def register(data_dir: Path, host: str, port: int) -> Path:
-    """Say where this gate listens, for `gate pending` and friends; removed on stop."""
+def register(data_dir: Path, host: str, port: int, tls_cert: Path | None = None) -> Path:
+    """Say where this gate listens (with TLS: the certificate chain it serves), for `gate
+    pending` and friends; removed on stop."""
     path = dirs.private_dir(data_dir / GATES_DIR) / f"{os.getpid()}-{port}.json"
-    dirs.write_private(
-        path,
-        json.dumps({"schemaVersion": 1, "pid": os.getpid(), "host": host, "port": port}).encode(),
-    )
+    info: dict[str, Any] = {"schemaVersion": 1, "pid": os.getpid(), "host": host, "port": port}
+    if tls_cert is not None:
+        info["tls_cert"] = str(tls_cert)
+    dirs.write_private(path, json.dumps(info).encode())
     return path
 
 
-def _gates(data_dir: Path) -> list[str]:
-    """Base URLs of the gates that said they serve this data dir and whose process lives."""
-    out = []
+def _gates(data_dir: Path) -> tuple[list[str], dict[str, Path]]:
+    """Base URLs of the gates that said they serve this data dir and whose process lives,
+    and for those that speak TLS, the certificate each serves."""
+    out, certs = [], {}
     for path in sorted((data_dir / GATES_DIR).glob("*.json")):
         try:
             info = json.loads(path.read_text(encoding="utf-8"))
@@ -62,8 +68,12 @@ def _gates(data_dir: Path) -> list[str]:
         except (OSError, ValueError, KeyError, TypeError):
             continue
         host = "127.0.0.1" if info["host"] in ("0.0.0.0", "::", "") else str(info["host"])  # noqa: S104
-        out.append(base_url(host, int(info["port"])))
-    return out
+        base = base_url(host, int(info["port"]))
+        if isinstance(info.get("tls_cert"), str):
+            base = "https" + base.removeprefix("http")
+            certs[base] = Path(info["tls_cert"])
+        out.append(base)
+    return out, certs
 
 
 @dataclass
@@ -72,6 +82,10 @@ class ControlClient:
 
     bases: list[str]
     token: str
+    # Per https base: this machine's gate's own certificate, which its answer must show
+    # (pinned), or None for a remote gate checked against `ca` (or the system's roots).
+    pinned: dict[str, Path] = field(default_factory=dict)
+    ca: Path | None = None
 
     @classmethod
     def find(cls, data_dir: Path) -> ControlClient:
@@ -83,7 +97,9 @@ class ControlClient:
                 hint="answer in another terminal (`gate pending`, `gate approve"
                 " ID`) or on the approval page",
             )
-        bases = _gates(data_dir)
+        if os.environ.get("GATE_URL"):
+            return cls.remote(os.environ["GATE_URL"])
+        bases, pinned = _gates(data_dir)
         token_path = data_dir / TOKEN_FILE
         if not bases or not token_path.exists():
             raise Unreachable(
@@ -91,7 +107,31 @@ class ControlClient:
                 hint="start one with `gate serve` (or `gate run -- AGENT`), or set"
                 " GATE_DATA_DIR to the data dir of the gate you mean",
             )
-        return cls(bases, token_path.read_text(encoding="ascii").strip())
+        return cls(bases, token_path.read_text(encoding="ascii").strip(), pinned)
+
+    @classmethod
+    def remote(cls, url: str) -> ControlClient:
+        """A shared gate elsewhere (GATE_URL), signed in with a person's token read from
+        GATE_TOKEN_FILE (never from the environment itself, which agents read)."""
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise GateError(
+                f"GATE_URL must be a shared gate's https:// address, not {url!r}",
+                hint="a shared gate speaks TLS only (docs/team.md)",
+            )
+        where = os.environ.get("GATE_TOKEN_FILE", "")
+        try:
+            token = Path(where).read_text(encoding="ascii").strip() if where else ""
+        except OSError as exc:
+            raise Unreachable(f"cannot read GATE_TOKEN_FILE: {exc}", where=where) from exc
+        if not token:
+            raise GateError(
+                "GATE_URL names a shared gate: put your person token (gp_...) in a file"
+                " of your own (0600) and name it in GATE_TOKEN_FILE",
+                hint="`gate users add NAME` on the gate's machine prints it",
+            )
+        ca = os.environ.get("GATE_CA")
+        return cls([url.rstrip("/")], token, {}, Path(ca) if ca else None)
 
     def pending(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -149,24 +189,58 @@ class ControlClient:
         headers = {"content-type": "application/json"}
         if auth:
             headers["authorization"] = f"Bearer {self.token}"
-        req = urllib.request.Request(  # noqa: S310 (a loopback http URL we built)
-            base + path,
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers=headers,
-        )
-        # Never through a proxy from the environment: the gate is on loopback.
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        parts = urlsplit(base)
         try:
-            with opener.open(req, timeout=10) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
+            # http.client: never through a proxy from the environment.
+            if parts.scheme == "https":
+                conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                    parts.hostname or "", parts.port or 443, timeout=10, context=self._tls(base)
+                )
+            else:
+                conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
             try:
-                return exc.code, json.loads(exc.read())
-            except ValueError:
-                return exc.code, {}
-        except (OSError, ValueError) as exc:
+                conn.connect()
+                self._check_pin(base, conn)  # before the token is sent
+                conn.request(
+                    method,
+                    parts.path + path,
+                    body=None if body is None else json.dumps(body).encode(),
+                    headers=headers,
+                )
+                resp = conn.getresponse()
+                raw = resp.read()
+            finally:
+                conn.close()
+        except (OSError, ssl.SSLError, http.client.HTTPException) as exc:
             raise Unreachable(
                 f"the gate at {base} did not answer ({exc})",
                 hint="is it still running? `gate paths` shows the data dir",
             ) from exc
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            reply = {}
+        return resp.status, reply if isinstance(reply, dict) else {}
+
+    def _tls(self, base: str) -> ssl.SSLContext:
+        """The TLS check for base: this machine's gate answers with the very certificate
+        its config names (pinned below; it may name another host than 127.0.0.1), a
+        remote gate with one that GATE_CA (or a system root) signs for its name."""
+        cert = self.pinned.get(base)
+        if cert is None:
+            return ssl.create_default_context(cafile=str(self.ca) if self.ca else None)
+        context = ssl.create_default_context(cafile=str(cert))
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # the leaf itself is trusted
+        context.check_hostname = False  # its own certificate, on loopback: pinned instead
+        return context
+
+    def _check_pin(self, base: str, conn: http.client.HTTPConnection) -> None:
+        cert = self.pinned.get(base)
+        if cert is None or conn.sock is None:
+            return
+        pem = cert.read_text(encoding="ascii")
+        end = "-----END CERTIFICATE-----"
+        leaf = ssl.PEM_cert_to_DER_cert(pem[: pem.index(end) + len(end)] if end in pem else pem)
+        sock = conn.sock
+        if not isinstance(sock, ssl.SSLSocket) or sock.getpeercert(binary_form=True) != leaf:
+            raise ssl.SSLError(f"the gate at {base} did not show its certificate {cert}")

@@ -1,9 +1,9 @@
 """The approval page: pending questions, masked previews, one button per answer.
 
-Server-rendered; one script of gate's own (the CSP allows no other) adds new questions
-and drops answered ones in place, so nothing moves under the cursor; without it, the page
-reloads itself every few seconds. Everything shown is escaped; nothing on it is a value
-gate withheld.
+Server-rendered; one script of gate's own (ask/live.py; the CSP allows no other) adds new
+questions, drops answered ones and sends answers in place, so nothing moves under the
+cursor; without it, the page reloads itself every few seconds and answers are plain form
+posts. Everything shown is escaped; nothing on it is a value gate withheld.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from html import escape
 
+from gate.ask.live import SCRIPT_PATH
 from gate.ask.questions import Question
 
 REFRESH_SECONDS = 5
@@ -27,6 +28,13 @@ _CHOICES = (
     ("approve:once", "Approve this request only", "ask again on the next turn", "approve", ""),
     ("approve:project", "Approve for this project", "remembered for this project", "approve", ""),
     ("approve:always", "Always approve", "remembered everywhere", "approve", ""),
+    (
+        "approve:team",
+        "Approve for the team",
+        "every gate of the team, in this repository",
+        "approve",
+        "",
+    ),
     ("redact", "Send redacted", "a placeholder goes instead, for this conversation", "redact", "r"),
     ("block", "Block", "refuse the whole request, for this conversation", "block", "b"),
 )
@@ -55,6 +63,7 @@ button{margin:.2em;padding:.4em .8em;border-radius:4px;border:1px solid #888;cur
 button small{display:block;font-size:75%;opacity:.85}
 button.approve{background:#1f7a3a;color:#fff}button.redact{background:#b7791f;color:#fff}
 button.block{background:#b42318;color:#fff}.note{background:#eef6ee;padding:.5em}
+.note.bad,.error{background:#fdecea;color:#8a1c12;padding:.5em}.sending{opacity:.6}
 .ask{font-size:120%}kbd{border:1px solid #999;border-radius:3px;padding:0 .3em}
 .earlier{margin:.2em 0;font-size:90%}.earlier.sent{color:#b42318;font-weight:bold}
 """
@@ -71,24 +80,42 @@ def render(
     note: str = "",
     earlier: dict[str, Earlier] | None = None,
     user: str | None = None,
+    team: bool = False,
 ) -> str:
     """The page; `user`: who is signed in to a shared gate (they see their questions only,
-    or all of them as an admin)."""
+    or all of them as an admin); `team`: a team store holds answers for every gate of the
+    team (the page offers to approve for it)."""
     earlier = earlier or {}
     body = [
         f'<p class="who">Signed in as <b>{escape(user)}</b>.</p>' if user else "",
-        f'<p class="note">{escape(note)}</p>' if note else "",
+        # The status line: the last answer, or why it was not taken (the script fills it).
+        f'<p id="note" class="note" role="status"{"" if note else " hidden"}>{escape(note)}</p>',
         '<p id="empty"' + (" hidden" if questions else "") + ">No pending questions.</p>",
         '<div id="questions">',
-        *(fragment(q, csrf, earlier.get(q.id, {})) for q in questions),
+        *(fragment(q, csrf, earlier.get(q.id, {}), team) for q in questions),
         "</div>",
     ]
     return _doc("gate: pending questions", "".join(body), refresh=True)
 
 
-def fragment(q: Question, csrf: str, earlier: Earlier) -> str:
+def fragment(q: Question, csrf: str, earlier: Earlier, team: bool = False) -> str:
     """One question's card, as the page shows it and its script adds it."""
-    return _question(q, csrf, earlier)
+    return _question(q, csrf, earlier, team)
+
+
+# What an answer's scope holds for, in the status line's words.
+_SCOPE_WORDS = {
+    "once": "this request only",
+    "session": "this conversation",
+    "project": "this project",
+    "always": "everywhere",
+    "team": "the team, in this repository",
+}
+
+
+def answered(qid: str, answer: str, remember: str) -> str:
+    """The status line after an answer: "q-3: approve, for this conversation"."""
+    return f"{qid}: {answer}, for {_SCOPE_WORDS.get(remember, remember)}"
 
 
 def unauthorised() -> str:
@@ -103,7 +130,7 @@ def message(text: str) -> str:
     return _doc("gate", f"<p>{escape(text)}</p>")
 
 
-def _question(q: Question, csrf: str, earlier: Earlier) -> str:
+def _question(q: Question, csrf: str, earlier: Earlier, team: bool) -> str:
     r = q.request
     left = max(0, int(q.expires - time.time()))
     rows = "".join(
@@ -121,6 +148,7 @@ def _question(q: Question, csrf: str, earlier: Earlier) -> str:
         + (f" <kbd>{key}</kbd>" if key else "")
         + f"<small>{meaning}</small></button>"
         for v, label, meaning, style, key in _CHOICES
+        if team or not v.endswith(":team")
     )
     proposed = f"<p>Decision helper proposes: <b>{escape(q.proposed)}</b></p>" if q.proposed else ""
     return (
@@ -202,55 +230,3 @@ def _doc(title: str, body: str, refresh: bool = False) -> str:
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
         f"<body><h1>{escape(title)}</h1>{body}</body></html>"
     )
-
-
-SCRIPT_PATH = "/_gate/ui/page.js"
-QUESTIONS_PATH = "/_gate/ui/questions"
-# Polls the questions once a second: a card not yet shown is added at the end, a card
-# whose question is gone is removed, the others are left untouched (focus, selection and
-# scroll stay). Keys a, r, b answer the focused card (else the first), as in gate watch.
-SCRIPT = """"use strict";
-(() => {
-  const list = document.getElementById("questions");
-  const empty = document.getElementById("empty");
-  const answered = (card) => card.classList.contains("sending");
-  async function refresh() {
-    let data;
-    try {
-      const reply = await fetch("QUESTIONS", {credentials: "same-origin", cache: "no-store"});
-      if (!reply.ok) return;
-      data = await reply.json();
-    } catch (e) { return; }
-    const ids = new Set(data.questions.map((q) => q.id));
-    for (const card of list.querySelectorAll(":scope > .q")) {
-      if (!ids.has(card.id)) card.remove();
-    }
-    for (const q of data.questions) {
-      if (document.getElementById(q.id)) continue;
-      const t = document.createElement("template");
-      t.innerHTML = q.html;
-      list.append(t.content);
-    }
-    empty.hidden = list.querySelector(".q") !== null;
-  }
-  function tick() {
-    const now = Date.now() / 1000;
-    for (const el of document.querySelectorAll("[data-expires]")) {
-      el.textContent = String(Math.max(0, Math.round(Number(el.dataset.expires) - now)));
-    }
-  }
-  document.addEventListener("submit", (ev) => {
-    const card = ev.target.closest(".q");
-    if (card) card.classList.add("sending");
-  });
-  document.addEventListener("keydown", (ev) => {
-    if (ev.ctrlKey || ev.metaKey || ev.altKey || !["a", "r", "b"].includes(ev.key)) return;
-    const focused = document.activeElement && document.activeElement.closest(".q");
-    const card = focused || list.querySelector(".q");
-    const button = card && !answered(card) && card.querySelector(`button[accesskey="${ev.key}"]`);
-    if (button) { ev.preventDefault(); button.click(); }
-  });
-  setInterval(refresh, 1000);
-  setInterval(tick, 1000);
-})();
-""".replace("QUESTIONS", QUESTIONS_PATH)

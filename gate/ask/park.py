@@ -8,6 +8,7 @@ answer that cannot be applied blocks (fail closed).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +39,7 @@ from gate.screen.verdict import Blocked, Verdict, Withheld
 # Approving a withheld tool result exposes its content to the secret screen, which may
 # then ask again; past this many rounds what is still unanswered stays redacted.
 ROUNDS = 3
+REVOKE_CHECK_SECONDS = 1.0  # how soon a revoked user's parked request is withdrawn
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,9 @@ class Asker:
         url, remote = config.decisions.helper_url, config.decisions.allow_remote
         self.helper = check_helper_url(url, remote) if url else None
         self.pending = pending
+        # On a shared gate: whether a user may still send (a parked request of a user
+        # revoked while it waits is withdrawn and blocked). None: no users.
+        self.still_allowed: Callable[[str], bool] | None = None
         self._told_memory: set[tuple[str, ...]] = set()  # memory answers recorded once
 
     async def settle(
@@ -172,11 +177,7 @@ class Asker:
         future = self.pending.add(q)
         _tell(q)
         try:
-            answer = await asyncio.wait_for(asyncio.shield(future), q.timeout)
-        except TimeoutError:
-            logger.warning(
-                "question {}: no answer in {:.0f} s, {} applies", q.id, q.timeout, answer.answer
-            )
+            answer = await self._wait(q, future, answer)
         except asyncio.CancelledError:
             # The agent went away: withdrawn at once; a later answer is refused (409).
             answer = Answer(WITHDRAWN, By.AGENT)
@@ -197,6 +198,25 @@ class Asker:
             by=str(answer.by),
         )
         return answer
+
+    async def _wait(self, q: Question, future: asyncio.Future[Answer], default: Answer) -> Answer:
+        """The answer, or `default` once the question times out; on a shared gate, checked
+        every second: a question whose user was revoked is withdrawn, its request blocked."""
+        user = q.request.get("user")
+        deadline = time.monotonic() + q.timeout
+        while (left := deadline - time.monotonic()) > 0:
+            step = min(left, REVOKE_CHECK_SECONDS) if user and self.still_allowed else left
+            done, _ = await asyncio.wait({future}, timeout=step)
+            if done:
+                return future.result()
+            if user and self.still_allowed and not self.still_allowed(str(user)):
+                logger.warning("question {}: withdrawn, its user was revoked", q.id)
+                events.emit("withdrawn", id=q.id, kind=q.kind)
+                return Answer("block", By.REVOKED)
+        logger.warning(
+            "question {}: no answer in {:.0f} s, {} applies", q.id, q.timeout, default.answer
+        )
+        return default
 
     def _record(self, q: Question, answer: Answer) -> None:
         try:
@@ -316,6 +336,7 @@ def _raise_if_blocked(decided: dict[str, Decided], asks: list[Withheld]) -> None
             By.TIMEOUT: "nobody answered in time and the default is block",
             By.POLICY: "gate may not ask (ask: never) and the default is block",
             By.HELPER: "the decision helper proposed block and nobody answered",
+            By.REVOKED: "its user was revoked while it waited (`gate users revoke`)",
         }[d.by]
         # The audit keeps what was asked and how it was answered, as for a sent request.
         records = tuple(

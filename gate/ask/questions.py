@@ -36,6 +36,7 @@ class By(StrEnum):
     POLICY = "policy"
     HELPER = "helper"
     AGENT = "agent"  # the agent went away while waiting: the question was withdrawn
+    REVOKED = "revoked"  # its user was revoked while it waited: withdrawn, the request blocked
 
 
 @dataclass(frozen=True, slots=True)

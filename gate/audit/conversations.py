@@ -39,14 +39,16 @@ class Item:
     text: str
 
 
-def listed(store: AuditStore, since: float | None = None, limit: int = 50) -> list[Conversation]:
-    """The most recent conversations first."""
+def listed(
+    store: AuditStore, since: float | None = None, limit: int = 50, offset: int = 0
+) -> list[Conversation]:
+    """The most recent conversations first (skipping the `offset` most recent)."""
     db = store.conn()
     groups = db.execute(
         "SELECT session, MIN(ts), MAX(ts), COUNT(*), SUM(verdict = 'blocked'), MIN(id)"
         " FROM requests WHERE session IS NOT NULL AND ts >= ? GROUP BY session"
-        " ORDER BY MAX(ts) DESC LIMIT ?",
-        (since or 0.0, limit),
+        " ORDER BY MAX(ts) DESC, MIN(id) DESC LIMIT ? OFFSET ?",
+        (since or 0.0, limit, offset),
     ).fetchall()
     out = []
     for session, lo, hi, n, blocked, first in groups:

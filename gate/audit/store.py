@@ -269,10 +269,18 @@ class AuditStore:
         session: str | None = None,
         verdict: str | None = None,
         user: str | None = None,
+        before: int | None = None,
+        after: int | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Newest first. `verdict` is as shown (report.shown_verdict: `failed` included)."""
+        """Newest first. `verdict` is as shown (report.shown_verdict: `failed` included).
+        `before`/`after`: only ids below/above it (a page of `limit`: with `after`, the
+        `limit` rows just above it)."""
         where = ["ts >= ?"]
         args: list[object] = [since or 0.0]
+        for op, bound in (("<", before), (">", after)):
+            if bound is not None:
+                where.append(f"id {op} ?")
+                args.append(bound)
         for column, value in (
             ("agent", agent),
             ("run_id", run_id),
@@ -287,10 +295,11 @@ class AuditStore:
             args.append(verdict)
         cur = self.conn().execute(
             f"SELECT * FROM requests WHERE {' AND '.join(where)}"  # noqa: S608 (ours)
-            " ORDER BY id DESC LIMIT ?",
+            f" ORDER BY id {'ASC' if after is not None else 'DESC'} LIMIT ?",
             (*args, limit),
         )
-        for row in cur.fetchall():
+        found = cur.fetchall()
+        for row in reversed(found) if after is not None else found:
             yield self._public(row, body)
 
     def get(self, row_id: int, body: bool = True) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from gate.agents import registry
 from gate.ask.client import ControlClient
 from gate.ask.terminal import Notices
 from gate.cli import ca as forward_cli
+from gate.cli import exits
 from gate.cli.common import load_config
 from gate.config import Config, TlsSettings, base_url
 from gate.errors import GateError
@@ -282,52 +283,66 @@ def _summary(data: Path, run_id: str) -> None:
     is_flag=True,
     help="Print forward mode's proxy and CA exports (for a `gate serve --forward`).",
 )
-def env_cmd(agent: str, forward: bool) -> None:
+@click.option(
+    "--no-check",
+    is_flag=True,
+    help="Do not ask the gate whether it answers (a shell profile, before `gate serve`).",
+)
+def env_cmd(agent: str, forward: bool, no_check: bool) -> None:
     """Print shell exports that point an agent at the gate: eval "$(gate env)".
 
-    For an agent wired by flags (codex), prints an alias that adds them.
+    For an agent wired by flags (codex), prints an alias that adds them. Exits 3 when no
+    gate answers where the exports point (they are printed all the same, the reason on
+    stderr, so `eval` still works and a gate started later is found).
     """
     from gate.proxy.server import read_server_file
 
-    if forward:
-        running = read_server_file(dirs.data_dir())
-        config = load_config()
-        base = running.base_url if running else base_url(config.host, config.port)
-        if (info := _health(base)) is not None and info.get("forward") is not True:
-            click.echo(
-                f"gate: the gate at {base} is not in forward mode; start it with"
-                " `gate serve --forward`",
-                err=True,
-            )
-        click.echo(forward_cli.exports(dirs.private_dir(dirs.data_dir()), base))
-        return
-
-    try:
-        spec = registry.get(agent)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from exc
     config = load_config()
     running = read_server_file(dirs.data_dir())
     base = running.base_url if running else base_url(config.host, config.port)
+    if forward:
+        exports = forward_cli.exports(dirs.private_dir(dirs.data_dir()), base)
+        spec = None
+    else:
+        try:
+            spec = registry.get(agent)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
+        if missing := sorted(registry.routes(spec) - set(config.upstreams)):
+            click.echo(
+                f"gate: {spec.name} is wired to /{missing[0]}, but gate has no upstream"
+                f" {missing[0]!r}; add it under upstreams: in config.yaml",
+                err=True,
+            )
+        exports = _agent_exports(spec, base)
+    click.echo(exports)
+    if no_check:
+        return
     # Exports that point at nothing make the agent fail later, far from the cause.
-    if _health(_loopback(base)) is None:
+    if (info := _health(_loopback(base))) is None:
         click.echo(
-            f"gate: no gate answers at {base}: start one with `gate serve` (these"
-            " exports point there)",
+            f"gate: no gate answers at {base} (these exports point there): start one with"
+            f" `gate serve{' --forward' if forward else ''}`, or pass --no-check",
             err=True,
         )
-    if missing := sorted(registry.routes(spec) - set(config.upstreams)):
+        sys.exit(exits.UNREACHABLE)
+    if forward and info.get("forward") is not True:
         click.echo(
-            f"gate: {spec.name} is wired to /{missing[0]}, but gate has no upstream"
-            f" {missing[0]!r}; add it under upstreams: in config.yaml",
+            f"gate: the gate at {base} is not in forward mode; start it with"
+            " `gate serve --forward`",
             err=True,
         )
-    for key, value in spec.env(base).items():
-        click.echo(f"export {key}={shlex.quote(value)}")
+        sys.exit(exits.UNREACHABLE)
+
+
+def _agent_exports(spec: registry.Agent, base: str) -> str:
+    """The shell lines that wire an agent to base: exports, and for an agent wired by flags
+    only (Codex) an alias that adds them to every call in this shell."""
+    lines = [f"export {key}={shlex.quote(value)}" for key, value in spec.env(base).items()]
     if spec.args is not None:
-        # Wired by flags only (Codex): an alias adds them to every call in this shell.
         for name in spec.commands[:1]:
-            click.echo(f"alias {name}={shlex.quote(shlex.join([name, *spec.args(base)]))}")
+            lines.append(f"alias {name}={shlex.quote(shlex.join([name, *spec.args(base)]))}")
+    return "\n".join(lines)
 
 
 def _inherited(spec: registry.Agent, upstreams: tuple[str, ...]) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from gate.screen.secrets import Scanner
 ROOT = "/_gate/console"
 SCRIPT_PATH = f"{ROOT}/console.js"
 LIVE_PATH = f"{ROOT}/live"
-_PLACEHOLDER = re.compile(r"\[gate: [^\]]*\]")
+PLACEHOLDER = re.compile(r"\[gate: [^\]]*\]")
 _NAV = (("", "Live"), ("/sessions", "Sessions"), ("/search", "Search"), ("/report", "Report"))
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}
@@ -66,10 +66,21 @@ def when(ts: float) -> str:
 # -- live requests ----------------------------------------------------------------------
 
 
-def live(store: AuditStore, pending: list[Question], limit: int = 30) -> dict[str, str]:
+PAGE_ROWS = 30  # requests per page of the list
+
+
+def live(
+    store: AuditStore,
+    pending: list[Question],
+    before: int | None = None,
+    after: int | None = None,
+    limit: int = PAGE_ROWS,
+) -> dict[str, str]:
     """The parts the live page's script replaces: the questions waiting (each in plain
-    words, answered on the approval page) and the table's rows."""
-    rows = "".join(_request_row(r) for r in store.rows(limit, body=False))
+    words, answered on the approval page), the table's rows and the links to the pages
+    around them. Newest first; `before`/`after`: the page below/above that id."""
+    found = list(store.rows(limit, body=False, before=before, after=after))
+    rows = "".join(_request_row(r) for r in found)
     n = len(pending)
     note = (
         f'<a href="/_gate/ui">{n} question{"s" if n != 1 else ""} waiting for an answer</a>'
@@ -77,20 +88,48 @@ def live(store: AuditStore, pending: list[Question], limit: int = 30) -> dict[st
         if pending
         else "No question is waiting."
     )
-    return {"pending": note, "rows": rows or "<tr><td colspan=9>No requests yet.</td></tr>"}
+    return {
+        "pending": note,
+        "rows": rows or "<tr><td colspan=9>No requests here.</td></tr>",
+        "pager": _pager(store, [r["id"] for r in found], newest=before is None and after is None),
+    }
 
 
-def live_page(store: AuditStore, pending: list[Question]) -> str:
-    parts = live(store, pending)
+def _pager(store: AuditStore, ids: list[int], newest: bool) -> str:
+    """Links to the newer and older pages of the list, and how much the audit holds."""
+    total, top, bottom = (
+        store.conn().execute("SELECT COUNT(*), MAX(id), MIN(id) FROM requests").fetchone()
+    )
+    if not ids:
+        return f'<a href="{ROOT}">newest requests</a>' if total else ""
+    hi, lo = max(ids), min(ids)
+    links = [f"requests {lo} to {hi} of {total}"]
+    if not newest:
+        links.append(f'<a href="{ROOT}">newest (live)</a>')
+    if hi < top:
+        links.append(f'<a rel="prev" href="{ROOT}?after={hi}">← newer</a>')
+    if lo > bottom:
+        links.append(f'<a rel="next" href="{ROOT}?before={lo}">older →</a>')
+    return " · ".join(links)
+
+
+def live_page(
+    store: AuditStore, pending: list[Question], before: int | None = None, after: int | None = None
+) -> str:
+    """The list of requests: the newest page keeps itself current, an older page stays as
+    it is (rows arriving would push what the person is reading off it)."""
+    parts = live(store, pending, before, after)
+    newest = before is None and after is None
     return page(
-        "Live requests",
+        "Live requests" if newest else "Requests",
         (
             f'<p class="pending" id="pending">{parts["pending"]}</p>'
+            f'<p class="pager" id="pager">{parts["pager"]}</p>'
             "<table><thead><tr><th>ID</th><th>When</th><th>Agent</th><th>Verdict</th>"
             "<th>Status</th><th>Where</th><th>Model</th><th>Size</th><th>Withheld</th></tr>"
             f'</thead><tbody id="requests">{parts["rows"]}</tbody></table>'
         ),
-        live=True,
+        live=newest,
     )
 
 
@@ -102,7 +141,8 @@ def _request_row(r: dict[str, Any]) -> str:
     session = r.get("session")
     link = f' <a href="{ROOT}/session?id={quote(session)}">session</a>' if session else ""
     return (
-        f'<tr id="r{r["id"]}"><td>{r["id"]}</td><td>{when(r["ts"])}</td>'
+        f'<tr id="r{r["id"]}"><td><a href="{ROOT}/request?id={r["id"]}">{r["id"]}</a></td>'
+        f"<td>{when(r['ts'])}</td>"
         f"<td>{escape(r['agent'] or '-')}</td>"
         f'<td class="v-{escape(shown)}">{escape(shown)}</td>'
         f"<td>{r['status'] or '-'}</td>"
@@ -115,8 +155,15 @@ def _request_row(r: dict[str, Any]) -> str:
 # -- sessions ---------------------------------------------------------------------------
 
 
-def sessions_page(store: AuditStore, scanner: Scanner) -> str:
-    found = conversations.listed(store, None, 100)
+SESSIONS_PER_PAGE = 50
+
+
+def sessions_page(store: AuditStore, scanner: Scanner, number: int = 1) -> str:
+    """Page `number` of the conversations, the most recent first."""
+    offset = (number - 1) * SESSIONS_PER_PAGE
+    # One more than a page: whether there is an older page.
+    found = conversations.listed(store, None, SESSIONS_PER_PAGE + 1, offset)
+    more, found = len(found) > SESSIONS_PER_PAGE, found[:SESSIONS_PER_PAGE]
     rows = "".join(
         f'<tr><td><a href="{ROOT}/session?id={quote(c.session)}">{escape(c.session[:16])}</a>'
         f"</td><td>{when(c.last_ts)}</td><td>{escape(c.agent or '-')}</td>"
@@ -125,14 +172,20 @@ def sessions_page(store: AuditStore, scanner: Scanner) -> str:
         f"<td>{escape(mask(c.first_prompt, scanner))}</td></tr>"
         for c in found
     )
+    links = [
+        f'<a rel="prev" href="{ROOT}/sessions?page={number - 1}">← newer</a>' if number > 1 else "",
+        f"page {number}",
+        f'<a rel="next" href="{ROOT}/sessions?page={number + 1}">older →</a>' if more else "",
+    ]
+    pager = f'<p class="pager">{" · ".join(x for x in links if x)}</p>'
+    if not found:
+        return page("Sessions", "<p>No conversations recorded yet.</p>" if number == 1 else pager)
     return page(
         "Sessions",
-        (
-            "<table><tr><th>Session</th><th>Last</th><th>Agent</th><th>Project</th><th>Turns</th>"
-            f"<th>Withheld</th><th>First prompt</th></tr>{rows}</table>"
-        )
-        if found
-        else page("Sessions", "<p>No conversations recorded yet.</p>"),
+        pager
+        + "<table><tr><th>Session</th><th>Last</th><th>Agent</th><th>Project</th><th>Turns</th>"
+        f"<th>Withheld</th><th>First prompt</th></tr>{rows}</table>"
+        + (pager if more or number > 1 else ""),
     )
 
 
@@ -151,7 +204,8 @@ def session_page(store: AuditStore, session: str, scanner: Scanner) -> str | Non
         shown = shown_verdict(row)
         old = t["new_from"]
         head = (
-            f"<h2>Turn {n} · request {row['id']} · {when(row['ts'])} ·"
+            f'<h2>Turn {n} · <a href="{ROOT}/request?id={row["id"]}">request {row["id"]}</a> ·'
+            f" {when(row['ts'])} ·"
             f' {escape(row["model"] or "-")} · <span class="v-{escape(shown)}">'
             f"{escape(shown)}</span></h2>"
         )
@@ -171,7 +225,7 @@ def session_page(store: AuditStore, session: str, scanner: Scanner) -> str | Non
 
 def _item(item: conversations.Item, scanner: Scanner) -> str:
     text = escape(mask(item.text, scanner))
-    text = _PLACEHOLDER.sub(lambda m: f"<mark>{m[0]}</mark>", text)
+    text = PLACEHOLDER.sub(lambda m: f"<mark>{m[0]}</mark>", text)
     return f'<div class="item new"><span class="role">+ {escape(item.role)}:</span> {text}</div>'
 
 
@@ -202,7 +256,8 @@ def search_page(store: AuditStore, text: str, scanner: Scanner) -> str:
     for f in found:
         first = store.get(f.requests[0], body=False) or {}
         rows.append(
-            f"<tr><td>{f.requests[0]}</td><td>{when(first.get('ts') or 0)}</td>"
+            f'<tr><td><a href="{ROOT}/request?id={f.requests[0]}">{f.requests[0]}</a></td>'
+            f"<td>{when(first.get('ts') or 0)}</td>"
             f"<td>{escape(first.get('agent') or '-')}</td><td>{len(f.requests)}</td>"
             f"<td><code>{escape(mask(f.snippet, scanner))}</code></td></tr>"
         )
@@ -215,8 +270,9 @@ def search_page(store: AuditStore, text: str, scanner: Scanner) -> str:
     return page("Search", form + table)
 
 
-# The live page's script: every 2 s, replaces the pending line and the table's rows (the
-# page itself stays: no reload, the scroll position kept).
+# The live page's script: every 2 s, replaces the pending line, the pager and the table's
+# rows (the page itself stays: no reload, the scroll position kept). Only the newest page
+# loads it.
 SCRIPT = """"use strict";
 (() => {
   async function refresh() {
@@ -225,6 +281,7 @@ SCRIPT = """"use strict";
       if (!reply.ok) return;
       const parts = await reply.json();
       document.getElementById("pending").innerHTML = parts.pending;
+      document.getElementById("pager").innerHTML = parts.pager;
       const rows = document.getElementById("requests");
       if (rows.innerHTML !== parts.rows) rows.innerHTML = parts.rows;
     } catch (e) { /* the gate stopped: keep what is shown */ }

@@ -73,6 +73,9 @@ class GateAddon:
             audit,
             (users or Users(data_dir)) if team.is_shared(config) else None,
         )
+        self.control.team = self.asker.team is not None
+        if (people := self.control.users) is not None:
+            self.asker.still_allowed = lambda name: any(u.name == name for u in people.active())
         self._registered: Path | None = None
         # Named by /_gate/health instead of the data dir: `gate run` checks it against
         # server.json, which only this data dir's gate writes.
@@ -83,10 +86,12 @@ class GateAddon:
     def running(self) -> None:
         host, port = ctx.master.addons.get("proxyserver").listen_addrs()[0][:2]
         self.control.port = port
-        # `gate pending` and friends speak plain HTTP to loopback: a shared gate (HTTPS
-        # only) is answered on its page or API instead.
-        if self.control.users is None:
-            self._registered = client.register(self.data_dir, host, port)
+        # `gate pending` and friends find it here; a shared gate (HTTPS only) says which
+        # certificate it serves, which they then require of it.
+        shared_tls = self.control.users is not None and self.config.tls.on
+        if self.control.users is None or shared_tls:
+            cert = Path(self.config.tls.cert).resolve() if self.config.tls.cert else None
+            self._registered = client.register(self.data_dir, host, port, cert)
         if self.on_ready is not None:
             self.on_ready(host, port)
 

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from mitmproxy import http
 
-from gate.console import pages
+from gate.console import pages, request
 from gate.screen.secrets import Scanner
 
 if TYPE_CHECKING:
@@ -66,15 +66,29 @@ def handle(control: Control, flow: http.HTTPFlow) -> None:
         return
     pending = control.pending.questions()
     arg = (query.get("id") or query.get("q") or [""])[0]
+    try:
+        before, after, number = (_number(query, k) for k in ("before", "after", "page"))
+    except ValueError as exc:
+        flow.response = html_response(400, pages.page("Bad address", f"<p>{exc}</p>"))
+        return
 
     def render() -> http.Response:
         scanner = Scanner()  # (built here, in the worker: it compiles every detector)
         if path == ROOT:
-            return html_response(200, pages.live_page(store, pending))
+            return html_response(200, pages.live_page(store, pending, before, after))
         if path == pages.LIVE_PATH:
-            return json_response(200, pages.live(store, pending))
+            return json_response(200, pages.live(store, pending, before, after))
         if path == f"{ROOT}/sessions":
-            return html_response(200, pages.sessions_page(store, scanner))
+            return html_response(200, pages.sessions_page(store, scanner, number or 1))
+        if path == request.PATH:
+            one = request.request_page(store, arg, scanner)
+            return (
+                html_response(200, one)
+                if one is not None
+                else html_response(
+                    404, pages.page("No such request", "<p>No such request in the audit.</p>")
+                )
+            )
         if path == f"{ROOT}/session":
             shown = pages.session_page(store, arg, scanner)
             return (
@@ -95,3 +109,13 @@ def handle(control: Control, flow: http.HTTPFlow) -> None:
         return html_response(404, pages.page("Not found", "<p>No such console page.</p>"))
 
     control.later(flow, render)
+
+
+def _number(query: dict[str, list[str]], key: str) -> int | None:
+    """A paging argument: a positive whole number, or absent."""
+    given = (query.get(key) or [""])[0]
+    if not given:
+        return None
+    if not given.isdigit() or int(given) < 1 or len(given) > 18:
+        raise ValueError(f"{key} must be a positive whole number")
+    return int(given)

@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from mitmproxy import http
 
-from gate.ask import page
+from gate.ask import live, page
 from gate.ask.questions import ANSWERS, DEFAULT_SCOPE, SCOPES, Answer, By, Pending, Question
 from gate.audit.store import AuditStore
 from gate.proxy import console
@@ -78,6 +78,7 @@ class Control:
         self.audit = audit  # for what the page says about earlier requests (None: nothing)
         self.users = users  # set on a shared gate: people sign in with their own tokens
         self.port = 0  # set once listening: the Host a request must name
+        self.team = False  # a team store is configured: the page offers "for the team"
 
     def handle(self, flow: http.HTTPFlow) -> None:
         """Answer a /_gate/ request (never forwarded anywhere)."""
@@ -90,7 +91,7 @@ class Control:
             console.handle(self, flow)
         elif path == UI and req.method == "GET":
             self._page(flow)
-        elif path in (page.SCRIPT_PATH, page.QUESTIONS_PATH) and req.method == "GET":
+        elif path in (live.SCRIPT_PATH, live.QUESTIONS_PATH) and req.method == "GET":
             self._live(flow, path)
         elif path == f"{UI}/answer" and req.method == "POST":
             self._form(flow)
@@ -215,7 +216,8 @@ class Control:
         self._later(
             flow,
             lambda: _html(
-                200, page.render(questions, csrf, note, self._earlier(questions), who.name)
+                200,
+                page.render(questions, csrf, note, self._earlier(questions), who.name, self.team),
             ),
         )
 
@@ -224,10 +226,10 @@ class Control:
         if (who := self._cookie(flow.request)) is None:
             flow.response = _json(401, {"error": "not signed in"})
             return
-        if path == page.SCRIPT_PATH:
+        if path == live.SCRIPT_PATH:
             flow.response = http.Response.make(
                 200,
-                page.SCRIPT.encode(),
+                live.SCRIPT.encode(),
                 {**_HEADERS, "content-type": "text/javascript; charset=utf-8"},
             )
             return
@@ -239,7 +241,10 @@ class Control:
                 200,
                 {
                     "questions": [
-                        {"id": q.id, "html": page.fragment(q, csrf, earlier.get(q.id, {}))}
+                        {
+                            "id": q.id,
+                            "html": page.fragment(q, csrf, earlier.get(q.id, {}), self.team),
+                        }
                         for q in questions
                     ]
                 },
@@ -285,25 +290,34 @@ class Control:
         flow.metadata[LATER] = run
 
     def _form(self, flow: http.HTTPFlow) -> None:
+        """An answer from the page: the page's script sends it with fetch and FETCH_HEADER
+        (answered in JSON, the page stays); a plain form post (no script) is redirected
+        back to the page. Both need the cookie and the form's CSRF token."""
+        fetched = flow.request.headers.get(live.FETCH_HEADER) == "1"
         if (who := self._cookie(flow.request)) is None:
-            flow.response = _html(401, page.unauthorised())
+            flow.response = (
+                _json(401, {"error": "not signed in: open the page again from gate's URL"})
+                if fetched
+                else _html(401, page.unauthorised())
+            )
             return
         form = parse_qs(flow.request.get_text(strict=False) or "")
         csrf = (form.get("csrf") or [""])[0]
         if not hmac.compare_digest(csrf.encode(), self._csrf(who).encode()):
-            flow.response = _html(
-                403,
-                page.message(
-                    "Refused: the form's CSRF token is wrong. Reload the page and try again."
-                ),
+            refused = "Refused: the form's CSRF token is wrong. Reload the page and try again."
+            flow.response = (
+                _json(403, {"error": refused}) if fetched else _html(403, page.message(refused))
             )
             return
         answer, _, remember = (form.get("choice") or [""])[0].partition(":")
         qid = (form.get("id") or [""])[0]
         status, reply = self._answer(qid, answer, remember or DEFAULT_SCOPE, who)
-        note = f"{qid}: {answer}" if status == 200 else reply["error"]
+        note = page.answered(qid, answer, remember or DEFAULT_SCOPE) if status == 200 else ""
+        if fetched:
+            flow.response = _json(status, {**reply, "note": note} if note else reply)
+            return
         flow.response = http.Response.make(
-            303, b"", {**_HEADERS, "location": f"{UI}?note={_quote(note)}"}
+            303, b"", {**_HEADERS, "location": f"{UI}?note={_quote(note or reply['error'])}"}
         )
 
 

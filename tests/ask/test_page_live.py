@@ -95,8 +95,9 @@ def test_the_page_says_a_value_already_left_earlier_in_this_conversation(
         page.screenshot(path=str(tmp_path / "sent-before.png"), full_page=True)
         # The single keys of gate watch: b blocks the first (or focused) question.
         page.keyboard.press("b")
-        page.wait_for_url(f"**{UI}?note=*")
-        assert f"{q2['id']}: block" in page.inner_text("body")
+        card.wait_for(state="detached", timeout=15000)
+        assert page.inner_text("#note") == f"{q2['id']}: block, for this conversation"
+        assert page.url.endswith(UI)
     finally:
         page.close()
     assert "blocked" in str(again.wait().error)

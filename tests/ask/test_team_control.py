@@ -201,14 +201,13 @@ def test_the_page_signs_a_person_in_and_shows_their_questions(
             f.querySelector('button[value="approve:once"]').click(); }""",
             [by_user["bob"]],
         )
-        page.wait_for_url(f"**{UI}?note=*")
-        assert "no pending question" in page.inner_text("body")
+        page.locator("#note", has_text="no pending question").wait_for(timeout=15000)
         assert bob_asks.thread.is_alive()
         page.goto(f"{shared.base}{UI}")
         card = page.locator(f"#{by_user['alice']}")
         card.get_by_role("button", name="Approve this request only").click()
-        page.wait_for_url(f"**{UI}?note=*")
-        assert f"{by_user['alice']}: approve" in page.inner_text("body")
+        card.wait_for(state="detached", timeout=15000)
+        assert f"{by_user['alice']}: approve" in page.inner_text("#note")
         assert alice_asks.wait().error is None
         # Revoked: the cookie signs nobody in any more, at once.
         Users(shared.data).revoke("alice")
@@ -219,7 +218,28 @@ def test_the_page_signs_a_person_in_and_shows_their_questions(
         card = page.locator(f"#{by_user['bob']}")
         assert "Sent by user bob" in card.inner_text()
         card.get_by_role("button", name="Block").click()
-        page.wait_for_url(f"**{UI}?note=*")
+        card.wait_for(state="detached", timeout=15000)
     finally:
         context.close()
     assert bob_asks.wait().error is not None
+
+
+def test_a_parked_request_is_withdrawn_and_blocked_when_its_user_is_revoked(
+    shared: SharedGate, gate_dirs: dict[str, Path]
+) -> None:
+    from gate.audit.store import AuditStore
+
+    alice_asks = ask_as(shared, "alice", gate_dirs["project"])
+    bob_asks = ask_as(shared, "bob", gate_dirs["project"])
+    by_user = {q["request"]["user"]: q["id"] for q in wait_for(shared, 2)}
+    Users(shared.data).revoke("alice")
+    # Withdrawn within seconds, not at the 60 s timeout; Bob's question still waits.
+    assert "its user was revoked" in str(alice_asks.wait().error)
+    _status, body = pending(shared, shared.users["root"].person_token)
+    assert [q["id"] for q in body["pending"]] == [by_user["bob"]]
+    assert answer(shared, shared.users["root"].person_token, by_user["alice"])[0] == 409
+    assert shared.provider.seen == []  # nothing of Alice's left
+    row = next(r for r in AuditStore(shared.data / "audit.db").rows(5) if r["user_name"] == "alice")
+    assert row["verdict"] == "blocked" and "revoked" in row["reason"]
+    assert answer(shared, shared.users["root"].person_token, by_user["bob"])[0] == 200
+    assert bob_asks.wait().error is None

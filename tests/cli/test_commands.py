@@ -26,7 +26,7 @@ def test_env_prints_exports_for_the_running_gate(gate: Listening) -> None:
 
 
 def test_env_without_a_running_gate_uses_the_configured_port() -> None:
-    code, out, _ = invoke("env", "--agent", "claude-code")
+    code, out, _ = invoke("env", "--no-check", "--agent", "claude-code")
     assert code == 0
     assert out.strip() == "export ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic"
 

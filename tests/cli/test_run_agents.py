@@ -96,7 +96,7 @@ def test_gate_run_opencode_passes_a_config_overlay(
 
 
 def test_gate_env_prints_an_alias_for_codex() -> None:
-    result = CliRunner().invoke(cli, ["env", "--agent", "codex"])
+    result = CliRunner().invoke(cli, ["env", "--no-check", "--agent", "codex"])
     assert result.exit_code == 0
     assert result.stdout.startswith("alias codex='codex -c ")
     assert "http://127.0.0.1:8787/openai/v1" in result.stdout
@@ -104,7 +104,7 @@ def test_gate_env_prints_an_alias_for_codex() -> None:
 
 
 def test_gate_env_warns_when_copilot_has_no_upstream() -> None:
-    result = CliRunner().invoke(cli, ["env", "--agent", "copilot"])
+    result = CliRunner().invoke(cli, ["env", "--no-check", "--agent", "copilot"])
     assert result.exit_code == 0
     assert "export COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:8787/copilot" in result.stdout
     assert "no upstream 'copilot'" in result.stderr
@@ -112,7 +112,7 @@ def test_gate_env_warns_when_copilot_has_no_upstream() -> None:
 
 def test_gate_env_routes_gemini_cli_both_ways() -> None:
     """API-key traffic and Google sign-in (Code Assist) traffic both go through gate."""
-    result = CliRunner().invoke(cli, ["env", "--agent", "gemini-cli"])
+    result = CliRunner().invoke(cli, ["env", "--no-check", "--agent", "gemini-cli"])
     assert result.exit_code == 0, result.output
     assert "export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8787/gemini\n" in result.stdout
     assert "export CODE_ASSIST_ENDPOINT=http://127.0.0.1:8787/code-assist\n" in result.stdout

@@ -106,15 +106,58 @@ def test_a_second_serve_on_the_same_data_dir_refuses_naming_the_first(
     finally:
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=20)
+
+
+def test_gate_env_exits_3_when_no_gate_answers(gate_dirs: dict[str, Path]) -> None:
     # Nothing listens on this config's port (the default one may be another gate's).
     gate_dirs["config"].mkdir(exist_ok=True)
-    (gate_dirs["config"] / "config.yaml").write_text(f"port: {_free_port()}\n")
-    env = subprocess.run(
-        [sys.executable, "-m", "gate", "env"],
+    port = _free_port()
+    (gate_dirs["config"] / "config.yaml").write_text(f"port: {port}\n")
+    base = f"http://127.0.0.1:{port}"
+    for forward in ((), ("--forward",)):
+        env = _gate_env(*forward)
+        # Cannot reach (3), said on stderr; stdout holds only the exports, so `eval` works.
+        assert env.returncode == 3, env
+        assert f"no gate answers at {base}" in env.stderr
+        assert f"`gate serve{' --forward' if forward else ''}`" in env.stderr
+        assert all(ln.startswith(("export ", "unset ")) for ln in env.stdout.splitlines())
+        assert base in env.stdout
+        assert _gate_env("--no-check", *forward).returncode == 0
+    wired = subprocess.run(
+        [
+            "sh",
+            "-c",
+            f'eval "$({sys.executable} -m gate env --agent claude-code)";'
+            ' echo "url=$ANTHROPIC_BASE_URL"',
+        ],
         capture_output=True,
         text=True,
         env=os.environ,
         timeout=30,
     )
-    assert env.returncode == 0 and "no gate answers at" in env.stderr
-    assert "gate serve" in env.stderr
+    assert f"url={base}/anthropic" in wired.stdout and "no gate answers" in wired.stderr
+
+
+def _gate_env(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gate", "env", *args],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        timeout=30,
+    )
+
+
+def test_gate_env_forward_says_a_plain_gate_is_not_in_forward_mode(
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    port = _free_port()
+    gate = _start("--port", str(port), "--upstream", f"anthropic={provider.url}")
+    try:
+        assert gate.stdout is not None and gate.stdout.readline().startswith("gate listening")
+        assert _gate_env().returncode == 0
+        env = _gate_env("--forward")
+        assert env.returncode == 3 and "is not in forward mode" in env.stderr
+    finally:
+        gate.send_signal(signal.SIGINT)
+        gate.communicate(timeout=20)

@@ -116,6 +116,7 @@ def test_nothing_is_served_without_the_cookie_and_no_cross_site_post(
         f"{ROOT}/live",
         f"{ROOT}/sessions",
         f"{ROOT}/session?id=x",
+        f"{ROOT}/request?id=1",
         f"{ROOT}/search?q=help",
         f"{ROOT}/report",
         f"{ROOT}/console.js",
@@ -170,7 +171,7 @@ def test_what_an_agent_sent_is_shown_as_text_never_as_markup(
     page = browser.new_page()
     try:
         page.goto(f"{gate.base_url}{ROOT}?token={token(gate_dirs['data'])}")
-        for path in ("", "/sessions", "/search?q=look"):
+        for path in ("", "/sessions", "/search?q=look", "/request?id=1"):
             page.goto(f"{gate.base_url}{ROOT}{path}")
             assert page.locator("#pwn, #pwn2, #pwn3").count() == 0, path
         page.goto(f"{gate.base_url}{ROOT}/sessions")

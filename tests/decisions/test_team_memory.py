@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -526,3 +527,35 @@ def test_the_marks_file_is_private_and_merges_two_processes_marks(tmp_path: Path
     assert path.stat().st_mode & 0o777 == 0o600
     path.write_text("{not json")
     assert TeamMarks(path).get(("k", "f1", KIND, REPO)) == 0  # unreadable: as a new gate
+
+
+def test_the_page_offers_a_team_approval_where_a_team_key_is_set(
+    machines: Callable[..., Machine], tmp_path: Path, browser: Any, provider: FakeProvider
+) -> None:
+    key = _key(tmp_path / "team.key")
+    a, b, solo = machines("alice", key), machines("bob", key), machines("solo", None)
+    token = github_token()
+    sent = a.gate.send(env_turn(a.project, token))
+    [q] = a.gate.wait_pending()
+    page = browser.new_page()
+    try:
+        page.goto(a.gate.control().page_url)
+        card = page.locator(f"#{q['id']}")
+        button = card.get_by_role("button", name="Approve for the team")
+        assert "every gate of the team" in button.inner_text()
+        button.click()
+        card.wait_for(state="detached", timeout=15000)
+        assert page.inner_text("#note") == f"{q['id']}: approve, for the team, in this repository"
+        assert sent.wait().error is None
+        _not_asked(b, token)  # another gate of the team: not asked
+        # A gate without the team key has no such button.
+        other = solo.gate.send(env_turn(solo.project, github_token()))
+        [q2] = solo.gate.wait_pending()
+        page.goto(solo.gate.control().page_url)
+        card = page.locator(f"#{q2['id']}")
+        assert card.get_by_role("button", name="Approve this request only").count() == 1
+        assert card.get_by_role("button", name="Approve for the team").count() == 0
+        solo.gate.control().answer(q2["id"], "block")
+        other.wait()
+    finally:
+        page.close()

@@ -373,13 +373,15 @@ def test_a_client_certificate_signs_its_user_in(
 def test_gate_run_does_not_reuse_a_shared_gate(
     provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path
 ) -> None:
-    """Its agent would speak plain HTTP with no token: `gate run` starts a gate of its own,
-    and `gate pending` is not pointed at the shared one."""
+    """Its agent would speak plain HTTP with no token: `gate run` starts a gate of its own.
+    (`gate pending` does find the shared one, over TLS: its registration names the
+    certificate it serves, tests/ask/test_team_cli.py.)"""
     server, g = start_shared(provider, gate_dirs["data"], tmp_path / "pki", advertise=True)
     try:
         status, health = g.raw("GET", "/_gate/health")
         assert status == 200 and health["shared"] is True
-        assert not list((gate_dirs["data"] / "control").glob("*.json"))
+        [registered] = (gate_dirs["data"] / "control").glob("*.json")
+        assert json.loads(registered.read_text())["tls_cert"].endswith("gate.crt")
         config = Config(port=0).with_upstreams(
             {"anthropic": parse_upstream("anthropic", provider.url)}
         )
