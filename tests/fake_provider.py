@@ -44,6 +44,8 @@ class FakeProvider(LoopbackServer):
     # (method, path, request JSON) → a JSON reply for endpoints the fake does not speak
     # (Assistants runs, file uploads), or None for the default handling.
     answer: Callable[[str, str, Any], Any] | None = None
+    # Extra headers on every JSON reply (a resumable upload's session URL, say).
+    reply_headers: dict[str, str] = field(default_factory=dict)
 
     def start(self) -> FakeProvider:
         provider = self
@@ -105,6 +107,8 @@ class FakeProvider(LoopbackServer):
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
+                for name, value in provider.reply_headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 

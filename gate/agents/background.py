@@ -5,7 +5,9 @@ Claude Code answers a `Bash` call run in the background (or backgrounded by the 
 "Command running in background with ID: X. Output is being written to: PATH"; the output
 arrives later through `TaskOutput` (`BashOutput` in older versions) naming X, or a `Read`
 of PATH. Codex answers a long `exec_command` with "Process running with session ID N" and
-the rest of the output comes back through `write_stdin` naming N. Such a follow-up's result
+the rest of the output comes back through `write_stdin` naming N; in code mode, an `exec`
+cell that yields answers "Script running with cell ID C" and the rest comes back through
+`wait` naming C. Such a follow-up's result
 is the command's output, so it is decided as that command; one whose task gate cannot find
 in the request is decided as the strictest command it could be.
 """
@@ -26,12 +28,16 @@ FOLLOW_UPS: Mapping[str, tuple[str, ...]] = {
     "AgentOutputTool": ("task_id", "agentId"),
     "BashOutputTool": ("bash_id", "task_id"),
     "write_stdin": ("session_id",),
+    "wait": ("cell_id",),  # Codex code mode: a yielded exec cell
 }
+# Follow-ups that may themselves say the task is still running.
+_RESUMING = frozenset({"write_stdin", "wait"})
 _STARTED = re.compile(
     r"(?:Command running in background|Command was manually backgrounded by user)"
     r" with ID: (?P<id>[^\s.]+)\.?(?: Output is being written to: (?P<path>\S+?)\.?(?:\s|$))?"
 )
 _SESSION = re.compile(r"Process running with session ID (?P<id>\d+)")
+_CELL = re.compile(r"Script running with cell ID (?P<id>[^\s.,;]+)")
 UNKNOWN_TASK = "a background task gate did not see start"
 
 
@@ -46,10 +52,10 @@ def producers(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
         if seg.role is not Role.TOOL_RESULT or seg.call_id not in by_id:
             continue
         call = by_id[seg.call_id]
-        if call.name in FOLLOW_UPS and call.name != "write_stdin":
+        if call.name in FOLLOW_UPS and call.name not in _RESUMING:
             continue
         text = seg.text
-        if " with ID: " not in text and "with session ID " not in text:
+        if " with ID: " not in text and "with session ID " not in text and "cell ID " not in text:
             continue  # a plain substring test first: this runs over every result resent
         for m in _STARTED.finditer(text):
             started.setdefault(m.group("id"), []).append(call)
@@ -57,11 +63,16 @@ def producers(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
                 files.setdefault(m.group("path"), []).append(call)
         for m in _SESSION.finditer(text):
             started.setdefault("session:" + m.group("id"), []).append(call)
+        for m in _CELL.finditer(text):
+            started.setdefault("cell:" + m.group("id"), []).append(call)
+    # Another agent's tool may be called `wait`: it is code mode's when it names a cell or
+    # the request holds code-mode cells.
+    cells = any(c.name == "exec" for c in walk.calls)
     out: dict[str, tuple[ToolCall, ...]] = {}
     for call in walk.calls:
         if call.result is None:
             continue
-        if call.name in FOLLOW_UPS:
+        if call.name in FOLLOW_UPS and (call.name != "wait" or cells or "cell_id" in call.input):
             task = _task(call)
             candidates = started.get(task, []) if task is not None else []
             others = [c for c in candidates if c.id != call.id]
@@ -90,7 +101,8 @@ def _task(call: ToolCall) -> str | None:
     for key in FOLLOW_UPS[call.name]:
         value = call.input.get(key)
         if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
-            return f"session:{value}" if call.name == "write_stdin" else str(value)
+            prefix = {"write_stdin": "session:", "wait": "cell:"}.get(call.name, "")
+            return prefix + str(value)
     return None
 
 

@@ -168,9 +168,11 @@ def _action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action
             name,
             command,
             shell.reads(command, cwd) + shell.reads(script, cwd),
-            unknown=built,
+            unknown=built or _LOADS.search(script) is not None,
         )
-    if isinstance(script, str) and _SCRIPT_CALLS.search(script):
+    if isinstance(script, str) and (_SCRIPT_CALLS.search(script) or _LOADS.search(script)):
+        # A cell that runs a command it builds, or prints what an earlier cell stored
+        # (`load()`): what it read is not in its text.
         return Action(Verb.EXEC, name, script, shell.reads(script, cwd), unknown=True)
     target = _first(tool_input, keys)
     if target is None and name in _DEFAULTS_TO_CWD:
@@ -185,6 +187,8 @@ def _action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action
     return Action(verb, name, target, params=params)
 
 
+# Code mode's `load(key)` returns a value an earlier cell `store()`d.
+_LOADS = re.compile(r"(?<![\w.$])load\s*\(")
 _SCRIPT_CALLS = re.compile(r"tools\.(?:exec_command|shell_command|shell)\(")
 _SCRIPT_CALL = re.compile(
     r"tools\.(?:exec_command|shell_command|shell)\(\s*\{[^}]*?\b(?:cmd|command)\s*:\s*"

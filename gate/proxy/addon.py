@@ -27,7 +27,7 @@ from gate.audit.store import AuditStore
 from gate.config import Config
 from gate.errors import GateError
 from gate.lock import BRIDGE_SOURCE
-from gate.proxy import chains, control, replies, routing, team, websocket
+from gate.proxy import chains, control, handed_back, replies, routing, team, websocket
 from gate.proxy.recorder import ResponseRecorder
 from gate.rules.layers import PolicyStore
 from gate.screen import codings, upload
@@ -216,6 +216,7 @@ class GateAddon:
         if route is None and req.path.startswith(control.PREFIX):
             self.control.handle(flow)
             return None
+        reverse = route is None
         route = route or routing.resolve(req.path, self.config.upstreams)
         if route is None:
             flow.response = http.Response.make(
@@ -225,6 +226,10 @@ class GateAddon:
             )
             return None
         flow.metadata["gate_route"] = route
+        if reverse:  # the client reached gate by its own URL: URLs handed back point there
+            flow.metadata["gate_base"] = handed_back.base(
+                req.scheme, req.host_header or "", route.upstream.name, route.run_id
+            )
         run = None
         if route.run_id is not None:
             run = runs.lookup(self.data_dir, route.run_id)

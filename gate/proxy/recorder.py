@@ -12,7 +12,7 @@ from mitmproxy.net import encoding
 from gate.audit.store import AuditStore, Usage
 from gate.audit.usage import UsageTap
 from gate.providers import openai_assistants, openai_responses
-from gate.proxy import chains, routing
+from gate.proxy import chains, handed_back, replies, routing
 
 
 class ResponseRecorder:
@@ -25,10 +25,20 @@ class ResponseRecorder:
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         if "gate_row" not in flow.metadata or flow.response is None:
             return
+        route: routing.Route | None = flow.metadata.get("gate_route")
+        at = flow.metadata.get("gate_base")
+        # Fail closed: an upload session URL gate cannot point at itself never reaches the
+        # client (the reply is held back whole and replaced in `response`).
+        if (
+            route is not None
+            and at is not None
+            and (refused := handed_back.rewrite(flow.response.headers, route.upstream, at))
+        ):
+            flow.metadata["gate_handed_back"] = refused
+            return
         kind = flow.response.headers.get("content-type", "")
         tap = UsageTap(kind)
         flow.metadata["gate_tap"] = tap
-        route: routing.Route | None = flow.metadata.get("gate_route")
         sse = kind.startswith("text/event-stream")
         responses = route is not None and openai_responses.matches(route.path)
         calls: chains.CallsTap | chains.RunCallsTap | None = (
@@ -51,6 +61,17 @@ class ResponseRecorder:
     def response(self, flow: http.HTTPFlow) -> None:
         row = flow.metadata.get("gate_row")
         if row is None or flow.response is None:
+            return
+        if (refused := flow.metadata.get("gate_handed_back")) is not None:
+            logger.warning("flow {}: reply withheld: {}", flow.id, "upload URL off the route")
+            route: routing.Route | None = flow.metadata.get("gate_route")
+            name = route.upstream.name if route else ""
+            flow.response = http.Response.make(
+                502,
+                replies.error(name, route.path if route else "", 502, f"gate: {refused}"),
+                {"content-type": "application/json"},
+            )
+            self._finish(row, flow, 502, Usage(), refused)
             return
         tap: UsageTap | None = flow.metadata.get("gate_tap")
         enc = flow.response.headers.get("content-encoding")

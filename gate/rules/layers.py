@@ -13,7 +13,7 @@ from loguru import logger
 
 from gate import dirs
 from gate.errors import RuleError
-from gate.rules import claude, probe
+from gate.rules import claude, joined, probe
 from gate.rules.engine import Policy, SecretTable
 from gate.rules.loader import SECRET_ACTIONS, read_file
 from gate.rules.model import Effect, Rule
@@ -189,7 +189,26 @@ class PolicyStore:
         self._cache: dict[str | None, _Cached] = {}
         self._good: dict[tuple[str, str, str | None], tuple[probe.Fact, _Loaded]] = {}
         self._warned: set[str] = set()
+        self._joined: dict[tuple[tuple[int, str | None], ...], Policy] = {}
         self.policy_for(None)
+
+    def stated(self, root: str, projects: tuple[str, ...]) -> Policy:
+        """The rules for a request that only states it runs under `root`: its rules and
+        every known project's, the strictest decision winning (gate.rules.joined). The
+        same parts give the same object, so a conversation's next turn reuses its work."""
+        parts: list[tuple[Policy, str | None]] = [(self.policy_for(root), root)]
+        parts += [(self.policy_for(p), p) for p in sorted(set(projects) - {root})]
+        key = tuple((id(p), r) for p, r in parts)
+        with self._lock:
+            hit = self._joined.get(key)
+        if hit is not None:
+            return hit
+        policy = joined.join(parts)
+        with self._lock:
+            if len(self._joined) >= 64:
+                self._joined.clear()
+            self._joined[key] = policy
+        return policy
 
     def policy_for(self, project_root: str | None) -> Policy:
         env = probe.environment()

@@ -88,6 +88,18 @@ def working_directory(walk: Walk) -> str | None:
     return tools.working_directory([*walk.texts(Role.SYSTEM), *users])
 
 
+def policy_for(
+    policies: PolicyStore, indexes: IndexStore | None, root: str | None, stated: bool
+) -> Policy:
+    """The rules a request is decided by. A request bound to a run gets its project's. One
+    that only states its directory gets that directory's joined with every project this
+    gate knows (told or seen): an agent naming /tmp/other while it runs in the project must
+    not get the project's deny rules (or its stricter secrets settings) dropped."""
+    if not stated or root is None or indexes is None:
+        return policies.policy_for(root)
+    return policies.stated(root, indexes.roots())
+
+
 def denied_index(
     indexes: IndexStore | None,
     policies: PolicyStore,

@@ -16,9 +16,10 @@ AUTH_HEADERS = frozenset(
     {"authorization", "x-api-key", "x-goog-api-key", "api-key", "x-amz-security-token"}
 )
 # Headers whose values SDKs and agents fill with their own names and versions: a denied
-# value that is a plain alphabetic word (`RUNTIME=python` in .env) does not refuse them.
-# Exact names; only Stainless SDKs' `x-stainless-*` family is a prefix. Not content-type:
-# its parameters (a multipart boundary) are the client's to choose.
+# value that is one of the words SDKs write there (`RUNTIME=python` in .env) does not
+# refuse them. Exact names (Stainless SDKs' `x-stainless-*` headers each by name), and only
+# the closed list of words below: any other word, a password of letters alone included,
+# refuses the request wherever it is (docs/guarantees.md).
 _INFORMATIONAL = frozenset(
     {
         "user-agent",
@@ -31,11 +32,38 @@ _INFORMATIONAL = frozenset(
         "editor-plugin-version",
         "copilot-integration-id",
         "originator",
+        "x-stainless-lang",
+        "x-stainless-package-version",
+        "x-stainless-os",
+        "x-stainless-arch",
+        "x-stainless-runtime",
+        "x-stainless-runtime-version",
+        "x-stainless-retry-count",
+        "x-stainless-timeout",
+        "x-stainless-read-timeout",
+        "x-stainless-async",
+        "x-stainless-helper-method",
+        "x-stainless-stream-helper",
+        "x-stainless-poll-helper",
     }
 )
-_INFORMATIONAL_PREFIX = "x-stainless-"
-# Architecture names SDKs report that are not letters alone.
-_SDK_WORDS = frozenset({"aarch64", "arm64", "amd64", "x86_64", "win32", "win64"})
+# The words of six or more characters (shorter ones are never denied values) that SDKs
+# and agents write in those headers: languages and runtimes, operating systems and
+# architectures, SDK, agent and terminal names, media types and codings. Lower case.
+_SDK_WORDS = frozenset(
+    {
+        *("python", "cpython", "pypy3", "ironpython", "javascript", "typescript", "golang"),
+        *("browser", "workerd", "asyncio", "undici", "aiohttp", "requests", "urllib3"),
+        *("darwin", "windows", "freebsd", "openbsd", "netbsd", "android", "ubuntu", "debian"),
+        *("fedora", "alpine", "centos", "archlinux", "macintosh"),
+        *("aarch64", "arm64", "amd64", "x86_64", "win32", "win64", "armv7l", "ppc64le"),
+        *("anthropic", "openai", "google", "gemini", "geminicli", "claude", "opencode"),
+        *("copilot", "vscode", "litellm", "stainless", "mozilla", "compatible", "external"),
+        *("provider", "runtime", "helper", "stream", "terminal", "alacritty", "wezterm"),
+        *("iterm2", "ghostty", "konsole", "xterm", "screen", "apple", "application"),
+        *("identity", "deflate", "unknown", "integration", "plugin", "editor", "panel"),
+    }
+)
 # Gate's own framing and routing: replaced or removed before the request leaves.
 _FRAMING = frozenset(
     {"host", "content-length", "transfer-encoding", "content-encoding", "connection"}
@@ -71,13 +99,13 @@ def credential_headers(name: str, host: str) -> frozenset[str]:
 
 
 def _informational(name: str) -> bool:
-    return name in _INFORMATIONAL or name.startswith(_INFORMATIONAL_PREFIX)
+    return name in _INFORMATIONAL
 
 
 def _sdk_word(form: str) -> bool:
-    """A runtime, OS or architecture name as SDKs write it: letters only, or a known
-    architecture; a password of letters and digits is not one."""
-    return len(form) < 16 and (form.isalpha() or form.lower() in _SDK_WORDS)
+    """A word SDKs write in their own headers (a runtime, OS, architecture or SDK name);
+    a password of letters, or of letters and digits, is not one."""
+    return form.lower() in _SDK_WORDS
 
 
 class Envelope:

@@ -195,6 +195,13 @@ class IndexStore:
         with self._lock:
             return tuple(dict.fromkeys((*self._told, *self._seen)))
 
+    def roots(self) -> tuple[str, ...]:
+        """Every project root this gate knows: told, seen, and indexed before (a project
+        pushed out of the recent list by others still counts)."""
+        with self._lock:
+            indexed = [r for r in self._by_root if r is not None]
+            return tuple(dict.fromkeys((*self._told, *self._seen, *sorted(indexed))))
+
     def seen(self, root: str) -> None:
         """A project a request came from: later requests without a working directory are
         screened against its denied files too."""

@@ -85,7 +85,12 @@ def step(
     if cwd != turn.cwd:
         raise Miss("the working directory changed")
     root = req.root or (repository_root(cwd) if cwd else None)
-    policy = policies.policy_for(root)
+    policy = tool_calls.policy_for(
+        policies,
+        screens.indexes if screens else None,
+        root,
+        stated=req.project_root is None,
+    )
     index = tool_calls.denied_index(
         screens.indexes if screens else None,
         policies,

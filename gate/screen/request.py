@@ -214,7 +214,12 @@ def _decide(
 ) -> Worked:
     cwd = req.project_root or calls.working_directory(walk)
     root = req.root or (repository_root(cwd) if cwd else None)
-    policy = policies.policy_for(root)
+    policy = calls.policy_for(
+        policies,
+        screens.indexes if screens else None,
+        root,
+        stated=req.project_root is None,
+    )
     index = calls.denied_index(
         screens.indexes if screens else None,
         policies,

@@ -3,6 +3,7 @@ exec sessions) are decided as the command that started them, through a real list
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,106 @@ def test_codex_write_stdin_output_is_decided_as_the_session_command(
     )
     out = provider.seen[-1].json()["input"][-1]["output"]
     assert out.startswith(WITHHELD) if withheld else out == HARMLESS
+
+
+# -- Codex code mode: a yielded exec cell's output comes back through `wait` ---------------
+
+
+def _cell(script: str, cell: str, follow: dict[str, Any]) -> list[dict[str, Any]]:
+    """A code-mode `exec` cell that yielded, and a `wait` on it (or another follow-up)."""
+    return [
+        {"type": "custom_tool_call", "call_id": "c1", "name": "exec", "input": script},
+        {
+            "type": "custom_tool_call_output",
+            "call_id": "c1",
+            "output": [
+                {"type": "input_text", "text": f"Script running with cell ID {cell}\n"},
+                {"type": "input_text", "text": "Wall time 0.0 seconds\nOutput:\n"},
+            ],
+        },
+        {
+            "type": "function_call",
+            "call_id": "c2",
+            "name": "wait",
+            "arguments": json.dumps(follow),
+        },
+        {"type": "function_call_output", "call_id": "c2", "output": HARMLESS},
+    ]
+
+
+_YIELDS = '// @exec: {"yield_time_ms": 1}\n'
+
+
+@pytest.mark.parametrize(
+    ("script", "cell", "follow", "withheld"),
+    [
+        (
+            _YIELDS + 'text(await tools.exec_command({cmd: "sleep 1; cat .env"}));',
+            "3",
+            {"cell_id": "3"},
+            True,
+        ),
+        (
+            _YIELDS + 'text(await tools.exec_command({cmd: "sleep 1; ls"}));',
+            "3",
+            {"cell_id": "3"},
+            False,
+        ),
+        # A cell gate did not see yield (compacted away, or made up): the strictest command.
+        (
+            _YIELDS + 'text(await tools.exec_command({cmd: "sleep 1; ls"}));',
+            "3",
+            {"cell_id": "4"},
+            True,
+        ),
+        (_YIELDS + 'text(await tools.exec_command({cmd: "sleep 1; ls"}));', "3", {}, True),
+        # A cell that reads what an earlier cell stored: what it holds is not in the text.
+        ('text(load("k"));', "3", {"cell_id": "3"}, True),
+    ],
+)
+def test_codex_code_mode_wait_output_is_decided_as_its_cell(
+    oai: openai.OpenAI,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    script: str,
+    cell: str,
+    follow: dict[str, Any],
+    withheld: bool,
+) -> None:
+    env = f"<environment_context><cwd>{gate_dirs['project']}</cwd></environment_context>"
+    oai.responses.create(
+        model="m",
+        input=[
+            {"role": "user", "content": [{"type": "input_text", "text": env}]},
+            *_cell(script, cell, follow),
+        ],  # type: ignore[list-item]
+    )
+    out = provider.seen[-1].json()["input"][-1]["output"]
+    assert out.startswith(WITHHELD) if withheld else out == HARMLESS
+
+
+def test_a_code_mode_cell_that_loads_stored_values_is_withheld(
+    oai: openai.OpenAI, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    """`store()` keeps a value across cells: a cell that only `load()`s one prints what an
+    earlier cell read (`cat .env`, say) without naming it."""
+    env = f"<environment_context><cwd>{gate_dirs['project']}</cwd></environment_context>"
+    oai.responses.create(
+        model="m",
+        input=[
+            {"role": "user", "content": [{"type": "input_text", "text": env}]},
+            {
+                "type": "custom_tool_call",
+                "call_id": "c1",
+                "name": "exec",
+                "input": 'text(btoa(load("k")));',
+            },
+            {
+                "type": "custom_tool_call_output",
+                "call_id": "c1",
+                "output": [{"type": "input_text", "text": HARMLESS}],
+            },
+        ],  # type: ignore[list-item]
+    )
+    out = provider.seen[-1].json()["input"][-1]["output"]
+    assert WITHHELD in json.dumps(out)

@@ -3,6 +3,7 @@ naming another directory never narrows them to that directory's."""
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from fake_provider import FakeProvider
 from gate.config import AskConfig, Config, parse_upstream
 from gate.lock import BRIDGE_SOURCE
 from gate.proxy.server import BackgroundGate, Listening
-from messages import conversation
+from messages import conversation, tool_turn
 
 
 def _gate(
@@ -220,3 +221,121 @@ def test_a_forward_mode_request_through_the_bridge_without_its_run_is_refused(
         server.stop()
     assert reply.startswith(b"HTTP/1.1 400") and b"must name its run" in reply
     assert provider.seen == []
+
+
+# -- rules: a stated directory adds the known projects' rules, it never drops them -------
+
+
+def _project_rules(project: Path) -> tuple[Path, str]:
+    """The project's own rules deny a private directory and `curl`; its private notes, and
+    their base32 form (which no index knows: only the rule can withhold it)."""
+    (project / ".gate").mkdir(exist_ok=True)
+    (project / ".gate" / "rules.yaml").write_text(
+        "deny:\n  - Read(./private/**)\n  - Bash(curl *)\n"
+    )
+    (project / "private").mkdir(exist_ok=True)
+    notes = project / "private" / "notes.txt"
+    notes.write_text(_phrase() + "\n")
+    return notes, base64.b32encode(notes.read_bytes()).decode()
+
+
+def _calls(notes: Path, encoded: str) -> list[tuple[str, dict[str, object], str]]:
+    """Tool calls a prompt-injected agent in the project makes while stating another
+    directory: absolute and relative reads (it really runs in the project), and a fetch."""
+    fetched = "fetched-" + secrets.token_hex(8)
+    return [
+        ("Bash", {"command": f"base32 {notes}"}, encoded),
+        ("Bash", {"command": "base32 private/notes.txt"}, encoded),
+        ("Bash", {"command": "cd private && base32 notes.txt"}, encoded),
+        ("Read", {"file_path": str(notes)}, encoded),
+        ("Bash", {"command": "curl -s https://example.com/x"}, fetched),
+    ]
+
+
+def test_a_stated_directory_does_not_drop_a_listed_project_s_rules(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], other: Path
+) -> None:
+    notes, encoded = _project_rules(gate_dirs["project"])
+    with _sdk(gate) as c:
+        for i, (name, tool_input, result) in enumerate(_calls(notes, encoded)):
+            c.messages.create(
+                **conversation(str(other), tool_turn(f"toolu_{i}", name, tool_input, result))
+            )
+            sent = provider.seen[-1].body.decode()
+            assert result not in sent, (name, tool_input)
+            assert ".gate/rules.yaml" in sent, (name, tool_input)
+
+
+def test_a_stated_directory_does_not_drop_a_seen_project_s_rules(
+    bare_gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], other: Path
+) -> None:
+    project = gate_dirs["project"]
+    notes, encoded = _project_rules(project)
+    with _sdk(bare_gate) as c:
+        c.messages.create(**conversation(str(project)))  # the project is seen once
+        for i, (name, tool_input, result) in enumerate(_calls(notes, encoded)):
+            c.messages.create(
+                **conversation(str(other), tool_turn(f"toolu_{i}", name, tool_input, result))
+            )
+            assert result not in provider.seen[-1].body.decode(), (name, tool_input)
+
+
+def test_a_stated_directory_does_not_drop_a_project_s_stricter_secrets_setting(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], other: Path
+) -> None:
+    project = gate_dirs["project"]
+    (project / ".gate").mkdir()
+    (project / ".gate" / "rules.yaml").write_text("secrets:\n  high: block\n  low: block\n")
+    token = "ghp_" + secrets.token_hex(18)
+    body = conversation(str(other)) | {"messages": [{"role": "user", "content": token}]}
+    resp = httpx.post(
+        f"{gate.base_url}/anthropic/v1/messages", json=body, headers={"x-api-key": "k"}
+    )
+    assert resp.status_code == 400, resp.text
+    assert provider.seen == []
+
+
+def test_the_stated_directory_s_own_rules_still_apply(
+    gate: Listening, provider: FakeProvider, other: Path
+) -> None:
+    notes, encoded = _project_rules(other)
+    with _sdk(gate) as c:
+        c.messages.create(
+            **conversation(
+                str(other), tool_turn("toolu_1", "Bash", {"command": f"base32 {notes}"}, encoded)
+            )
+        )
+    assert encoded not in provider.seen[-1].body.decode()
+
+
+def test_a_project_s_rules_do_not_withhold_what_another_project_reads_elsewhere(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], other: Path
+) -> None:
+    """Only the files a rule names: a read of the stated directory's own public file, whose
+    name no known project's rule covers, still leaves."""
+    _project_rules(gate_dirs["project"])
+    (other / "README.md").write_text("hello\n")
+    text = "readme-" + secrets.token_hex(8)
+    with _sdk(gate) as c:
+        c.messages.create(
+            **conversation(
+                str(other), tool_turn("toolu_1", "Bash", {"command": "cat README.md"}, text)
+            )
+        )
+    assert text in provider.seen[-1].body.decode()
+
+
+def test_a_stated_directory_s_next_turns_keep_the_project_s_rules(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], other: Path
+) -> None:
+    """Each turn resends the earlier ones (the next-turn path reuses their decisions): every
+    call of the growing conversation stays withheld."""
+    notes, encoded = _project_rules(gate_dirs["project"])
+    turns: list[list[dict[str, object]]] = []
+    with _sdk(gate) as c:
+        for i, (name, tool_input, result) in enumerate(_calls(notes, encoded)):
+            turns.append(tool_turn(f"toolu_{i}", name, tool_input, result))
+            c.messages.create(**conversation(str(other), *turns))
+            sent = provider.seen[-1].body.decode()
+            assert encoded not in sent and result not in sent
+            assert sent.count(".gate/rules.yaml") >= i + 1

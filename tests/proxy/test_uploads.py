@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from email.parser import BytesParser
 from email.policy import HTTP
 from pathlib import Path
@@ -554,3 +555,94 @@ def test_a_short_password_in_the_boundary_is_refused(
     )
     assert resp.status_code == 400 and password not in resp.text
     assert provider.seen == []
+
+
+# -- the upload URL a resumable upload's start hands back -----------------------------------
+
+
+def _start(gate: Listening) -> httpx.Response:
+    """A Gemini resumable upload's first request, as the genai SDKs send it."""
+    return httpx.post(
+        f"{gate.base_url}/openai/upload/v1beta/files",
+        json={"file": {"display_name": "notes"}},
+        headers={
+            "x-goog-upload-protocol": "resumable",
+            "x-goog-upload-command": "start",
+            "x-goog-upload-header-content-type": "text/plain",
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    "handed",
+    [
+        "{up}/upload/v1beta/files?upload_id=u1&upload_protocol=resumable",
+        "{UP}/upload/v1beta/files?upload_id=u1&upload_protocol=resumable",  # host in capitals
+        "/upload/v1beta/files?upload_id=u1&upload_protocol=resumable",  # a path on the host
+    ],
+)
+def test_a_resumable_upload_s_bytes_go_through_gate_and_are_screened(
+    gate: Listening,
+    provider: FakeProvider,
+    secret: str,
+    files: None,
+    handed: str,
+) -> None:
+    """The provider hands back an absolute URL for the file's bytes: followed as it is, the
+    bytes would go straight to the provider. gate points it at itself, so they are screened."""
+    provider.reply_headers = {
+        "x-goog-upload-url": handed.format(up=provider.url, UP=provider.url.upper()),
+        "x-goog-upload-status": "active",
+    }
+    resp = _start(gate)
+    assert resp.status_code == 200, resp.text
+    url = resp.headers["x-goog-upload-url"]
+    assert (
+        url == f"{gate.base_url}/openai/upload/v1beta/files?upload_id=u1&upload_protocol=resumable"
+    )
+    provider.reply_headers = {}
+    resp = httpx.post(
+        url,
+        content=f"KEY {secret}\n".encode(),
+        headers={"x-goog-upload-command": "upload, finalize", "x-goog-upload-offset": "0"},
+    )
+    assert resp.status_code == 200, resp.text
+    assert provider.seen[-1].path.startswith("/upload/v1beta/files?upload_id=u1")
+    sent = provider.seen[-1].body.decode()
+    assert secret not in sent and sent.startswith("KEY [gate:")
+
+
+@pytest.mark.parametrize(
+    "handed",
+    [
+        "https://upload.example.com/upload/v1beta/files?upload_id=u1",
+        "{up_other_port}/upload/v1beta/files?upload_id=u1",
+        "https://{host}/upload/v1beta/files?upload_id=u1",  # the upstream's host, other scheme
+        "//upload.example.com/upload?upload_id=u1",  # scheme-relative: another host
+        "http://[::1/x",  # not a URL gate can read
+    ],
+)
+def test_an_upload_url_gate_cannot_point_at_itself_is_never_handed_on(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], files: None, handed: str
+) -> None:
+    host = provider.url.split("://", 1)[1]
+    other = provider.url.rsplit(":", 1)[0] + ":1"
+    provider.reply_headers = {"x-goog-upload-url": handed.format(up_other_port=other, host=host)}
+    resp = _start(gate)
+    assert resp.status_code == 502, resp.text
+    assert "x-goog-upload-url" not in resp.headers
+    assert "upload" in resp.json()["error"]["message"]
+    assert "example.com" not in resp.text and host not in resp.text
+    deadline = time.monotonic() + 60  # the status lands once the audit worker writes it
+    while (row := _audited(gate_dirs))["status"] is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert row["status"] == 502 and "upload" in row["error"]
+
+
+def test_a_redirect_to_the_upstream_points_at_gate(
+    gate: Listening, provider: FakeProvider, files: None
+) -> None:
+    """A 307 or 308 resends the body where it points: on the upstream, at gate instead."""
+    provider.reply_headers = {"location": f"{provider.url}/v1/files/file-1"}
+    resp = httpx.post(f"{gate.base_url}/openai/v1/files", json={"purpose": "x"})
+    assert resp.headers["location"] == f"{gate.base_url}/openai/v1/files/file-1"

@@ -9,6 +9,7 @@ import json
 import os
 import random
 import secrets
+import string
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -475,6 +476,67 @@ def test_an_sdk_word_in_a_client_naming_header_still_passes(
             ("x-api-key", "k"),
             ("user-agent", "Anthropic/Python 0.40.0 python"),
             ("x-stainless-lang", "python"),
+            ("x-stainless-arch", "aarch64"),
+            ("x-stainless-runtime", "CPython"),
+        ],
+        json=_body("/anthropic"),
+    )
+    assert resp.status_code == 200, resp.text
+
+
+# -- an alphabetic password in a client-naming header ---------------------------------------
+
+
+@pytest.fixture
+def letters(gate_dirs: dict[str, Path]) -> str:
+    """A password of letters only, under 16 of them: shaped like the runtime and OS names
+    SDKs write in these headers, but not one of them."""
+    value = "".join(secrets.choice(string.ascii_letters) for _ in range(11))
+    (gate_dirs["project"] / ".env").write_text(
+        f"DB_PASSWORD={value}\nRUNTIME=python\nARCH=aarch64\nOS_NAME=Linux\n"
+    )
+    return value
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("user-agent", "{p}")],
+        [("user-agent", "Anthropic/Python 0.40.0 {p}")],
+        [("user-agent", "codex_exec/0.171.0 ({p}; x86_64) xterm-256color")],
+        [("x-stainless-lang", "{p}")],
+        [("x-stainless-runtime", "{p}")],
+        [("x-stainless-api-key", "{p}")],  # a name of the family no SDK sends
+        [("x-stainless-os", "{p}")],
+        [("x-app", "{p}")],
+        [("originator", "{p}")],
+        [("accept-language", "{p}")],
+        [("editor-version", "{p}/1.0")],
+        [("x-goog-api-client", "gl-node/22 {p}/1.0")],
+        [("user-agent", "tool/1.0"), ("x-stainless-lang", "{p}")],
+    ],
+)
+def test_an_alphabetic_password_in_a_client_naming_header_is_refused(
+    gate: Listening,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    letters: str,
+    headers: list[tuple[str, str]],
+) -> None:
+    sent = [(n, v.format(p=letters)) for n, v in headers]
+    _refused(gate, provider, gate_dirs, letters, "/anthropic/v1/messages", sent)
+
+
+def test_sdk_words_pass_beside_an_alphabetic_password(
+    gate: Listening, provider: FakeProvider, letters: str
+) -> None:
+    resp = httpx.post(
+        f"{gate.base_url}/anthropic/v1/messages",
+        headers=[
+            ("x-api-key", "k"),
+            ("user-agent", "Anthropic/Python 0.40.0 python"),
+            ("x-stainless-lang", "python"),
+            ("x-stainless-os", "Linux"),
             ("x-stainless-arch", "aarch64"),
             ("x-stainless-runtime", "CPython"),
         ],
