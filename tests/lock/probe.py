@@ -8,7 +8,6 @@ one JSON object: each attempt → what happened.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import socket
@@ -69,19 +68,25 @@ def control(port: int, qid: str) -> str:
         return f"refused: {exc}"
 
 
+_NESTED = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x10000000 | 0x20000) != 0:  # CLONE_NEWUSER | CLONE_NEWNS
+    os._exit(10)
+os._exit(0 if libc.umount2(sys.argv[1].encode(), 2) == 0 else 20)  # MNT_DETACH
+"""
+
+
 def nested_umount(path: str) -> str:
-    """A new user and mount namespace of our own, where we are root: try to lift a mount."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    pid = os.fork()
-    if pid == 0:
-        if libc.unshare(0x10000000 | 0x20000) != 0:  # CLONE_NEWUSER | CLONE_NEWNS
-            os._exit(10)
-        if libc.umount2(path.encode(), 2) == 0:  # MNT_DETACH
-            os._exit(0)
-        os._exit(20)
-    return {0: "unmounted", 10: "no nested namespace", 20: "umount refused"}[
-        os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    ]
+    """A new user and mount namespace of our own, where we are root: try to lift a mount.
+    In a fresh interpreter, not a fork: the probe's other thread may hold the dynamic
+    loader's lock (importing the SDK) at the fork, and a forked child that looks up a
+    libc symbol would then wait on it for ever (a suspected cause of the intermittent
+    forward-mode hang)."""
+    code = subprocess.run([sys.executable, "-c", _NESTED, path], check=False).returncode
+    return {0: "unmounted", 10: "no nested namespace", 20: "umount refused"}.get(
+        code, f"exit {code}"
+    )
 
 
 def status(field: str) -> str:
