@@ -47,7 +47,10 @@ def test_selection_moves_and_b_blocks_only_the_selected_one(
         for i, t in enumerate((first, second))
     ]
     older, newer = g.wait_pending(2)
-    watch.expect(f"> {older['id']}")
+    # A key acts on the list of the frame last drawn: press only once a frame shows both
+    # (the older one selected, the newer one below it), or "j" moves within a list of one.
+    seen = watch.expect(f"> {older['id']}")
+    watch.expect(f"  {newer['id']}", after=seen)
     at = watch.press("j")
     watch.expect(f"> {newer['id']}", after=at)
     at = watch.press("b")
