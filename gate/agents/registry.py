@@ -129,11 +129,14 @@ AGENTS: Mapping[str, Agent] = {
 
 
 def get(name: str) -> Agent:
-    try:
+    """The agent by its name, or by the command that starts it (`claude`, `gemini`)."""
+    if name in AGENTS:
         return AGENTS[name]
-    except KeyError:
-        known = ", ".join(sorted(AGENTS))
-        raise ValueError(f"unknown agent {name!r}; known agents: {known}") from None
+    by_command = [a for a in AGENTS.values() if name in a.commands]
+    if by_command:
+        return by_command[0]
+    known = ", ".join(sorted(AGENTS))
+    raise ValueError(f"unknown agent {name!r}; known agents: {known}")
 
 
 def detect(argv: list[str]) -> Agent:

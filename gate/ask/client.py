@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import ssl
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,27 @@ def register(data_dir: Path, host: str, port: int, tls_cert: Path | None = None)
         info["tls_cert"] = str(tls_cert)
     dirs.write_private(path, json.dumps(info).encode())
     return path
+
+
+def pinned_context(cert: Path) -> ssl.SSLContext:
+    """TLS to this machine's own gate: the certificate its config names is the trust anchor
+    (it may name another host than the loopback address it is reached on)."""
+    context = ssl.create_default_context(cafile=str(cert))
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # the leaf itself is trusted
+    context.check_hostname = False  # its own certificate, on loopback: pinned instead
+    return context
+
+
+def fetch_health(base_url: str, cert: str | None = None, timeout: float = 1.0) -> Any:
+    """What the gate at base_url says of itself on /_gate/health (with TLS, checked against
+    the certificate it serves, when known). Raises OSError or ValueError when none answers."""
+    handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
+    if cert and base_url.startswith("https:"):
+        handlers.append(urllib.request.HTTPSHandler(context=pinned_context(Path(cert))))
+    # Never through a proxy from the environment: the gate is on loopback.
+    opener = urllib.request.build_opener(*handlers)
+    with opener.open(f"{base_url}/_gate/health", timeout=timeout) as resp:
+        return json.loads(resp.read())
 
 
 def _gates(data_dir: Path) -> tuple[list[str], dict[str, Path]]:
@@ -229,10 +251,7 @@ class ControlClient:
         cert = self.pinned.get(base)
         if cert is None:
             return ssl.create_default_context(cafile=str(self.ca) if self.ca else None)
-        context = ssl.create_default_context(cafile=str(cert))
-        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # the leaf itself is trusted
-        context.check_hostname = False  # its own certificate, on loopback: pinned instead
-        return context
+        return pinned_context(cert)
 
     def _check_pin(self, base: str, conn: http.client.HTTPConnection) -> None:
         cert = self.pinned.get(base)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
 import sys
-import urllib.request
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -115,7 +113,7 @@ def serve_cmd(
     data = dirs.private_dir(dirs.data_dir())
     # One long-lived gate per data dir: two would share one audit, token and memory, and
     # `gate run`, `gate watch` and the CLI would talk to either.
-    if (running := read_server_file(data)) and _healthy(running.base_url, data):
+    if (running := read_server_file(data)) and _healthy(running.base_url, data, cert=running.cert):
         raise GateError(
             f"a gate already serves this data dir at {running.base_url}",
             where=str(data),
@@ -319,7 +317,7 @@ def env_cmd(agent: str, forward: bool, no_check: bool) -> None:
     if no_check:
         return
     # Exports that point at nothing make the agent fail later, far from the cause.
-    if (info := _health(_loopback(base))) is None:
+    if (info := _health(_loopback(base), running.cert if running else None)) is None:
         click.echo(
             f"gate: no gate answers at {base} (these exports point there): start one with"
             f" `gate serve{' --forward' if forward else ''}`, or pass --no-check",
@@ -390,7 +388,11 @@ def _find_or_start(
     from gate.proxy.server import BackgroundGate, read_server_file
 
     running = read_server_file(data)
-    if running and not must_start and _healthy(running.base_url, data, config.forward, local=True):
+    if (
+        running
+        and not must_start
+        and _healthy(running.base_url, data, config.forward, local=True, cert=running.cert)
+    ):
         return running.base_url, None
     try:
         gate = BackgroundGate(config, data)
@@ -410,25 +412,27 @@ def _is_gate(url: str) -> bool:
     return _health(f"{parts.scheme}://{parts.netloc}") is not None
 
 
-def _health(base_url: str) -> dict[str, object] | None:
-    # Never through a proxy from the environment: the gate is on loopback.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+def _health(base_url: str, cert: str | None = None) -> dict[str, object] | None:
+    """What the gate at base_url says of itself, or None when no gate answers there."""
+    from gate.ask.client import fetch_health
+
     try:
-        with opener.open(f"{base_url}/_gate/health", timeout=1.0) as resp:
-            info = json.loads(resp.read())
+        info = fetch_health(base_url, cert)
     except (OSError, ValueError):
         return None
     return info if isinstance(info, dict) and info.get("ok") is True else None
 
 
-def _healthy(base_url: str, data: Path, forward: bool = False, local: bool = False) -> bool:
+def _healthy(
+    base_url: str, data: Path, forward: bool = False, local: bool = False, cert: str | None = None
+) -> bool:
     """The gate of this data dir (in forward mode, when forward mode is wanted; with
     `local`, one that is not shared, which a `gate run` agent could not use in plain HTTP
     without a user's token): the instance its /_gate/health names is the one its
     server.json names."""
     from gate.proxy.server import server_instance
 
-    info, instance = _health(base_url), server_instance(data)
+    info, instance = _health(base_url, cert), server_instance(data)
     return (
         info is not None
         and instance is not None

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
 import ssl
 import subprocess
-import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -51,10 +49,10 @@ def gate_reachable(data: Path) -> Check:
             f"no `gate serve` for data dir {data}; `gate run` starts a gate of its own",
             "start one with `gate serve` to share it",
         )
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
+    from gate.ask.client import fetch_health
+
     try:
-        with opener.open(f"{running.base_url}/_gate/health", timeout=3) as resp:
-            info = json.loads(resp.read())
+        info = fetch_health(running.base_url, running.cert, timeout=3)
     except (OSError, ValueError) as exc:
         return Check(
             name,

@@ -40,6 +40,7 @@ class Listening:
     host: str
     port: int
     tls: bool = False
+    cert: str | None = None  # with TLS: the certificate chain it serves (pinned by clients)
 
     @property
     def base_url(self) -> str:
@@ -144,7 +145,7 @@ async def serve(
 
     def _ready(host: str, port: int) -> None:
         _lock_down(data_dir / "mitmproxy")
-        ready.append(Listening(host, port, config.tls.on))
+        ready.append(Listening(host, port, config.tls.on, config.tls.cert or None))
         if advertise:  # only a long-lived `gate serve` is offered to other runs for reuse
             write_server_file(data_dir, ready[0], addon.instance)
         if on_ready:
@@ -272,6 +273,10 @@ def write_server_file(data_dir: Path, listening: Listening, instance: str = "") 
         "started": time.time(),
         "instance": instance,
     }
+    if listening.tls:  # `gate env` and `gate run` must speak TLS to it, and pin its certificate
+        info["tls"] = True
+        if listening.cert:
+            info["tls_cert"] = str(Path(listening.cert).resolve())
     dirs.write_private(data_dir / SERVER_FILE, json.dumps(info).encode())
 
 
@@ -296,6 +301,12 @@ def server_instance(data_dir: Path) -> str | None:
 def read_server_file(data_dir: Path) -> Listening | None:
     try:
         info = json.loads((data_dir / SERVER_FILE).read_text())
-        return Listening(str(info["host"]), int(info["port"]))
+        cert = info.get("tls_cert")
+        return Listening(
+            str(info["host"]),
+            int(info["port"]),
+            info.get("tls") is True,
+            cert if isinstance(cert, str) else None,
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -24,6 +24,19 @@ def test_detect(argv: list[str], name: str) -> None:
     assert registry.detect(argv).name == name
 
 
+@pytest.mark.parametrize(
+    ("name", "agent"),
+    [("claude-code", "claude-code"), ("claude", "claude-code"), ("gemini", "gemini-cli")],
+)
+def test_get_takes_the_name_or_the_command(name: str, agent: str) -> None:
+    assert registry.get(name).name == agent
+
+
+def test_get_names_the_known_agents_for_an_unknown_one() -> None:
+    with pytest.raises(ValueError, match=r"unknown agent 'clod'; known agents: aider, claude-code"):
+        registry.get("clod")
+
+
 def test_inherited_upstreams() -> None:
     generic = registry.get("generic")
     env = {

@@ -23,6 +23,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _gate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gate", *args],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_serve_shared_speaks_https_and_wants_a_token(
     provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -66,6 +77,12 @@ def test_serve_shared_speaks_https_and_wants_a_token(
             sent = client.post(f"{base}/_user/{token}/anthropic/v1/messages", json=MSG)
             assert sent.status_code == 200, sent.text
         assert provider.seen[-1].path == "/v1/messages"
+        # The CLI on this machine finds it over TLS, checked against the certificate it serves.
+        env = _gate("env", "--agent", "claude")
+        assert env.returncode == 0, env.stderr
+        assert f"ANTHROPIC_BASE_URL={base}/anthropic" in env.stdout
+        again = _gate("serve", "--port", "0", "--tls-cert", str(cert), "--tls-key", str(key))
+        assert again.returncode != 0 and f"already serves this data dir at {base}" in again.stderr
         proc.terminate()
         assert proc.wait(timeout=15) == 0
     finally:
