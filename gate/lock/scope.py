@@ -12,7 +12,7 @@ from gate import dirs
 from gate.errors import GateError
 from gate.lock.plan import Plan
 from gate.rules import claude
-from gate.rules.layers import managed_places, repository_root
+from gate.rules.layers import gate_dirs, managed_places, repository_root
 
 
 def plan_for(
@@ -66,7 +66,7 @@ def make_placeholders(root: str) -> tuple[str, ...]:
     never shadows the files gate reads now. Returned in creation order, for
     `remove_placeholders`."""
     made: list[str] = []
-    if not _gate_dirs(root):
+    if not gate_dirs(root):
         _make_dir(Path(root) / ".gate", made)
     found = claude.project_files(root)
     if not found or all(f.parent == Path(root) / ".claude" for f in found):
@@ -112,7 +112,7 @@ def remove_placeholders(made: tuple[str, ...]) -> None:
 
 
 def _readonly(root: str, keep: tuple[str, ...]) -> tuple[str, ...]:
-    paths = [*_gate_dirs(root), *claude.project_files(root), claude.user_file()]
+    paths = [*gate_dirs(root), *claude.project_files(root), claude.user_file()]
     # Policy files that may not exist yet: their nearest existing dir (/etc/gate, or /etc),
     # so a root agent cannot create one, unless that dir holds the project or home.
     for policy in (*managed_places(), claude.managed_dir() / "managed-settings.json"):
@@ -129,17 +129,6 @@ def _nearest(path: Path, keep: tuple[str, ...]) -> list[Path]:
     for p in (path, *path.parents):
         if os.path.lexists(p):
             return [] if any(_under(k, _real(p)) for k in keep) else [p]
-    return []
-
-
-def _gate_dirs(root: str) -> list[Path]:
-    """The project's `.gate/`: in its root or the nearest ancestor with one (as gate finds
-    it), not above the repository's top."""
-    for d in (Path(root), *Path(root).parents):
-        if (d / ".gate").is_dir():
-            return [d / ".gate"]
-        if (d / ".git").exists():
-            break
     return []
 
 

@@ -47,17 +47,16 @@ def managed_files() -> list[Path]:
 
 def project_files(root: str) -> list[Path]:
     """`.claude/settings.json` and `.claude/settings.local.json` of the project: in its root
-    or the nearest parent that has them, not above the repository's top (`.git`) and never
-    the home directory's `.claude/`, which holds the user's settings."""
+    and every parent that has them, nearest first, never the home directory's `.claude/`
+    (the user's settings). No `.git` stops the search: anyone can make one, and a
+    settings file made lower down must add its rules to the repository's, never hide them."""
     home = Path.home()
+    found: list[Path] = []
     for d in (Path(root), *Path(root).parents):
-        found = [d / ".claude" / n for n in ("settings.local.json", "settings.json")]
-        found = [f for f in found if probe.is_file(f)]
-        if d != home and found:
-            return found
-        if probe.exists(d / ".git"):
-            break
-    return []
+        if d != home:
+            names = ("settings.local.json", "settings.json")
+            found += [f for f in (d / ".claude" / n for n in names) if probe.is_file(f)]
+    return found
 
 
 def user_file() -> Path:

@@ -194,6 +194,9 @@ def targets(action: Action) -> tuple[str, ...]:
     return (action.target,) if action.target else ()
 
 
+PROJECT_LAYERS = ("project", "project-local")
+
+
 def identity(path: str, cwd: str | None) -> object:
     """Which file a path names right now (one stat, following symlinks); None if none."""
     if path[:1] == "~":
@@ -207,6 +210,10 @@ def identity(path: str, cwd: str | None) -> object:
 
 def _path_matches(rule: Rule, paths: tuple[str, ...], project_root: str | None, home: str) -> bool:
     assert rule.specifier is not None
+    if rule.layer in PROJECT_LAYERS and rule.root:
+        # A `.gate/` file's `./p` and bare `p` mean its own directory's tree, also when the
+        # run's root is below it (a run started in a subdirectory holding a `.gate/` too).
+        project_root = rule.root
     pats = globs.compile_pattern(rule.specifier, project_root, home, rule.root)
     if not any(globs.matches(p, pats) for p in paths):
         return False

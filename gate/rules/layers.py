@@ -125,7 +125,8 @@ def repository_root(cwd: str) -> str:
 def find_root(cwd: str) -> str:
     """`repository_root` looked up now, never from a cache: what `gate run` anchors a run
     to when it starts. A run's requests are screened with that root's rules whatever is
-    created below it later (a `.gate/` the agent makes in a subdirectory is never read)."""
+    created below it later (a `.gate/` the agent makes in a subdirectory is never read by
+    this run; a later run started there reads it as well as every `.gate/` above it)."""
     here = Path(cwd)
     for d in (here, *here.parents):
         if (d / ".gate").is_dir() or (d / ".git").exists():
@@ -134,21 +135,39 @@ def find_root(cwd: str) -> str:
 
 
 def project_layers(root: str) -> list[Layer]:
-    """The team's rule files: in `.gate/` of the project root or its nearest ancestor that
-    has one (an agent started in a subdirectory still gets its repository's rules), not
-    above the repository's top (`.git`)."""
+    """The team's rule files: in the `.gate/` of the project root and of every ancestor that
+    has one, nearest first. Each anchors its own patterns at its own directory, so they only
+    add rules: a `.gate/` an agent left in a subdirectory can never replace the
+    repository's rules for a run started there (deny and ask win over allow, and a
+    project's `secrets:` can only be stricter)."""
     here = Path(root)
-    for d in (here, *here.parents):
+    layers = []
+    for d in gate_dirs(root):
+        top = d.parent
+        prefix = "" if top == here else _shown(top) + "/"
+        layers += [
+            Layer(top / f, prefix + f, str(top), name)
+            for f, name in zip(PROJECT_FILES, ("project", "project-local"), strict=True)
+            if probe.exists(top / f)
+        ]
+    return layers
+
+
+def gate_dirs(root: str) -> list[Path]:
+    """Every `.gate/` in `root` or above it, nearest first: what gate reads rules from (and
+    a lock shows read-only). One made by another user (a shared /tmp) is not read."""
+    found = []
+    for d in (Path(root), *Path(root).parents):
         if probe.is_dir(d / ".gate"):
-            prefix = "" if d == here else _shown(d) + "/"
-            return [
-                Layer(d / f, prefix + f, str(d), name)
-                for f, name in zip(PROJECT_FILES, ("project", "project-local"), strict=True)
-                if probe.exists(d / f)
-            ]
-        if probe.exists(d / ".git"):
-            break
-    return []
+            try:
+                owner = (d / ".gate").stat().st_uid
+            except OSError:
+                continue
+            if owner in (os.getuid(), 0):
+                found.append(d / ".gate")
+            else:
+                logger.warning("rules in {} not read: another user owns it", d / ".gate")
+    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from loguru import logger
 
 from gate.agents.actions import Action, Verb
-from gate.rules.engine import Policy
+from gate.rules.engine import PROJECT_LAYERS, Policy
 from gate.rules.model import Effect, Rule
 from gate.screen.units import units_of
 
@@ -110,6 +110,14 @@ def _candidates(policy: Policy, root: str | None, max_files: int, walked: Walked
     yield from _anchored(policy, max_files, walked)
     if root:
         yield from _walk(root, [max_files], walked)
+        # A `.gate/` above the root anchors its rules at its own directory: its tree too.
+        above = {
+            r.root
+            for r in policy.rules
+            if r.layer in PROJECT_LAYERS and r.root and r.effect is not Effect.ALLOW
+        }
+        for top in sorted(d for d in above if root.startswith(d.rstrip("/") + "/")):
+            yield from _walk(top, [max_files], walked)
 
 
 def _anchored(policy: Policy, max_files: int, walked: Walked) -> Iterator[str]:

@@ -108,6 +108,22 @@ def test_project_settings_are_found_from_a_subdirectory_but_not_in_home(
     assert "claude-user" in layers and "claude-project" not in layers
 
 
+def test_settings_an_agent_made_below_the_repository_add_rules_never_hide_them(
+    gate_dirs: dict[str, Path],
+) -> None:
+    repo = gate_dirs["project"]
+    (repo / ".git").mkdir()
+    _settings(repo / ".claude" / "settings.json", deny=["Read(/vault/**)"])
+    sub = repo / "pkg"
+    (sub / ".git").mkdir(parents=True)  # a boundary anyone can make
+    _settings(sub / ".claude" / "settings.json", allow=["Read"], deny=["Bash(make x)"])
+    policy = PolicyStore().policy_for(str(sub))
+    decision = policy.decide(Action(Verb.READ, "Read", f"{repo}/vault/k"), str(sub))
+    assert decision.effect is Effect.DENY
+    assert decision.rule is not None and decision.rule.where == f"{repo}/.claude/settings.json:6"
+    assert any(r.text == "Bash(make x)" for r in policy.rules)
+
+
 @pytest.mark.parametrize(
     ("text", "line", "words"),
     [

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from gate.agents.actions import Action, Verb
 from gate.errors import RuleError
-from gate.rules.layers import PolicyStore
+from gate.rules.layers import PolicyStore, find_root
 from gate.rules.loader import load_file, load_text
 from gate.rules.model import Effect
 
@@ -99,13 +100,48 @@ def test_project_rules_are_found_from_a_subdirectory(gate_dirs: dict[str, Path])
     ]
     assert rules and rules[0].root == str(repo)  # `/` patterns anchor at the repository
     assert rules[0].where == f"{repo}/.gate/rules.yaml:2"
-    # Not above the repository's top: a .gate/ outside it is not this project's.
+    # Above the repository's top too (a `.git` is no wall: anyone can make one), each
+    # anchored at its own directory, so it only adds rules about its own tree.
     outer = gate_dirs["home"] / "elsewhere"
     (outer / ".gate").mkdir(parents=True)
     (outer / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./x)\n")
     (outer / "repo" / ".git").mkdir(parents=True)
-    texts = [r.text for r in PolicyStore().policy_for(str(outer / "repo")).rules]
-    assert "Read(./x)" not in texts
+    policy = PolicyStore().policy_for(str(outer / "repo"))
+    assert [r.where for r in policy.rules if r.text == "Read(./x)"] == [
+        "~/elsewhere/.gate/rules.yaml:2"
+    ]
+    root = str(outer / "repo")
+    assert policy.decide(Action(Verb.READ, "Read", f"{outer}/x"), root).effect is Effect.DENY
+    assert policy.decide(Action(Verb.READ, "Read", f"{root}/x"), root).rule is None
+
+
+@pytest.mark.parametrize("forged", [".gate", ".git"])
+def test_a_dir_an_agent_made_below_the_repository_adds_rules_never_replaces_them(
+    gate_dirs: dict[str, Path], forged: str
+) -> None:
+    # An agent (locked or not) leaves `sub/.gate/` (allowing everything) or a `sub/.git`
+    # file; a later run started in sub has sub as its root, and still the repository's rules.
+    repo = gate_dirs["project"]
+    (repo / ".git").mkdir()
+    (repo / ".gate").mkdir()
+    (repo / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./.env)\n  - Read(*.vault)\n")
+    sub = repo / "sub"
+    (sub / ".gate").mkdir(parents=True)
+    (sub / ".gate" / "rules.yaml").write_text("allow:\n  - Read\n  - Read(./**)\n")
+    if forged == ".git":
+        (sub / ".git").write_text("gitdir: /nowhere\n")
+    root = find_root(str(sub))
+    assert root == str(sub)
+    policy = PolicyStore().policy_for(root)
+    for path in (f"{repo}/.env", f"{sub}/k.vault", f"{repo}/deep/k.vault"):
+        decision = policy.decide(Action(Verb.READ, "Read", path), root)
+        assert decision.effect is Effect.DENY, path
+        assert decision.rule is not None and decision.rule.where.startswith(f"{repo}/.gate/")
+    # The sub's own `./` means the sub: its rules are about its tree, as written.
+    (sub / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./local.txt)\n")
+    policy = PolicyStore().policy_for(root)
+    assert policy.decide(Action(Verb.READ, "Read", f"{sub}/local.txt"), root).effect is Effect.DENY
+    assert policy.decide(Action(Verb.READ, "Read", f"{repo}/local.txt"), root).rule is None
 
 
 def test_rules_anchor_at_the_repository_top(gate_dirs: dict[str, Path]) -> None:

@@ -89,7 +89,7 @@ def test_the_environment_moving_a_layer_is_seen(
     assert _texts(store, root) == ["Read(./m)"]
 
 
-def test_a_git_boundary_created_hides_the_parent_rules(
+def test_a_git_boundary_created_never_hides_the_parent_rules(
     repo: Path, gate_dirs: dict[str, Path]
 ) -> None:
     team = gate_dirs["project"] / ".gate" / "rules.yaml"
@@ -97,8 +97,13 @@ def test_a_git_boundary_created_hides_the_parent_rules(
     team.write_text("deny:\n  - Read(./a)\n")
     store = PolicyStore()
     assert _texts(store, repo) == ["Read(./a)"]
-    (repo / ".git").mkdir()  # a nested repository: the outer one's rules stop at its top
-    assert _texts(store, repo) == []
+    # Anyone (the agent) can make a `.git`: the outer rules still hold, and a `.gate/`
+    # made inside adds its own, seen at once.
+    (repo / ".git").mkdir()
+    assert _texts(store, repo) == ["Read(./a)"]
+    (repo / ".gate").mkdir()
+    (repo / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./b)\n")
+    assert sorted(_texts(store, repo)) == ["Read(./a)", "Read(./b)"]
 
 
 def test_unchanged_answers_are_a_cache_hit(gate_dirs: dict[str, Path]) -> None:

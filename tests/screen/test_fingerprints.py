@@ -117,6 +117,22 @@ def test_collect_reads_denied_files_in_the_project_and_home(gate_dirs: dict[str,
     assert len(units) == 2
 
 
+def test_a_run_rooted_below_a_gate_dir_indexes_that_dir_s_denied_files(
+    gate_dirs: dict[str, Path],
+) -> None:
+    # A run started in repo/sub (which has a `.gate/` of its own) is rooted there; the
+    # repository's `.gate/` still denies repo/.vault, so its values are indexed as well.
+    repo = gate_dirs["project"]
+    (repo / ".gate").mkdir()
+    (repo / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./.vault)\n")
+    (repo / "sub" / ".gate").mkdir(parents=True)
+    value = fake_secret("vault_")
+    (repo / ".vault").write_text(f"KEY={value}\n")
+    sub = str(repo / "sub")
+    units = collect(PolicyStore().policy_for(sub), sub)
+    assert units[value].rule.where == f"{repo}/.gate/rules.yaml:2"
+
+
 def test_a_rotated_value_is_still_recognised(gate_dirs: dict[str, Path]) -> None:
     project = gate_dirs["project"]
     old, new = fake_secret("old_"), fake_secret("new_")
