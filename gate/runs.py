@@ -7,8 +7,9 @@ import json
 import os
 import re
 import secrets
+import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gate import dirs
@@ -70,3 +71,30 @@ def lookup(data_dir: Path, run_id: str) -> Run | None:
         float(data["started"]),
         data["root"],
     )
+
+
+@dataclass
+class Known:
+    """The runs one gate has seen, as they were when it first read them: a run file edited
+    later (by an agent that is not locked and runs as you) cannot move its run's root, its
+    agent or its pid. A run whose file is gone is gone (its `gate run` ended)."""
+
+    data_dir: Path
+    _seen: dict[str, Run] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def lookup(self, run_id: str) -> Run | None:
+        if not _ID.match(run_id):
+            return None
+        if not (runs_dir(self.data_dir) / f"{run_id}.json").exists():
+            with self._lock:
+                self._seen.pop(run_id, None)
+            return None
+        with self._lock:
+            if (hit := self._seen.get(run_id)) is not None:
+                return hit
+        run = lookup(self.data_dir, run_id)
+        if run is not None:
+            with self._lock:
+                run = self._seen.setdefault(run_id, run)
+        return run

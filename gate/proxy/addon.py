@@ -77,6 +77,7 @@ class GateAddon:
         if (people := self.control.users) is not None:
             self.asker.still_allowed = lambda name: any(u.name == name for u in people.active())
         self._registered: Path | None = None
+        self.runs = runs.Known(data_dir)
         # Named by /_gate/health instead of the data dir: `gate run` checks it against
         # server.json, which only this data dir's gate writes.
         self.instance = os.urandom(8).hex()
@@ -232,7 +233,7 @@ class GateAddon:
             )
         run = None
         if route.run_id is not None:
-            run = runs.lookup(self.data_dir, route.run_id)
+            run = self.runs.lookup(route.run_id)
             if run is None:
                 raise Blocked(
                     f"gate does not know run {route.run_id!r}: restart the agent with"

@@ -42,6 +42,7 @@ class ForwardAddon:
         data_dir: Path,
         audit: AuditStore,
         scrub: Callable[[], Scrub] | None = None,
+        known: runs.Known | None = None,
     ):
         self.config = config
         self.data_dir = data_dir
@@ -55,6 +56,7 @@ class ForwardAddon:
         self.intercepts = Intercepts(config.upstreams)
         self.port = 0
         self._runs: dict[str, runs.Run | None] = {}  # client connection id → its run
+        self.known = known or runs.Known(data_dir)  # shared with the gate addon
         self._tunnel_rows: dict[str, int] = {}  # client connection id → audit row
 
     def running(self) -> None:
@@ -291,7 +293,7 @@ class ForwardAddon:
         if auth is None:
             return self._runs.get(key)
         run_id = _run_id(auth)
-        run = runs.lookup(self.data_dir, run_id) if run_id else None
+        run = self.known.lookup(run_id) if run_id else None
         self._runs[key] = run
         return run
 

@@ -90,7 +90,11 @@ def build_master(
     _json_error_pages()
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-    forward = ForwardAddon(config, data_dir, addon.audit, addon._scrub) if config.forward else None
+    forward = (
+        ForwardAddon(config, data_dir, addon.audit, addon._scrub, addon.runs)
+        if config.forward
+        else None
+    )
     if forward is not None:
         ca.ensure(data_dir)
         opts.update(

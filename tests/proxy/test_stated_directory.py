@@ -339,3 +339,38 @@ def test_a_stated_directory_s_next_turns_keep_the_project_s_rules(
             sent = provider.seen[-1].body.decode()
             assert encoded not in sent and result not in sent
             assert sent.count(".gate/rules.yaml") >= i + 1
+
+
+def test_a_run_file_edited_after_its_first_request_does_not_move_its_root(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], other: Path
+) -> None:
+    # An agent that is not locked runs as you and can write gate's run file. Moving its
+    # directory elsewhere would resolve `cat pin.txt` there, where no rule denies it (and a
+    # 4-digit pin is too short for the value index): the first reading holds.
+    import json
+
+    from gate import runs
+
+    project = gate_dirs["project"]
+    (project / ".gate").mkdir()
+    (project / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./pin.txt)\n")
+    pin = str(1000 + secrets.randbelow(9000))
+    (project / "pin.txt").write_text(pin + "\n")
+    (other / "pin.txt").write_text(pin + "\n")
+    run = runs.register(gate_dirs["data"], str(project), "claude")
+    client = anthropic.Anthropic(
+        base_url=f"{gate.base_url}/_run/{run.id}/anthropic", max_retries=0, api_key="sk-ant-x"
+    )
+    msg = {"model": "m", "max_tokens": 8}
+    client.messages.create(**msg, messages=[{"role": "user", "content": "hi"}])
+    path = runs.runs_dir(gate_dirs["data"]) / f"{run.id}.json"
+    edited = json.loads(path.read_text()) | {"root": str(other), "cwd": str(other)}
+    path.write_text(json.dumps(edited))
+    turn = tool_turn("toolu_1", "Bash", {"command": "cat pin.txt"}, f"PIN {pin}\n")
+    client.messages.create(**msg, messages=[{"role": "user", "content": "go"}, *turn])
+    sent = provider.seen[-1].body.decode()
+    assert "cat pin.txt" in sent and f"PIN {pin}" not in sent
+    # A run whose file is gone (its `gate run` ended) is unknown again.
+    path.unlink()
+    with pytest.raises(anthropic.BadRequestError, match="does not know run"):
+        client.messages.create(**msg, messages=[{"role": "user", "content": "hi"}])
