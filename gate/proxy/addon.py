@@ -49,7 +49,6 @@ from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 from gate.users import Users
 
 HEALTH = "/_gate/health"
-_UNCHECKED = "gate could not check the reason for this block"
 _CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';\s]*)""", re.I)
 
 
@@ -239,7 +238,7 @@ class GateAddon:
     ) -> None:
         message.drop()
         route = conn.route
-        refusal = _Refusal(
+        refusal = pipeline.Refusal(
             name=route.upstream.name,
             host=route.upstream.host,
             path=route.path,
@@ -429,7 +428,7 @@ class GateAddon:
         withheld: tuple[dict[str, object], ...] = (),
     ) -> None:
         route: routing.Route | None = flow.metadata.get("gate_route")
-        refusal = _Refusal(
+        refusal = pipeline.Refusal(
             name=route.upstream.name if route else "",
             host=route.upstream.host if route else "?",
             path=route.path if route else flow.request.path,
@@ -452,7 +451,7 @@ class GateAddon:
     async def _refused(
         self,
         flow: http.HTTPFlow,
-        refusal: _Refusal,
+        refusal: pipeline.Refusal,
         status: int,
         message: str,
         withheld: tuple[dict[str, object], ...],
@@ -460,43 +459,12 @@ class GateAddon:
         """The reason as the agent is told it, once the refusal is in the audit (both on a
         worker thread); the generic reason when it cannot be checked for findings."""
         try:
-            return await self.offload.run(self._record_refusal, refusal, status, message, withheld)
+            return await self.offload.run(
+                pipeline.record_refusal, self.audit, self._scrub, refusal, status, message, withheld
+            )
         except Exception as exc:  # the request is refused either way
             logger.error("flow {}: block reason not checked ({})", flow.id, type(exc).__name__)
-            return _UNCHECKED
-
-    def _record_refusal(
-        self,
-        refusal: _Refusal,
-        status: int,
-        message: str,
-        withheld: tuple[dict[str, object], ...],
-    ) -> str:
-        try:  # nothing the client sent is written down in clear when it held a finding
-            scrub: Scrub | None = self._scrub()
-            assert scrub is not None
-            message, stored = scrub.text(message), scrub.path(routing.safe_path(refusal.path))
-            records = [pipeline.scrubbed(dict(w), scrub) for w in withheld]
-        except Exception as exc:
-            logger.error("block reason not checked ({})", type(exc).__name__)
-            scrub, records = None, []
-            message, stored = _UNCHECKED, "?"
-        try:
-            self.audit.record_request(
-                upstream=refusal.name or "?",
-                host=refusal.host,
-                method=refusal.method,
-                path=stored,
-                request_bytes=refusal.size,
-                verdict="blocked",
-                reason=message,
-                status=status,
-                withheld=records,
-                **pipeline.attribution(refusal.who, refusal.user, refusal.body, scrub),
-            )
-        except Exception as exc:  # the request is blocked either way
-            logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
-        return message
+            return pipeline.UNCHECKED
 
     async def _withdrawn(self, flow: http.HTTPFlow) -> None:
         """The agent went away while its question waited: nothing is sent, and the audit
@@ -504,7 +472,7 @@ class GateAddon:
         route: routing.Route | None = flow.metadata.get("gate_route")
         flow.kill()
         logger.warning("flow {} withdrawn: the agent disconnected while gate asked", flow.id)
-        refusal = _Refusal(
+        refusal = pipeline.Refusal(
             name=route.upstream.name if route else "?",
             host=route.upstream.host if route else "?",
             path=route.path if route else flow.request.path,
@@ -515,22 +483,9 @@ class GateAddon:
             body=flow.metadata.get("gate_body"),
         )
         try:
-            await self.offload.run(self._record_withdrawn, refusal)
+            await self.offload.run(pipeline.record_withdrawn, self.audit, self._scrub, refusal)
         except Exception as exc:
             logger.error("audit write failed for a withdrawn flow: {}", type(exc).__name__)
-
-    def _record_withdrawn(self, refusal: _Refusal) -> None:
-        scrub = self._scrub()
-        self.audit.record_request(
-            upstream=refusal.name,
-            host=refusal.host,
-            method=refusal.method,
-            path=scrub.path(routing.safe_path(refusal.path)),
-            request_bytes=refusal.size,
-            verdict="withdrawn",
-            reason="the agent disconnected while gate was asking; nothing was sent",
-            **pipeline.attribution(refusal.who, refusal.user, refusal.body, scrub),
-        )
 
     def _health(self, flow: http.HTTPFlow) -> None:
         # Answered only to a request that names this gate (not a page a browser was sent
@@ -629,20 +584,6 @@ class _Job:
     user: str | None
     from_lock: bool
     notes: _Notes = field(default_factory=_Notes)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Refusal:
-    """What a refused request's (or frame's) audit row says, read on the loop."""
-
-    name: str
-    host: str
-    path: str
-    method: str
-    size: int
-    who: dict[str, Any]
-    user: str | None
-    body: bytes | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from loguru import logger
+
 from gate import runs
 from gate.audit.store import AuditStore
 from gate.proxy import routing
@@ -18,6 +20,8 @@ from gate.screen.disclose import Scrub
 from gate.screen.request import Verdict
 
 T = TypeVar("T")
+
+UNCHECKED = "gate could not check the reason for this block"
 
 # A few threads, not one per flow: under the GIL screening does not run in parallel anyway.
 # What the threads buy is an event loop that stays free to relay every other agent's stream
@@ -106,6 +110,73 @@ def record_sent(
         withheld=[scrubbed(w.record(), scrub) for w in verdict.withheld],
         body=sent,
         content_encoding=coding,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refusal:
+    """What a refused request's (or frame's) audit row says, read on the loop."""
+
+    name: str
+    host: str
+    path: str
+    method: str
+    size: int
+    who: dict[str, Any]
+    user: str | None
+    body: bytes | None
+
+
+def record_refusal(
+    audit: AuditStore,
+    scrubber: Callable[[], Scrub],
+    refusal: Refusal,
+    status: int,
+    message: str,
+    withheld: tuple[dict[str, object], ...],
+) -> str:
+    """Record a refused request or frame (`blocked`); the reason as the agent is told it,
+    the generic one when it cannot be checked for findings. Never raises for the audit:
+    the request is refused either way."""
+    try:  # nothing the client sent is written down in clear when it held a finding
+        scrub: Scrub | None = scrubber()
+        assert scrub is not None
+        message, stored = scrub.text(message), scrub.path(routing.safe_path(refusal.path))
+        records = [scrubbed(dict(w), scrub) for w in withheld]
+    except Exception as exc:
+        logger.error("block reason not checked ({})", type(exc).__name__)
+        scrub, records = None, []
+        message, stored = UNCHECKED, "?"
+    try:
+        audit.record_request(
+            upstream=refusal.name or "?",
+            host=refusal.host,
+            method=refusal.method,
+            path=stored,
+            request_bytes=refusal.size,
+            verdict="blocked",
+            reason=message,
+            status=status,
+            withheld=records,
+            **attribution(refusal.who, refusal.user, refusal.body, scrub),
+        )
+    except Exception as exc:  # the request is blocked either way
+        logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
+    return message
+
+
+def record_withdrawn(audit: AuditStore, scrubber: Callable[[], Scrub], refusal: Refusal) -> None:
+    """Record a request whose agent went away while its question waited (`withdrawn`)."""
+    scrub = scrubber()
+    audit.record_request(
+        upstream=refusal.name,
+        host=refusal.host,
+        method=refusal.method,
+        path=scrub.path(routing.safe_path(refusal.path)),
+        request_bytes=refusal.size,
+        verdict="withdrawn",
+        reason="the agent disconnected while gate was asking; nothing was sent",
+        **attribution(refusal.who, refusal.user, refusal.body, scrub),
     )
 
 
