@@ -85,13 +85,18 @@ class Child:
 
 
 @contextlib.contextmanager
-def child(*argv: str) -> Iterator[Child]:
+def child(*argv: str, env: dict[str, str] | None = None) -> Iterator[Child]:
     """This script in a child process serving one role, listening on the port it reports.
 
     Closing its stdin stops it cleanly (a proxy finishes its audit writes and profile first).
+    `env`: set in the child's environment on top of this one's.
     """
     proc = subprocess.Popen(
-        [sys.executable, __file__, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, __file__, *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env} if env else None,
     )
     try:
         assert proc.stdout is not None
@@ -689,6 +694,12 @@ def main(argv: list[str] | None = None) -> None:
         default=10.0,
         help="--concurrent: seconds per timed phase (two per proxy)",
     )
+    ap.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="--concurrent: also a gate run from the source tree DIR (a git worktree of an"
+        " earlier commit, say), measured in the same run beside this one",
+    )
     ap.add_argument("--serve", help=argparse.SUPPRESS)  # child roles
     ap.add_argument("--to", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -804,6 +815,19 @@ def breakdown(bodies: list[tuple[str, bytes]], root: Path, n: int) -> None:
         audit.close()
 
 
+def _revision(tree: Path) -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return tree.name
+    return out.stdout.strip()
+
+
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}×" if b > 0 else "n/a"
 
@@ -836,6 +860,19 @@ def run(args: argparse.Namespace, root: Path) -> None:
             "mitmproxy": stack.enter_context(child("--serve", "mitmproxy", "--to", upstream)),
             "gate": stack.enter_context(child("--serve", "gate", "--to", upstream, *profile)),
         }
+        if args.concurrent and args.baseline:
+            base = Path(args.baseline).resolve()
+            (root / "base-data").mkdir(mode=0o700)
+            servers[f"gate@{_revision(base)}"] = stack.enter_context(
+                child(
+                    "--serve",
+                    "gate",
+                    "--to",
+                    upstream,
+                    # Its own gate package first, and its own audit and keys.
+                    env={"PYTHONPATH": str(base), "GATE_DATA_DIR": str(root / "base-data")},
+                )
+            )
         t0 = time.monotonic()
         for fmt in formats:
             f = FORMAT[fmt]
@@ -952,7 +989,8 @@ def concurrent(
         return (convert(b, fmt) for b in Conversation(project, seed).turns(30_000))
 
     out = []
-    for name, path in (("mitmproxy", f.path), ("gate", f.gate_path)):
+    gates = sorted((n for n in servers if n.startswith("gate")), key=lambda n: n != "gate")
+    for name, path in (("mitmproxy", f.path), *((g, f.gate_path) for g in reversed(gates))):
         srv = servers[name]
         out.append(
             latency_load.measure(

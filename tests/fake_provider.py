@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ class FakeProvider(LoopbackServer):
     """
 
     sse_delay: float = 0.0
+    # When set, a stream sends its first event, then waits for this before the rest (a
+    # test decides when the stream goes on).
+    hold: threading.Event | None = None
     fail_status: int | None = None
     seen: list[Seen] = field(default_factory=list)
     streams_finished: list[float] = field(default_factory=list)  # monotonic time of each end
@@ -126,7 +130,9 @@ class FakeProvider(LoopbackServer):
 
             def _sse(self, req: dict[str, Any]) -> None:
                 with event_stream(self) as send:
-                    for name, data in provider.events(req, self.path):
+                    for i, (name, data) in enumerate(provider.events(req, self.path)):
+                        if i == 1 and provider.hold is not None:
+                            provider.hold.wait(30)
                         send(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
                         if provider.sse_delay:
                             time.sleep(provider.sse_delay)

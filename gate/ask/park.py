@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -82,10 +82,11 @@ class Asker:
         self,
         verdict: Verdict,
         request: dict[str, Any],
-        rescreen: Callable[[frozenset[str]], Verdict],
+        rescreen: Callable[[frozenset[str]], Awaitable[Verdict]],
     ) -> Verdict:
         """The verdict to send once every ask finding is answered; Blocked if one says so.
-        `rescreen` screens the request again with the approved findings let through."""
+        `rescreen` screens the request again with the approved findings let through (off
+        the event loop: the caller runs it on a worker thread)."""
         decided: dict[str, Decided] = {}
         approved: frozenset[str] = frozenset()
         for _ in range(ROUNDS):
@@ -96,7 +97,7 @@ class Asker:
             more = frozenset(k for k, d in decided.items() if d.answer == "approve")
             if more != approved:
                 approved = more
-                verdict = rescreen(approved)
+                verdict = await rescreen(approved)
         return replace(
             verdict, withheld=tuple(_with_decision(w, decided) for w in verdict.withheld)
         )

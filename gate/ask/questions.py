@@ -118,8 +118,9 @@ def question_kind(asks: list[Withheld]) -> str:
 
 
 class Pending:
-    """The questions waiting for an answer. Used from the proxy's event loop only (the
-    control API is served on the same loop), so no lock is needed."""
+    """The questions waiting for an answer. Changed from the proxy's event loop only (the
+    control API is served on the same loop), so no lock is needed; new_id only reads, and a
+    worker thread settling a WebSocket frame's question at once calls it too."""
 
     def __init__(self) -> None:
         self._open: dict[str, tuple[Question, asyncio.Future[Answer]]] = {}

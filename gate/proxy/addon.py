@@ -10,12 +10,13 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from loguru import logger
 from mitmproxy import ctx, http
+from mitmproxy.websocket import WebSocketMessage
 
 from gate import __version__, runs
 from gate.agents import registry
@@ -27,7 +28,16 @@ from gate.audit.store import AuditStore
 from gate.config import Config
 from gate.errors import GateError
 from gate.lock import BRIDGE_SOURCE
-from gate.proxy import chains, control, handed_back, replies, routing, team, websocket
+from gate.proxy import (
+    chains,
+    control,
+    handed_back,
+    pipeline,
+    replies,
+    routing,
+    team,
+    websocket,
+)
 from gate.proxy.recorder import ResponseRecorder
 from gate.rules.layers import PolicyStore
 from gate.screen import codings, upload
@@ -51,6 +61,7 @@ class GateAddon:
         audit: AuditStore,
         on_ready: Callable[[str, int], None] | None = None,
         users: Users | None = None,
+        offload: pipeline.Offload | None = None,
     ):
         self.config = config
         self.data_dir = data_dir
@@ -64,6 +75,8 @@ class GateAddon:
         self.chains = chains.ResponseCalls()
         self.recorder = ResponseRecorder(audit, self.chains)  # the response side, an addon too
         self.on_ready = on_ready
+        # Screening and audit writes run here, off the event loop (tests pass one in).
+        self.offload = offload or pipeline.Offload()
         self.pending = Pending()
         self.asker = Asker(config, data_dir, secrets.key, self.pending, team_memory)
         # A shared gate's control API signs people in with their own tokens (team.py).
@@ -97,6 +110,7 @@ class GateAddon:
             self.on_ready(host, port)
 
     def done(self) -> None:
+        self.offload.close()
         if self._registered is not None:
             self._registered.unlink(missing_ok=True)
         if self.asker.team is not None:
@@ -105,39 +119,55 @@ class GateAddon:
     async def request(self, flow: http.HTTPFlow) -> None:
         # Fail closed: mitmproxy forwards a flow whose addon raised, so nothing may escape here.
         try:
-            screened = self._request(flow)
+            job = self._admit(flow)
             if (later := flow.metadata.pop(control.LATER, None)) is not None:
                 await asyncio.to_thread(later)  # a control page reading the audit
-            if screened is not None:
-                verdict = screened.verdict
-                if verdict.asks:  # parked here until answered; other flows keep flowing
-                    settled = await _while_connected(
-                        flow,
-                        self.asker.settle(verdict, screened.question_info(), screened.rescreen),
-                    )
-                    if settled is None:
-                        self._withdrawn(flow)
-                        return
-                    verdict = settled
-                self._send(flow, screened, verdict)
+            if job is None:
+                return
+            # Screened on a worker thread, from what was read off the flow: the loop relays
+            # every other flow meanwhile, and this one waits (it is never sent before).
+            try:
+                screened = await self.offload.run(self._screen, job)
+            finally:
+                job.notes.put(flow)  # who sent it, for the audit whatever the verdict
+            verdict = screened.verdict
+            if verdict.asks:  # parked here until answered; other flows keep flowing
+                settled = await _while_connected(
+                    flow,
+                    self.asker.settle(
+                        verdict,
+                        pipeline.question_info(screened.origin, verdict),
+                        lambda approved: self.offload.run(screened.rescreen, approved),
+                    ),
+                )
+                if settled is None:
+                    await self._withdrawn(flow)
+                    return
+                verdict = settled
+            ready = await self.offload.run(self._sendable, screened, verdict)
+            self._send(flow, screened, ready)
         except Blocked as exc:
-            self._block(flow, replies.BLOCK_STATUS, str(exc), exc.withheld)
+            await self._block(flow, replies.BLOCK_STATUS, str(exc), exc.withheld)
         except GateError as exc:  # e.g. a project rule file that became malformed
-            self._block(flow, replies.BLOCK_STATUS, exc.diagnostics())
+            await self._block(flow, replies.BLOCK_STATUS, exc.diagnostics())
         except Exception as exc:
             logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
-            self._block(
+            await self._block(
                 flow,
                 500,
                 f"gate could not screen this request ({type(exc).__name__});"
                 " it was not sent. See gate's log, and report the bug if it repeats.",
             )
 
-    def websocket_message(self, flow: http.HTTPFlow) -> None:
-        conn: websocket.Connection | None = flow.metadata.get("gate_ws")
+    async def websocket_message(self, flow: http.HTTPFlow) -> None:
+        # mitmproxy awaits this before it hands over the connection's next message (its
+        # layer pauses on a hook); the connection's own lock keeps that order here too, so
+        # a later frame never overtakes one being screened, nor an event the calls it
+        # answers came in.
         if flow.websocket is None:
             return
-        message = flow.websocket.messages[-1]
+        message = flow.websocket.messages[-1]  # read now: this hook's, whoever waits
+        conn: websocket.Connection | None = flow.metadata.get("gate_ws")
         if conn is None and "gate_passthrough" in flow.metadata:
             return  # a host the egress policy tunnels: relayed unread, and recorded
         if conn is None:
@@ -145,39 +175,50 @@ class GateAddon:
             if message.from_client:
                 message.drop()
             return
+        async with conn.turn:
+            await self._message(flow, conn, message)
+
+    async def _message(
+        self, flow: http.HTTPFlow, conn: websocket.Connection, message: WebSocketMessage
+    ) -> None:
         if not message.from_client:
             try:
                 conn.from_server(message.content, self.audit)
             except Exception as exc:  # bookkeeping only: the event itself is relayed as is
                 logger.warning("flow {}: provider event not read ({})", flow.id, type(exc).__name__)
             return
-        if self._let_go(conn):
-            self._refuse_frame(flow, message, f"user {conn.user!r} is no longer let in")
-            return
         # Fail closed: a frame that could not be screened is dropped, and the agent told.
         try:
-            content = conn.from_client(
-                message.content,
-                message.is_text,
-                self.policies,
-                self.screens,
-                self.audit,
-                self.asker.settle_now,
-            )
+            content = await self.offload.run(self._frame, conn, message.content, message.is_text)
         except (Blocked, GateError) as exc:
-            self._refuse_frame(
-                flow, message, exc.diagnostics() if isinstance(exc, GateError) else str(exc)
-            )
+            reason = exc.diagnostics() if isinstance(exc, GateError) else str(exc)
+            await self._refuse_frame(flow, conn, message, reason)
         except Exception as exc:
             logger.error("flow {} frame dropped: internal error {}", flow.id, type(exc).__name__)
-            self._refuse_frame(
+            await self._refuse_frame(
                 flow,
+                conn,
                 message,
                 f"gate could not screen this message ({type(exc).__name__}); it was not sent",
             )
         else:
             if content is not None:
                 message.content = content
+
+    def _frame(self, conn: websocket.Connection, content: bytes, is_text: bool) -> bytes | None:
+        """On a worker thread: the frame to send instead (None: as it is); raises to refuse it."""
+        if self._let_go(conn):
+            raise Blocked(f"user {conn.user!r} is no longer let in")
+        return conn.from_client(
+            content,
+            is_text,
+            self.policies,
+            self.screens,
+            self.asker.settle_now,
+            lambda origin, verdict, sent, modified: pipeline.record_sent(
+                self.audit, self._scrub(), origin, verdict, sent, modified=modified
+            ),
+        )
 
     def _let_go(self, conn: websocket.Connection) -> bool:
         """Whether a shared gate's user was revoked since the connection opened (or the
@@ -189,8 +230,26 @@ class GateAddon:
         except Exception:
             return True
 
-    def _refuse_frame(self, flow: http.HTTPFlow, message: Any, reason: str) -> None:
+    async def _refuse_frame(
+        self,
+        flow: http.HTTPFlow,
+        conn: websocket.Connection,
+        message: WebSocketMessage,
+        reason: str,
+    ) -> None:
         message.drop()
+        route = conn.route
+        refusal = pipeline.Refusal(
+            name=route.upstream.name,
+            host=route.upstream.host,
+            path=route.path,
+            method="WS",
+            size=len(message.content),
+            who=pipeline.of_origin(conn.origin()),
+            user=conn.user,
+            body=None,
+        )
+        reason = await self._refused(flow, refusal, replies.BLOCK_STATUS, reason, ())
         logger.warning("flow {} frame blocked: {}", flow.id, reason)
         ctx.master.commands.call(
             "inject.websocket",
@@ -201,8 +260,9 @@ class GateAddon:
 
     # -- the work --------------------------------------------------------------------------
 
-    def _request(self, flow: http.HTTPFlow) -> _Screened | None:
-        """Screen the request; None when gate answered it itself (health, control, 404)."""
+    def _admit(self, flow: http.HTTPFlow) -> _Job | None:
+        """On the loop: route the request, and read off the flow what screening needs.
+        None when gate answered it itself (health, control, 404) or lets it by."""
         req = flow.request
         if flow.response is not None or "gate_passthrough" in flow.metadata:
             return None  # forward mode refused it, or relays it unread (proxy/forward.py)
@@ -231,6 +291,18 @@ class GateAddon:
             flow.metadata["gate_base"] = handed_back.base(
                 req.scheme, req.host_header or "", route.upstream.name, route.run_id
             )
+        return _Job(
+            route=route,
+            headers=req.headers.copy(),
+            raw=req.raw_content or b"",
+            method=req.method,
+            user=flow.metadata.get("gate_user"),
+            from_lock=_from_lock(flow),
+        )
+
+    def _screen(self, job: _Job) -> _Screened:
+        """On a worker thread: the request's first verdict; raises when it must not leave."""
+        route, headers, notes = job.route, job.headers, job.notes
         run = None
         if route.run_id is not None:
             run = self.runs.lookup(route.run_id)
@@ -239,74 +311,75 @@ class GateAddon:
                     f"gate does not know run {route.run_id!r}: restart the agent with"
                     " `gate run`, or use a base URL without /_run/"
                 )
-        if run is None and _from_lock(flow):
+        if run is None and job.from_lock:
             # Fail closed: a locked agent is screened as its run's project. Without the run
             # it could state any directory and be screened for that one's files instead.
             raise Blocked(
                 "a request from inside `gate run --lock` must name its run (the base"
                 " URL's /_run/ID, or the proxy URL gate run set); it was not sent"
             )
-        if req.headers.get("upgrade"):
+        if headers.get("upgrade"):
             # Fail closed: only upgrades whose frames gate can screen are let through.
-            if not websocket.screenable(req.headers.get("upgrade", ""), route.path):
+            if not websocket.screenable(headers.get("upgrade", ""), route.path):
                 raise Blocked(
                     "gate screens WebSocket traffic only for the Responses API;"
                     " configure the agent to use HTTP (agents fall back when the"
                     " upgrade is refused)"
                 )
-            flow.metadata["gate_ws"] = websocket.Connection(
-                route, run, agent=run.agent if run else None, user=flow.metadata.get("gate_user")
+            notes.ws = websocket.Connection(
+                route, run, agent=run.agent if run else None, user=job.user
             )
-        agent = run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
+        agent = run.agent if run else registry.from_user_agent(headers.get("user-agent", ""))
         # Who sent it, kept for the audit whatever the verdict (a blocked row too, one whose
         # body gate could not read included).
-        user = flow.metadata.get("gate_user")
-        flow.metadata["gate_who"] = {
+        session = session_key(
+            headers, run.id if run else None, agent, route.upstream.name, job.user
+        )
+        notes.who = {
             "run_id": run.id if run else None,
             "agent": agent,
             "project_root": run.root if run else None,
-            "session": session_key(
-                req.headers, run.id if run else None, agent, route.upstream.name, user
-            ),
-            "user_name": user,
+            "session": session,
+            "user_name": job.user,
         }
-        body = _decoded(req)
-        flow.metadata["gate_body"] = body  # decoded once: a refusal's attribution reads it
-        flow.metadata["gate_coding"] = ", ".join(req.headers.get_all("content-encoding")) or None
+        body = notes.body = _decoded(job.raw, headers)  # a refusal's attribution reads it
+        notes.coding = ", ".join(headers.get_all("content-encoding")) or None
         outbound = Outbound(
             route.path,
             body,
             agent,
             run.cwd if run else None,
             route.upstream.unsafe_pass_non_json,
-            headers=upload.headers_of(req.headers),
+            headers=upload.headers_of(headers),
             root=run.root if run else None,
         )
         verdict = screen(outbound, self.policies, self.screens, self.chains.known)
-        flow.metadata["gate_who"].update(model=verdict.model, project_root=verdict.project_root)
+        notes.who.update(model=verdict.model, project_root=verdict.project_root)
         up = route.upstream
         refusal = Envelope(self._scrub()).refusal(
             route.path,
-            list(req.headers.items(multi=True)),
+            list(headers.items(multi=True)),
             google_upstream(up.name, up.host),
             credential_headers(up.name, up.host),
         )
         if refusal is not None:
             raise Blocked(refusal)
-        return _Screened(
-            self, route, run, outbound, verdict, flow.metadata["gate_who"]["session"], user
+        origin = pipeline.Origin(
+            route=route, run=run, agent=agent, session=session, user=job.user, method=job.method
         )
+        return _Screened(self, origin, outbound, verdict, job)
 
     def _scrub(self) -> Scrub:
         indexes = self.screens.indexes.known() if self.screens.indexes else []
         return Scrub(self.screens.secrets, indexes)
 
-    def _send(self, flow: http.HTTPFlow, screened: _Screened, verdict: Verdict) -> None:
-        """Put the decided body on the flow, audit it, and route it upstream."""
-        req, route, run, body = flow.request, screened.route, screened.run, screened.req.body
-        agent = screened.req.agent
+    def _sendable(self, screened: _Screened, verdict: Verdict) -> _Ready:
+        """On a worker thread: the decided body, recorded. Written before the request
+        leaves; if this raises, the request is blocked."""
+        job, body = screened.job, screened.req.body
         sent = body if verdict.body is None else verdict.body
-        if verdict.body is not None and _signed(req):
+        signed = str(job.headers.get("authorization", "")).startswith("AWS4-")
+        if verdict.body is not None and signed:
             # The signature covers the body: an edited body would be refused upstream, and
             # the original must not leave. Say what to do instead.
             raise Blocked(
@@ -315,66 +388,40 @@ class GateAddon:
                 " (AWS_BEARER_TOKEN_BEDROCK) so gate can edit the body, or keep the"
                 " denied content out of the conversation"
             )
-        if "content-encoding" in req.headers or verdict.body is not None:
-            if "content-encoding" in req.headers and _signed(req):
-                raise Blocked(
-                    "gate forwards a request body decoded, and this one is signed"
-                    " (AWS SigV4) over its compressed bytes; send it uncompressed"
-                )
-            # What leaves is the decoded bytes gate screened (no coding to read otherwise),
-            # and they are what the audit records.
+        encoded = "content-encoding" in job.headers
+        if encoded and signed:
+            raise Blocked(
+                "gate forwards a request body decoded, and this one is signed"
+                " (AWS SigV4) over its compressed bytes; send it uncompressed"
+            )
+        row = pipeline.record_sent(
+            self.audit,
+            self._scrub(),
+            screened.origin,
+            verdict,
+            sent,
+            modified=verdict.body is not None,
+            coding=job.notes.coding,
+        )
+        # What leaves is the decoded bytes gate screened (no coding to read otherwise),
+        # and they are what the audit records.
+        return _Ready(row, sent if encoded or verdict.body is not None else None)
+
+    def _send(self, flow: http.HTTPFlow, screened: _Screened, ready: _Ready) -> None:
+        """On the loop: put the recorded body on the flow, and route it upstream."""
+        req, route = flow.request, screened.origin.route
+        if ready.content is not None:
             req.headers.pop("content-encoding", None)
             req.headers.pop("transfer-encoding", None)  # sent whole, with its length
-            req.content = sent
-        flow.metadata["gate_row"] = self._record(flow, route, run, agent, verdict, sent)
+            req.content = ready.content
+        flow.metadata["gate_row"] = ready.row
         flow.metadata["gate_t0"] = time.monotonic()
         up = route.upstream
         req.scheme, req.host, req.port = up.scheme, up.host, up.port
         req.path = up.base_path + route.path
         req.headers["host"] = up.url.split("://", 1)[1].split("/", 1)[0]
 
-    def _record(
-        self,
-        flow: http.HTTPFlow,
-        route: routing.Route,
-        run: runs.Run | None,
-        agent: str | None,
-        verdict: Verdict,
-        sent: bytes,
-    ) -> int:
-        # Written before the request leaves; if this raises, the request is blocked.
-        scrub = self._scrub()
-        return self.audit.record_request(
-            run_id=run.id if run else None,
-            agent=agent,
-            upstream=route.upstream.name,
-            session=session_key(
-                flow.request.headers,
-                run.id if run else None,
-                agent,
-                route.upstream.name,
-                flow.metadata.get("gate_user"),
-            ),
-            user_name=flow.metadata.get("gate_user"),
-            host=route.upstream.host,
-            method=flow.request.method,
-            path=scrub.path(routing.safe_path(route.path)),
-            model=scrub.value(verdict.model),
-            project_root=verdict.project_root,
-            request_bytes=len(sent),
-            verdict=(
-                "modified"
-                if verdict.body is not None
-                else "unscreened"
-                if verdict.format == "unscreened"
-                else "forwarded"
-            ),
-            withheld=[_scrubbed(w.record(), scrub) for w in verdict.withheld],
-            body=sent,
-            content_encoding=flow.metadata.get("gate_coding"),
-        )
-
-    def _block(
+    async def _block(
         self,
         flow: http.HTTPFlow,
         status: int,
@@ -382,57 +429,62 @@ class GateAddon:
         withheld: tuple[dict[str, object], ...] = (),
     ) -> None:
         route: routing.Route | None = flow.metadata.get("gate_route")
-        name = route.upstream.name if route else ""
-        path = route.path if route else flow.request.path
-        try:  # nothing the client sent is written down in clear when it held a finding
-            scrub: Scrub | None = self._scrub()
-            assert scrub is not None
-            message, stored = scrub.text(message), scrub.path(routing.safe_path(path))
-            records = [_scrubbed(dict(w), scrub) for w in withheld]
-        except Exception as exc:
-            logger.error("flow {}: block reason not checked ({})", flow.id, type(exc).__name__)
-            scrub, records = None, []
-            message, stored = "gate could not check the reason for this block", "?"
+        refusal = pipeline.Refusal(
+            name=route.upstream.name if route else "",
+            host=route.upstream.host if route else "?",
+            path=route.path if route else flow.request.path,
+            method=flow.request.method,
+            size=len(flow.request.raw_content or b""),
+            who=dict(flow.metadata.get("gate_who") or {}),
+            user=flow.metadata.get("gate_user"),
+            body=flow.metadata.get("gate_body"),
+        )
+        message = await self._refused(flow, refusal, status, message, withheld)
         flow.response = http.Response.make(
             status,
-            replies.error(name, path, status, f"gate blocked this request: {message}"),
+            replies.error(
+                refusal.name, refusal.path, status, f"gate blocked this request: {message}"
+            ),
             {"content-type": "application/json", "x-gate-blocked": "1"},
         )
         logger.warning("flow {} blocked ({}): {}", flow.id, status, message)
-        try:
-            self.audit.record_request(
-                upstream=name or "?",
-                host=route.upstream.host if route else "?",
-                method=flow.request.method,
-                path=stored,
-                request_bytes=len(flow.request.raw_content or b""),
-                verdict="blocked",
-                reason=message,
-                status=status,
-                withheld=records,
-                **_attribution(flow, scrub),
-            )
-        except Exception as exc:  # the request is blocked either way
-            logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
 
-    def _withdrawn(self, flow: http.HTTPFlow) -> None:
+    async def _refused(
+        self,
+        flow: http.HTTPFlow,
+        refusal: pipeline.Refusal,
+        status: int,
+        message: str,
+        withheld: tuple[dict[str, object], ...],
+    ) -> str:
+        """The reason as the agent is told it, once the refusal is in the audit (both on a
+        worker thread); the generic reason when it cannot be checked for findings."""
+        try:
+            return await self.offload.run(
+                pipeline.record_refusal, self.audit, self._scrub, refusal, status, message, withheld
+            )
+        except Exception as exc:  # the request is refused either way
+            logger.error("flow {}: block reason not checked ({})", flow.id, type(exc).__name__)
+            return pipeline.UNCHECKED
+
+    async def _withdrawn(self, flow: http.HTTPFlow) -> None:
         """The agent went away while its question waited: nothing is sent, and the audit
         says so (verdict `withdrawn`), with who asked."""
         route: routing.Route | None = flow.metadata.get("gate_route")
         flow.kill()
-        scrub = self._scrub()
         logger.warning("flow {} withdrawn: the agent disconnected while gate asked", flow.id)
+        refusal = pipeline.Refusal(
+            name=route.upstream.name if route else "?",
+            host=route.upstream.host if route else "?",
+            path=route.path if route else flow.request.path,
+            method=flow.request.method,
+            size=len(flow.request.raw_content or b""),
+            who=dict(flow.metadata.get("gate_who") or {}),
+            user=flow.metadata.get("gate_user"),
+            body=flow.metadata.get("gate_body"),
+        )
         try:
-            self.audit.record_request(
-                upstream=route.upstream.name if route else "?",
-                host=route.upstream.host if route else "?",
-                method=flow.request.method,
-                path=scrub.path(routing.safe_path(route.path if route else flow.request.path)),
-                request_bytes=len(flow.request.raw_content or b""),
-                verdict="withdrawn",
-                reason="the agent disconnected while gate was asking; nothing was sent",
-                **_attribution(flow, scrub),
-            )
+            await self.offload.run(pipeline.record_withdrawn, self.audit, self._scrub, refusal)
         except Exception as exc:
             logger.error("audit write failed for a withdrawn flow: {}", type(exc).__name__)
 
@@ -456,15 +508,14 @@ class GateAddon:
         )
 
 
-def _decoded(req: http.Request) -> bytes:
+def _decoded(raw: bytes, headers: http.Headers) -> bytes:
     """The body as the provider will read it (gate/screen/codings.py); raises Blocked."""
-    raw = req.raw_content or b""
     try:
-        names = codings.declared(req.headers.get_all("content-encoding"))
+        names = codings.declared(headers.get_all("content-encoding"))
         body = codings.decode(raw, names)
     except codings.Undecodable as exc:
         raise Blocked(f"gate cannot read this request body: {exc}; it was not sent") from exc
-    charset = _CHARSET.search(req.headers.get("content-type", ""))
+    charset = _CHARSET.search(headers.get("content-type", ""))
     if charset and charset.group(1).lower() not in ("utf-8", "utf8"):
         # JSON is UTF-8 (RFC 8259); a server that honours another charset reads other text.
         raise Blocked(
@@ -485,18 +536,6 @@ def _from_lock(flow: http.HTTPFlow) -> bool:
     return peer == BRIDGE_SOURCE
 
 
-def _signed(req: http.Request) -> bool:
-    return str(req.headers.get("authorization", "")).startswith("AWS4-")
-
-
-def _scrubbed(record: dict[str, object], scrub: Scrub) -> dict[str, object]:
-    """A withheld item as recorded: a call id or tool name that held a finding is withheld."""
-    for key in ("call_id", "tool"):
-        if isinstance(value := record.get(key), str):
-            record[key] = scrub.value(value)
-    return record
-
-
 async def _while_connected(flow: http.HTTPFlow, waiting: Awaitable[Verdict]) -> Verdict | None:
     """The settled verdict, or None when the agent disconnected first (the wait is then
     cancelled, which withdraws its question)."""
@@ -515,25 +554,43 @@ async def _while_connected(flow: http.HTTPFlow, waiting: Awaitable[Verdict]) -> 
     return task.result()
 
 
-def _attribution(flow: http.HTTPFlow, scrub: Scrub | None) -> dict[str, Any]:
-    """The agent, run, project, session and model of a request gate refused: the same
-    attribution a sent request's row carries. The model is read from the decoded body when
-    screening stopped before it did (a body gate could not screen may not be JSON); a
-    model name that holds a finding is not written down (none when it cannot be checked)."""
-    who = dict(flow.metadata.get("gate_who") or {})
-    if (user := flow.metadata.get("gate_user")) is not None:
-        who["user_name"] = user  # refused before gate_who was made: who sent it still counts
-    if who and who.get("model") is None:
-        # Never decoded again: a body gate could not decode (too large, say) has no model.
-        try:
-            parsed = json.loads(flow.metadata.get("gate_body") or b"")
-        except ValueError:
-            parsed = None
-        model = parsed.get("model") if isinstance(parsed, dict) else None
-        who["model"] = model[:200] if isinstance(model, str) else None
-    if who:
-        who["model"] = scrub.value(who.get("model")) if scrub is not None else None
-    return who
+@dataclass(slots=True)
+class _Notes:
+    """What screening learnt about a request that a refusal's audit row needs too; put on
+    the flow by the loop once the worker is done, whatever its verdict."""
+
+    who: dict[str, Any] | None = None
+    body: bytes | None = None
+    coding: str | None = None
+    ws: websocket.Connection | None = None
+
+    def put(self, flow: http.HTTPFlow) -> None:
+        if self.who is not None:
+            flow.metadata["gate_who"] = self.who
+        if self.body is not None:
+            flow.metadata["gate_body"] = self.body
+        flow.metadata["gate_coding"] = self.coding
+        if self.ws is not None:
+            flow.metadata["gate_ws"] = self.ws
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Job:
+    """A request as read off its flow on the loop: plain data a worker screens."""
+
+    route: routing.Route
+    headers: http.Headers  # a copy
+    raw: bytes
+    method: str
+    user: str | None
+    from_lock: bool
+    notes: _Notes = field(default_factory=_Notes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    row: int  # its audit row, committed
+    content: bytes | None  # the body to put on the flow (None: the one it has)
 
 
 @dataclass(frozen=True, slots=True)
@@ -541,26 +598,11 @@ class _Screened:
     """A screened request between its first verdict and the one that is sent."""
 
     addon: GateAddon
-    route: routing.Route
-    run: runs.Run | None
+    origin: pipeline.Origin
     req: Outbound
     verdict: Verdict
-    session: str | None = None  # the conversation, which an answer's default scope covers
-    user: str | None = None  # who sent it, on a shared gate: only they see its question
+    job: _Job
 
     def rescreen(self, approved: frozenset[str]) -> Verdict:
         a = self.addon
         return screen(replace(self.req, approved=approved), a.policies, a.screens, a.chains.known)
-
-    def question_info(self) -> dict[str, Any]:
-        """What a question says about its request."""
-        return {
-            "agent": self.req.agent,
-            "upstream": self.route.upstream.name,
-            "path": routing.safe_path(self.route.path),
-            "model": self.verdict.model,
-            "run_id": self.run.id if self.run else None,
-            "session": self.session,
-            "project_root": self.verdict.project_root,
-            "user": self.user,
-        }

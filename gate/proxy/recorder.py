@@ -4,6 +4,7 @@ complete the request's audit row (status, latency, token usage) and the Response
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from loguru import logger
 from mitmproxy import http
@@ -109,14 +110,20 @@ class ResponseRecorder:
             "usage": usage,
             "error": error,
         }
-        worker = self.audit.worker
-        if worker is not None and worker.is_alive():
-            worker.record_response(row, **fields)  # written off the event loop
-            return
-        try:
-            self.audit.record_response(row, **fields)
-        except Exception as exc:
-            logger.error("audit update failed for request {}: {}", row, type(exc).__name__)
+        complete(self.audit, row, **fields)
+
+
+def complete(audit: AuditStore, row: int, **fields: Any) -> None:
+    """Complete a request's row with its response: by the audit's background thread when
+    it runs (written off the event loop), else now; a failure is logged, not raised."""
+    worker = audit.worker
+    if worker is not None and worker.is_alive():
+        worker.record_response(row, **fields)
+        return
+    try:
+        audit.record_response(row, **fields)
+    except Exception as exc:
+        logger.error("audit update failed for request {}: {}", row, type(exc).__name__)
 
 
 def _usage(flow: http.HTTPFlow) -> Usage:

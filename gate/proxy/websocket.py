@@ -7,6 +7,7 @@ on the same connection, so the connection remembers them and pairs outputs with 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -17,7 +18,9 @@ from gate import runs
 from gate.audit.store import AuditStore
 from gate.audit.usage import UsageTap
 from gate.providers import openai_responses
-from gate.proxy.routing import Route, safe_path
+from gate.proxy.pipeline import Origin, question_info
+from gate.proxy.recorder import complete
+from gate.proxy.routing import Route
 from gate.rules.layers import PolicyStore
 from gate.screen.request import (
     Blocked,
@@ -60,6 +63,18 @@ class Connection:
     user: str | None = None  # who opened it, on a shared gate
     # One WebSocket carries one conversation: its frames are one session in the audit.
     session: str = field(default_factory=lambda: "w:" + os.urandom(8).hex())
+    # Held while one message is read or screened: the next waits (gate/proxy/addon.py).
+    turn: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False, compare=False)
+
+    def origin(self) -> Origin:
+        return Origin(
+            route=self.route,
+            run=self.run,
+            agent=self.agent,
+            session=self.session,
+            user=self.user,
+            method="WS",
+        )
 
     def from_client(
         self,
@@ -67,13 +82,14 @@ class Connection:
         is_text: bool,
         policies: PolicyStore,
         screens: Screens,
-        audit: AuditStore,
-        settle: Callable[[Verdict, dict[str, Any]], Verdict] | None = None,
+        settle: Callable[[Verdict, dict[str, Any]], Verdict],
+        record: Callable[[Origin, Verdict, bytes, bool], int],
     ) -> bytes | None:
         """The frame to send instead (None: send it unchanged). Raises to block it.
 
         A frame cannot be parked while a person is asked (the connection carries the
-        whole turn), so `settle` applies ask findings' default at once."""
+        whole turn), so `settle` applies ask findings' default at once. `record` writes
+        its audit row as an HTTP request's is written (gate/proxy/pipeline.py)."""
         if not is_text:
             raise Blocked("gate cannot screen a binary WebSocket message")
         try:
@@ -101,36 +117,11 @@ class Connection:
             verdict = replace(verdict, withheld=verdict.withheld + extra)
         else:
             verdict = screen_object(openai_responses, req, frame, policies, self.calls, screens)
-        if settle is not None and verdict.asks:
-            verdict = settle(
-                verdict,
-                {
-                    "agent": self.agent,
-                    "upstream": self.route.upstream.name,
-                    "path": safe_path(self.route.path),
-                    "model": verdict.model,
-                    "run_id": self.run.id if self.run else None,
-                    "project_root": verdict.project_root,
-                    "user": self.user,
-                },
-            )
+        origin = self.origin()
+        if verdict.asks:
+            verdict = settle(verdict, question_info(origin, verdict))
         sent = dump(frame) if verdict.withheld else content
-        self.row = audit.record_request(
-            run_id=self.run.id if self.run else None,
-            agent=self.agent,
-            upstream=self.route.upstream.name,
-            host=self.route.upstream.host,
-            method="WS",
-            session=self.session,
-            user_name=self.user,
-            path=safe_path(self.route.path),
-            model=verdict.model,
-            project_root=verdict.project_root,
-            request_bytes=len(sent),
-            verdict="modified" if verdict.withheld else "forwarded",
-            withheld=[w.record() for w in verdict.withheld],
-            body=sent,
-        )
+        self.row = record(origin, verdict, sent, bool(verdict.withheld))
         return sent if verdict.withheld else None
 
     def from_server(self, content: bytes, audit: AuditStore) -> None:
@@ -148,7 +139,7 @@ class Connection:
             tap = UsageTap("text/event-stream")
             tap.feed(b"data: " + content + b"\n")
             status = 200 if kind == "response.completed" else 500
-            audit.record_response(self.row, status=status, latency_ms=0.0, usage=tap.finish())
+            complete(audit, self.row, status=status, latency_ms=0.0, usage=tap.finish())
 
     def _remember(self, item: Any) -> None:
         if (call := openai_responses.call_of(item)) is not None:

@@ -323,6 +323,15 @@ class IndexStore:
         # whole truth; a walk with more budget goes on in the background, and `gate rules`
         # and the placeholder say the index is incomplete meanwhile.
         with self._lock:
+            now_hit = self._by_root.get(root)
+            if now_hit is not None and now_hit is not hit:
+                # Another thread refreshed this root meanwhile (requests are screened on
+                # several worker threads): keep what its walk found too, or a value it
+                # saw and this walk no longer does would be forgotten.
+                missed = {u: s for u, s in now_hit.index.units.items() if u not in units}
+                if missed:
+                    units.update(missed)
+                    index = DeniedIndex(units)
             if limits is not None and not walked.truncated:
                 self._whole.add(root)  # the walk with more budget saw everything
             truncated = walked.truncated and root not in self._whole

@@ -38,10 +38,18 @@ def history_units(policy: Policy, root: str) -> dict[str, Source]:
     return units
 
 
+# The repository's own config is the agent's to write: nothing in it may run a program
+# (a diff driver's textconv, a signature check's gpg.program) nor change what is read.
+_UNRUN = ("--no-textconv", "--no-ext-diff", "--no-show-signature")
+
+
 def _git(root: str, *args: str) -> str:
     try:
         proc = subprocess.run(
-            ["git", "-C", root, *args], capture_output=True, timeout=TIMEOUT, check=False
+            ["git", "-C", root, args[0], *_UNRUN, *args[1:]],
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         logger.warning("git history of denied files not read: {}", type(exc).__name__)
@@ -64,7 +72,6 @@ def _old_lines(root: str, rel: str) -> Iterator[str]:
         "-p",
         "--format=",
         "--no-color",
-        "--no-ext-diff",
         "--",
         rel,
     )

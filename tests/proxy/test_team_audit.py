@@ -110,8 +110,10 @@ def test_a_websocket_row_names_its_user(gate_dirs: dict[str, Path], tmp_path: Pa
     finally:
         server.stop()
         fake.server.shutdown()
-    [row] = [r for r in AuditStore(gate_dirs["data"] / "audit.db").rows(5) if r["method"] == "WS"]
-    assert row["user_name"] == "alice" and token not in json.dumps(row)
+    rows = [r for r in AuditStore(gate_dirs["data"] / "audit.db").rows(5) if r["method"] == "WS"]
+    # The refused frame is recorded too, as a refused request is, with who sent it.
+    assert [r["verdict"] for r in rows] == ["blocked", "forwarded"]
+    assert all(r["user_name"] == "alice" and token not in json.dumps(r) for r in rows)
     assert len(fake.frames) == 1
 
 

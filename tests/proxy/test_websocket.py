@@ -177,7 +177,10 @@ def test_outputs_are_screened_the_first_time_they_are_sent(
     ],
 )
 def test_unscreenable_frames_are_dropped_and_the_agent_is_told(
-    ws_setup: tuple[FakeWsProvider, Listening], frame: str | bytes, words: str
+    ws_setup: tuple[FakeWsProvider, Listening],
+    gate_dirs: dict[str, Path],
+    frame: str | bytes,
+    words: str,
 ) -> None:
     fake, gate = ws_setup
     with connect(f"{gate.base_url.replace('http', 'ws')}/openai/v1/responses") as ws:
@@ -186,6 +189,10 @@ def test_unscreenable_frames_are_dropped_and_the_agent_is_told(
     assert event["type"] == "error" and event["code"] == "gate_blocked"
     assert words in event["message"]
     assert fake.frames == []
+    # Recorded as a refused HTTP request is: the frame's connection, and why.
+    row = next(AuditStore(gate_dirs["data"] / "audit.db").rows(1))
+    assert (row["method"], row["verdict"], row["upstream"]) == ("WS", "blocked", "openai")
+    assert words in row["reason"] and row["session"].startswith("w:")
 
 
 def test_websocket_elsewhere_is_refused(ws_setup: tuple[FakeWsProvider, Listening]) -> None:

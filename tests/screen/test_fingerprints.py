@@ -354,3 +354,35 @@ def test_values_a_denied_file_held_in_git_history_are_indexed(gate_dirs: dict[st
     git("commit", "-qam", "gone")  # a ref moved: history is read again
     index = store.index_for(policy, str(project))
     assert index.find(f"x {third} y")
+
+
+def test_a_repository_config_cannot_make_gate_run_a_program_reading_history(
+    gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    """An agent may write .git/config: a diff driver's textconv there would run as gate's
+    user when gate reads the denied files' history (outside a lock), and replace the old
+    values gate looks for with whatever it prints."""
+    import subprocess
+
+    project = gate_dirs["project"]
+    ran = tmp_path / "ran"
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@x.invalid", *args],
+            check=True,
+            capture_output=True,
+        )
+
+    git("init", "-q")
+    old = fake_secret("old_")
+    (project / ".env").write_text(f"TOKEN={old}\n")
+    (project / ".gitattributes").write_text("* diff=conv\n")
+    git("add", "-A")
+    git("commit", "-qm", "one")
+    (project / ".env").write_text("TOKEN=rotated\n")
+    git("commit", "-qam", "rotate")
+    git("config", "diff.conv.textconv", f"sh -c 'touch {ran}; echo nothing'")
+    index = IndexStore().index_for(PolicyStore().policy_for(str(project)), str(project))
+    assert not ran.exists()
+    assert index.find(f"x {old} y")  # read from the real lines, not the program's output

@@ -1,0 +1,222 @@
+"""What an HTTP request and a WebSocket frame share on their way out: the threads that screen
+and record them off the event loop, and the audit rows and questions made of them."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from loguru import logger
+
+from gate import runs
+from gate.audit.store import AuditStore
+from gate.proxy import routing
+from gate.screen.disclose import Scrub
+from gate.screen.request import Verdict
+
+T = TypeVar("T")
+
+UNCHECKED = "gate could not check the reason for this block"
+
+# A few threads, not one per flow: under the GIL screening does not run in parallel anyway.
+# What the threads buy is an event loop that stays free to relay every other agent's stream
+# (and to read their next requests) while one large body is screened and recorded.
+THREADS = 4
+
+
+class Offload:
+    """The gate's own worker threads (named gate-screen-N), apart from asyncio's default
+    executor, so a burst of large bodies cannot queue the ask flow's file writes behind it.
+    Each thread keeps its own audit connection (AuditStore.conn), at most THREADS of them."""
+
+    def __init__(self, threads: int = THREADS) -> None:
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="gate-screen")
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """fn(*args) on a worker thread; what it raises is raised here."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args))
+
+    def close(self) -> None:
+        # Not waited for: a worker still writing fails against the closed audit, and its
+        # request is blocked (fail closed).
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Origin:
+    """Who sent a request (or a frame) and where it goes: what its audit row and its
+    question say about it."""
+
+    route: routing.Route
+    run: runs.Run | None
+    agent: str | None
+    session: str | None  # the conversation, which an answer's default scope covers
+    user: str | None  # who sent it, on a shared gate: only they see its question
+    method: str
+
+
+def question_info(origin: Origin, verdict: Verdict) -> dict[str, Any]:
+    """What a question says about its request."""
+    return {
+        "agent": origin.agent,
+        "upstream": origin.route.upstream.name,
+        "path": routing.safe_path(origin.route.path),
+        "model": verdict.model,
+        "run_id": origin.run.id if origin.run else None,
+        "session": origin.session,
+        "project_root": verdict.project_root,
+        "user": origin.user,
+    }
+
+
+def record_sent(
+    audit: AuditStore,
+    scrub: Scrub,
+    origin: Origin,
+    verdict: Verdict,
+    sent: bytes,
+    *,
+    modified: bool,
+    coding: str | None = None,
+) -> int:
+    """The row of what leaves, written before it leaves; raises (AuditError) when it
+    cannot be, and the request or frame is then refused."""
+    route = origin.route
+    return audit.record_request(
+        run_id=origin.run.id if origin.run else None,
+        agent=origin.agent,
+        upstream=route.upstream.name,
+        session=origin.session,
+        user_name=origin.user,
+        host=route.upstream.host,
+        method=origin.method,
+        path=scrub.path(routing.safe_path(route.path)),
+        model=scrub.value(verdict.model),
+        project_root=verdict.project_root,
+        request_bytes=len(sent),
+        verdict=(
+            "modified"
+            if modified
+            else "unscreened"
+            if verdict.format == "unscreened"
+            else "forwarded"
+        ),
+        withheld=[scrubbed(w.record(), scrub) for w in verdict.withheld],
+        body=sent,
+        content_encoding=coding,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refusal:
+    """What a refused request's (or frame's) audit row says, read on the loop."""
+
+    name: str
+    host: str
+    path: str
+    method: str
+    size: int
+    who: dict[str, Any]
+    user: str | None
+    body: bytes | None
+
+
+def record_refusal(
+    audit: AuditStore,
+    scrubber: Callable[[], Scrub],
+    refusal: Refusal,
+    status: int,
+    message: str,
+    withheld: tuple[dict[str, object], ...],
+) -> str:
+    """Record a refused request or frame (`blocked`); the reason as the agent is told it,
+    the generic one when it cannot be checked for findings. Never raises for the audit:
+    the request is refused either way."""
+    try:  # nothing the client sent is written down in clear when it held a finding
+        scrub: Scrub | None = scrubber()
+        assert scrub is not None
+        message, stored = scrub.text(message), scrub.path(routing.safe_path(refusal.path))
+        records = [scrubbed(dict(w), scrub) for w in withheld]
+    except Exception as exc:
+        logger.error("block reason not checked ({})", type(exc).__name__)
+        scrub, records = None, []
+        message, stored = UNCHECKED, "?"
+    try:
+        audit.record_request(
+            upstream=refusal.name or "?",
+            host=refusal.host,
+            method=refusal.method,
+            path=stored,
+            request_bytes=refusal.size,
+            verdict="blocked",
+            reason=message,
+            status=status,
+            withheld=records,
+            **attribution(refusal.who, refusal.user, refusal.body, scrub),
+        )
+    except Exception as exc:  # the request is blocked either way
+        logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
+    return message
+
+
+def record_withdrawn(audit: AuditStore, scrubber: Callable[[], Scrub], refusal: Refusal) -> None:
+    """Record a request whose agent went away while its question waited (`withdrawn`)."""
+    scrub = scrubber()
+    audit.record_request(
+        upstream=refusal.name,
+        host=refusal.host,
+        method=refusal.method,
+        path=scrub.path(routing.safe_path(refusal.path)),
+        request_bytes=refusal.size,
+        verdict="withdrawn",
+        reason="the agent disconnected while gate was asking; nothing was sent",
+        **attribution(refusal.who, refusal.user, refusal.body, scrub),
+    )
+
+
+def scrubbed(record: dict[str, object], scrub: Scrub) -> dict[str, object]:
+    """A withheld item as recorded: a call id or tool name that held a finding is withheld."""
+    for key in ("call_id", "tool"):
+        if isinstance(value := record.get(key), str):
+            record[key] = scrub.value(value)
+    return record
+
+
+def attribution(
+    who: dict[str, Any], user: str | None, body: bytes | None, scrub: Scrub | None
+) -> dict[str, Any]:
+    """The agent, run, project, session and model of a request gate refused: the same
+    attribution a sent request's row carries. The model is read from the decoded body when
+    screening stopped before it did (a body gate could not screen may not be JSON); a
+    model name that holds a finding is not written down (none when it cannot be checked)."""
+    who = dict(who)
+    if user is not None:
+        who["user_name"] = user  # refused before gate_who was made: who sent it still counts
+    if who and who.get("model") is None:
+        # Never decoded again: a body gate could not decode (too large, say) has no model.
+        try:
+            parsed = json.loads(body or b"")
+        except ValueError:
+            parsed = None
+        model = parsed.get("model") if isinstance(parsed, dict) else None
+        who["model"] = model[:200] if isinstance(model, str) else None
+    if who:
+        who["model"] = scrub.value(who.get("model")) if scrub is not None else None
+    return who
+
+
+def of_origin(origin: Origin) -> dict[str, Any]:
+    """A refused frame's attribution, as gate_who holds a request's."""
+    return {
+        "run_id": origin.run.id if origin.run else None,
+        "agent": origin.agent,
+        "project_root": origin.run.root if origin.run else None,
+        "session": origin.session,
+        "user_name": origin.user,
+    }
