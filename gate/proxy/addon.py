@@ -49,6 +49,8 @@ from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 from gate.users import Users
 
 HEALTH = "/_gate/health"
+# What decides a request's verdict: gate.screen.request.screen, or a unit test's own.
+Screener = Callable[[Outbound, PolicyStore, Screens, Callable[[str], Any]], Verdict]
 _CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';\s]*)""", re.I)
 
 
@@ -62,15 +64,25 @@ class GateAddon:
         on_ready: Callable[[str, int], None] | None = None,
         users: Users | None = None,
         offload: pipeline.Offload | None = None,
+        *,
+        screens: Screens | None = None,
+        screener: Screener = screen,
     ):
+        """Every part can be passed in (unit tests do, with mitmproxy's tflow); what is not
+        is built from config and data_dir as `gate serve` runs it."""
         self.config = config
         self.data_dir = data_dir
         self.policies = policies
         team_memory = memory_team.from_config(config, data_dir)  # None without a team key
-        secrets = SecretScreen.load(data_dir, team_memory.key.value if team_memory else None)
-        self.screens = Screens(
-            IndexStore(Limits(config.max_files, config.max_file_bytes), config.projects), secrets
-        )
+        if screens is None:
+            key = team_memory.key.value if team_memory else None
+            limits = Limits(config.max_files, config.max_file_bytes)
+            screens = Screens(IndexStore(limits, config.projects), SecretScreen.load(data_dir, key))
+        if screens.secrets is None:
+            raise ValueError("a gate needs a secret screen (its key also keys answers)")
+        self.screens = screens
+        secrets = screens.secrets
+        self.screener = screener  # the request's verdict: gate.screen.request.screen
         self.audit = audit
         self.chains = chains.ResponseCalls()
         self.recorder = ResponseRecorder(audit, self.chains)  # the response side, an addon too
@@ -353,7 +365,7 @@ class GateAddon:
             headers=upload.headers_of(headers),
             root=run.root if run else None,
         )
-        verdict = screen(outbound, self.policies, self.screens, self.chains.known)
+        verdict = self.screener(outbound, self.policies, self.screens, self.chains.known)
         notes.who.update(model=verdict.model, project_root=verdict.project_root)
         up = route.upstream
         refusal = Envelope(self._scrub()).refusal(
@@ -605,4 +617,6 @@ class _Screened:
 
     def rescreen(self, approved: frozenset[str]) -> Verdict:
         a = self.addon
-        return screen(replace(self.req, approved=approved), a.policies, a.screens, a.chains.known)
+        return a.screener(
+            replace(self.req, approved=approved), a.policies, a.screens, a.chains.known
+        )

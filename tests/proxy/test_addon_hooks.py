@@ -1,0 +1,201 @@
+"""GateAddon's hooks and fail-closed paths, driven with mitmproxy's test flows and parts
+passed in (no listener, no patching of gate's code)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mitmproxy import http
+from mitmproxy.test import taddons, tflow
+
+from ask.ask_kit import github_token
+from gate.audit.store import AuditStore
+from gate.config import AskConfig, Config, parse_upstream
+from gate.lock import BRIDGE_SOURCE
+from gate.proxy.addon import GateAddon
+from gate.rules.layers import PolicyStore
+from gate.screen.content import SecretScreen
+from gate.screen.request import Outbound, Screens, Verdict
+from gate.screen.secrets import Scanner
+
+UPSTREAM = "http://127.0.0.1:9"
+MSG = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+
+
+class FullAudit(AuditStore):
+    """An audit whose disk is full: every row written fails."""
+
+    def record_request(self, **fields: Any) -> int:
+        raise sqlite3.OperationalError("database or disk is full")
+
+
+@pytest.fixture
+def audit(tmp_path: Path) -> Iterator[AuditStore]:
+    store = AuditStore(tmp_path / "audit.db")
+    yield store
+    store.close()
+
+
+def _addon(audit: AuditStore, data: Path, **parts: Any) -> GateAddon:
+    config = Config(ask=AskConfig(mode="never")).with_upstreams(
+        {"anthropic": parse_upstream("anthropic", UPSTREAM)}
+    )
+    screens = Screens(None, SecretScreen(Scanner(), b"unit-test-key"))
+    return GateAddon(config, data, PolicyStore(), audit, screens=screens, **parts)
+
+
+def _flow(path: str = "/anthropic/v1/messages", body: Any = MSG, **headers: str) -> Any:
+    req = http.Request.make(
+        "POST",
+        f"http://127.0.0.1:8787{path}",
+        b"",
+        {"content-type": "application/json", "host": "127.0.0.1:8787"},
+    )
+    # The bytes and headers as they came (make() would encode the body as they say).
+    req.raw_content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req.headers.update(headers)
+    return tflow.tflow(req=req)
+
+
+def _run(addon: GateAddon, flow: Any) -> Any:
+    async def hook() -> None:
+        try:
+            await addon.request(flow)
+        finally:
+            addon.offload.close()
+
+    with taddons.context(addon):
+        asyncio.run(hook())
+    return flow
+
+
+def _refused(flow: Any, status: int, words: str) -> str:
+    assert flow.response is not None, "the request was let through"
+    assert flow.response.status_code == status
+    assert flow.response.headers["x-gate-blocked"] == "1"
+    message = json.loads(flow.response.content)["error"]["message"]
+    assert words in message
+    return str(message)
+
+
+def test_a_clean_request_is_recorded_and_routed_upstream(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    flow = _run(_addon(audit, gate_dirs["data"]), _flow())
+    assert flow.response is None
+    assert (flow.request.host, flow.request.port, flow.request.path) == (
+        "127.0.0.1",
+        9,
+        "/v1/messages",
+    )
+    [row] = list(audit.rows(5))
+    assert row["verdict"] == "forwarded" and row["id"] == flow.metadata["gate_row"]
+
+
+def test_a_secret_is_redacted_in_what_is_recorded_and_sent(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    token = github_token()
+    body = MSG | {"messages": [{"role": "user", "content": f"GITHUB_TOKEN={token}"}]}
+    flow = _run(_addon(audit, gate_dirs["data"]), _flow(body=body))
+    assert flow.response is None
+    assert token.encode() not in flow.request.content
+    [row] = list(audit.rows(5))
+    recorded = row["body"] if isinstance(row["body"], bytes) else row["body"].encode()
+    assert row["verdict"] == "modified" and token.encode() not in recorded
+
+
+def test_a_crash_in_screening_blocks_the_request(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    def crash(req: Outbound, *_: object) -> Verdict:
+        raise RuntimeError("injected")
+
+    flow = _run(_addon(audit, gate_dirs["data"], screener=crash), _flow())
+    _refused(flow, 500, "could not screen this request (RuntimeError)")
+    [row] = list(audit.rows(5))
+    assert row["verdict"] == "blocked" and row["body"] is None
+
+
+def test_a_failed_audit_write_blocks_the_request(
+    tmp_path: Path, gate_dirs: dict[str, Path]
+) -> None:
+    full = FullAudit(tmp_path / "full.db")
+    try:
+        flow = _run(_addon(full, gate_dirs["data"]), _flow())
+    finally:
+        full.close()
+    _refused(flow, 500, "OperationalError")
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "words"),
+    [
+        (b"{not json", {}, "cannot screen this request"),
+        (b'{"model": "m", "model": "n", "messages": []}', {}, "model"),
+        (b'{"model": NaN, "messages": []}', {}, "cannot screen this request"),
+        (b"\x00\x01garbage", {"content-encoding": "x-custom"}, "unknown content-coding"),
+        (b"not gzip at all", {"content-encoding": "gzip"}, "gzip"),
+    ],
+)
+def test_a_body_gate_cannot_read_one_way_only_is_blocked(
+    audit: AuditStore, gate_dirs: dict[str, Path], body: bytes, headers: dict[str, str], words: str
+) -> None:
+    flow = _run(_addon(audit, gate_dirs["data"]), _flow(body=body, **headers))
+    _refused(flow, 400, words)
+    assert [r["verdict"] for r in audit.rows(5)] == ["blocked"]
+
+
+def test_an_unknown_route_is_answered_by_gate(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    flow = _run(_addon(audit, gate_dirs["data"]), _flow(path="/nowhere/v1/messages"))
+    assert flow.response is not None and flow.response.status_code == 404
+    assert "anthropic" in flow.response.text
+    assert list(audit.rows(5)) == []
+
+
+def test_an_unknown_run_is_refused(audit: AuditStore, gate_dirs: dict[str, Path]) -> None:
+    flow = _run(
+        _addon(audit, gate_dirs["data"]), _flow(path="/_run/0123456789abcdef/anthropic/v1/messages")
+    )
+    _refused(flow, 400, "gate does not know run '0123456789abcdef'")
+
+
+def test_a_request_through_the_lock_must_name_its_run(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    flow = _flow()
+    flow.client_conn.peername = (BRIDGE_SOURCE, 40000)
+    _refused(_run(_addon(audit, gate_dirs["data"]), flow), 400, "must name its run")
+
+
+def test_a_websocket_upgrade_gate_cannot_screen_is_refused(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    flow = _flow(upgrade="websocket", connection="upgrade")
+    _refused(_run(_addon(audit, gate_dirs["data"]), flow), 400, "WebSocket")
+
+
+def test_a_websocket_frame_gate_did_not_set_up_is_dropped(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    addon = _addon(audit, gate_dirs["data"])
+    flow = tflow.twebsocketflow()
+    [*_, last] = flow.websocket.messages
+    assert last.from_client is False
+    flow.websocket.messages.append(type(last)(1, True, b'{"type":"response.create"}'))
+
+    async def hook() -> None:
+        await addon.websocket_message(flow)
+        addon.offload.close()
+
+    with taddons.context(addon):
+        asyncio.run(hook())
+    assert flow.websocket.messages[-1].dropped
