@@ -8,6 +8,7 @@ the proxy URL's user info (`http://run:ID@host:port`), so its project's rules ap
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 from collections.abc import Callable
@@ -68,9 +69,13 @@ class ForwardAddon:
 
     # -- CONNECT -----------------------------------------------------------------------
 
-    def http_connect(self, flow: http.HTTPFlow) -> None:
+    # The hooks that write an audit row run it on a thread: the audit's write lock may be
+    # held by a large row being written, and the loop must keep relaying meanwhile. The
+    # flow waits for its hook, so nothing else touches it in the meantime.
+
+    async def http_connect(self, flow: http.HTTPFlow) -> None:
         try:
-            self._connect(flow)
+            await asyncio.to_thread(self._connect, flow)
         except Exception as exc:  # Fail closed: a tunnel gate could not decide is refused.
             logger.error("CONNECT refused: internal error {}", type(exc).__name__)
             flow.response = _refusal(
@@ -113,12 +118,12 @@ class ForwardAddon:
         counts[0 if message.from_client else 1] += len(message.content)
         flow.messages.clear()  # counted, never kept: a tunnel's bytes are not gate's to read
 
-    def tcp_end(self, flow: tcp.TCPFlow) -> None:
+    async def tcp_end(self, flow: tcp.TCPFlow) -> None:
         row = self._tunnel_rows.pop(flow.client_conn.id, None)
         counts = flow.metadata.get("gate_bytes", [0, 0])
         if row is not None:
             try:
-                tunnels.closed(self.audit, row, counts[0], counts[1])
+                await asyncio.to_thread(tunnels.closed, self.audit, row, counts[0], counts[1])
             except Exception as exc:
                 logger.error("tunnel {} not closed in the audit: {}", row, type(exc).__name__)
 
@@ -126,9 +131,9 @@ class ForwardAddon:
 
     # -- requests ----------------------------------------------------------------------
 
-    def request(self, flow: http.HTTPFlow) -> None:
+    async def request(self, flow: http.HTTPFlow) -> None:
         try:
-            self._request(flow)
+            await asyncio.to_thread(self._request, flow)
         except Exception as exc:  # Fail closed: an unsorted request never leaves.
             logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
             flow.response = _refusal(
@@ -200,14 +205,14 @@ class ForwardAddon:
             req.host, req.port, tunnels.Kind.HTTP, agent, run
         )
 
-    def response(self, flow: http.HTTPFlow) -> None:
+    async def response(self, flow: http.HTTPFlow) -> None:
         row = flow.metadata.get("gate_passthrough")
         if row is None:
             return
         sent = len(flow.request.raw_content or b"")
         got = len(flow.response.raw_content or b"") if flow.response else 0
         try:
-            tunnels.closed(self.audit, row, sent, got)
+            await asyncio.to_thread(tunnels.closed, self.audit, row, sent, got)
         except Exception as exc:
             logger.error("request {} not closed in the audit: {}", row, type(exc).__name__)
 
