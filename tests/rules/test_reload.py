@@ -131,8 +131,8 @@ def test_a_rule_file_cannot_be_loosened_while_gate_runs(
     policy = store.policy_for(str(root))
     now = {(r.effect, r.text) for r in policy.rules if r.layer != "pack"}
     assert old <= now  # every deny and ask rule still in force
-    assert any("stays in force until gate is restarted" in w for w in policy.warnings)
-    assert any("stays in force until gate is restarted" in line for line in log_lines)
+    assert any("stays in force until a person confirms the change" in w for w in policy.warnings)
+    assert any("stays in force until a person confirms the change" in line for line in log_lines)
 
 
 def test_claude_settings_cannot_be_loosened_while_gate_runs(gate_dirs: dict[str, Path]) -> None:
