@@ -20,6 +20,7 @@ from mitmproxy import ctx, http
 from gate import __version__, runs
 from gate.agents import registry
 from gate.ask import client, memory_team
+from gate.ask.loosen import Loosenings
 from gate.ask.park import Asker
 from gate.ask.questions import Pending
 from gate.audit.session import session_key
@@ -66,6 +67,9 @@ class GateAddon:
         self.on_ready = on_ready
         self.pending = Pending()
         self.asker = Asker(config, data_dir, secrets.key, self.pending, team_memory)
+        # A rule file changed so as to loosen the rules: a person is asked (gate/ask/loosen.py).
+        self.loosenings = Loosenings(self.pending, policies.confirm)
+        policies.on_loosen = self.loosenings.changed
         # A shared gate's control API signs people in with their own tokens (team.py).
         self.control = control.Control(
             self.pending,
@@ -86,6 +90,7 @@ class GateAddon:
     def running(self) -> None:
         host, port = ctx.master.addons.get("proxyserver").listen_addrs()[0][:2]
         self.control.port = port
+        self.loosenings.attach(asyncio.get_running_loop())
         # `gate pending` and friends find it here; a shared gate (HTTPS only) says which
         # certificate it serves, which they then require of it.
         shared_tls = self.control.users is not None and self.config.tls.on

@@ -189,13 +189,24 @@ class Control:
         if not who.admin and not any(q.id == qid for q in self._visible(who)):
             # Another user's question is as unknown as one that never was.
             return 404, {"error": f"no pending question {qid!r}"}
+        if (q := self.pending.get(qid)) is not None and answer not in q.answers:
+            return 400, {"error": f"question {qid} takes {' or '.join(q.answers)}"}
+        if q is not None and q.once:
+            # Loosening a rule is confirmed edit by edit: an answer never carries over.
+            if remember not in ("once", DEFAULT_SCOPE):
+                return 400, {
+                    "error": f"question {qid} is answered once: it is never remembered"
+                    " (answer without --remember)"
+                }
+            remember = "once"
         try:
             self.pending.answer(qid, Answer(answer, By.PERSON, remember))
         except KeyError:
             return 404, {"error": f"no pending question {qid!r}"}
         except ValueError as exc:
             return 409, {"error": str(exc)}
-        return 200, {"ok": True, "id": qid, "answer": answer}
+        reply = {"ok": True, "id": qid, "answer": answer, "remember": remember}
+        return 200, reply | ({"kind": q.kind} if q is not None else {})
 
     # -- the page --------------------------------------------------------------------------
 
@@ -312,7 +323,11 @@ class Control:
         answer, _, remember = (form.get("choice") or [""])[0].partition(":")
         qid = (form.get("id") or [""])[0]
         status, reply = self._answer(qid, answer, remember or DEFAULT_SCOPE, who)
-        note = page.answered(qid, answer, remember or DEFAULT_SCOPE) if status == 200 else ""
+        note = (
+            page.answered(qid, answer, reply["remember"], reply.get("kind"))
+            if status == 200
+            else ""
+        )
         if fetched:
             flow.response = _json(status, {**reply, "note": note} if note else reply)
             return
