@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -75,6 +75,10 @@ class Layer:
     root: str | None
     name: str = "pack"  # managed, user, pack, project, project-local, claude-...
     claude: bool = False  # Claude Code's settings (JSON), not a gate rule file
+
+
+def _key(layer: Layer) -> LayerKey:
+    return (str(layer.path), layer.shown_as, layer.root)
 
 
 def _shown(path: Path) -> str:
@@ -179,6 +183,9 @@ class _Cached:
     env: tuple[str | None, ...]  # the variables that say where layers are
     facts: probe.Facts  # every path looked at to find the layers
     policy: Policy
+    # The layers it was built from, files removed since whose rules are held included
+    layers: tuple[Layer, ...] = ()
+    fresh: bool = True  # False: rebuild it (a person confirmed loosening a file's rules)
 
 
 class PolicyStore:
@@ -232,27 +239,49 @@ class PolicyStore:
             hit = self._cache.get(project_root)
         # Every request asks; while the files the layers were found from are unchanged,
         # the answer is a few stats (no time bound: a changed file is seen at once).
-        if hit and hit.env == env and probe.unchanged(hit.facts):
+        if hit and hit.fresh and hit.env == env and probe.unchanged(hit.facts):
             return hit.policy
         with probe.recording() as facts:
             layers = layers_for(project_root, self._packs)
             stamp = tuple((str(layer.path), probe.version(layer.path)) for layer in layers)
-        if hit and hit.stamp == stamp:
+        if hit and hit.fresh and hit.stamp == stamp:
             with self._lock:
-                self._cache[project_root] = _Cached(stamp, env, facts, hit.policy)
+                self._cache[project_root] = replace(hit, env=env, facts=facts)
             return hit.policy
         loaded = [
             self._load(layer, version) for layer, (_, version) in zip(layers, stamp, strict=True)
         ]
+        # A rule file removed while gate runs loosens like one emptied: its rules stay.
+        here = {_key(layer) for layer in layers}
+        for layer in hit.layers if hit and hit.env == env else ():
+            gone = None if _key(layer) in here or layer.name == "pack" else self._gone(layer)
+            if gone is not None:
+                layers.append(layer)
+                loaded.append(gone)
         policy = _merge(layers, loaded)
         with self._lock:
-            self._cache[project_root] = _Cached(stamp, env, facts, policy)
+            self._cache[project_root] = _Cached(stamp, env, facts, policy, tuple(layers))
         self._report(policy)
         logger.debug("policy loaded: {} rules from {} files", len(policy.rules), len(layers))
         return policy
 
+    def _gone(self, layer: Layer) -> _Loaded | None:
+        """The rules still in force of a file removed since it was loaded (None: none)."""
+        key = _key(layer)
+        with self._lock:
+            prev = self._good.get(key)
+        if prev is None or not (prev[1].rules or prev[1].tables()):
+            return None
+        if prev[0] is None:  # seen removed before: what was held then still is
+            return prev[1]
+        in_force, loosening = _held(layer, key, prev[1], _Loaded(()))
+        with self._lock:
+            self._good[key] = (None, in_force)
+            self._hold(key, loosening, None, _Loaded(()))
+        return in_force if loosening is not None else None
+
     def _load(self, layer: Layer, version: probe.Fact) -> _Loaded:
-        key = (str(layer.path), layer.shown_as, layer.root)
+        key = _key(layer)
         with self._lock:
             prev = self._good.get(key)
         if prev and prev[0] == version:
@@ -325,7 +354,9 @@ class PolicyStore:
             _, version, fresh = self._holds.pop(loosening.key)
             self._declined.pop(loosening.key, None)
             self._good[loosening.key] = (version, fresh)
-            self._cache.clear()  # every policy built with the held rules is rebuilt
+            # Every policy built with the held rules is rebuilt (keeping the layers they
+            # were built from: a removed file's held rules are found from them).
+            self._cache = {r: replace(c, fresh=False) for r, c in self._cache.items()}
             self._joined.clear()
         logger.warning(
             "rules of {} loosened: a person confirmed the change ({} rule(s) no longer held)",

@@ -267,3 +267,65 @@ def test_an_exception_taken_away_is_a_tightening(gate_dirs: dict[str, Path]) -> 
     policy = store.policy_for(str(root))
     assert told.last() is None and not policy.warnings
     assert [r.unless for r in policy.rules if r.layer == "project"] == [("./a/ok",)]
+
+
+@pytest.mark.parametrize("remove", ["file", "dir"])
+def test_a_removed_rule_file_is_held_like_an_emptied_one(
+    gate_dirs: dict[str, Path], team: Path, remove: str
+) -> None:
+    root = gate_dirs["project"]
+    store = PolicyStore()
+    told = Told(store)
+    store.policy_for(str(root))
+    team.unlink()
+    if remove == "dir":
+        team.parent.rmdir()
+    assert _texts(store, root) == {"Read(./a)", "Read(./b)", "Bash(curl *)"}
+    lo = told.last()
+    assert lo is not None and lo.file == ".gate/rules.yaml"
+    assert {(c.rule, c.becomes) for c in lo.changes} == {
+        ("Read(./a)", "removed"),
+        ("Read(./b)", "removed"),
+        ("Bash(curl *)", "removed"),
+    }
+    for _ in range(3):  # asked once, and held on every later reload
+        (root / "README").write_text("x")  # another file changes: a reload
+        assert _texts(store, root) == {"Read(./a)", "Read(./b)", "Bash(curl *)"}
+    assert [lo for _, lo in told.news if lo is not None] == [lo]
+    assert store.confirm(lo, approve=True)
+    assert _texts(store, root) == set()
+
+
+def test_a_removed_file_put_back_withdraws_the_question(
+    gate_dirs: dict[str, Path], team: Path
+) -> None:
+    root = gate_dirs["project"]
+    store = PolicyStore()
+    told = Told(store)
+    store.policy_for(str(root))
+    team.unlink()
+    store.policy_for(str(root))
+    assert told.last() is not None
+    _write(team, RULES, 5)
+    assert _texts(store, root) == {"Read(./a)", "Read(./b)", "Bash(curl *)"}
+    assert told.last() is None and store.loosenings() == []
+
+
+def test_confirming_one_file_keeps_another_removed_files_rules_held(
+    gate_dirs: dict[str, Path], team: Path
+) -> None:
+    root = gate_dirs["project"]
+    local = root / ".gate" / "rules.local.yaml"
+    _write(local, "deny:\n  - Read(./mine)\n", 1)
+    store = PolicyStore()
+    told = Told(store)
+    store.policy_for(str(root))
+    local.unlink()
+    store.policy_for(str(root))
+    _write(team, "deny:\n  - Read(./b)\n", 2)
+    store.policy_for(str(root))
+    [edited] = [lo for lo in store.loosenings() if lo.file == ".gate/rules.yaml"]
+    assert store.confirm(edited, approve=True)
+    assert _texts(store, root) == {"Read(./b)", "Read(./mine)"}
+    assert [lo.file for lo in store.loosenings()] == [".gate/rules.local.yaml"]
+    assert told.news

@@ -39,7 +39,9 @@ def test_a_rule_file_created_is_seen_at_once(repo: Path, gate_dirs: dict[str, Pa
     team.write_text("deny:\n  - Read(./a)\n")
     assert _texts(store, repo) == ["Read(./a)"]
     team.unlink()
-    assert _texts(store, repo) == []
+    assert _texts(store, repo) == ["Read(./a)"]  # seen removed, and held (test_confirm.py)
+    [removed] = store.loosenings()
+    assert [c.becomes for c in removed.changes] == ["removed"]
 
 
 def test_a_rewrite_within_the_same_mtime_is_seen(gate_dirs: dict[str, Path]) -> None:
@@ -98,7 +100,12 @@ def test_a_git_boundary_created_hides_the_parent_rules(
     store = PolicyStore()
     assert _texts(store, repo) == ["Read(./a)"]
     (repo / ".git").mkdir()  # a nested repository: the outer one's rules stop at its top
+    # ... once a person confirms it: until then they stay (the agent could make one).
+    assert _texts(store, repo) == ["Read(./a)"]
+    [hidden] = store.loosenings()
+    assert store.confirm(hidden, approve=True)
     assert _texts(store, repo) == []
+    assert _texts(PolicyStore(), repo) == []
 
 
 def test_unchanged_answers_are_a_cache_hit(gate_dirs: dict[str, Path]) -> None:
