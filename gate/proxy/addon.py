@@ -78,6 +78,7 @@ class GateAddon:
             (users or Users(data_dir)) if team.is_shared(config) else None,
         )
         self.control.team = self.asker.team is not None
+        self.control.policies = policies
         if (people := self.control.users) is not None:
             self.asker.still_allowed = lambda name: any(u.name == name for u in people.active())
         self._registered: Path | None = None
