@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from loguru import logger
 
 from ask.ask_kit import AskingGate
 from ask.control_kit import call, token
@@ -80,6 +81,11 @@ def test_a_deleted_deny_rule_applies_once_a_person_approves_on_the_cli(
     assert "None" not in listed.output
     as_json = CliRunner().invoke(cli, ["pending", "--json"])
     assert json.loads(as_json.output) == {"ok": True, "pending": [q]}
+    frame = CliRunner().invoke(cli, ["watch", "--once"])
+    assert frame.exit_code == 0, frame.output
+    assert f"{q['id']}  loosen-rule  .gate/rules.yaml changed while gate runs" in frame.output
+    assert "deny rule removed (or no longer valid)  .gate/rules.yaml:2" in frame.output
+    assert " in 0s" not in frame.output and "None" not in frame.output
     assert content not in _sent(g, root, content, 3)  # unanswered: still held
     assert [p["id"] for p in g.control().pending()] == [q["id"]]  # and asked once
     done = CliRunner().invoke(cli, ["approve", q["id"]])
@@ -153,3 +159,84 @@ def test_a_loosen_question_takes_approve_or_block_only_and_is_never_remembered(
     assert call(g.listening, "POST", api, body={"answer": "approve"})[0] == 401  # no token
     assert [p["id"] for p in g.control().pending()] == [q["id"]]  # none of that answered it
     assert content not in _sent(g, root, content, 3)
+
+
+def test_a_deleted_rule_file_is_held_until_approved(
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
+    root = gate_dirs["project"]
+    content = _project(root)
+    g = asking()
+    assert content not in _sent(g, root, content, 1)
+    (root / ".gate" / "rules.yaml").unlink()  # the agent deletes the whole file
+    assert content not in _sent(g, root, content, 2)
+    [q] = _loosen_questions(g)
+    assert {f["rule"] for f in q["findings"]} == {"Read(./notes/**)", "Bash(curl *)"}
+    assert CliRunner().invoke(cli, ["approve", q["id"]]).exit_code == 0
+    assert content in _sent(g, root, content, 3)
+
+
+def test_gate_rules_says_what_the_running_gate_holds_and_keeps(
+    asking: Callable[..., AskingGate], gate_dirs: dict[str, Path]
+) -> None:
+    root = gate_dirs["project"]
+    content = _project(root)
+    g = asking()
+    assert content not in _sent(g, root, content, 1)
+    _rules(root, WITHOUT_NOTES, 2)
+    assert content not in _sent(g, root, content, 2)
+    [q] = _loosen_questions(g)
+    listed = CliRunner().invoke(cli, ["rules", "--project", str(root)])
+    assert listed.exit_code == 0, listed.output
+    assert "Read(./notes/**)" not in listed.stdout  # the file no longer says it ...
+    said = listed.stderr
+    assert f"the running gate (http://127.0.0.1:{g.listening.port})" in said  # ... gate does
+    assert "rule Read(./notes/**) was removed or weakened in .gate/rules.yaml" in said
+    assert f"question {q['id']} waits for a person" in said
+    as_json = CliRunner().invoke(cli, ["rules", "--json", "--project", str(root)])
+    [running] = json.loads(as_json.stdout)["running"]
+    assert any("until a person confirms" in w for w in running["warnings"])
+    # The agent then breaks the file: gate keeps the last good rules, and says so.
+    lines: list[str] = []
+    sink = logger.add(lambda m: lines.append(str(m)), level="WARNING", format="{message}")
+    try:
+        _rules(root, "deny:\n  - Bash(curl\n", 3)
+        assert content not in _sent(g, root, content, 3)
+    finally:
+        logger.remove(sink)
+    assert any("gate keeps this file's previous rules until it is fixed" in x for x in lines)
+    broken = CliRunner().invoke(cli, ["rules", "--project", str(root)])
+    assert broken.exit_code == 1 and "'Bash(curl' is not a rule" in broken.stderr
+    assert "the running gate" in broken.stderr
+    assert "gate keeps this file's previous rules until it is fixed" in broken.stderr
+    assert [p["id"] for p in g.control().pending()] == [q["id"]]  # still the good edit's
+
+
+def test_a_person_approves_a_loosening_on_the_page(
+    asking: Callable[..., AskingGate], browser: Any, gate_dirs: dict[str, Path]
+) -> None:
+    root = gate_dirs["project"]
+    content = _project(root)
+    g = asking()
+    assert content not in _sent(g, root, content, 1)
+    _rules(root, WITHOUT_NOTES, 2)
+    assert content not in _sent(g, root, content, 2)
+    [q] = _loosen_questions(g)
+    page = browser.new_page()
+    try:
+        page.goto(g.control().page_url)
+        card = page.locator(f"#{q['id']}")
+        text = card.inner_text()
+        assert ".gate/rules.yaml changed while gate runs and would loosen 1 rule(s)" in text
+        assert "Read(./notes/**)" in text and ".gate/rules.yaml:2" in text
+        assert "None" not in text and "Nobody answering in" not in text  # no countdown
+        buttons = card.locator("button")
+        assert buttons.count() == 2  # approve once, or keep the rules: nothing remembered
+        assert card.locator("button.block").get_attribute("value") == "block:once"
+        card.get_by_role("button", name="Let the change take effect").click()
+        card.wait_for(state="detached", timeout=15000)
+        note = page.locator("#note").inner_text()
+        assert note == f"{q['id']}: approve, the change takes effect"
+    finally:
+        page.close()
+    assert content in _sent(g, root, content, 3)
