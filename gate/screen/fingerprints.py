@@ -170,6 +170,7 @@ class _Entry:
     dirs: tuple[str, ...]  # directories the walk went through
     truncated: bool  # a budget ran out: a background walk with more goes on
     unwalked: tuple[str, ...] = ()  # then: the directories (and files) it did not read
+    rules: frozenset[tuple[object, ...]] = frozenset()  # the rules in force, as identity()
 
 
 class IndexStore:
@@ -312,9 +313,12 @@ class IndexStore:
         # A value stays recognised while the rule that denied it is in force (a value
         # rotated out of a denied file included); once a person confirmed removing the
         # rule (gate/ask/loosen.py), the file's values are no longer withheld.
-        kept = {identity(r) for r in policy.rules}
+        kept = frozenset(identity(r) for r in policy.rules)
         before = hit.index.units if hit else {}
-        units = {u: s for u, s in before.items() if identity(s.rule) in kept}
+        if hit and not hit.rules <= kept:  # a rule went: rare, so the scan is paid only then
+            units = {u: s for u, s in before.items() if identity(s.rule) in kept}
+        else:
+            units = dict(before)
         walked = Walked([])
         fresh = collect(policy, root, limits or self.limits, walked)
         if root is not None:
@@ -342,6 +346,7 @@ class IndexStore:
                 dirs,
                 truncated,
                 tuple(walked.unwalked),
+                kept,
             )
             deeper = (
                 walked.truncated
