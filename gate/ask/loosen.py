@@ -95,6 +95,9 @@ class Loosenings:
         if have is None or have[1] is not q or future.cancelled():
             return  # withdrawn meanwhile
         del self._open[lo.key]
+        with self._lock:  # answered: not asked again, whatever else reloads later
+            if self._latest.get(lo.key) == lo:
+                self._latest[lo.key] = None
         answer = future.result()
         approve = answer.answer == "approve"
         if not self._confirm(lo, approve):
