@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gate.ask.loosen import Loosenings
-from gate.ask.questions import LOOSEN_RULE, Answer, By, Pending
+from gate.ask.loosen import Loosenings, findings
+from gate.ask.questions import LOOSEN_ANSWERS, LOOSEN_RULE, Answer, By, Pending, Question
+from gate.proxy.control import Who
+from gate.rules.held import Change, Loosening
 from gate.rules.layers import PolicyStore
 
 
@@ -89,3 +91,27 @@ def test_a_further_edit_replaces_the_open_question(gate_dirs: dict[str, Path]) -
         assert pending.questions() == []
 
     asyncio.run(run())
+
+
+def test_on_a_shared_gate_only_an_admin_sees_a_loosen_question(
+    gate_dirs: dict[str, Path],
+) -> None:
+    lo = Loosening(
+        ("f", ".gate/rules.yaml", None),
+        ".gate/rules.yaml",
+        "project",
+        (Change("Read(./a)", ".gate/rules.yaml:2", "deny", "removed"),),
+    )
+    q = Question(
+        "q1",
+        LOOSEN_RULE,
+        "block",
+        {"file": lo.file},
+        findings(lo),
+        (),
+        None,
+        answers=LOOSEN_ANSWERS,
+        once=True,
+    )
+    assert not Who("alice", admin=False).sees(q)
+    assert Who("root", admin=True).sees(q) and Who(None, admin=True).sees(q)
