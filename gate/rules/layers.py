@@ -77,6 +77,9 @@ class Layer:
     claude: bool = False  # Claude Code's settings (JSON), not a gate rule file
 
 
+_EVERY_PROJECT = ("managed", "user", "claude-managed", "claude-user")
+
+
 def _key(layer: Layer) -> LayerKey:
     return (str(layer.path), layer.shown_as, layer.root)
 
@@ -208,6 +211,10 @@ class PolicyStore:
         # and rules that take effect once a person confirms it.
         self._holds: dict[LayerKey, tuple[Loosening, probe.Fact, _Loaded]] = {}
         self._declined: dict[LayerKey, Loosening] = {}  # a person said no: not asked again
+        # Files every project reads (managed, user, Claude Code's user and managed
+        # settings) removed while their rules are held: a project first seen since holds
+        # them too.
+        self._removed: dict[LayerKey, Layer] = {}
         # Told (from whichever thread reloads, with the store's lock held: it must only
         # hand the news on) what each changed file would now loosen; None: nothing to ask.
         self.on_loosen: Callable[[LayerKey, Loosening | None], None] | None = None
@@ -253,7 +260,9 @@ class PolicyStore:
         ]
         # A rule file removed while gate runs loosens like one emptied: its rules stay.
         here = {_key(layer) for layer in layers}
-        for layer in hit.layers if hit and hit.env == env else ():
+        with self._lock:
+            removed = list(self._removed.values())
+        for layer in dict.fromkeys((*(hit.layers if hit and hit.env == env else ()), *removed)):
             gone = None if _key(layer) in here or layer.name == "pack" else self._gone(layer)
             if gone is not None:
                 layers.append(layer)
@@ -271,6 +280,8 @@ class PolicyStore:
         with self._lock:
             prev = self._good.get(key)
         if prev is None or not (prev[1].rules or prev[1].tables()):
+            with self._lock:
+                self._removed.pop(key, None)
             return None
         if prev[0] is None:  # seen removed before: what was held then still is
             return prev[1]
@@ -278,6 +289,8 @@ class PolicyStore:
         with self._lock:
             self._good[key] = (None, in_force)
             self._hold(key, loosening, None, _Loaded(()))
+            if loosening is not None and layer.name in _EVERY_PROJECT:
+                self._removed[key] = layer
         return in_force if loosening is not None else None
 
     def _load(self, layer: Layer, version: probe.Fact) -> _Loaded:

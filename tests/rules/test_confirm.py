@@ -329,3 +329,23 @@ def test_confirming_one_file_keeps_another_removed_files_rules_held(
     assert _texts(store, root) == {"Read(./b)", "Read(./mine)"}
     assert [lo.file for lo in store.loosenings()] == [".gate/rules.local.yaml"]
     assert told.news
+
+
+def test_a_removed_user_file_is_held_for_a_project_first_seen_since(
+    gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    user = gate_dirs["config"] / "rules.yaml"
+    _write(user, "deny:\n  - Read(~/notes/**)\n", 1)
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    store = PolicyStore()
+    told = Told(store)
+    assert "Read(~/notes/**)" in _texts(store, gate_dirs["project"])
+    user.unlink()
+    assert "Read(~/notes/**)" in _texts(store, gate_dirs["project"])
+    assert "Read(~/notes/**)" in _texts(store, other)  # never loaded before: held too
+    [lo] = [lo for _, lo in told.news if lo is not None]
+    assert lo.layer == "user"
+    assert store.confirm(lo, approve=True)
+    assert "Read(~/notes/**)" not in _texts(store, other)
+    assert "Read(~/notes/**)" not in _texts(store, gate_dirs["project"])
