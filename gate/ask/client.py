@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from gate import dirs
 from gate.ask.questions import DEFAULT_SCOPE
@@ -160,6 +160,15 @@ class ControlClient:
         for base in self._live():
             out += self._call(base, "GET", "/_gate/api/pending")[1].get("pending", [])
         return sorted(out, key=lambda q: q.get("created", 0))
+
+    def rules(self, root: str) -> list[dict[str, Any]]:
+        """What each running gate enforces for project `root` (its rule files' warnings)."""
+        out = []
+        for base in self._live():
+            status, reply = self._call(base, "GET", f"/_gate/api/rules?project={quote(root)}")
+            if status == 200:
+                out.append({"gate": base, **reply})
+        return out
 
     def answer(self, qid: str, answer: str, remember: str = DEFAULT_SCOPE) -> dict[str, Any]:
         """Answer question `qid` on whichever gate holds it; GateError if none does."""

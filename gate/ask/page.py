@@ -9,10 +9,12 @@ posts. Everything shown is escaped; nothing on it is a value gate withheld.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from html import escape
 
+from gate.ask import loosen
 from gate.ask.live import SCRIPT_PATH
-from gate.ask.questions import Question
+from gate.ask.questions import LOOSEN_RULE, Question
 
 REFRESH_SECONDS = 5
 # (value, label, what it means, style, access key): an answer without a scope holds for
@@ -37,6 +39,11 @@ _CHOICES = (
     ),
     ("redact", "Send redacted", "a placeholder goes instead, for this conversation", "redact", "r"),
     ("block", "Block", "refuse the whole request, for this conversation", "block", "b"),
+)
+# A loosen-rule question's: it is answered once (never remembered).
+_LOOSEN_CHOICES = (
+    ("approve:once", "Let the change take effect", "enforce the file as it is now", "approve", "a"),
+    ("block:once", "Keep the rules in force", "until the file changes again", "block", "b"),
 )
 _AGENTS = {
     "claude-code": "Claude Code",
@@ -113,8 +120,11 @@ _SCOPE_WORDS = {
 }
 
 
-def answered(qid: str, answer: str, remember: str) -> str:
+def answered(qid: str, answer: str, remember: str, kind: str | None = None) -> str:
     """The status line after an answer: "q-3: approve, for this conversation"."""
+    if kind == LOOSEN_RULE:
+        then = "the change takes effect" if answer == "approve" else "the rules stay in force"
+        return f"{qid}: {answer}, {then}"
     return f"{qid}: {answer}, for {_SCOPE_WORDS.get(remember, remember)}"
 
 
@@ -131,8 +141,10 @@ def message(text: str) -> str:
 
 
 def _question(q: Question, csrf: str, earlier: Earlier, team: bool) -> str:
+    if q.kind == LOOSEN_RULE:
+        return _loosen(q, csrf)
     r = q.request
-    left = max(0, int(q.expires - time.time()))
+    left = max(0, int((q.expires or 0) - time.time()))
     rows = "".join(
         f"<tr><td>{escape(str(f['kind']))}</td><td>{escape(str(f['rule']))}</td>"
         f"<td>{escape(str(f.get('file') or f.get('tool') or ''))}</td>"
@@ -141,15 +153,7 @@ def _question(q: Question, csrf: str, earlier: Earlier, team: bool) -> str:
         f"<pre>{escape(str(f['context']))}</pre></td></tr>"
         for i, f in enumerate(q.findings)
     )
-    buttons = "".join(
-        f'<button type="submit" name="choice" value="{v}" class="{style}" title="{meaning}"'
-        + (f' accesskey="{key}"' if key else "")
-        + f">{label}"
-        + (f" <kbd>{key}</kbd>" if key else "")
-        + f"<small>{meaning}</small></button>"
-        for v, label, meaning, style, key in _CHOICES
-        if team or not v.endswith(":team")
-    )
+    buttons = _buttons(c for c in _CHOICES if team or not c[0].endswith(":team"))
     proposed = f"<p>Decision helper proposes: <b>{escape(q.proposed)}</b></p>" if q.proposed else ""
     return (
         f'<div class="q" id="{escape(q.id)}"><h2>{escape(q.id)}: {escape(q.kind)}</h2>'
@@ -164,11 +168,46 @@ def _question(q: Question, csrf: str, earlier: Earlier, team: bool) -> str:
         f" project {escape(str(r.get('project_root') or '?'))}</p>"
         f"<table><tr><th>kind</th><th>rule</th><th>file or tool</th><th>preview</th></tr>"
         f"{rows}</table>{proposed}"
-        f'<p>Nobody answering in <span data-expires="{q.expires:.0f}">{left}</span> s applies'
-        f" the default: <b>{escape(q.default)}</b>.</p>"
+        f'<p>Nobody answering in <span data-expires="{q.expires or 0:.0f}">{left}</span> s'
+        f" applies the default: <b>{escape(q.default)}</b>.</p>"
+        f"{_form(q, csrf, buttons)}</div>"
+    )
+
+
+def _loosen(q: Question, csrf: str) -> str:
+    """A rule file's change held until a person confirms it: no request, no countdown."""
+    rows = "".join(
+        f"<tr><td>{escape(str(f['rule']))}</td><td>{escape(str(f['where']))}</td>"
+        f"<td>{escape(str(f['preview']))}</td></tr>"
+        f"<tr><td colspan=3><pre>{escape(str(f['context']))}</pre></td></tr>"
+        for f in q.findings
+    )
+    return (
+        f'<div class="q" id="{escape(q.id)}"><h2>{escape(q.id)}: {escape(q.kind)}</h2>'
+        f'<p class="ask">{escape(loosen.in_words(q))}</p>'
+        "<p>The agent gate polices may edit this file: until you answer, gate keeps"
+        " enforcing the rules below. Nothing waits on this question.</p>"
+        f"<table><tr><th>rule</th><th>in force at</th><th>the change</th></tr>{rows}</table>"
+        f"{_form(q, csrf, _buttons(_LOOSEN_CHOICES))}</div>"
+    )
+
+
+def _buttons(choices: Iterable[tuple[str, str, str, str, str]]) -> str:
+    return "".join(
+        f'<button type="submit" name="choice" value="{v}" class="{style}" title="{meaning}"'
+        + (f' accesskey="{key}"' if key else "")
+        + f">{label}"
+        + (f" <kbd>{key}</kbd>" if key else "")
+        + f"<small>{meaning}</small></button>"
+        for v, label, meaning, style, key in choices
+    )
+
+
+def _form(q: Question, csrf: str, buttons: str) -> str:
+    return (
         f'<form method="post" action="/_gate/ui/answer">'
         f'<input type="hidden" name="id" value="{escape(q.id)}">'
-        f'<input type="hidden" name="csrf" value="{escape(csrf)}">{buttons}</form></div>'
+        f'<input type="hidden" name="csrf" value="{escape(csrf)}">{buttons}</form>'
     )
 
 
@@ -200,6 +239,8 @@ def _ago(ts: float) -> str:
 def ask_in_words(q: Question) -> str:
     """The question as a person says it: "Claude Code wants to send a github token, from
     Bash, to Anthropic"."""
+    if q.kind == LOOSEN_RULE:
+        return loosen.in_words(q)
     r = q.request
     agent = _AGENTS.get(str(r.get("agent")), str(r.get("agent") or "An agent"))
     provider = _PROVIDERS.get(str(r.get("upstream")), str(r.get("upstream") or "its provider"))

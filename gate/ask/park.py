@@ -204,6 +204,7 @@ class Asker:
         """The answer, or `default` once the question times out; on a shared gate, checked
         every second: a question whose user was revoked is withdrawn, its request blocked."""
         user = q.request.get("user")
+        assert q.timeout is not None  # a request's question always times out
         deadline = time.monotonic() + q.timeout
         while (left := deadline - time.monotonic()) > 0:
             step = min(left, REVOKE_CHECK_SECONDS) if user and self.still_allowed else left

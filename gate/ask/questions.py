@@ -24,6 +24,10 @@ SCOPES = ("once", "session", "project", "always", "team")
 # resend the whole history every turn, and content the provider already has is not worth
 # asking about again ("once": this request only).
 DEFAULT_SCOPE = "session"
+# A question no request waits on: a rule file changed while gate runs so as to loosen the
+# rules (gate/ask/loosen.py); approve lets the change take effect, block keeps the rules.
+LOOSEN_RULE = "loosen-rule"
+LOOSEN_ANSWERS = ("approve", "block")
 _ANSWERED_KEPT = 256  # recently answered ids, so a late second answer gets 409, not 404
 
 
@@ -52,18 +56,22 @@ class Question:
     """One request's ask findings, as shown to a person."""
 
     id: str
-    kind: str  # send-secret | send-denied-content
+    kind: str  # send-secret | send-denied-content | loosen-rule
     default: str  # redact | block: what applies when nobody answers
-    request: dict[str, Any]  # agent, upstream, path, model, run_id, project_root
+    # agent, upstream, path, model, run_id, project_root; a loosen-rule question, which no
+    # request waits on: file, layer, project_root
+    request: dict[str, Any]
     findings: list[dict[str, Any]]
     keys: tuple[str, ...]  # the findings' Asked keys (what an approval lets through)
-    timeout: float
+    timeout: float | None  # None: open until answered (nothing waits on it)
     created: float = field(default_factory=time.time)
     proposed: str | None = None  # a decision helper's proposal, if one is configured
+    answers: tuple[str, ...] = ANSWERS  # the answers it takes
+    once: bool = False  # answered for this question only, never remembered
 
     @property
-    def expires(self) -> float:
-        return self.created + self.timeout
+    def expires(self) -> float | None:
+        return None if self.timeout is None else self.created + self.timeout
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -77,6 +85,8 @@ class Question:
         }
         if self.proposed:
             out["proposed"] = self.proposed
+        if self.answers != ANSWERS:
+            out["answers"] = list(self.answers)
         return out
 
     def record(self, answer: Answer) -> dict[str, Any]:
@@ -136,6 +146,10 @@ class Pending:
         fut: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._open[question.id] = (question, fut)
         return fut
+
+    def get(self, qid: str) -> Question | None:
+        hit = self._open.get(qid)
+        return hit[0] if hit else None
 
     def questions(self) -> list[Question]:
         return sorted((q for q, _ in self._open.values()), key=lambda q: q.created)

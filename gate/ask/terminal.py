@@ -14,6 +14,8 @@ from typing import Any, TextIO
 
 from loguru import logger
 
+from gate.ask.questions import LOOSEN_RULE
+
 POLL_SECONDS = 1.0
 # What a question says (agent, paths, kinds) must not drive the terminal.
 _UNSAFE = {c: None for c in (*range(32), 0x7F, *range(0x80, 0xA0))}
@@ -55,7 +57,13 @@ class Notices:
                 logger.debug("terminal notice skipped ({})", type(exc).__name__)
 
     def check(self) -> None:
-        mine = [q for q in self.pending() if (q.get("request") or {}).get("run_id") == self.run_id]
+        # A run's own questions, and any about a rule file loosened while gate runs (the
+        # agent of this run may have edited it; its owner answers it).
+        mine = [
+            q
+            for q in self.pending()
+            if (q.get("request") or {}).get("run_id") == self.run_id or q.get("kind") == LOOSEN_RULE
+        ]
         new = [q for q in mine if q["id"] not in self.told]
         for q in new:
             self.told.add(q["id"])
@@ -70,11 +78,20 @@ class Notices:
     def tell(self, q: dict[str, Any]) -> None:
         kinds = ", ".join(sorted({str(f.get("kind")) for f in q.get("findings") or []}))
         left = max(0, int(float(q.get("expires") or 0) - time.time()))
-        text = (
-            f"gate: waiting for you: question {q['id']} ({kinds or q.get('kind')});"
-            f" answer with `gate watch`, `gate approve {q['id']}` or the page"
-            f" ({q.get('default', 'block')} in {left} s)"
-        ).translate(_UNSAFE)
+        if q.get("kind") == LOOSEN_RULE:
+            rules = ", ".join(str(f.get("rule")) for f in q.get("findings") or [])
+            text = (
+                f"gate: waiting for you: question {q['id']} ({q['request'].get('file')}"
+                f" changed and would loosen {rules}); `gate approve {q['id']}` lets the"
+                f" change take effect, `gate block {q['id']}` keeps the rules (in force"
+                " until answered)"
+            ).translate(_UNSAFE)
+        else:
+            text = (
+                f"gate: waiting for you: question {q['id']} ({kinds or q.get('kind')});"
+                f" answer with `gate watch`, `gate approve {q['id']}` or the page"
+                f" ({q.get('default', 'block')} in {left} s)"
+            ).translate(_UNSAFE)
         if not self.interactive:
             self.stream.write(text + "\n")
             self.stream.flush()

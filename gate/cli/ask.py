@@ -52,7 +52,8 @@ def _answer_command(answer: str, doc: str, remember: str) -> click.Command:
 
 approve_cmd = _answer_command(
     "approve",
-    "Send the request as the agent wrote it (the findings included).",
+    "Send the request as the agent wrote it (the findings included). For a loosen-rule"
+    " question: let the rule file's change take effect.",
     "Also approve identical content later: in this session, this project, or everywhere",
 )
 redact_cmd = _answer_command(
@@ -62,27 +63,39 @@ redact_cmd = _answer_command(
 )
 block_cmd = _answer_command(
     "block",
-    "Do not send the request; the agent gets an error saying gate blocked it, and why.",
+    "Do not send the request; the agent gets an error saying gate blocked it, and why."
+    " For a loosen-rule question: keep the rules in force.",
     "Also block requests with identical content later without asking",
 )
 
 
 def _answer(qid: str, answer: str, remember: str) -> None:
     reply = ControlClient.find(dirs.data_dir()).answer(qid, answer, remember)
+    remember = str(reply.get("remember") or remember)  # a loosen-rule answer is once only
     scope = "" if remember == "once" else f" (remembered: {remember})"
     click.echo(f"{reply['id']}: {reply['answer']}{scope}")
 
 
 def _show(q: dict[str, Any]) -> None:
     r = q.get("request", {})
-    left = max(0, int(q.get("expires", 0) - time.time()))
-    click.echo(
-        f"{q['id']}  {q['kind']}  {r.get('agent') or 'agent?'} → {r.get('upstream')}"
-        f" {r.get('path')}  ({q['default']} in {left} s)"
-    )
+    if q.get("expires") is None:  # no request waits on it (a loosen-rule question)
+        click.echo(
+            f"{q['id']}  {q['kind']}  {r.get('file')} changed while gate runs; its rules"
+            f" stay in force until answered (approve: the change takes effect, block:"
+            " the rules stay)"
+        )
+    else:
+        left = max(0, int(q.get("expires", 0) - time.time()))
+        click.echo(
+            f"{q['id']}  {q['kind']}  {r.get('agent') or 'agent?'} → {r.get('upstream')}"
+            f" {r.get('path')}  ({q['default']} in {left} s)"
+        )
     for f in q.get("findings", []):
-        where = f.get("file") or f.get("tool") or ""
-        click.echo(f"    {f['kind']}  {f['rule']}  {where}  {f['preview']}")
+        if q.get("expires") is None:
+            click.echo(f"    {f['rule']}  {f['where']}  {f['preview']}")
+        else:
+            where = f.get("file") or f.get("tool") or ""
+            click.echo(f"    {f['kind']}  {f['rule']}  {where}  {f['preview']}")
         for line in str(f.get("context") or "").splitlines():
             click.echo(f"      | {line}")
 

@@ -10,10 +10,13 @@ from typing import Any
 
 import click
 
-from gate import log
+from gate import dirs, log
 from gate.agents import tools
 from gate.agents.actions import Action, Verb
+from gate.ask.client import ControlClient
+from gate.ask.questions import LOOSEN_RULE
 from gate.cli.common import echo_json, json_option
+from gate.errors import GateError, RuleError
 from gate.rules import names
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
@@ -42,12 +45,42 @@ def _walk_incomplete(policy: Policy, root: str) -> list[str]:
     return walked.unwalked if walked.truncated else []
 
 
-def _policy(project: str | None) -> tuple[str, Policy]:
+def _policy(project: str | None) -> tuple[str, Policy, list[dict[str, Any]]]:
+    """The rules the files say, and what each running gate enforces instead (a file kept
+    at its last good rules, rules held until a person confirms loosening them)."""
     root = repository_root(project or os.getcwd())
-    policy = PolicyStore(warn=False).policy_for(root)
+    try:
+        policy = PolicyStore(warn=False).policy_for(root)
+    except RuleError:
+        _running(root, ())
+        raise
     for warning in policy.warnings:
         click.echo(f"gate: warning: {warning}", err=True)
-    return root, policy
+    return root, policy, _running(root, policy.warnings)
+
+
+def _running(root: str, said: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Tell (on stderr) what the running gates of this data dir enforce that the files
+    alone do not say, and the loosen-rule questions waiting; [] when none runs."""
+    try:
+        control = ControlClient.find(dirs.data_dir())
+        gates, pending = control.rules(root), control.pending()
+    except GateError:
+        return []  # no gate runs (or none is reachable from here): the files are the rules
+    for g in gates:
+        for warning in g.get("warnings", []):
+            if warning not in said:
+                click.echo(f"gate: warning: the running gate ({g['gate']}): {warning}", err=True)
+    for q in pending:
+        if q.get("kind") == LOOSEN_RULE:
+            rules = ", ".join(str(f.get("rule")) for f in q.get("findings", []))
+            click.echo(
+                f"gate: question {q['id']} waits for a person: {q['request'].get('file')}"
+                f" changed and would loosen {rules}; `gate approve {q['id']}` lets the change"
+                f" take effect, `gate block {q['id']}` keeps the rules",
+                err=True,
+            )
+    return gates
 
 
 @click.group("rules", invoke_without_command=True)
@@ -75,7 +108,7 @@ def list_cmd(obj: dict[str, str | None], as_json: bool, project: str | None) -> 
 
 
 def _list(project: str | None, as_json: bool) -> None:
-    root, policy = _policy(project)
+    root, policy, running = _policy(project)
     rules = sorted(policy.rules, key=lambda r: _ORDER[r.effect])
     unwalked = _walk_incomplete(policy, root)
     if as_json:
@@ -88,6 +121,8 @@ def _list(project: str | None, as_json: bool) -> None:
                 "warnings": list(policy.warnings),
                 "index_incomplete": bool(unwalked),
                 "unwalked": unwalked,
+                # what each running gate of this data dir enforces that the files do not say
+                "running": [{"gate": g["gate"], "warnings": g["warnings"]} for g in running],
             }
         )
         return
@@ -162,7 +197,7 @@ def check_cmd(
     )
     project = project or obj["project"]
     cwd = project or os.getcwd()
-    root, policy = _policy(project)
+    root, policy, _ = _policy(project)
     action = replace(tools.action(name, given, cwd), params=names.params_of(given))
     if action.verb in (Verb.READ, Verb.EDIT, Verb.SEARCH) and action.target:
         # A path typed here is relative to where it was typed, as a shell would read it.

@@ -184,10 +184,11 @@ def _answer(
         view.message = "no question selected"
         return
     try:
-        ControlClient.find(data_dir).answer(qid, answer, remember)
+        reply = ControlClient.find(data_dir).answer(qid, answer, remember)
     except GateError as exc:
         view.message = exc.message
         return
+    remember = str(reply.get("remember") or remember)  # a loosen-rule answer is once only
     view.message = f"{qid}: {answer}" + ("" if remember == "once" else f", remembered ({remember})")
 
 

@@ -107,7 +107,7 @@ def _cut(text: str, width: int | None) -> str:
 
 def _question(q: dict[str, Any], *, selected: bool) -> list[tuple[str, str]]:
     req = q.get("request") or {}
-    left = max(0, int(q.get("expires", 0) - time.time()))
+    left = max(0, int((q.get("expires") or 0) - time.time()))
     proposed = f"  helper proposes {q['proposed']}" if q.get("proposed") else ""
     head = (
         f"{'>' if selected else ' '} {q['id']}  {q.get('kind', '?')}  "
@@ -115,6 +115,12 @@ def _question(q: dict[str, Any], *, selected: bool) -> list[tuple[str, str]]:
         f"{(req.get('path') or '').split('?')[0]}  {req.get('model') or '-'}  "
         f"{q.get('default', 'block')} in {left}s{proposed}"
     )
+    if q.get("expires") is None:  # no request waits on it (a loosen-rule question)
+        head = (
+            f"{'>' if selected else ' '} {q['id']}  {q.get('kind', '?')}  "
+            f"{req.get('file') or '-'} changed while gate runs: its rules are held until"
+            " answered (a lets the change take effect, b keeps the rules)"
+        )
     out = [(head, "selected" if selected else "")]
     for f in q.get("findings") or []:
         where = " ".join(str(f[k]) for k in ("where", "tool", "file") if f.get(k))

@@ -21,6 +21,7 @@ from mitmproxy.websocket import WebSocketMessage
 from gate import __version__, runs
 from gate.agents import registry
 from gate.ask import client, memory_team
+from gate.ask.loosen import Loosenings
 from gate.ask.park import Asker
 from gate.ask.questions import Pending
 from gate.audit.session import session_key
@@ -91,6 +92,9 @@ class GateAddon:
         self.offload = offload or pipeline.Offload()
         self.pending = Pending()
         self.asker = Asker(config, data_dir, secrets.key, self.pending, team_memory)
+        # A rule file changed so as to loosen the rules: a person is asked (gate/ask/loosen.py).
+        self.loosenings = Loosenings(self.pending, policies.confirm)
+        policies.on_loosen = self.loosenings.changed
         # A shared gate's control API signs people in with their own tokens (team.py).
         self.control = control.Control(
             self.pending,
@@ -99,6 +103,7 @@ class GateAddon:
             (users or Users(data_dir)) if team.is_shared(config) else None,
         )
         self.control.team = self.asker.team is not None
+        self.control.policies = policies
         if (people := self.control.users) is not None:
             self.asker.still_allowed = lambda name: any(u.name == name for u in people.active())
         self._registered: Path | None = None
@@ -112,6 +117,7 @@ class GateAddon:
     def running(self) -> None:
         host, port = ctx.master.addons.get("proxyserver").listen_addrs()[0][:2]
         self.control.port = port
+        self.loosenings.attach(asyncio.get_running_loop())
         # `gate pending` and friends find it here; a shared gate (HTTPS only) says which
         # certificate it serves, which they then require of it.
         shared_tls = self.control.users is not None and self.config.tls.on

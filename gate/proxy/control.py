@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
@@ -30,11 +31,14 @@ from mitmproxy import http
 from gate.ask import live, page
 from gate.ask.questions import ANSWERS, DEFAULT_SCOPE, SCOPES, Answer, By, Pending, Question
 from gate.audit.store import AuditStore
+from gate.errors import GateError
 from gate.proxy import console
+from gate.rules.layers import PolicyStore
 from gate.users import Kind, Users
 
 PREFIX = "/_gate/"
 API = "/_gate/api/pending"
+RULES_API = "/_gate/api/rules"  # what this gate enforces for a project (`gate rules`)
 UI = "/_gate/ui"
 COOKIE = "gate_control"
 _LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
@@ -79,6 +83,7 @@ class Control:
         self.users = users  # set on a shared gate: people sign in with their own tokens
         self.port = 0  # set once listening: the Host a request must name
         self.team = False  # a team store is configured: the page offers "for the team"
+        self.policies: PolicyStore | None = None  # the rules this gate enforces
 
     def handle(self, flow: http.HTTPFlow) -> None:
         """Answer a /_gate/ request (never forwarded anywhere)."""
@@ -107,6 +112,8 @@ class Control:
             flow.response = _json(200, {"pending": [q.to_json() for q in self._visible(who)]})
         elif path.startswith(API + "/") and req.method == "POST":
             self._api_answer(flow, path[len(API) + 1 :], who)
+        elif path == RULES_API and req.method == "GET":
+            self._rules(flow, who)
         else:
             flow.response = _json(404, {"error": f"no control endpoint {req.method} {path}"})
 
@@ -189,13 +196,37 @@ class Control:
         if not who.admin and not any(q.id == qid for q in self._visible(who)):
             # Another user's question is as unknown as one that never was.
             return 404, {"error": f"no pending question {qid!r}"}
+        if (q := self.pending.get(qid)) is not None and answer not in q.answers:
+            return 400, {"error": f"question {qid} takes {' or '.join(q.answers)}"}
+        if q is not None and q.once:
+            # Loosening a rule is confirmed edit by edit: an answer never carries over.
+            if remember not in ("once", DEFAULT_SCOPE):
+                return 400, {
+                    "error": f"question {qid} is answered once: it is never remembered"
+                    " (answer without --remember)"
+                }
+            remember = "once"
         try:
             self.pending.answer(qid, Answer(answer, By.PERSON, remember))
         except KeyError:
             return 404, {"error": f"no pending question {qid!r}"}
         except ValueError as exc:
             return 409, {"error": str(exc)}
-        return 200, {"ok": True, "id": qid, "answer": answer}
+        reply = {"ok": True, "id": qid, "answer": answer, "remember": remember}
+        return 200, reply | ({"kind": q.kind} if q is not None else {})
+
+    def _rules(self, flow: http.HTTPFlow, who: Who) -> None:
+        """What this gate enforces for a project right now: its rule files' warnings (a
+        file kept at its last good rules, rules held until a person confirms loosening
+        them), which a fresh `gate rules` cannot know."""
+        root = (parse_qs(urlsplit(flow.request.path).query).get("project") or [""])[0]
+        if not who.admin:  # a shared gate's host paths are its operator's business
+            flow.response = _json(403, {"error": "only an admin sees a gate's rules"})
+        elif self.policies is None or not os.path.isabs(root):
+            flow.response = _json(400, {"error": "name an absolute project directory"})
+        else:
+            policies = self.policies
+            self._later(flow, lambda: _json(*_enforced(policies, root)))
 
     # -- the page --------------------------------------------------------------------------
 
@@ -312,13 +343,30 @@ class Control:
         answer, _, remember = (form.get("choice") or [""])[0].partition(":")
         qid = (form.get("id") or [""])[0]
         status, reply = self._answer(qid, answer, remember or DEFAULT_SCOPE, who)
-        note = page.answered(qid, answer, remember or DEFAULT_SCOPE) if status == 200 else ""
+        note = (
+            page.answered(qid, answer, reply["remember"], reply.get("kind"))
+            if status == 200
+            else ""
+        )
         if fetched:
             flow.response = _json(status, {**reply, "note": note} if note else reply)
             return
         flow.response = http.Response.make(
             303, b"", {**_HEADERS, "location": f"{UI}?note={_quote(note or reply['error'])}"}
         )
+
+
+def _enforced(policies: PolicyStore, root: str) -> tuple[int, dict[str, Any]]:
+    if not os.path.isdir(root):
+        return 400, {"error": f"{root} is not a directory"}
+    try:
+        warnings = list(policies.policy_for(root).warnings)
+    except GateError as exc:  # a project file that never loaded: its requests are blocked
+        warnings = [
+            exc.diagnostics().replace("\n  hint:", "; hint:")
+            + " (this gate blocks the requests that need this file until it is fixed)"
+        ]
+    return 200, {"project_root": root, "warnings": warnings}
 
 
 def json_response(status: int, body: dict[str, Any]) -> http.Response:

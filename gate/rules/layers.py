@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,8 +15,10 @@ from loguru import logger
 from gate import dirs
 from gate.errors import RuleError
 from gate.rules import claude, joined, probe
+from gate.rules import held as held_rules
 from gate.rules.engine import Policy, SecretTable
-from gate.rules.loader import SECRET_ACTIONS, read_file
+from gate.rules.held import LayerKey, Loosening
+from gate.rules.loader import read_file
 from gate.rules.model import Effect, Rule
 
 DEFAULT_PACKS = ("default",)
@@ -72,6 +75,13 @@ class Layer:
     root: str | None
     name: str = "pack"  # managed, user, pack, project, project-local, claude-...
     claude: bool = False  # Claude Code's settings (JSON), not a gate rule file
+
+
+_EVERY_PROJECT = ("managed", "user", "claude-managed", "claude-user")
+
+
+def _key(layer: Layer) -> LayerKey:
+    return (str(layer.path), layer.shown_as, layer.root)
 
 
 def _shown(path: Path) -> str:
@@ -176,12 +186,17 @@ class _Loaded:
     warnings: tuple[str, ...] = ()
     lockdown: bool = False
     secrets: tuple[tuple[str, str, str], ...] = ()
-    # `secrets:` settings of earlier versions of this file, held until gate restarts
+    # `secrets:` settings of earlier versions of this file, held until a person confirms
+    # the change or gate restarts
     held: tuple[SecretTable, ...] = ()
 
     def tables(self) -> tuple[SecretTable, ...]:
         now = tuple((key, action) for key, action, _where in self.secrets)
         return tuple(t for t in (now, *self.held) if t)
+
+
+# A file's rules in force, and what they hold back that a person may confirm (None: nothing)
+_Held = tuple[_Loaded, Loosening | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +205,9 @@ class _Cached:
     env: tuple[str | None, ...]  # the variables that say where layers are
     facts: probe.Facts  # every path looked at to find the layers
     policy: Policy
+    # The layers it was built from, files removed since whose rules are held included
+    layers: tuple[Layer, ...] = ()
+    fresh: bool = True  # False: rebuild it (a person confirmed loosening a file's rules)
 
 
 class PolicyStore:
@@ -198,7 +216,8 @@ class PolicyStore:
     A gate rule file that never loaded stops gate (a base layer, at start) or blocks the
     requests that need it (a project file). A file that loaded before and is now malformed
     keeps its previous rules, with a warning naming file:line. A malformed Claude Code
-    settings file is a warning: it is the agent's file, not gate's.
+    settings file is a warning: it is the agent's file, not gate's. A file that changed so
+    as to loosen the rules keeps what it loosens until `confirm` says a person agreed.
     """
 
     def __init__(self, packs: tuple[str, ...] = DEFAULT_PACKS, *, warn: bool = True):
@@ -206,7 +225,18 @@ class PolicyStore:
         self._warn = warn
         self._lock = threading.Lock()
         self._cache: dict[str | None, _Cached] = {}
-        self._good: dict[tuple[str, str, str | None], tuple[probe.Fact, _Loaded]] = {}
+        self._good: dict[LayerKey, tuple[probe.Fact, _Loaded]] = {}
+        # Per file changed so as to loosen the rules: what it would loosen, and the version
+        # and rules that take effect once a person confirms it.
+        self._holds: dict[LayerKey, tuple[Loosening, probe.Fact, _Loaded]] = {}
+        self._declined: dict[LayerKey, Loosening] = {}  # a person said no: not asked again
+        # Files every project reads (managed, user, Claude Code's user and managed
+        # settings) removed while their rules are held: a project first seen since holds
+        # them too.
+        self._removed: dict[LayerKey, Layer] = {}
+        # Told (from whichever thread reloads, with the store's lock held: it must only
+        # hand the news on) what each changed file would now loosen; None: nothing to ask.
+        self.on_loosen: Callable[[LayerKey, Loosening | None], None] | None = None
         self._warned: set[str] = set()
         self._joined: dict[tuple[tuple[int, str | None], ...], Policy] = {}
         self.policy_for(None)
@@ -235,27 +265,55 @@ class PolicyStore:
             hit = self._cache.get(project_root)
         # Every request asks; while the files the layers were found from are unchanged,
         # the answer is a few stats (no time bound: a changed file is seen at once).
-        if hit and hit.env == env and probe.unchanged(hit.facts):
+        if hit and hit.fresh and hit.env == env and probe.unchanged(hit.facts):
             return hit.policy
         with probe.recording() as facts:
             layers = layers_for(project_root, self._packs)
             stamp = tuple((str(layer.path), probe.version(layer.path)) for layer in layers)
-        if hit and hit.stamp == stamp:
+        if hit and hit.fresh and hit.stamp == stamp:
             with self._lock:
-                self._cache[project_root] = _Cached(stamp, env, facts, hit.policy)
+                self._cache[project_root] = replace(hit, env=env, facts=facts)
             return hit.policy
         loaded = [
             self._load(layer, version) for layer, (_, version) in zip(layers, stamp, strict=True)
         ]
+        # A rule file removed while gate runs loosens like one emptied: its rules stay.
+        here = {_key(layer) for layer in layers}
+        with self._lock:
+            removed = list(self._removed.values())
+        for layer in dict.fromkeys((*(hit.layers if hit and hit.env == env else ()), *removed)):
+            gone = None if _key(layer) in here or layer.name == "pack" else self._gone(layer)
+            if gone is not None:
+                layers.append(layer)
+                loaded.append(gone)
         policy = _merge(layers, loaded)
         with self._lock:
-            self._cache[project_root] = _Cached(stamp, env, facts, policy)
+            self._cache[project_root] = _Cached(stamp, env, facts, policy, tuple(layers))
         self._report(policy)
         logger.debug("policy loaded: {} rules from {} files", len(policy.rules), len(layers))
         return policy
 
+    def _gone(self, layer: Layer) -> _Loaded | None:
+        """The rules still in force of a file removed since it was loaded (None: none)."""
+        key = _key(layer)
+        with self._lock:
+            prev = self._good.get(key)
+        if prev is None or not (prev[1].rules or prev[1].tables()):
+            with self._lock:
+                self._removed.pop(key, None)
+            return None
+        if prev[0] is None:  # seen removed before: what was held then still is
+            return prev[1]
+        in_force, loosening = _held(layer, key, prev[1], _Loaded(()))
+        with self._lock:
+            self._good[key] = (None, in_force)
+            self._hold(key, loosening, None, _Loaded(()))
+            if loosening is not None and layer.name in _EVERY_PROJECT:
+                self._removed[key] = layer
+        return in_force if loosening is not None else None
+
     def _load(self, layer: Layer, version: probe.Fact) -> _Loaded:
-        key = (str(layer.path), layer.shown_as, layer.root)
+        key = _key(layer)
         with self._lock:
             prev = self._good.get(key)
         if prev and prev[0] == version:
@@ -285,11 +343,59 @@ class PolicyStore:
                     ),
                 )
             raise
-        if prev is not None:
-            loaded = _held(layer, prev[1], loaded)
+        if prev is None:
+            with self._lock:
+                self._good[key] = (version, loaded)
+            return loaded
+        in_force, loosening = _held(layer, key, prev[1], loaded)
         with self._lock:
-            self._good[key] = (version, loaded)
-        return loaded
+            self._good[key] = (version, in_force)
+            self._hold(key, loosening, version, loaded)
+        return in_force
+
+    def _hold(
+        self, key: LayerKey, loosening: Loosening | None, version: probe.Fact, fresh: _Loaded
+    ) -> None:
+        """Note what a file's new version would loosen (the lock is held)."""
+        if loosening is None:
+            self._holds.pop(key, None)
+            self._declined.pop(key, None)
+        else:
+            self._holds[key] = (loosening, version, fresh)
+        if self.on_loosen is not None:
+            declined = loosening is not None and self._declined.get(key) == loosening
+            self.on_loosen(key, None if declined else loosening)
+
+    def loosenings(self) -> list[Loosening]:
+        """What changed rule files would loosen, held until a person confirms it."""
+        with self._lock:
+            return [lo for lo, _, _ in self._holds.values()]
+
+    def confirm(self, loosening: Loosening, approve: bool) -> bool:
+        """A person's answer to a Loosening: approved, the file's rules as they are now take
+        effect (the next request is decided by them); declined, the held rules stay in
+        force until the file changes again or gate restarts. False (nothing done) when the
+        file changed since the question was put: the answer was about another edit."""
+        with self._lock:
+            hold = self._holds.get(loosening.key)
+            if hold is None or hold[0] != loosening:
+                return False
+            if not approve:
+                self._declined[loosening.key] = loosening
+                return True
+            _, version, fresh = self._holds.pop(loosening.key)
+            self._declined.pop(loosening.key, None)
+            self._good[loosening.key] = (version, fresh)
+            # Every policy built with the held rules is rebuilt (keeping the layers they
+            # were built from: a removed file's held rules are found from them).
+            self._cache = {r: replace(c, fresh=False) for r, c in self._cache.items()}
+            self._joined.clear()
+        logger.warning(
+            "rules of {} loosened: a person confirmed the change ({} rule(s) no longer held)",
+            loosening.file,
+            len(loosening.changes),
+        )
+        return True
 
     def _report(self, policy: Policy) -> None:
         notes = list(policy.warnings)
@@ -304,51 +410,47 @@ class PolicyStore:
                 logger.warning("{}", note)
 
 
-def _held(layer: Layer, before: _Loaded, now: _Loaded) -> _Loaded:
+def _held(layer: Layer, key: LayerKey, before: _Loaded, now: _Loaded) -> _Held:
     """A rule file changed while gate runs. Tightening applies at once; a deny or ask rule
     that is gone (removed, turned into an allow or ask, given a new exception, or dropped as
-    invalid) stays in force until gate restarts: the agent gate polices may edit this file,
-    so only a person (who restarts gate) can loosen it."""
-    same = {_identity(r) for r in now.rules}
-    held = tuple(
-        r for r in before.rules if r.effect is not Effect.ALLOW and _identity(r) not in same
-    )
-    notes = tuple(
-        f"rule {r.text} was removed from {layer.shown_as} while gate runs; it stays"
-        " in force until gate is restarted (a person must confirm loosening a rule)"
-        for r in held
-    )
+    invalid) stays in force, and so do `secrets:` settings made looser: the agent gate
+    polices may edit this file, so only a person may loosen it, by answering the question
+    the Loosening is (PolicyStore.confirm), or by restarting gate."""
+    held = held_rules.dropped(before.rules, now.rules)
     # `secrets:` the same way: each finding gets the stricter of what the file said before
     # and what it says now, so a tightening applies at once and a loosening waits.
-    current = tuple((key, action) for key, action, _where in now.secrets)
+    current = tuple((k, action) for k, action, _where in now.secrets)
     kept = tuple(t for t in dict.fromkeys(before.tables()) if t != current)
-    if _loosens(before.secrets, now.secrets):
-        notes += (
-            f"secrets: settings loosened in {layer.shown_as} while gate runs; the"
-            " previous ones stay in force until gate is restarted (a person must"
-            " confirm loosening a rule)",
-        )
-    if not held and not notes and not kept:
-        return now
-    return _Loaded(now.rules + held, now.warnings + notes, now.lockdown, now.secrets, kept)
-
-
-def _loosens(
-    before: tuple[tuple[str, str, str], ...], now: tuple[tuple[str, str, str], ...]
-) -> bool:
-    """Whether a `secrets:` setting was removed or loosened, or a new one added that could
-    loosen what a tier said (any new setting but `block`)."""
-    was = {key: action for key, action, _ in before}
-    new = {key: action for key, action, _ in now}
-    rank = SECRET_ACTIONS.index
-    return any(k not in new or rank(new[k]) > rank(a) for k, a in was.items()) or any(
-        k not in was and a != "block" for k, a in new.items()
+    looser = tuple(t for t in kept if held_rules.loosens(t, current))
+    if not held and not kept:
+        return now, None
+    notes = tuple(
+        f"rule {r.text} was removed or weakened in {layer.shown_as} while gate runs (it"
+        f" is at {r.where}); it stays in force until a person confirms the change"
+        " (`gate pending`) or gate is restarted"
+        for r in held
     )
-
-
-def _identity(rule: Rule) -> tuple[object, ...]:
-    """A rule as what it protects, wherever in its file it is written."""
-    return (rule.effect, rule.tool, rule.specifier, rule.unless, rule.root)
+    if looser:
+        notes += (
+            f"secrets: settings loosened in {layer.shown_as} while gate runs; the previous"
+            " ones stay in force until a person confirms the change (`gate pending`) or"
+            " gate is restarted",
+        )
+    loosening = (
+        Loosening(
+            key,
+            layer.shown_as,
+            layer.name,
+            held_rules.changes(held, now.rules),
+            looser,
+            current if looser else (),
+        )
+        if held or looser
+        else None
+    )
+    return _Loaded(
+        now.rules + held, now.warnings + notes, now.lockdown, now.secrets, kept
+    ), loosening
 
 
 def _read(layer: Layer) -> _Loaded:

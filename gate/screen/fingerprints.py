@@ -23,6 +23,7 @@ import ahocorasick_rs
 from loguru import logger
 
 from gate.rules.engine import Policy
+from gate.rules.held import identity
 from gate.rules.layers import PolicyStore
 from gate.screen.denied_walk import DEFAULT_LIMITS, Limits, Source, Walked, collect
 from gate.screen.git_history import history_units
@@ -161,12 +162,15 @@ def encoded_forms(unit: str) -> Iterator[str]:
 @dataclass(frozen=True, slots=True)
 class _Entry:
     at: float  # when it was built (monotonic)
-    policy: int  # id() of the policy it was built for
+    # The policy it was built for (held, not its id(): a policy rebuilt after a person
+    # confirmed loosening the rules could reuse a freed one's id and find a stale index)
+    policy: Policy
     index: DeniedIndex
     stamp: tuple[object, ...]
     dirs: tuple[str, ...]  # directories the walk went through
     truncated: bool  # a budget ran out: a background walk with more goes on
     unwalked: tuple[str, ...] = ()  # then: the directories (and files) it did not read
+    rules: frozenset[tuple[object, ...]] = frozenset()  # the rules in force, as identity()
 
 
 class IndexStore:
@@ -187,7 +191,7 @@ class IndexStore:
         self._seen: dict[str, None] = {}  # the most recent last
         self._deeper: dict[str | None, float] = {}  # when a walk with more budget last began
         self._whole: set[str | None] = set()  # roots such a walk saw whole
-        self._git: dict[str, tuple[tuple[object, int], dict[str, Source]]] = {}
+        self._git: dict[str, tuple[tuple[object, Policy], dict[str, Source]]] = {}
         self._merged: tuple[tuple[int, ...], DeniedIndex] | None = None
 
     @property
@@ -262,10 +266,10 @@ class IndexStore:
         run in the background, so the walk rarely sits on a request's path."""
         with self._lock:
             hit = self._by_root.get(root)
-        if hit and hit.policy == id(policy) and _stamp(hit.index, root, hit.dirs) != hit.stamp:
+        if hit and hit.policy is policy and _stamp(hit.index, root, hit.dirs) != hit.stamp:
             return self.refresh(policy, root)
         with self._lock:
-            if hit and hit.policy == id(policy):
+            if hit and hit.policy is policy:
                 if time.monotonic() - hit.at >= REFRESH_SECONDS and root not in self._refreshing:
                     self._refreshing.add(root)
                     threading.Thread(
@@ -293,11 +297,11 @@ class IndexStore:
         refs = _refs_stamp(root)
         with self._lock:
             hit = self._git.get(root)
-        if hit and hit[0] == (refs, id(policy)):
+        if hit and hit[0][0] == refs and hit[0][1] is policy:
             return hit[1]
         units = history_units(policy, root)
         with self._lock:
-            self._git[root] = ((refs, id(policy)), units)
+            self._git[root] = ((refs, policy), units)
         return units
 
     def refresh(
@@ -306,13 +310,21 @@ class IndexStore:
         now = time.monotonic()
         with self._lock:
             hit = self._by_root.get(root)
-        units = dict(hit.index.units) if hit else {}
+        # A value stays recognised while the rule that denied it is in force (a value
+        # rotated out of a denied file included); once a person confirmed removing the
+        # rule (gate/ask/loosen.py), the file's values are no longer withheld.
+        kept = frozenset(identity(r) for r in policy.rules)
+        before = hit.index.units if hit else {}
+        if hit and not hit.rules <= kept:  # a rule went: rare, so the scan is paid only then
+            units = {u: s for u, s in before.items() if identity(s.rule) in kept}
+        else:
+            units = dict(before)
         walked = Walked([])
         fresh = collect(policy, root, limits or self.limits, walked)
         if root is not None:
             for unit, source in self._history(policy, root).items():
                 fresh.setdefault(unit, source)
-        changed = any(u not in units for u in fresh)
+        changed = len(units) != len(before) or any(u not in units for u in fresh)
         for unit, source in fresh.items():  # a unit keeps its first source: stable placeholders
             units.setdefault(unit, source)
         if len(units) > MAX_UNITS:
@@ -337,12 +349,13 @@ class IndexStore:
             truncated = walked.truncated and root not in self._whole
             self._by_root[root] = _Entry(
                 now,
-                id(policy),
+                policy,
                 index,
                 _stamp(index, root, dirs),
                 dirs,
                 truncated,
                 tuple(walked.unwalked),
+                kept,
             )
             deeper = (
                 walked.truncated

@@ -63,7 +63,13 @@ def test_redact_and_block_answered_through_the_control_api(
     token = github_token()
     sent = g.send(env_turn(gate_dirs["project"], token))
     [q] = g.wait_pending()
-    assert g.control().answer(q["id"], answer) == {"ok": True, "id": q["id"], "answer": answer}
+    assert g.control().answer(q["id"], answer) == {
+        "ok": True,
+        "id": q["id"],
+        "answer": answer,
+        "remember": "session",  # the scope the answer holds for
+        "kind": "send-secret",
+    }
     sent.wait()
     if answer == "block":
         assert isinstance(sent.error, anthropic.BadRequestError)

@@ -109,7 +109,13 @@ def test_each_user_sees_and_answers_only_their_own(
     assert alice_asks.thread.is_alive()
     assert answer(shared, alice, by_user["alice"]) == (
         200,
-        {"ok": True, "id": by_user["alice"], "answer": "approve"},
+        {
+            "ok": True,
+            "id": by_user["alice"],
+            "answer": "approve",
+            "remember": "once",
+            "kind": "send-secret",
+        },
     )
     assert alice_asks.wait().error is None
     # The admin sees and answers everyone's.

@@ -58,3 +58,21 @@ def test_not_a_terminal_one_line_per_question_and_hostile_text_made_inert() -> N
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1 and "question q1" in lines[0] and "\x1b" not in lines[0]
     assert "gate approve q1" in lines[0]
+
+
+def test_a_loosen_rule_question_is_told_in_every_runs_terminal() -> None:
+    stream = io.StringIO()
+    loosen = {
+        "id": "q9",
+        "kind": "loosen-rule",
+        "default": "block",
+        "expires": None,
+        "request": {"file": ".gate/rules.yaml\x1b[2J"},
+        "findings": [{"kind": "loosen-rule", "rule": "Read(./.env)"}],
+    }
+    notices = Notices("run-a", lambda: [loosen], stream, env={})
+    notices.check()
+    [line] = stream.getvalue().splitlines()
+    assert "question q9 (.gate/rules.yaml[2J changed and would loosen Read(./.env))" in line
+    assert "`gate approve q9` lets the change take effect" in line and "\x1b" not in line
+    assert " in 0 s" not in line

@@ -79,7 +79,7 @@ def test_project_rules_apply_and_reload_when_changed(gate_dirs: dict[str, Path])
     os.utime(team, (1, 1))  # a different mtime, whatever the clock's resolution
     policy = store.policy_for(str(root))
     texts = [r.text for r in policy.rules]
-    # Tightening at once; the rule removed stays until a person restarts gate.
+    # Tightening at once; the rule removed stays until a person confirms it (or restarts gate).
     assert "Read(./config/staging.json)" in texts and "Read(./config/prod.json)" in texts
     assert any("Read(./config/prod.json) was removed" in w for w in policy.warnings)
     texts = [r.text for r in PolicyStore().policy_for(str(root)).rules]

@@ -39,7 +39,9 @@ def test_a_rule_file_created_is_seen_at_once(repo: Path, gate_dirs: dict[str, Pa
     team.write_text("deny:\n  - Read(./a)\n")
     assert _texts(store, repo) == ["Read(./a)"]
     team.unlink()
-    assert _texts(store, repo) == []
+    assert _texts(store, repo) == ["Read(./a)"]  # seen removed, and held (test_confirm.py)
+    [removed] = store.loosenings()
+    assert [c.becomes for c in removed.changes] == ["removed"]
 
 
 def test_a_rewrite_within_the_same_mtime_is_seen(gate_dirs: dict[str, Path]) -> None:
@@ -101,6 +103,7 @@ def test_a_git_boundary_created_never_hides_the_parent_rules(
     # made inside adds its own, seen at once.
     (repo / ".git").mkdir()
     assert _texts(store, repo) == ["Read(./a)"]
+    assert store.loosenings() == []  # nothing was loosened, so nobody is asked
     (repo / ".gate").mkdir()
     (repo / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./b)\n")
     assert sorted(_texts(store, repo)) == ["Read(./a)", "Read(./b)"]

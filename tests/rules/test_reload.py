@@ -83,14 +83,21 @@ def test_a_user_file_that_breaks_after_start_keeps_its_rules(gate_dirs: dict[str
     assert "Read(~/notes/**)" in [r.text for r in store.policy_for(None).rules]
 
 
-def test_a_removed_file_takes_its_rules_with_it(gate_dirs: dict[str, Path]) -> None:
+def test_a_removed_file_keeps_its_rules_until_a_person_confirms(
+    gate_dirs: dict[str, Path],
+) -> None:
     root = gate_dirs["project"]
     team = root / ".gate" / "rules.yaml"
     _write(team, "deny:\n  - Read(./a)\n", 1)
     store = PolicyStore()
     assert _texts(store, root) == ["Read(./a)"]
     team.unlink()
+    assert _texts(store, root) == ["Read(./a)"]
+    assert any("until a person confirms" in w for w in store.policy_for(str(root)).warnings)
+    [held] = store.loosenings()
+    assert store.confirm(held, approve=True)
     assert _texts(store, root) == []
+    assert _texts(PolicyStore(), root) == []  # a restart reads the files as they are
 
 
 def test_claude_settings_that_break_keep_their_previous_rules(gate_dirs: dict[str, Path]) -> None:
@@ -131,8 +138,8 @@ def test_a_rule_file_cannot_be_loosened_while_gate_runs(
     policy = store.policy_for(str(root))
     now = {(r.effect, r.text) for r in policy.rules if r.layer != "pack"}
     assert old <= now  # every deny and ask rule still in force
-    assert any("stays in force until gate is restarted" in w for w in policy.warnings)
-    assert any("stays in force until gate is restarted" in line for line in log_lines)
+    assert any("stays in force until a person confirms the change" in w for w in policy.warnings)
+    assert any("stays in force until a person confirms the change" in line for line in log_lines)
 
 
 def test_claude_settings_cannot_be_loosened_while_gate_runs(gate_dirs: dict[str, Path]) -> None:
