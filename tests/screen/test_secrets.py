@@ -370,3 +370,38 @@ def test_words_beside_a_value_that_is_not_a_secret(scanner: Scanner, form: str) 
     v = Gen(25).chars("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789", 32)
     found = [f.rule_id for f in scanner.scan(form.format(v=v))]
     assert "generic.keyword-value" not in found
+
+
+_B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+@pytest.mark.parametrize(
+    ("rule", "make"),
+    [
+        # Shapes issued beside the ones first written down (issue 14: other scanners'
+        # published examples had them): underscores and other lengths in the body.
+        ("xai.api-key", lambda g: "xai-" + g.chars(_B64URL, 84)),
+        ("posthog.personal-key", lambda g: "phx_" + g.chars(_B64URL, 47)),
+        ("figma.token", lambda g: "figd_" + g.chars(_B64URL, 38)),
+        ("newrelic.key", lambda g: "NRAK-" + g.chars("abcdefghijklmnopqrstuvwxyz0123456789", 27)),
+        (
+            "tailscale.key",
+            lambda g: f"tskey-api-{g.chars(_B64URL[:62], 12)}-{g.chars(_B64URL, 18)}",
+        ),
+        (
+            "supabase.secret-key",
+            lambda g: "sbp_" + g.chars("abcdefghijklmnopqrstuvwxyz0123456789", 40),
+        ),
+    ],
+)
+def test_vendor_bodies_in_every_issued_shape_are_asked_about(
+    scanner: Scanner, rule: str, make: object
+) -> None:
+    g = Gen(len(rule))
+    token = make(g)  # type: ignore[operator]
+    text = f"export TOKEN_FILE_CONTENT={token}\n"
+    found = [f for f in scanner.scan(text) if f.rule_id == rule]
+    assert [(f.tier, text[f.start : f.end]) for f in found] == [(Tier.HIGH, token)]
+    # Cut 20 characters short, it is no longer that vendor's format.
+    short = f"export TOKEN_FILE_CONTENT={token[:-20]}\n"
+    assert [f for f in scanner.scan(short) if f.rule_id == rule] == []
