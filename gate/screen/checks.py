@@ -416,8 +416,29 @@ def is_masked(m: re.Match[str], end: int) -> bool:
 
 def is_reference(value: str) -> bool:
     """Code or config that names a secret instead of holding it (`os.environ[...]`,
-    `process.env.X`, `self.token`, `get_secret()`, YAML anchors and tags)."""
-    return bool(_REFERENCE.search(value))
+    `process.env.X`, `self.token`, `get_secret()`, YAML anchors and tags). A dotted
+    value whose parts are random (`oNKE6BzK...vuau.kqvuAuEk...`, signed session tokens)
+    is a token in parts, not attribute access: no identifier reads like that."""
+    m = _REFERENCE.search(value)
+    if m is None:
+        return False
+    if "." in value and m.group() == value and _DOTTED.match(value):
+        return not any(_random_part(p) for p in value.split("."))
+    return True
+
+
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+_APART = re.compile(r"\d\D+\d")
+
+
+def _random_part(part: str) -> bool:
+    """20+ characters mixing upper and lower case with digits scattered among them."""
+    if len(part) < 20 or not _APART.search(part):
+        return False
+    upper = sum(c.isupper() for c in part)
+    lower = sum(c.islower() for c in part)
+    digits = sum(c.isdigit() for c in part)
+    return upper >= 3 and lower >= 3 and digits >= 3
 
 
 def is_digest(value: str) -> bool:

@@ -724,6 +724,11 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
         "dash",
         ["acme token - '", Secret(g.chars(ALNUM, 32)), "'\n"],
     )
+    yield (  # a dotted session token of 600 characters: not attribute access, kept whole
+        "generic.assignment",
+        "long",
+        ["acme token = '", Secret(g.chars(ALNUM, 300) + "." + g.chars(ALNUM, 299)), "'\n"],
+    )
     # Jenkins' hudson.util.Secret: version byte 1, IV length 16, data length, IV, data.
     payload = b"\x01\x00\x00\x00\x10\x00\x00\x00\x20" + g.rng.randbytes(16)
     yield (

@@ -383,6 +383,7 @@ _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
         ("xai.api-key", lambda g: "xai-" + g.chars(_B64URL, 84)),
         ("posthog.personal-key", lambda g: "phx_" + g.chars(_B64URL, 47)),
         ("figma.token", lambda g: "figd_" + g.chars(_B64URL, 38)),
+        ("notion.token", lambda g: "secret_" + g.chars(_B64URL[:62], 43)),  # before ntn_
         ("newrelic.key", lambda g: "NRAK-" + g.chars("abcdefghijklmnopqrstuvwxyz0123456789", 27)),
         (
             "tailscale.key",
@@ -405,3 +406,13 @@ def test_vendor_bodies_in_every_issued_shape_are_asked_about(
     # Cut 20 characters short, it is no longer that vendor's format.
     short = f"export TOKEN_FILE_CONTENT={token[:-20]}\n"
     assert [f for f in scanner.scan(short) if f.rule_id == rule] == []
+
+
+def test_a_dotted_token_is_not_attribute_access(scanner: Scanner) -> None:
+    """`a.b.c` under a secret's name is code (`self.settings.apiToken`) unless its parts
+    are random: then it is a token in parts, and it is redacted whole."""
+    g = Gen(24)
+    token = ".".join(g.chars(_B64URL[:62], n) for n in (36, 40, 120))
+    text = f"SESSION_TOKEN = '{token}'\n"
+    assert [text[f.start : f.end] for f in scanner.scan(text)] == [token]
+    assert scanner.scan("SESSION_TOKEN = 'self.settings.sessionTokenForPrimaryReplica'\n") == []
