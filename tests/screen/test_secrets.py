@@ -384,6 +384,7 @@ _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
         ("posthog.personal-key", lambda g: "phx_" + g.chars(_B64URL, 47)),
         ("figma.token", lambda g: "figd_" + g.chars(_B64URL, 38)),
         ("notion.token", lambda g: "secret_" + g.chars(_B64URL[:62], 43)),  # before ntn_
+        ("doppler.token", lambda g: "dp.st.dev." + g.chars(_B64URL[:62], 43)),
         ("newrelic.key", lambda g: "NRAK-" + g.chars("abcdefghijklmnopqrstuvwxyz0123456789", 27)),
         (
             "tailscale.key",
