@@ -665,7 +665,29 @@ def _b64url(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
 
+# Shared access signature fields whose values Azure checks (create-service-sas,
+# create-account-sas): the permission letters and the allowed IP or IP range.
+_SAS_FIELD = re.compile(r"(?<![A-Za-z0-9_])(sp|sip)=([^&\s\"'<>]*)")
+_SAS_PERMISSIONS = re.compile(r"[racwdxyltfmeopiu]+")
+_SAS_IP = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?:-\d{1,3}(?:\.\d{1,3}){3})?")
+
+
+def _sas(m: re.Match[str], value: str) -> Verdict:
+    """A signed SAS query whose permissions or IP range Azure would refuse (`sp=rqx`,
+    `sip=168.1.6`) was never issued: not a credential. The fields before `sv=` are read
+    back to where the query starts."""
+    text, start = m.string, m.start("secret")
+    lo = start
+    while lo > 0 and start - lo < 600 and text[lo - 1] not in "?\n\t \"'<>`":
+        lo -= 1
+    for field, v in _SAS_FIELD.findall(text, lo, m.end("secret")):
+        if not (_SAS_PERMISSIONS if field == "sp" else _SAS_IP).fullmatch(v):
+            return None
+    return "keep"
+
+
 CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
+    "sas": _sas,
     "assignment": _assignment,
     "keyword": _keyword,
     "value": _value,

@@ -417,3 +417,18 @@ def test_a_dotted_token_is_not_attribute_access(scanner: Scanner) -> None:
     text = f"SESSION_TOKEN = '{token}'\n"
     assert [text[f.start : f.end] for f in scanner.scan(text)] == [token]
     assert scanner.scan("SESSION_TOKEN = 'self.settings.sessionTokenForPrimaryReplica'\n") == []
+
+
+def test_a_sas_token_azure_would_refuse_is_not_one(scanner: Scanner) -> None:
+    """A signed query with permissions or an IP range Azure rejects was never issued."""
+    g = Gen(25)
+    sig = base64.b64encode(g.rng.randbytes(32)).decode().replace("+", "%2B").replace("/", "%2F")
+
+    def rules(sp: str, sip: str = "") -> list[tuple[str, Tier]]:
+        text = f"export SAS='sp={sp}{sip}&se=2026-01-01T00:00:00Z&sv=2022-11-02&sr=c&sig={sig}'"
+        return [(f.rule_id, f.tier) for f in scanner.scan(text) if f.rule_id == "azure.sas-token"]
+
+    assert rules("rl") == [("azure.sas-token", Tier.HIGH)]
+    assert rules("rl", "&sip=10.0.0.1-10.0.0.9") == [("azure.sas-token", Tier.HIGH)]
+    assert rules("rqx") == []
+    assert rules("rl", "&sip=168.1.6") == []

@@ -128,6 +128,19 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "dependencytrack.api-key": lambda g: "odt_" + g.chars(ALNUM, 32),
     "dropbox.access-token": lambda g: "sl.u." + g.chars(B64URL, 600),
     "square.access-token": lambda g: "sq0atp-" + g.chars(B64URL, 22),
+    "azure.sas-token": lambda g: (
+        "sv=2022-11-02&ss=b&srt=co&sp=rl&se=2026-01-01T00:00:00Z&spr=https&sig="
+        + base64.b64encode(g.rng.randbytes(32))
+        .decode()
+        .replace("+", "%2B")
+        .replace("/", "%2F")
+        .replace("=", "%3D")
+    ),
+    "azure.workflow-trigger-url": lambda g: (
+        f"https://prod-{g.rng.randrange(10, 99)}.westeurope.logic.azure.com:443/workflows/"
+        f"{g.hex(32)}/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers"
+        f"%2Fmanual%2Frun&sv=1.0&sig={g.chars(B64URL, 43)}"
+    ),
 }
 # Where each token sits: a neutral name, so the vendor detector is what finds it.
 _PLACES: tuple[Callable[[str, Any], list[Any]], ...] = (
