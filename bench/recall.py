@@ -13,11 +13,15 @@ is missing). Per source it prints:
   FP          false-positive examples with any finding; FP high: with a high-tier one
 Targets (issue 14): recall >= 0.95, high >= 0.90 on distinctive formats, FP <= 0.05.
 Run: .venv/bin/python bench/recall.py [--only gitleaks] [--missed 20] [--no-ds]
+`--baseline REV` measures REV's gate/ and rules/ (extracted with `git archive`) beside this
+tree's, each in a child process, on the same examples, and adds cold scan throughput (CPU,
+best of 5, ~2 MB of mixed agent traffic from tests/screen/secrets_corpus.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -25,12 +29,16 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from examples import SOURCES, Example, from_source
-from scan import detect_secrets_defaults, ds_findings
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+if "--tree" in sys.argv:  # a child measuring another revision's gate/ and rules/ (--baseline)
+    sys.path.insert(0, sys.argv[sys.argv.index("--tree") + 1])
+from examples import SOURCES, Example, from_source  # noqa: E402
 
-from gate.screen.secrets import Scanner, Tier
+from gate.screen.secrets import Scanner, Tier  # noqa: E402
 
 DEFAULT_SOURCES = (
     Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gate-bench" / "sources"
@@ -51,6 +59,8 @@ def repo_dir(sources: Path, name: str, fetch: bool) -> Path | None:
 
 def measure(examples: list[Example], scanner: Scanner, tmp: Path | None) -> dict[str, float]:
     crc = {d.id: d.check == "crc32" for d in scanner.detectors}
+    if tmp is not None:
+        from scan import ds_findings  # scan.py puts this tree's gate first on sys.path
     c: Counter[str] = Counter()
     missed: Counter[str] = Counter()
     for e in examples:
@@ -61,6 +71,7 @@ def measure(examples: list[Example], scanner: Scanner, tmp: Path | None) -> dict
             c["tp"] += 1
             c["found"] += bool(found)
             c["ds"] += ds
+            c["any_high"] += high
             missed[e.rule] += not found
             if e.distinctive:
                 c["sharp"] += 1
@@ -83,6 +94,92 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.3f}" if b else "-"
 
 
+def throughput(scanner: Scanner, size: int = 2_000_000) -> float:
+    """Cold MB/s (CPU) scanning fresh chunks of mixed agent traffic, best of 5."""
+    sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "screen")]
+    from secrets_corpus import positives, realistic_text
+
+    text, chunks = realistic_text(size)
+    for s in positives(1):  # every detector used once (pattern analysis), as a running gate has
+        Scanner(scanner.detectors).scan(s.text)
+    best = float("inf")
+    for _ in range(5):
+        fresh = Scanner(scanner.detectors)
+        t0 = time.process_time()
+        for c in chunks:
+            fresh.scan(c)
+        best = min(best, time.process_time() - t0)
+    return len(text.encode()) / 1e6 / best
+
+
+def child(args: argparse.Namespace) -> None:
+    scanner = Scanner()
+    out: dict[str, object] = {"detectors": len(scanner.detectors)}
+    if args.mbps_only:
+        print(json.dumps({"mbps": throughput(scanner)}))
+        return
+    for name in args.only or list(SOURCES):
+        repo = repo_dir(args.sources, name, False)
+        if repo is not None:
+            out[name] = measure(from_source(name, repo)[0], scanner, None)
+    print(json.dumps(out))
+
+
+def compare(args: argparse.Namespace) -> None:
+    """This tree beside --baseline REV, each measured in its own child process."""
+    with tempfile.TemporaryDirectory(prefix="gate-recall-base-") as d:
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", args.baseline, "gate", "rules"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", d], input=archive, check=True)
+        argv = [sys.executable, __file__, "--child", "--sources", str(args.sources)]
+        for name in args.only or []:
+            argv += ["--only", name]
+        trees = {args.baseline: d, "this tree": str(REPO)}
+        runs: dict[str, dict[str, Any]] = {}
+        for label, tree in trees.items():
+            runs[label] = _run([*argv, "--tree", tree], label)
+        # Throughput in alternating children, three each, best kept: on a shared machine
+        # the load moves between runs more than the two trees differ.
+        mbps: dict[str, list[float]] = {label: [] for label in trees}
+        for i in range(6):
+            label = list(trees)[(i + i // 2) % 2]  # A B B A A B
+            mbps[label].append(_run([*argv, "--tree", trees[label], "--mbps-only"], label)["mbps"])
+    print(f"{'':14}" + "".join(f"{label:>42}" for label in runs))
+    cols = ("recall", "high", "TP high", "FP", "FP high")
+    print(f"{'source':14}" + "".join("".join(f"{c:>8}" for c in cols) + "  " for _ in runs))
+    for name in args.only or list(SOURCES):
+        row = f"{name:14}"
+        for r in runs.values():
+            m = r.get(name)
+            if m is None:
+                row += f"{'(no source)':>42}"
+                continue
+            row += (
+                f"{ratio(m.get('found', 0), m.get('tp', 0)):>8}"
+                f"{ratio(m.get('sharp_high', 0), m.get('sharp', 0)):>8}"
+                f"{ratio(m.get('any_high', 0), m.get('tp', 0)):>8}"
+                f"{ratio(m.get('flag', 0), m.get('fp', 0)):>8}"
+                f"{ratio(m.get('flag_high', 0), m.get('fp', 0)):>8}  "
+            )
+        print(row)
+    print("high: distinctive formats found at high tier; TP high: every true positive")
+    print(f"{'detectors':14}" + "".join(f"{r['detectors']:>42}" for r in runs.values()))
+    print(
+        f"{'cold MB/s':14}"
+        + "".join(f"{max(v):>28.1f} (of {', '.join(f'{x:.0f}' for x in v)})" for v in mbps.values())
+    )
+
+
+def _run(argv: list[str], label: str) -> dict[str, Any]:
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"{label}: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sources", type=Path, default=DEFAULT_SOURCES)
@@ -90,7 +187,17 @@ def main() -> None:
     ap.add_argument("--only", action="append", choices=sorted(SOURCES))
     ap.add_argument("--missed", type=int, default=0, help="list the N rules missed most")
     ap.add_argument("--no-ds", action="store_true", help="skip detect-secrets (slow)")
+    ap.add_argument("--baseline", metavar="REV", help="measure REV beside this tree (no ds)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--tree", help=argparse.SUPPRESS)
+    ap.add_argument("--mbps-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        return child(args)
+    if args.baseline:
+        return compare(args)
+    from scan import detect_secrets_defaults
+
     scanner = Scanner()
     header = (
         f"{'source':12}{'rules':>6}{'TPs':>7}{'recall':>8}{'ds':>7}{'sharp':>7}"

@@ -416,8 +416,29 @@ def is_masked(m: re.Match[str], end: int) -> bool:
 
 def is_reference(value: str) -> bool:
     """Code or config that names a secret instead of holding it (`os.environ[...]`,
-    `process.env.X`, `self.token`, `get_secret()`, YAML anchors and tags)."""
-    return bool(_REFERENCE.search(value))
+    `process.env.X`, `self.token`, `get_secret()`, YAML anchors and tags). A dotted
+    value whose parts are random (`oNKE6BzK...vuau.kqvuAuEk...`, signed session tokens)
+    is a token in parts, not attribute access: no identifier reads like that."""
+    m = _REFERENCE.search(value)
+    if m is None:
+        return False
+    if "." in value and m.group() == value and _DOTTED.match(value):
+        return not any(_random_part(p) for p in value.split("."))
+    return True
+
+
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+_APART = re.compile(r"\d\D+\d")
+
+
+def _random_part(part: str) -> bool:
+    """20+ characters mixing upper and lower case with digits scattered among them."""
+    if len(part) < 20 or not _APART.search(part):
+        return False
+    upper = sum(c.isupper() for c in part)
+    lower = sum(c.islower() for c in part)
+    digits = sum(c.isdigit() for c in part)
+    return upper >= 3 and lower >= 3 and digits >= 3
 
 
 def is_digest(value: str) -> bool:
@@ -644,7 +665,29 @@ def _b64url(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
 
+# Shared access signature fields whose values Azure checks (create-service-sas,
+# create-account-sas): the permission letters and the allowed IP or IP range.
+_SAS_FIELD = re.compile(r"(?<![A-Za-z0-9_])(sp|sip)=([^&\s\"'<>]*)")
+_SAS_PERMISSIONS = re.compile(r"[racwdxyltfmeopiu]+")
+_SAS_IP = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?:-\d{1,3}(?:\.\d{1,3}){3})?")
+
+
+def _sas(m: re.Match[str], value: str) -> Verdict:
+    """A signed SAS query whose permissions or IP range Azure would refuse (`sp=rqx`,
+    `sip=168.1.6`) was never issued: not a credential. The fields before `sv=` are read
+    back to where the query starts."""
+    text, start = m.string, m.start("secret")
+    lo = start
+    while lo > 0 and start - lo < 600 and text[lo - 1] not in "?\n\t \"'<>`":
+        lo -= 1
+    for field, v in _SAS_FIELD.findall(text, lo, m.end("secret")):
+        if not (_SAS_PERMISSIONS if field == "sp" else _SAS_IP).fullmatch(v):
+            return None
+    return "keep"
+
+
 CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
+    "sas": _sas,
     "assignment": _assignment,
     "keyword": _keyword,
     "value": _value,

@@ -719,6 +719,28 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
         "log",
         ["[DEBUG] acme SECRET ", Secret(g.chars(ALNUM, 40)), "\n[INFO] connected\n"],
     )
+    yield (
+        "generic.keyword-value",
+        "dash",
+        ["acme token - '", Secret(g.chars(ALNUM, 32)), "'\n"],
+    )
+    yield (  # a dotted session token of 600 characters: not attribute access, kept whole
+        "generic.assignment",
+        "long",
+        ["acme token = '", Secret(g.chars(ALNUM, 300) + "." + g.chars(ALNUM, 299)), "'\n"],
+    )
+    # Jenkins' hudson.util.Secret: version byte 1, IV length 16, data length, IV, data.
+    payload = b"\x01\x00\x00\x00\x10\x00\x00\x00\x20" + g.rng.randbytes(16)
+    yield (
+        "jenkins.encrypted-secret",
+        "credentials-xml",
+        [
+            "<com.cloudbees.plugins.credentials.impl.UsernamePasswordCredentialsImpl>\n"
+            "  <id>deploy</id>\n  <username>ci</username>\n  <password>{",
+            Secret(base64.b64encode(payload + g.rng.randbytes(32)).decode()),
+            "}</password>\n</com.cloudbees.plugins.credentials.impl.UsernamePasswordCredentialsImpl>\n",
+        ],
+    )
 
 
 def positives(seed: int = 5) -> list[Sample]:

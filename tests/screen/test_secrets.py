@@ -370,3 +370,65 @@ def test_words_beside_a_value_that_is_not_a_secret(scanner: Scanner, form: str) 
     v = Gen(25).chars("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789", 32)
     found = [f.rule_id for f in scanner.scan(form.format(v=v))]
     assert "generic.keyword-value" not in found
+
+
+_B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+@pytest.mark.parametrize(
+    ("rule", "make"),
+    [
+        # Shapes issued beside the ones first written down (issue 14: other scanners'
+        # published examples had them): underscores and other lengths in the body.
+        ("xai.api-key", lambda g: "xai-" + g.chars(_B64URL, 84)),
+        ("posthog.personal-key", lambda g: "phx_" + g.chars(_B64URL, 47)),
+        ("figma.token", lambda g: "figd_" + g.chars(_B64URL, 38)),
+        ("notion.token", lambda g: "secret_" + g.chars(_B64URL[:62], 43)),  # before ntn_
+        ("doppler.token", lambda g: "dp.st.dev." + g.chars(_B64URL[:62], 43)),
+        ("newrelic.key", lambda g: "NRAK-" + g.chars("abcdefghijklmnopqrstuvwxyz0123456789", 27)),
+        (
+            "tailscale.key",
+            lambda g: f"tskey-api-{g.chars(_B64URL[:62], 12)}-{g.chars(_B64URL, 18)}",
+        ),
+        (
+            "supabase.secret-key",
+            lambda g: "sbp_" + g.chars("abcdefghijklmnopqrstuvwxyz0123456789", 40),
+        ),
+    ],
+)
+def test_vendor_bodies_in_every_issued_shape_are_asked_about(
+    scanner: Scanner, rule: str, make: object
+) -> None:
+    g = Gen(len(rule))
+    token = make(g)  # type: ignore[operator]
+    text = f"export TOKEN_FILE_CONTENT={token}\n"
+    found = [f for f in scanner.scan(text) if f.rule_id == rule]
+    assert [(f.tier, text[f.start : f.end]) for f in found] == [(Tier.HIGH, token)]
+    # Cut 20 characters short, it is no longer that vendor's format.
+    short = f"export TOKEN_FILE_CONTENT={token[:-20]}\n"
+    assert [f for f in scanner.scan(short) if f.rule_id == rule] == []
+
+
+def test_a_dotted_token_is_not_attribute_access(scanner: Scanner) -> None:
+    """`a.b.c` under a secret's name is code (`self.settings.apiToken`) unless its parts
+    are random: then it is a token in parts, and it is redacted whole."""
+    g = Gen(24)
+    token = ".".join(g.chars(_B64URL[:62], n) for n in (36, 40, 120))
+    text = f"SESSION_TOKEN = '{token}'\n"
+    assert [text[f.start : f.end] for f in scanner.scan(text)] == [token]
+    assert scanner.scan("SESSION_TOKEN = 'self.settings.sessionTokenForPrimaryReplica'\n") == []
+
+
+def test_a_sas_token_azure_would_refuse_is_not_one(scanner: Scanner) -> None:
+    """A signed query with permissions or an IP range Azure rejects was never issued."""
+    g = Gen(25)
+    sig = base64.b64encode(g.rng.randbytes(32)).decode().replace("+", "%2B").replace("/", "%2F")
+
+    def rules(sp: str, sip: str = "") -> list[tuple[str, Tier]]:
+        text = f"export SAS='sp={sp}{sip}&se=2026-01-01T00:00:00Z&sv=2022-11-02&sr=c&sig={sig}'"
+        return [(f.rule_id, f.tier) for f in scanner.scan(text) if f.rule_id == "azure.sas-token"]
+
+    assert rules("rl") == [("azure.sas-token", Tier.HIGH)]
+    assert rules("rl", "&sip=10.0.0.1-10.0.0.9") == [("azure.sas-token", Tier.HIGH)]
+    assert rules("rqx") == []
+    assert rules("rl", "&sip=168.1.6") == []

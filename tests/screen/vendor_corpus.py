@@ -20,6 +20,11 @@ LOW = string.ascii_lowercase + string.digits
 BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l".upper()
 
 
+def _guid(g: Any) -> str:
+    h = g.hex(32)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def _b64json(g: Any, n: int) -> str:
     return "eyJ" + g.chars(B64URL, n)
 
@@ -109,6 +114,33 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "firebase.fcm-server-key": lambda g: f"AAAA{g.chars(B64URL, 7)}:APA91b{g.chars(B64URL, 134)}",
     "airtable.pat": lambda g: f"pat{g.chars(ALNUM, 14)}.{g.hex(64)}",
     "password-hash.crypt": lambda g: "$6$" + g.chars(ALNUM, 16) + "$" + g.chars(ALNUM + "./", 86),
+    "password-hash.kerberos": lambda g: (
+        f"$krb5asrep$23$svc_sql@CORP.ACME.DEV:{g.hex(32)}${g.hex(232)}"
+    ),
+    "msteams.webhook": lambda g: (
+        f"https://acme.webhook.office.com/webhookb2/{_guid(g)}@{_guid(g)}/IncomingWebhook/"
+        f"{g.hex(32)}/{_guid(g)}"
+    ),
+    "zoho.oauth-token": lambda g: f"1000.{g.hex(32)}.{g.hex(32)}",
+    "mongodb.service-account-secret": lambda g: "mdb_sa_sk_" + g.chars(B64URL, 40),
+    "frameio.token": lambda g: "fio-u-" + g.chars(B64URL, 64),
+    "ubidots.token": lambda g: "BBUS-" + g.chars(ALNUM, 30),
+    "dependencytrack.api-key": lambda g: "odt_" + g.chars(ALNUM, 32),
+    "dropbox.access-token": lambda g: "sl.u." + g.chars(B64URL, 600),
+    "square.access-token": lambda g: "sq0atp-" + g.chars(B64URL, 22),
+    "azure.sas-token": lambda g: (
+        "sv=2022-11-02&ss=b&srt=co&sp=rl&se=2026-01-01T00:00:00Z&spr=https&sig="
+        + base64.b64encode(g.rng.randbytes(32))
+        .decode()
+        .replace("+", "%2B")
+        .replace("/", "%2F")
+        .replace("=", "%3D")
+    ),
+    "azure.workflow-trigger-url": lambda g: (
+        f"https://prod-{g.rng.randrange(10, 99)}.westeurope.logic.azure.com:443/workflows/"
+        f"{g.hex(32)}/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers"
+        f"%2Fmanual%2Frun&sv=1.0&sig={g.chars(B64URL, 43)}"
+    ),
 }
 # Where each token sits: a neutral name, so the vendor detector is what finds it.
 _PLACES: tuple[Callable[[str, Any], list[Any]], ...] = (
