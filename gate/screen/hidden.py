@@ -164,9 +164,17 @@ def base64_runs(view: str, raw: bytes | None = None) -> Iterator[tuple[int, int]
     """Spans of base64 runs of 40+ characters, found by C-speed byte operations (a regex
     over every character would cost more than all the detectors together). `raw`: the
     view's UTF-8, lower-cased or not (the base64 alphabet has both cases)."""
+    return alphabet_runs(view, _B64_TABLE, raw)
+
+
+def alphabet_runs(
+    view: str, table: bytes, raw: bytes | None = None, padding: int = 2
+) -> Iterator[tuple[int, int]]:
+    """Spans of 40+ characters that `table` (a bytes.translate table) maps to "a", with up
+    to `padding` "=" after each."""
     if raw is None:
         raw = view.encode("utf-8", "surrogatepass")
-    data = raw.translate(_B64_TABLE)
+    data = raw.translate(table)
     ascii_only = len(data) == len(view)
     pos = data.find(_RUN)
     while pos != -1:
@@ -176,7 +184,7 @@ def base64_runs(view: str, raw: bytes | None = None) -> Iterator[tuple[int, int]
         if not ascii_only:  # byte offsets to character offsets
             start = len(raw[:pos].decode("utf-8", "surrogatepass"))
             stop = start + end - pos
-        for _ in range(2):  # padding
+        for _ in range(padding):
             if stop < len(view) and view[stop] == "=":
                 stop += 1
         yield start, stop

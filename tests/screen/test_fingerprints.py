@@ -12,6 +12,7 @@ import pytest
 
 from conftest import fake_secret
 from gate.rules.layers import PolicyStore
+from gate.screen import denied_walk
 from gate.screen.fingerprints import DeniedIndex, IndexStore, collect, units_of
 
 
@@ -114,7 +115,11 @@ def test_collect_reads_denied_files_in_the_project_and_home(gate_dirs: dict[str,
     assert units[token].rule.text == "Read(./.env)"
     assert units[key_line].rule.text == "Read(~/.ssh/**)"
     assert example not in units
-    assert len(units) == 2
+    # Besides its values, each file read whole is known by its digests (`sha256sum .env`).
+    files = (project / ".env", home / ".ssh" / "id_ed25519")
+    digests = {d for f in files for d in denied_walk.digests(f.read_bytes())}
+    assert digests <= units.keys()
+    assert units.keys() - digests == {token, key_line}
 
 
 def test_a_rotated_value_is_still_recognised(gate_dirs: dict[str, Path]) -> None:
