@@ -9,29 +9,26 @@ upper case without a space for 40 characters, are rare.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import re
 import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gate.screen.hidden import alphabet_runs, base64_runs
+from gate.screen.hidden import base64_runs
 from gate.screen.unpack import Budget, TooLarge, inflate, magic_at
 
-MIN_RUN = 40  # the shortest run looked at (hidden.alphabet_runs)
+MIN_RUN = 40  # the shortest run looked at (hidden.base64_runs)
 HEAD = 64  # characters decoded to look for a signature: junk before it up to 40 bytes
-_HEX = frozenset(string.hexdigits)
+_HEX_CHARS = string.hexdigits
 _B32 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
 _B32HEX = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUV")
-_B32_TABLE = bytes(ord("a") if chr(c) in _B32 | _B32HEX else ord(" ") for c in range(256))
+_B32_CHARS = string.ascii_uppercase + string.digits  # either alphabet
 _B64_LINE = re.compile(r"[A-Za-z0-9+/_-]+")
 _HEX_LINE = re.compile(r"[0-9A-Fa-f]+")
 _B32_LINE = re.compile(r"[A-Z0-9]+")
 _NL = re.compile(r"\r?\n|\\r?\\n")  # a newline may be JSON-escaped in a tool's output
 WRAPS = frozenset({60, 64, 76})  # `base64`, `base32`: 76 columns; `xxd -p`: 60; PEM: 64
-_TOKEN = re.compile(r"[a-z+/_-]")  # a character base64 has and base32 has not
-_SEPARATORS = re.compile(r"\s+|\\r|\\n|=+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,41 +39,76 @@ class Blob:
 
 
 def blobs(text: str, budget: Budget) -> Iterator[Blob]:
-    """The runs of `text` that decode to something worth matching, in order."""
+    """The runs of `text` that decode to something worth matching, in order. A run is a
+    stretch of base64's alphabet (hex's and base32's are in it) between other characters,
+    so upper case inside a longer token is never read as base32."""
     done = 0
     for start, end in base64_runs(text):
-        if start >= done and (blob := _compressed(text, start, end, budget)) is not None:
+        if start < done:
+            continue
+        head = text[start : min(end, start + HEAD)]
+        if (
+            head.strip(_HEX_CHARS)
+            and not head.strip(_B32_CHARS)
+            and not text[start:end].rstrip("=").strip(_B32_CHARS)
+        ):
+            done = _block(text, start, _B32_LINE, 6)
+            yield from _base32(text[start:done], start, done, budget)
+        elif (blob := _compressed(text, start, head, budget)) is not None:
             done = blob.end
             yield blob
-    done = 0
-    for start, end in alphabet_runs(text, _B32_TABLE, padding=6):
-        # Upper-case stretches of a longer base64 or word token are not base32 output.
-        if start < done or (start and _TOKEN.match(text, start - 1)) or _TOKEN.match(text, end):
-            continue
-        done = _block(text, start, _B32_LINE, 6)
-        yield from _base32(text[start:done], start, done, budget)
 
 
-def _compressed(text: str, start: int, end: int, budget: Budget) -> Blob | None:
-    """A base64 or hex run that holds compressed data, inflated; None if it holds none."""
-    head = text[start : min(end, start + HEAD)]
+def _compressed(text: str, start: int, head: str, budget: Budget) -> Blob | None:
+    """A base64 or hex run (`head`: its first characters) that holds compressed data,
+    inflated; None if it holds none."""
     offsets: tuple[int, ...]
-    if set(head) <= _HEX:
-        decode, offsets, line = _unhex, (0, 1), _HEX_LINE
+    if not head.strip(_HEX_CHARS):
+        decode, offsets, line, group = _unhex, (0, 1), _HEX_LINE, 2
     else:  # junk characters before the data: each alignment
-        decode, offsets, line = _unbase64, (0, 1, 2, 3), _B64_LINE
+        decode, offsets, line, group = _unbase64, (0, 1, 2, 3), _B64_LINE, 4
+    if _continues(text, start):
+        # A line of a wrapped block: another file would start on a line of its own, so
+        # only a signature's encoding at the line's start counts (a string test).
+        if not text.startswith(_LINE_SIGNATURES, start):
+            return None
+        offsets = (0,)
     for k in offsets:
-        at = magic_at(decode(head[k:]))
+        piece = head[k:]
+        at = magic_at(decode(piece[: len(piece) // group * group]))
         if at == -1:
             continue
         stop = _block(text, start + k, line, 2)
-        data = decode(_SEPARATORS.sub("", text[start + k : stop]))[at:]
+        data = decode(_compact(text[start + k : stop]))[at:]
         try:
             inner = inflate(data, budget)
         except TooLarge:
             return Blob(start, stop, None)
         return Blob(start, stop, inner.decode("utf-8", "replace"))
     return None
+
+
+# How the signatures (unpack.py) start in base64 and in hex: gzip, xz, bzip2, zstd, zip,
+# then zlib (78 01, 5e, 9c, da).
+_LINE_SIGNATURES = (
+    *("H4sI", "/Td6", "Qlpo", "KLUv", "UEsD", "eA", "eF", "eJ", "eN"),
+    *("1f8b", "fd37", "425a", "28b5", "504b", "78", "1F8B", "FD37", "425A", "28B5", "504B"),
+)
+
+
+def _continues(text: str, start: int) -> bool:
+    """Whether the run at `start` is a line of a wrapped block that began above it."""
+    if not text.endswith("\n", 0, start):
+        return False
+    prev = text.rfind("\n", 0, start - 1) + 1
+    return (start - 1 - prev) in WRAPS or (start - 2 - prev) in WRAPS  # \n or \r\n
+
+
+def _compact(run: str) -> str:
+    """The run without its line breaks (real or JSON-escaped) and padding."""
+    if "\\" in run:
+        run = run.replace("\\r", "").replace("\\n", "")
+    return "".join(run.split()).rstrip("=")
 
 
 def _block(text: str, start: int, line: re.Pattern[str], padding: int) -> int:
@@ -101,7 +133,7 @@ def _block(text: str, start: int, line: re.Pattern[str], padding: int) -> int:
 def _base32(run: str, start: int, end: int, budget: Budget) -> Iterator[Blob]:
     """What a base32 run decodes to (either alphabet): from its first character and, when
     its length says it does not start on a group of 8, from each of the next 7."""
-    compact = _SEPARATORS.sub("", run)
+    compact = _compact(run)
     chars = set(compact)
     alphabets = [hexed for hexed, alpha in ((False, _B32), (True, _B32HEX)) if chars <= alpha]
     offsets = range(1) if len(compact) % 8 == 0 else range(8)
@@ -148,8 +180,9 @@ def _unhex(s: str) -> bytes:
 
 
 def _unbase64(s: str) -> bytes:
-    altchars = b"-_" if ("-" in s or "_" in s) else None
+    if "-" in s or "_" in s:  # base64url
+        s = s.replace("-", "+").replace("_", "/")
     try:
-        return base64.b64decode(_padded(s), altchars=altchars)
+        return binascii.a2b_base64(_padded(s))
     except (binascii.Error, ValueError):
         return b""

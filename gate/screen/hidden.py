@@ -164,17 +164,9 @@ def base64_runs(view: str, raw: bytes | None = None) -> Iterator[tuple[int, int]
     """Spans of base64 runs of 40+ characters, found by C-speed byte operations (a regex
     over every character would cost more than all the detectors together). `raw`: the
     view's UTF-8, lower-cased or not (the base64 alphabet has both cases)."""
-    return alphabet_runs(view, _B64_TABLE, raw)
-
-
-def alphabet_runs(
-    view: str, table: bytes, raw: bytes | None = None, padding: int = 2
-) -> Iterator[tuple[int, int]]:
-    """Spans of 40+ characters that `table` (a bytes.translate table) maps to "a", with up
-    to `padding` "=" after each."""
     if raw is None:
         raw = view.encode("utf-8", "surrogatepass")
-    data = raw.translate(table)
+    data = raw.translate(_B64_TABLE)
     ascii_only = len(data) == len(view)
     pos = data.find(_RUN)
     while pos != -1:
@@ -184,7 +176,7 @@ def alphabet_runs(
         if not ascii_only:  # byte offsets to character offsets
             start = len(raw[:pos].decode("utf-8", "surrogatepass"))
             stop = start + end - pos
-        for _ in range(padding):
+        for _ in range(2):  # padding
             if stop < len(view) and view[stop] == "=":
                 stop += 1
         yield start, stop

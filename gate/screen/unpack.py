@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bz2
 import lzma
+import re
 import struct
 import zlib
 from collections.abc import Callable
@@ -47,15 +48,15 @@ class Budget:
 
 
 def magic_at(head: bytes) -> int:
-    """Where a compression format's signature starts in `head`, or -1."""
-    best = -1
-    for sig in _SIGNATURES:
-        i = head.find(sig)
-        while i != -1 and not _plausible(head, i, sig):
-            i = head.find(sig, i + 1)
-        if i != -1 and (best == -1 or i < best):
-            best = i
-    return best
+    """Where a compression format's signature starts in `head`, or -1 (zlib's counts only
+    at the start: see _plausible)."""
+    m = _ANY_SIGNATURE.search(head)
+    while m:
+        sig = next(s for s in _SIGNATURES if head.startswith(s, m.start()))
+        if _plausible(head, m.start(), sig):
+            return m.start()
+        m = _ANY_SIGNATURE.search(head, m.start() + 1)
+    return 0 if head[:1] == b"\x78" and _plausible(head, 0, b"\x78") else -1
 
 
 def inflate(data: bytes, budget: Budget) -> bytes:
@@ -181,3 +182,5 @@ _BY_SIGNATURE: tuple[tuple[bytes, Callable[[bytes, int], bytes]], ...] = (
     (b"\x78", lambda d, r: _zlib(d, r, 15)[0]),
 )
 _SIGNATURES = tuple(sig for sig, _ in _BY_SIGNATURE)
+# One search for them all (a base64 run in ordinary traffic is tested for each).
+_ANY_SIGNATURE = re.compile(b"|".join(re.escape(s) for s in _SIGNATURES if len(s) > 1))

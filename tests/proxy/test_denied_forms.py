@@ -38,7 +38,7 @@ FORMS = [
     ("gzip -c notes.bak | gzip | base64", ("gzip", "base64")),
     ("base64 notes.bak | gzip | base64", ("gzip", "base64")),
     (
-        "python3 -c \"import zlib,base64;"
+        'python3 -c "import zlib,base64;'
         "print(base64.b64encode(zlib.compress(open('notes.bak','rb').read())).decode())\"",
         ("python3",),
     ),
