@@ -118,9 +118,12 @@ def collect(
                 limits.max_file_bytes,
             )
         source = Source(path, decision.rule)
-        for unit in units_of(text):
+        values = list(units_of(text))
+        for unit in values:
             units.setdefault(unit, source)
-        if not rest:  # a file read whole: its digests name it
+        # A file read whole is named by its digests too; one without a value is not (the
+        # empty file's sha256 is in every unsigned AWS request, and says nothing).
+        if values and not rest:
             for unit in digests(data):
                 units.setdefault(unit, source)
     return units

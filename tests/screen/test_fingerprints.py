@@ -120,6 +120,10 @@ def test_collect_reads_denied_files_in_the_project_and_home(gate_dirs: dict[str,
     digests = {d for f in files for d in denied_walk.digests(f.read_bytes())}
     assert digests <= units.keys()
     assert units.keys() - digests == {token, key_line}
+    # A denied file with no value (empty, or stop words only) gives no digest either.
+    (project / ".env").write_text("DEBUG=true\n")
+    units = collect(PolicyStore().policy_for(str(project)), str(project))
+    assert not set(denied_walk.digests(b"DEBUG=true\n")) & units.keys()
 
 
 def test_a_rotated_value_is_still_recognised(gate_dirs: dict[str, Path]) -> None:
