@@ -18,6 +18,7 @@ from gate.history.readers import Env, Notes, Reader
 from gate.rules.layers import PolicyStore
 from gate.screen import masking
 from gate.screen.content import SecretScreen
+from gate.screen.denied_walk import UNSCREENED
 from gate.screen.fingerprints import DeniedIndex, Source, collect, encoded_forms
 from gate.screen.secrets import keyed_hash, placeholder
 
@@ -172,7 +173,9 @@ def _screen(
     key = screens.secret.key
     hits: list[tuple[int, int, str, str, str, str, str | None]] = []
     if screens.denied is not None and len(screens.denied):
-        for h in screens.denied.find(text):
+        for h in screens.denied.hits(text):
+            if h.source is UNSCREENED:
+                continue  # a blob too large to read: not known to hold anything
             hits.append(
                 (
                     h.start,

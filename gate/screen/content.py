@@ -245,14 +245,14 @@ def suspects(
         return ()
     joined = "\n".join(t for _, t in strings)
     if not (
-        (index is not None and index.find(joined))
+        (index is not None and index.hits(joined))
         or (screen is not None and screen.scanner.scan(joined))
     ):
         return ()
     return tuple(
         Segment(p, t, Role.ATTACHMENT)
         for p, t in strings
-        if (index is not None and index.find(t)) or (screen is not None and screen.scanner.scan(t))
+        if (index is not None and index.hits(t)) or (screen is not None and screen.scanner.scan(t))
     )
 
 
@@ -260,7 +260,7 @@ def keys(names: list[str], index: DeniedIndex | None, screen: SecretScreen | Non
     """Object keys cannot be replaced in place without changing the body's shape, so a
     denied value or a high-tier secret in a key blocks the request."""
     text = "\n".join(names)
-    if index is not None and (hits := index.find(text)):
+    if index is not None and (hits := index.hits(text)):
         raise Blocked(
             f"a value from {hits[0].source.path} is used as a JSON key in this"
             " request; gate cannot replace it in place"

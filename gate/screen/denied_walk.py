@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import re
 from collections import deque
@@ -54,6 +56,21 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
+class _Unscreened(Source):
+    def placeholder(self) -> str:
+        return (
+            "[gate: withheld compressed data that inflates to more than gate screens for"
+            " denied files' values]"
+        )
+
+
+# What a hit on a compressed blob too large to read is attributed to (no file is known).
+UNSCREENED = _Unscreened(
+    "(compressed data too large to screen)", Rule(Effect.DENY, "Read", None, "gate", 0, None)
+)
+
+
+@dataclass(frozen=True, slots=True)
 class Limits:
     """How much the denied-file walk may read (config.yaml `screen:`)."""
 
@@ -87,10 +104,11 @@ def collect(
             continue
         try:
             with open(path, "rb") as f:
-                text = f.read(limits.max_file_bytes).decode("utf-8", "replace")
+                data = f.read(limits.max_file_bytes)
                 rest = f.read(1)
         except OSError:
             continue
+        text = data.decode("utf-8", "replace")
         if rest:
             walked.truncated = True
             _unwalked(walked, [path])
@@ -99,9 +117,31 @@ def collect(
                 " bytes are indexed",
                 limits.max_file_bytes,
             )
-        for unit in units_of(text):
-            units.setdefault(unit, Source(path, decision.rule))
+        source = Source(path, decision.rule)
+        values = list(units_of(text))
+        for unit in values:
+            units.setdefault(unit, source)
+        # A file read whole is named by its digests too; one without a value is not (the
+        # empty file's sha256 is in every unsigned AWS request, and says nothing).
+        if values and not rest:
+            for unit in digests(data):
+                units.setdefault(unit, source)
     return units
+
+
+# `sha256sum .env` and the like: not the values, but they tell whoever has a guess which
+# file (and which version of it) the machine holds, and the content is what is denied.
+DIGESTS = ("md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b")
+
+
+def digests(data: bytes) -> Iterator[str]:
+    """The file's digests as `sha256sum` and the like print them (hex, both cases), and as
+    `openssl dgst -binary | base64` and integrity attributes (`sha256-...`) do."""
+    for name in DIGESTS:
+        raw = hashlib.new(name, data).digest()
+        yield raw.hex()
+        yield raw.hex().upper()
+        yield base64.b64encode(raw).decode().rstrip("=")
 
 
 def _candidates(policy: Policy, root: str | None, max_files: int, walked: Walked) -> Iterator[str]:

@@ -44,8 +44,7 @@ class Scrub:
     def text(self, text: str) -> str:
         """`text` with every denied value and likely secret in it replaced by its kind."""
         for index in self.indexes:
-            if index.find(text):
-                text, _ = index.redact(text)
+            text, _ = index.redact(text)
         if self.secrets is not None:
             found = self.secrets.scanner.scan(text)
             for f in reversed(found):  # sorted, never overlapping

@@ -25,7 +25,15 @@ from loguru import logger
 from gate.rules.engine import Policy
 from gate.rules.held import identity
 from gate.rules.layers import PolicyStore
-from gate.screen.denied_walk import DEFAULT_LIMITS, Limits, Source, Walked, collect
+from gate.screen import blobs, unpack
+from gate.screen.denied_walk import (
+    DEFAULT_LIMITS,
+    UNSCREENED,
+    Limits,
+    Source,
+    Walked,
+    collect,
+)
 from gate.screen.git_history import history_units
 from gate.screen.secrets import content_key
 from gate.screen.units import MIN_UNIT, is_word, units_of
@@ -41,6 +49,7 @@ REFRESH_SECONDS = 5.0
 BACKGROUND_FACTOR = 50
 DEEPER_SECONDS = 60.0
 CLEAN_ENTRIES = 16384  # strings remembered as holding no denied value, per index
+DECODED_LAYERS = 2  # an encoded run inside a decoded one, no deeper
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +103,7 @@ class DeniedIndex:
         key = content_key(text)
         if key in self._clean:
             return text, []
-        hits = self.find(text)
-        if not hits and len(text) > 120 and _WRAPPED_LINE.search(text) is not None:
-            hits = self._wrapped(text)
+        hits = self.hits(text)
         if not hits:
             if len(self._clean) >= CLEAN_ENTRIES:
                 self._clean.clear()
@@ -109,6 +116,36 @@ class DeniedIndex:
         out.append(text[last:])
         return "".join(out), hits
 
+    def hits(self, text: str) -> list[Hit]:
+        """Every place `text` holds a unit: as `find` sees them, in wrapped blocks, and in
+        encoded runs that decode to a unit (compressed ones inflated); sorted, and merged
+        where they overlap (the wider span withheld)."""
+        if self._ac is None or len(text) < MIN_UNIT:
+            return []
+        found = self.find(text)
+        if len(text) > 120 and _WRAPPED_LINE.search(text) is not None:
+            found += self._wrapped(text)
+        if len(text) >= blobs.MIN_RUN:
+            found += self._decoded(text, unpack.Budget(), 0)
+        return _merged(found)
+
+    def _decoded(self, text: str, budget: unpack.Budget, depth: int) -> list[Hit]:
+        """Runs whose decoded text holds a unit, whole; one that inflates past the bound
+        is withheld unread (fail closed: what could not be read cannot be let out)."""
+        out = []
+        for blob in blobs.blobs(text, budget):
+            if blob.text is None:
+                out.append(Hit(blob.start, blob.end, UNSCREENED))
+                continue
+            inner = self.find(blob.text)
+            if not inner and len(blob.text) > 120 and _WRAPPED_LINE.search(blob.text):
+                inner = self._wrapped(blob.text)
+            if not inner and depth + 1 < DECODED_LAYERS:  # base64 of gzip of base64 ...
+                inner = self._decoded(blob.text, budget, depth + 1)
+            if inner:
+                out.append(Hit(blob.start, blob.end, inner[0].source))
+        return out
+
     def _wrapped(self, text: str) -> list[Hit]:
         """`base64 .env` wraps at 76 columns and `xxd -p` at 60, which splits a value's
         encoded form across lines: a multi-line base64 or hex block that holds one once its
@@ -119,6 +156,17 @@ class DeniedIndex:
             if hits := self.find(compact):
                 out.append(Hit(m.start(), m.end(), hits[0].source))
         return out
+
+
+def _merged(hits: list[Hit]) -> list[Hit]:
+    out: list[Hit] = []
+    for hit in sorted(hits, key=lambda h: (h.start, -h.end)):
+        if out and hit.start < out[-1].end:
+            if hit.end > out[-1].end:
+                out[-1] = Hit(out[-1].start, hit.end, out[-1].source)
+            continue
+        out.append(hit)
+    return out
 
 
 def _inside_word(text: str, start: int, end: int) -> bool:

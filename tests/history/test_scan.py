@@ -195,3 +195,32 @@ def test_aider_logs_in_projects_other_agents_name(
     _, doc = scan_json(p.home)  # run from the test's cwd, not the project
     stores = {Path(f["store"]).name for g in doc["groups"] for f in g["findings"]}
     assert {".aider.chat.history.md", ".aider.input.history"} <= stores
+
+
+def test_a_denied_file_sent_compressed_and_encoded_is_found(
+    tmp_path: Path, gate_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `gzip -c .env | base64` in an old transcript: no value of the file is in it as
+    # written or in an indexed encoding, but it decodes to the file.
+    import base64
+    import gzip
+
+    p = plant(tmp_path / "user")
+    monkeypatch.chdir(p.project)
+    blob = base64.b64encode(gzip.compress((p.project / ".env").read_bytes())).decode()
+    slug = str(p.project).replace("/", "-")
+    store = p.home / ".claude" / "projects" / slug / "0b6c3c1e-1f7a-4d55-9a57-5c8f4f1f0a11.jsonl"
+    store.parent.mkdir(parents=True)
+    row = {
+        "sessionId": "0b6c3c1e-1f7a-4d55-9a57-5c8f4f1f0a11",
+        "cwd": str(p.project),
+        "version": "2.1.197",
+        "timestamp": "2026-11-20T10:00:00.000Z",
+        "type": "user",
+        "uuid": "u1",
+        "message": {"role": "user", "content": f"here it is: {blob}"},
+    }
+    store.write_text(json.dumps(row) + "\n")
+    code, doc = scan_json(p.home)
+    assert code == 1
+    assert [g["source"] for g in doc["groups"]] == [str(p.project / ".env")]

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import fake_secret
 from gate.rules.layers import PolicyStore
+from gate.screen import denied_walk
 from gate.screen.fingerprints import DeniedIndex, IndexStore, collect, units_of
 
 
@@ -114,7 +115,15 @@ def test_collect_reads_denied_files_in_the_project_and_home(gate_dirs: dict[str,
     assert units[token].rule.text == "Read(./.env)"
     assert units[key_line].rule.text == "Read(~/.ssh/**)"
     assert example not in units
-    assert len(units) == 2
+    # Besides its values, each file read whole is known by its digests (`sha256sum .env`).
+    files = (project / ".env", home / ".ssh" / "id_ed25519")
+    digests = {d for f in files for d in denied_walk.digests(f.read_bytes())}
+    assert digests <= units.keys()
+    assert units.keys() - digests == {token, key_line}
+    # A denied file with no value (empty, or stop words only) gives no digest either.
+    (project / ".env").write_text("DEBUG=true\n")
+    units = collect(PolicyStore().policy_for(str(project)), str(project))
+    assert not set(denied_walk.digests(b"DEBUG=true\n")) & units.keys()
 
 
 def test_a_run_rooted_below_a_gate_dir_indexes_that_dir_s_denied_files(
