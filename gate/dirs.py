@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -79,3 +80,18 @@ def replace_private(path: Path) -> Iterator[BinaryIO]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def owned_ancestors(here: Path) -> list[Path]:
+    """`here` and its parents, up to (not into) a directory anyone may write in, such as
+    /tmp: a `.gate/` or `.git` there is nobody's project (another user, or a run killed in
+    /tmp, could have left it), and would make /tmp the root of every project under it."""
+    out = []
+    for d in (here, *here.parents):
+        try:
+            if d != here and d.stat().st_mode & stat.S_IWOTH:
+                break
+        except OSError:
+            break
+        out.append(d)
+    return out

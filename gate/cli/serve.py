@@ -101,7 +101,8 @@ def serve_cmd(
     from gate.ask import client
     from gate.ask import events as event_stream
     from gate.proxy import ca, team
-    from gate.proxy.server import Listening, read_server_file, serve_forever
+    from gate.proxy.server import serve_forever
+    from gate.served import Listening, read_server_file
 
     config = _ask_config(load_config(host, port, upstreams), no_ask)
     config = replace(
@@ -293,7 +294,7 @@ def env_cmd(agent: str, forward: bool, no_check: bool) -> None:
     gate answers where the exports point (they are printed all the same, the reason on
     stderr, so `eval` still works and a gate started later is found).
     """
-    from gate.proxy.server import read_server_file
+    from gate.served import read_server_file
 
     config = load_config()
     running = read_server_file(dirs.data_dir())
@@ -385,7 +386,8 @@ def _check_routes(spec: registry.Agent, config: Config) -> None:
 def _find_or_start(
     config: Config, data: Path, must_start: bool
 ) -> tuple[str, BackgroundGate | None]:
-    from gate.proxy.server import BackgroundGate, read_server_file
+    from gate.proxy.server import BackgroundGate
+    from gate.served import read_server_file
 
     running = read_server_file(data)
     if (
@@ -430,7 +432,7 @@ def _healthy(
     `local`, one that is not shared, which a `gate run` agent could not use in plain HTTP
     without a user's token): the instance its /_gate/health names is the one its
     server.json names."""
-    from gate.proxy.server import server_instance
+    from gate.served import server_instance
 
     info, instance = _health(base_url, cert), server_instance(data)
     return (

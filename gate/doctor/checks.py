@@ -38,7 +38,7 @@ class Check:
 
 
 def gate_reachable(data: Path) -> Check:
-    from gate.proxy.server import read_server_file, server_instance
+    from gate.served import read_server_file, server_instance
 
     name = "gate reachable"
     running = read_server_file(data)

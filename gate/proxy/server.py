@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
 import socket
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,30 +18,17 @@ from mitmproxy.tools.dump import DumpMaster
 
 from gate import dirs
 from gate.audit.store import AuditStore
-from gate.config import Config, base_url
+from gate.config import Config
 from gate.proxy import ca, h2_errors, replies, team, tls
 from gate.proxy.addon import GateAddon
 from gate.proxy.forward import ForwardAddon
 from gate.rules.layers import PolicyStore
+from gate.served import Listening, clear_server_file, write_server_file
 from gate.users import Users
 
-SERVER_FILE = "server.json"
 # Reverse mode needs a default upstream; gate routes every request itself, so this one is
 # never contacted (lazy connections open only to the upstream a request is routed to).
 _UNUSED_UPSTREAM = "reverse:http://127.0.0.1:9/"
-
-
-@dataclass(frozen=True, slots=True)
-class Listening:
-    host: str
-    port: int
-    tls: bool = False
-    cert: str | None = None  # with TLS: the certificate chain it serves (pinned by clients)
-
-    @property
-    def base_url(self) -> str:
-        url = base_url(self.host, self.port)
-        return "https" + url[len("http") :] if self.tls else url
 
 
 def check_port(host: str, port: int) -> None:
@@ -264,53 +247,3 @@ def _lock_down(path: Path) -> None:
     for item in path.iterdir():
         if item.is_file():
             item.chmod(0o600)
-
-
-def write_server_file(data_dir: Path, listening: Listening, instance: str = "") -> None:
-    # `instance` is what the gate's /_gate/health names: the gate found at host:port is
-    # this data dir's gate only if the two agree.
-    info = {
-        "schemaVersion": 1,
-        "pid": os.getpid(),
-        "host": listening.host,
-        "port": listening.port,
-        "started": time.time(),
-        "instance": instance,
-    }
-    if listening.tls:  # `gate env` and `gate run` must speak TLS to it, and pin its certificate
-        info["tls"] = True
-        if listening.cert:
-            info["tls_cert"] = str(Path(listening.cert).resolve())
-    dirs.write_private(data_dir / SERVER_FILE, json.dumps(info).encode())
-
-
-def clear_server_file(data_dir: Path) -> None:
-    path = data_dir / SERVER_FILE
-    try:
-        if json.loads(path.read_text())["pid"] == os.getpid():
-            path.unlink()
-    except (OSError, ValueError, KeyError):
-        pass
-
-
-def server_instance(data_dir: Path) -> str | None:
-    """The instance id server.json names (None: no file, or one without it)."""
-    try:
-        value = json.loads((data_dir / SERVER_FILE).read_text()).get("instance")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) and value else None
-
-
-def read_server_file(data_dir: Path) -> Listening | None:
-    try:
-        info = json.loads((data_dir / SERVER_FILE).read_text())
-        cert = info.get("tls_cert")
-        return Listening(
-            str(info["host"]),
-            int(info["port"]),
-            info.get("tls") is True,
-            cert if isinstance(cert, str) else None,
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None

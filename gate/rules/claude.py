@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gate import dirs
 from gate.errors import RuleError
 from gate.rules import probe
 from gate.rules.model import Effect, Rule, parse
@@ -52,7 +53,7 @@ def project_files(root: str) -> list[Path]:
     settings file made lower down must add its rules to the repository's, never hide them."""
     home = Path.home()
     found: list[Path] = []
-    for d in (Path(root), *Path(root).parents):
+    for d in dirs.owned_ancestors(Path(root)):
         if d != home:
             names = ("settings.local.json", "settings.json")
             found += [f for f in (d / ".claude" / n for n in names) if probe.is_file(f)]

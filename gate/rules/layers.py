@@ -138,7 +138,7 @@ def find_root(cwd: str) -> str:
     created below it later (a `.gate/` the agent makes in a subdirectory is never read by
     this run; a later run started there reads it as well as every `.gate/` above it)."""
     here = Path(cwd)
-    for d in (here, *here.parents):
+    for d in dirs.owned_ancestors(here):
         if (d / ".gate").is_dir() or (d / ".git").exists():
             return str(d)
     return cwd
@@ -164,10 +164,11 @@ def project_layers(root: str) -> list[Layer]:
 
 
 def gate_dirs(root: str) -> list[Path]:
-    """Every `.gate/` in `root` or above it, nearest first: what gate reads rules from (and
-    a lock shows read-only). One made by another user (a shared /tmp) is not read."""
+    """Every `.gate/` in `root` or above it (not in or above a directory anyone may write
+    in), nearest first: what gate reads rules from (and a lock shows read-only). One made
+    by another user is not read."""
     found = []
-    for d in (Path(root), *Path(root).parents):
+    for d in dirs.owned_ancestors(Path(root)):
         if probe.is_dir(d / ".gate"):
             try:
                 owner = (d / ".gate").stat().st_uid

@@ -144,6 +144,26 @@ def test_a_dir_an_agent_made_below_the_repository_adds_rules_never_replaces_them
     assert policy.decide(Action(Verb.READ, "Read", f"{repo}/local.txt"), root).rule is None
 
 
+def test_a_gate_dir_in_a_directory_anyone_may_write_in_is_nobody_s_project(
+    tmp_path: Path,
+) -> None:
+    # /tmp-like: another user (or a run killed there) left `.gate/` and `.claude/`; a project
+    # below is neither rooted there nor held to those files' rules.
+    shared = tmp_path / "tmp"
+    (shared / ".gate").mkdir(parents=True)
+    (shared / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./**)\n")
+    (shared / ".claude").mkdir()
+    (shared / ".claude" / "settings.json").write_text('{"permissions": {"deny": ["Bash"]}}')
+    shared.chmod(0o1777)
+    project = shared / "work" / "proj"
+    project.mkdir(parents=True)
+    assert find_root(str(project)) == str(project)
+    layers = {r.layer for r in PolicyStore().policy_for(str(project)).rules}
+    assert not layers & {"project", "project-local", "claude-project", "claude-local"}
+    # Started in that directory itself, it is the user's choice: read.
+    assert find_root(str(shared)) == str(shared)
+
+
 def test_rules_anchor_at_the_repository_top(gate_dirs: dict[str, Path]) -> None:
     from gate.rules.layers import repository_root
 
