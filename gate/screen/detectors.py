@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -54,6 +54,7 @@ _ASSIGNED = re.compile(
 # Matched up to a keyword: ends where the name holding it starts (after the last character
 # that cannot be in a name).
 _NAME_START = re.compile(r"(?s:.*[^A-Za-z0-9_.-])?")
+STOP_EVERY = 64  # matches between two looks at the caller's budget
 _ID = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -94,18 +95,28 @@ class Detector:
         return self.check in ("assignment", "keyword")
 
     def find(
-        self, view: str, windows: list[tuple[int, int]], hits: list[tuple[int, int]] | None = None
+        self,
+        view: str,
+        windows: list[tuple[int, int]],
+        hits: list[tuple[int, int]] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> Iterator[Finding]:
         """Matches in the prefilter's windows of `view` that pass every filter. An
         anchored detector gets the keyword hits themselves and matches once per name; given
-        the hits, a pattern whose matches begin at a keyword is tried only there."""
+        the hits, a pattern whose matches begin at a keyword is tried only there. `stop`
+        is asked every STOP_EVERY matches; once it says so, the search ends early (the
+        caller, whose budget it is, treats the string as unscreened)."""
         if self.anchor:
             matches = self._anchored(view, windows)
         elif hits is None:
             matches = (m for p in self.patterns for m in self._search(p, view, windows))
         else:
             matches = self._led(view, windows, hits)
-        for m in matches:
+        for n, m in enumerate(matches, 1):
+            # Each match costs its checks (tens of microseconds); a string made of
+            # candidates (`_PASS=x ` repeated) must not hold the GIL past the budget.
+            if stop is not None and not n % STOP_EVERY and stop():
+                return
             start, end = _secret_span(m)
             tier = self._accept(m, view[start:end], end)
             if tier is not None:
