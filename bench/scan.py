@@ -197,7 +197,8 @@ def startup() -> None:
 
 def long_runs() -> dict[str, Callable[[int], str]]:
     """Inputs that made a regex walk the rest of a long run once per keyword or position:
-    alphabets with no space, keywords repeated, keywords glued to operators."""
+    alphabets with no space, keywords repeated, keywords glued to operators; and lines of
+    token characters, each of which may start a folded token."""
     rnd = random.Random(7)
 
     def pick(chars: str) -> Callable[[int], str]:
@@ -221,6 +222,9 @@ def long_runs() -> dict[str, Callable[[int], str]]:
         "_PASS= * n": repeat("_PASS= "),
         "cookie= * n": repeat("cookie= "),
         "KEY- * n": repeat("KEY-"),
+        "token lines": lambda n: "".join(
+            f"ghp_{''.join(rnd.choices(string.ascii_letters, k=72))}\n" for _ in range(n // 77 + 1)
+        )[:n],
     }
 
 
