@@ -8,8 +8,12 @@ On the same ~5 MB of text like what agents send (lockfiles, minified JS, logs, c
 detect-secrets runs with all its plugins and default filters (settings configured once,
 nothing verified online) on a temp file, as `detect-secrets scan` would.
 
+  long     CPU seconds per adversarial class (a long run of one alphabet or of keywords, no
+           spaces) at 10K/100K/1M characters, this tree beside --baseline's (a git ref), each
+           cell in a fresh process with a time cap
 It prints numbers side by side; nothing passes or fails. Targets (issue 14): cold ≥ 100 MB/s,
-turn ≤ 1 ms, `gate scan` start-up ≤ 0.3 s. Run: .venv/bin/python bench/scan.py [--size 5] [--quick]
+turn ≤ 1 ms, `gate scan` start-up ≤ 0.3 s; long: linear in the length.
+Run: .venv/bin/python bench/scan.py [--size 5] [--quick] [--long [--baseline main] [--cap 20]]
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import random
+import string
+import subprocess
 import sys
 import tempfile
 import time
@@ -188,11 +195,115 @@ def startup() -> None:
     print("  target: gate scan <= 0.3 s")
 
 
+def long_runs() -> dict[str, Callable[[int], str]]:
+    """Inputs that made a regex walk the rest of a long run once per keyword or position:
+    alphabets with no space, keywords repeated, keywords glued to operators; and lines of
+    token characters, each of which may start a folded token."""
+    rnd = random.Random(7)
+
+    def pick(chars: str) -> Callable[[int], str]:
+        return lambda n: "".join(rnd.choices(chars, k=n))
+
+    def repeat(unit: str) -> Callable[[int], str]:
+        return lambda n: (unit * (n // len(unit) + 1))[:n]
+
+    return {
+        "A * n": repeat("A"),
+        "[A-Z]": pick(string.ascii_uppercase),
+        "[A-Z0-9]": pick(string.ascii_uppercase + string.digits),
+        "base32": pick("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"),
+        "hex": pick("0123456789abcdef"),
+        "base64, no =": pick(string.ascii_letters + string.digits + "+/"),
+        "[A-Z=:]": pick(string.ascii_uppercase + "=:"),
+        "[A-Z_]": pick(string.ascii_uppercase + "_"),
+        "AKIA * n": repeat("AKIA"),
+        "TOKEN * n": repeat("TOKEN"),
+        "PASSW_ * n": repeat("PASSW_"),
+        "_PASS= * n": repeat("_PASS= "),
+        "cookie= * n": repeat("cookie= "),
+        "KEY- * n": repeat("KEY-"),
+        "token lines": lambda n: "".join(
+            f"ghp_{''.join(rnd.choices(string.ascii_letters, k=72))}\n" for _ in range(n // 77 + 1)
+        )[:n],
+    }
+
+
+# Run in a fresh interpreter per cell, importing gate from the tree given, so a baseline's
+# quadratic cell can be cut off at the cap without stopping the run.
+_CELL = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from gate.screen.secrets import Scanner
+text = open(sys.argv[2], encoding="utf-8").read()
+scanner = Scanner(budget=1e9)  # the real cost, not the budget's cut-off
+scanner.scan(text[:5000] + " warm-up")  # each detector's first use reads its pattern once
+t0 = time.thread_time()
+scanner.scan(text)
+print(time.thread_time() - t0)
+"""
+
+
+def _cell(tree: Path, path: Path, cap: float) -> float | None:
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", _CELL, str(tree), str(path)],
+            capture_output=True,
+            text=True,
+            timeout=cap,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return float(out.stdout)
+
+
+def long(baseline: str | None, cap: float, tmp: Path) -> None:
+    trees = {"this tree": REPO}
+    if baseline:
+        base = tmp / "baseline"
+        base.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", baseline, "gate", "rules"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        trees = {baseline: base, **trees}
+    sizes = (10_000, 100_000, 1_000_000)
+    print(f"\nlong runs: CPU seconds per scan, each cell in a fresh process, cut at {cap:.0f} s")
+    head = "".join(f"{f'{n // 1000}K':>9}" for n in sizes)
+    print(f"  {'':16}" + "".join(f"{name[:25]:>{9 * len(sizes) + 2}}" for name in trees))
+    print(f"  {'':16}" + "".join(f"  {head}" for _ in trees))
+    for label, make in long_runs().items():
+        row = f"  {label:16}"
+        texts = []
+        for n in sizes:
+            path = tmp / f"long-{n}.txt"
+            path.write_text(make(n), encoding="utf-8")
+            texts.append(path)
+        for tree in trees.values():
+            row += "  "
+            slow = False
+            for path in texts:
+                t = None if slow else _cell(tree, path, cap)
+                slow = t is None
+                row += f"{'> cap' if t is None else f'{t:.3f}':>9}"
+        print(row, flush=True)
+    print("  linear: each column 10x the one before it (or less, start-up dominating at 10K)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=float, default=5.0, help="MB of mixed text (default 5)")
     ap.add_argument("--quick", action="store_true", help="1 MB, for a smoke run")
+    ap.add_argument("--long", action="store_true", help="only the long-run classes")
+    ap.add_argument("--baseline", help="git ref to compare the long runs with (e.g. main)")
+    ap.add_argument("--cap", type=float, default=20.0, help="seconds per long-run cell")
     args = ap.parse_args()
+    if args.long:
+        with tempfile.TemporaryDirectory(prefix="gate-bench-") as d:
+            long(args.baseline, args.cap, Path(d))
+        return
     size = int((1.0 if args.quick else args.size) * 1e6)
     print(
         f"gate secret screening vs detect-secrets | Python {platform.python_version()},"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -42,14 +42,19 @@ _KEYS = frozenset(
     }
 )
 _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
-# After an anchored detector's keyword: the rest of the name, a closing quote, an operator.
+# After an anchored detector's keyword: the rest of the name, then (_ASSIGNED) a closing
+# quote, an operator. The rest of the name is read possessively and stops only before a
+# `.=` operator: what follows a name can never start inside it, so nothing is lost, and a
+# long name is read once, not once per character it could give back.
+_NAME_REST = re.compile(r"(?:[\w-]|\.(?!=))*+")
 _ASSIGNED = re.compile(
-    r"""[\w.-]*(?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
+    r"""(?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
     r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,)"""
 )
 # Matched up to a keyword: ends where the name holding it starts (after the last character
 # that cannot be in a name).
 _NAME_START = re.compile(r"(?s:.*[^A-Za-z0-9_.-])?")
+STOP_EVERY = 64  # matches between two looks at the caller's budget
 _ID = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -90,18 +95,28 @@ class Detector:
         return self.check in ("assignment", "keyword")
 
     def find(
-        self, view: str, windows: list[tuple[int, int]], hits: list[tuple[int, int]] | None = None
+        self,
+        view: str,
+        windows: list[tuple[int, int]],
+        hits: list[tuple[int, int]] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> Iterator[Finding]:
         """Matches in the prefilter's windows of `view` that pass every filter. An
         anchored detector gets the keyword hits themselves and matches once per name; given
-        the hits, a pattern whose matches begin at a keyword is tried only there."""
+        the hits, a pattern whose matches begin at a keyword is tried only there. `stop`
+        is asked every STOP_EVERY matches; once it says so, the search ends early (the
+        caller, whose budget it is, treats the string as unscreened)."""
         if self.anchor:
             matches = self._anchored(view, windows)
         elif hits is None:
             matches = (m for p in self.patterns for m in self._search(p, view, windows))
         else:
             matches = self._led(view, windows, hits)
-        for m in matches:
+        for n, m in enumerate(matches, 1):
+            # Each match costs its checks (tens of microseconds); a string made of
+            # candidates (`_PASS=x ` repeated) must not hold the GIL past the budget.
+            if stop is not None and not n % STOP_EVERY and stop():
+                return
             start, end = _secret_span(m)
             tier = self._accept(m, view[start:end], end)
             if tier is not None:
@@ -154,9 +169,18 @@ class Detector:
     def _anchored(self, view: str, hits: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
         done = -1
         before, patterns = self.before, self.patterns
-        assigned, name_start = _ASSIGNED.match, _NAME_START.match
+        assigned, name_start, name_rest = _ASSIGNED.match, _NAME_START.match, _NAME_REST.match
+        # Every keyword inside one name shares where the name ends and whether it is
+        # assigned: a name made of keywords (`TOKENTOKEN...`) is read once, not once per
+        # keyword, so the work is linear in the view.
+        rest_from = rest_to = -1
+        is_assigned = False
         for hit, end in hits:
-            if not assigned(view, end):
+            if not rest_from <= end < rest_to:
+                rest = name_rest(view, end)  # matches always (maybe empty)
+                rest_from, rest_to = end, rest.end() if rest else end
+                is_assigned = assigned(view, rest_to) is not None
+            if not is_assigned:
                 continue  # the name holding the keyword is not assigned a value
             while hit < end and view[hit] not in _NAME_CHARS:  # keyword like '"auth"'
                 hit += 1

@@ -100,7 +100,12 @@ def _folds(view: str, regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
             if nl == -1:
                 break
             line = nl + 1
+    # A walk that went on into a line, reaching as far, already did what a walk from that
+    # line would: a block of folded lines is walked once, not once from each of its lines.
+    walked: dict[int, int] = {}
     for line, end in sorted(reach.items()):
+        if walked.get(line) == end:
+            continue
         # A folded token starts on a line that is all token (or ends in a continuation).
         nl = view.find("\n", line, end)
         if nl == -1:
@@ -116,6 +121,7 @@ def _folds(view: str, regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
             else:
                 break  # the fold, if any, ends here
             line = nl + 1
+            walked[line] = end
             nl = view.find("\n", line, end)
     return out
 

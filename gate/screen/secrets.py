@@ -130,8 +130,10 @@ class Scanner:
             windows = hits if det.anchor else _windows(hits, det.before, det.after, n)
             if det.tier is Tier.HIGH and det.after < FOLDED_MAX:  # vendor formats
                 regions += windows
-            for f in det.find(view, windows, hits):
+            for f in det.find(view, windows, hits, deadline.passed):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
+        if deadline.passed():  # the last detector may have stopped short
+            return (self._over_budget(text),)
         plain = _resolve(ranked)
 
         def inner(sub: str, level: int) -> tuple[Finding, ...]:

@@ -16,10 +16,16 @@ from collections.abc import Callable, Iterator, Sequence
 
 import ahocorasick_rs
 
-from gate.screen.detectors import _ASSIGNED, _NAME_CHARS, Detector, Finding, Tier, _secret_span
+from gate.screen.detectors import _NAME_CHARS, Detector, Finding, Tier, _secret_span
 from gate.screen.secrets import FOLDED_MAX, MIN_TEXT, unescaped_view
 
 Scan = Callable[[str, int], Sequence[Finding]]
+# After an anchored detector's keyword: the rest of the name, a closing quote, an operator
+# (the plain backtracking form the scanner's possessive, once-per-name reading replaced).
+_ASSIGNED = re.compile(
+    r"""[\w.-]*(?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
+    r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,)"""
+)
 
 
 class ReferenceScanner:
