@@ -118,9 +118,9 @@ _BEFORE = {
     r"""(?P<secret>[^;\s"'\\,]{16,})""",
     "generic.keyword-value": r"""(?x)
       (?P<word>(?i:key[ \t:-]|secret[ \t-]|token[ \t-]|password[ \t]))
-      [ \t]*(?:(?i:is|was)[ \t]+|(?:[:=]|->)[ \t]*)?
+      [ \t]*(?:(?i:is|was)[ \t]+|(?:[:=]|->|-(?=[ \t]))[ \t]*)?
       (?P<quote>["'`])?
-      (?P<secret>[A-Za-z0-9][A-Za-z0-9+/_.~-]{7,255}={0,2})
+      (?P<secret>[A-Za-z0-9][A-Za-z0-9+/_.~-]{7,1023}={0,2})
       (?(quote)(?P=quote)|(?=[\s,;)\]}>&"'`]|\Z))""",
 }
 
