@@ -446,17 +446,7 @@ class GateAddon:
         message: str,
         withheld: tuple[dict[str, object], ...] = (),
     ) -> None:
-        route: routing.Route | None = flow.metadata.get("gate_route")
-        refusal = pipeline.Refusal(
-            name=route.upstream.name if route else "",
-            host=route.upstream.host if route else "?",
-            path=route.path if route else flow.request.path,
-            method=flow.request.method,
-            size=len(flow.request.raw_content or b""),
-            who=dict(flow.metadata.get("gate_who") or {}),
-            user=flow.metadata.get("gate_user"),
-            body=flow.metadata.get("gate_body"),
-        )
+        refusal = _refusal_of(flow, unrouted="")
         message = await self._refused(flow, refusal, status, message, withheld)
         flow.response = http.Response.make(
             status,
@@ -488,19 +478,9 @@ class GateAddon:
     async def _withdrawn(self, flow: http.HTTPFlow) -> None:
         """The agent went away while its question waited: nothing is sent, and the audit
         says so (verdict `withdrawn`), with who asked."""
-        route: routing.Route | None = flow.metadata.get("gate_route")
         flow.kill()
         logger.warning("flow {} withdrawn: the agent disconnected while gate asked", flow.id)
-        refusal = pipeline.Refusal(
-            name=route.upstream.name if route else "?",
-            host=route.upstream.host if route else "?",
-            path=route.path if route else flow.request.path,
-            method=flow.request.method,
-            size=len(flow.request.raw_content or b""),
-            who=dict(flow.metadata.get("gate_who") or {}),
-            user=flow.metadata.get("gate_user"),
-            body=flow.metadata.get("gate_body"),
-        )
+        refusal = _refusal_of(flow, unrouted="?")
         try:
             await self.offload.run(pipeline.record_withdrawn, self.audit, self._scrub, refusal)
         except Exception as exc:
@@ -546,6 +526,22 @@ def _decoded(raw: bytes, headers: http.Headers) -> bytes:
             " nothing (or only whitespace); it was not sent"
         )
     return body
+
+
+def _refusal_of(flow: http.HTTPFlow, unrouted: str) -> pipeline.Refusal:
+    """What a refused or withdrawn request's audit row says of it (`unrouted`: the upstream
+    name of one gate could not route)."""
+    route: routing.Route | None = flow.metadata.get("gate_route")
+    return pipeline.Refusal(
+        name=route.upstream.name if route else unrouted,
+        host=route.upstream.host if route else "?",
+        path=route.path if route else flow.request.path,
+        method=flow.request.method,
+        size=len(flow.request.raw_content or b""),
+        who=dict(flow.metadata.get("gate_who") or {}),
+        user=flow.metadata.get("gate_user"),
+        body=flow.metadata.get("gate_body"),
+    )
 
 
 def _from_lock(flow: http.HTTPFlow) -> bool:
