@@ -695,6 +695,13 @@ def main(argv: list[str] | None = None) -> None:
         help="--concurrent: seconds per timed phase (two per proxy)",
     )
     ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="--concurrent: measure every proxy this many times, in turn (A B A B...), and"
+        " pool the rounds: a load that drifts during the run then weighs on each alike",
+    )
+    ap.add_argument(
         "--baseline",
         metavar="DIR",
         help="--concurrent: also a gate run from the source tree DIR (a git worktree of an"
@@ -877,7 +884,7 @@ def run(args: argparse.Namespace, root: Path) -> None:
         for fmt in formats:
             f = FORMAT[fmt]
             if args.concurrent:
-                load[fmt] = concurrent(fmt, servers, project, args.seconds)
+                load[fmt] = concurrent(fmt, servers, project, args.seconds, args.rounds)
                 continue
             clients = {
                 "direct": Client(up.port, f.path),
@@ -972,9 +979,10 @@ def summary(
 
 
 def concurrent(
-    fmt: str, servers: dict[str, Child], project: Path, seconds: float
+    fmt: str, servers: dict[str, Child], project: Path, seconds: float, rounds: int = 1
 ) -> list[latency_load.Outcome]:
-    """16 sessions at once through plain mitmproxy, then through gate."""
+    """16 sessions at once through plain mitmproxy, then through each gate; `rounds`
+    times over, in turn, pooled per proxy."""
     f = FORMAT[fmt]
     req = json.loads(Conversation(project, seed=999).body(latency_load.HEAVY_BYTES))
     for m in req["messages"]:  # a counter in every message: every string new each time
@@ -988,16 +996,17 @@ def concurrent(
     def ordinary(seed: int) -> Iterator[bytes]:
         return (convert(b, fmt) for b in Conversation(project, seed).turns(30_000))
 
-    out = []
+    pooled: dict[str, latency_load.Outcome] = {}
     gates = sorted((n for n in servers if n.startswith("gate")), key=lambda n: n != "gate")
-    for name, path in (("mitmproxy", f.path), *((g, f.gate_path) for g in reversed(gates))):
-        srv = servers[name]
-        out.append(
-            latency_load.measure(
+    order = [("mitmproxy", f.path), *((g, f.gate_path) for g in reversed(gates))]
+    for r in range(rounds):
+        for name, path in order if r % 2 == 0 else reversed(order):
+            srv = servers[name]
+            got = latency_load.measure(
                 name, srv.port, srv.proc.pid, path, HEADERS, ordinary, heavy, seconds
             )
-        )
-    return out
+            pooled[name] = got if name not in pooled else pooled[name].pooled_with(got)
+    return [pooled[name] for name, _ in order]
 
 
 if __name__ == "__main__":

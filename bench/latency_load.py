@@ -6,13 +6,16 @@ the same 15 plus the heavy one. Ordinary sessions are agents on a growing conver
 (every request a new turn, the previous body resent); the heavy session's every string is
 new, so no cache helps. Reported per proxy: requests/s with all 16, the ordinary sessions'
 p50/p95 latency, their time to first byte without and with the heavy session (the
-heavy session's effect), and the proxy process's peak RSS.
+heavy session's effect), the proxy process's CPU time per request in each phase (all its
+threads: on a shared machine this moves far less with the load than the times do), and its
+peak RSS.
 """
 
 from __future__ import annotations
 
 import http.client
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,7 +32,19 @@ class Phase:
     ttfb: list[float] = field(default_factory=list)  # ordinary sessions, ms
     total: list[float] = field(default_factory=list)  # ordinary sessions, ms
     heavy: list[float] = field(default_factory=list)  # the heavy session, ms
+    cpu: float = 0.0  # the proxy process's CPU seconds over the phase, every thread
     errors: list[str] = field(default_factory=list)
+
+    def pooled_with(self, other: Phase) -> Phase:
+        return Phase(
+            requests=self.requests + other.requests,
+            seconds=self.seconds + other.seconds,
+            ttfb=self.ttfb + other.ttfb,
+            total=self.total + other.total,
+            heavy=self.heavy + other.heavy,
+            cpu=self.cpu + other.cpu,
+            errors=self.errors + other.errors,
+        )
 
 
 def _session(
@@ -70,6 +85,7 @@ def _session(
 
 
 def run_phase(
+    pid: int,
     port: int,
     path: str,
     headers: dict[str, str],
@@ -92,7 +108,7 @@ def run_phase(
                 daemon=True,
             )
         )
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), process_cpu(pid)
     for t in threads:
         t.start()
     time.sleep(seconds)
@@ -100,7 +116,15 @@ def run_phase(
     for t in threads:
         t.join(180)  # a request under way finishes
     phase.seconds = time.perf_counter() - t0
+    phase.cpu = process_cpu(pid) - c0
     return phase
+
+
+def process_cpu(pid: int) -> float:
+    """User plus system CPU seconds of a process so far, all its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def fresh_heavy(template: bytes) -> Iterator[bytes]:
@@ -117,6 +141,10 @@ def peak_rss_mib(pid: int) -> float:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_per_request(p: Phase) -> float:
+    return p.cpu * 1000 / p.requests if p.requests else float("nan")
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -136,6 +164,15 @@ class Outcome:
     loaded: Phase
     rss: float
 
+    def pooled_with(self, other: Outcome) -> Outcome:
+        """Two rounds of the same proxy as one (its peak RSS is the process's so far)."""
+        return Outcome(
+            self.name,
+            self.alone.pooled_with(other.alone),
+            self.loaded.pooled_with(other.loaded),
+            max(self.rss, other.rss),
+        )
+
 
 def measure(
     name: str,
@@ -148,13 +185,14 @@ def measure(
     seconds: float,
 ) -> Outcome:
     """Warm up briefly, then the two phases; each session starts a new conversation."""
-    warm = run_phase(port, path, headers, [make_ordinary(99)], None, 1.0)
+    warm = run_phase(pid, port, path, headers, [make_ordinary(99)], None, 1.0)
     if warm.errors:
         raise RuntimeError(f"{name}: {warm.errors[0]}")
     alone = run_phase(
-        port, path, headers, [make_ordinary(i) for i in range(SESSIONS - 1)], None, seconds
+        pid, port, path, headers, [make_ordinary(i) for i in range(SESSIONS - 1)], None, seconds
     )
     loaded = run_phase(
+        pid,
         port,
         path,
         headers,
@@ -178,7 +216,7 @@ def report(outcomes: list[Outcome], fmt: str, seconds: float) -> None:
         f"{'proxy':>10} | {'req/s':>7} | {'ordinary p50':>12} {'p95':>8} | "
         f"{'TTFB p50 alone':>14} {'with heavy':>10} {'effect':>7} | "
         f"{'TTFB p95 alone':>14} {'with heavy':>10} | {'heavy p50':>9} {'n':>4} | "
-        f"{'peak RSS':>8}"
+        f"{'CPU ms/req alone':>16} {'with heavy':>10} | {'peak RSS':>8}"
     )
     print(head)
     print("-" * len(head))
@@ -190,7 +228,7 @@ def report(outcomes: list[Outcome], fmt: str, seconds: float) -> None:
             f" {pct(b.total, 0.95):8.2f} | {t50a:14.2f} {t50b:10.2f}"
             f" {(t50b / t50a - 1) * 100:+6.0f}% | {pct(a.ttfb, 0.95):14.2f}"
             f" {pct(b.ttfb, 0.95):10.2f} | {pct(b.heavy, 0.5):9.1f} {len(b.heavy):>4} |"
-            f" {o.rss:6.0f} MiB"
+            f" {cpu_per_request(a):16.2f} {cpu_per_request(b):10.2f} | {o.rss:6.0f} MiB"
         )
     by = {o.name: o for o in outcomes}
     if "mitmproxy" not in by:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import sys
 import time
 
 import pytest
@@ -112,6 +113,27 @@ def test_a_string_past_its_budget_is_held_not_passed() -> None:
     text = "password=" + "x" * 50 + " " + "sk-" * 20_000
     (f,) = slow.scan(text)
     assert (f.start, f.end, f.rule_id, f.tier) == (0, len(text), UNSCREENED_ID, Tier.HIGH)
+
+
+def test_a_quick_string_never_asks_the_cpu_clock(scanner: Scanner) -> None:
+    """The CPU clock is a system call; screening a turn scans every new string, so it is
+    read only once a string has taken a moment of wall time (the budget then counts)."""
+    g = Gen(5)
+    texts = [f"tool output {g.chars('abcdef0123', 400)} password=hunter{i}x" for i in range(200)]
+    asked = []
+
+    def watch(frame: object, event: str, arg: object) -> None:
+        if event == "c_call" and arg is time.thread_time:
+            asked.append(1)
+
+    fresh = Scanner(scanner.detectors)
+    sys.setprofile(watch)
+    try:
+        for text in texts:
+            fresh.scan(text)
+    finally:
+        sys.setprofile(None)
+    assert len(asked) < 5  # a string the machine stalled on may ask; not one per string
 
 
 def test_pathological_keyword_floods_finish_within_the_default_budget(scanner: Scanner) -> None:
