@@ -145,7 +145,11 @@ class GateAddon:
             # Screened on a worker thread, from what was read off the flow: the loop relays
             # every other flow meanwhile, and this one waits (it is never sent before).
             try:
-                screened = await self.offload.run(self._screen, job)
+                screened = await self.offload.run(
+                    self._screen,
+                    job,
+                    small=pipeline.small(job.raw, "content-encoding" in job.headers),
+                )
             finally:
                 job.notes.put(flow)  # who sent it, for the audit whatever the verdict
             verdict = screened.verdict

@@ -4,8 +4,10 @@ passed in (no listener, no patching of gate's code)."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from gate.lock import BRIDGE_SOURCE
 from gate.proxy.addon import GateAddon
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
-from gate.screen.request import Outbound, Screens, Verdict
+from gate.screen.request import Outbound, Screens, Verdict, screen
 from gate.screen.secrets import Scanner
 
 UPSTREAM = "http://127.0.0.1:9"
@@ -199,3 +201,40 @@ def test_a_websocket_frame_gate_did_not_set_up_is_dropped(
     with taddons.context(addon):
         asyncio.run(hook())
     assert flow.websocket.messages[-1].dropped
+
+
+@pytest.mark.parametrize(
+    ("size", "coding", "on_loop"),
+    [(1_000, None, True), (300_000, None, False), (1_000, "gzip", False)],
+)
+def test_a_small_plain_body_is_screened_on_the_loop_a_large_or_coded_one_on_a_thread(
+    audit: AuditStore, gate_dirs: dict[str, Path], size: int, coding: str | None, on_loop: bool
+) -> None:
+    """The hop to a thread costs more than screening a small body; a large one, or one that
+    may inflate (any content-coding), is screened off the loop. The row is written on a
+    thread either way (it may wait for SQLite's lock)."""
+    where: dict[str, str] = {}
+
+    def screener(req: Outbound, *rest: Any) -> Verdict:
+        where["screened"] = threading.current_thread().name
+        return screen(req, *rest)
+
+    class Recording(AuditStore):
+        def record_request(self, **fields: Any) -> int:
+            where["recorded"] = threading.current_thread().name
+            return super().record_request(**fields)
+
+    body = json.dumps(MSG | {"messages": [{"role": "user", "content": "x" * size}]}).encode()
+    headers = {}
+    if coding:
+        body, headers = gzip.compress(body), {"content-encoding": coding}
+    recording = Recording(gate_dirs["data"] / "recorded.db")
+    try:
+        flow = _run(
+            _addon(recording, gate_dirs["data"], screener=screener), _flow(body=body, **headers)
+        )
+        assert flow.response is None
+        assert where["screened"].startswith("gate-screen") is not on_loop
+        assert where["recorded"].startswith("gate-screen")
+    finally:
+        recording.close()
