@@ -9,6 +9,10 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# How often serve_forever looks whether stop() was asked for: stop() waits for that look,
+# half of socketserver's default 0.5 s on average, and nearly every test stops a fake.
+POLL_SECONDS = 0.01
+
 
 class LoopbackServer:
     """Serves a handler class on a free loopback port in a daemon thread."""
@@ -18,7 +22,9 @@ class LoopbackServer:
     def serve(self, handler: Any, server_class: Any = ThreadingHTTPServer) -> None:
         self.server = server_class(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True  # type: ignore[attr-defined]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(
+            target=self.server.serve_forever, args=(POLL_SECONDS,), daemon=True
+        ).start()
 
     @property
     def url(self) -> str:
