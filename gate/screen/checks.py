@@ -65,7 +65,7 @@ _PLACEHOLDER = re.compile(  # matched against the lower-cased value
 # One character twelve times over (`glc_1111...`, `xoxc-8888...`, an all-zero age key
 # `AGE-SECRET-KEY-1QQQ...`): a random body holds such a run about once in 62^11. `A` (zero
 # bits), `/`, `+` and `=` are left out: base64 of binary keys and DER has long runs of them.
-_RUN = re.compile(r"([^A/+=])\1{11}")
+_RUN = re.compile(r"([^A/+=])\1{11,}")
 # Right after a value: the rest of it masked (`xoxp-5723...-##########`).
 _MASKED = re.compile(r"#{3}|\*{3}|x{5}|X{5}")
 _ASCENDING = re.compile(
@@ -406,16 +406,24 @@ def is_placeholder(value: str) -> bool:
     """Template syntax (`${VAR}`, `{{ x }}`, `<token>`, `$API_KEY`), masks, `YOUR_...`."""
     return (
         bool(_PLACEHOLDER.search(value.lower()))
-        or bool(_RUN.search(value))
+        or _mostly_runs(value)
         or is_templated_secret(value)
     )
 
 
+def _mostly_runs(value: str) -> bool:
+    """Half the value or more is runs of one character (`glc_111...1=`, an all-zero key).
+    A run in a shorter part of it only demotes (is_made_up): a real token with a run glued
+    on is still redacted, so padding one never gets it past."""
+    return sum(m.end() - m.start() for m in _RUN.finditer(value)) * 2 >= len(value)
+
+
 def is_made_up(value: str) -> bool:
-    """A body typed by hand (`abc123xyz-456def789ghij-klmnopqrstuvwx`): seven letters or
-    digits in alphabet order, which a random token holds about once in ten million. Still
-    redacted (it may be a real value someone chose), never asked about."""
-    return bool(_ASCENDING.search(value.lower()))
+    """A body typed by hand (`abc123xyz-456def789ghij-klmnopqrstuvwx`, `xoxc-888888888888-
+    ...`): seven letters or digits in alphabet order, which a random token holds about once
+    in ten million, or twelve of one character. Still redacted (it may be a real value
+    someone chose), never asked about."""
+    return bool(_ASCENDING.search(value.lower()) or _RUN.search(value))
 
 
 def is_masked(m: re.Match[str], end: int) -> bool:

@@ -435,14 +435,23 @@ def test_a_sas_token_azure_would_refuse_is_not_one(scanner: Scanner) -> None:
 
 
 def test_a_run_of_one_character_is_a_placeholder(scanner: Scanner) -> None:
-    """Twelve of one character in a row never occur in a random body: an all-zero age key
-    or `glc_1111...` is a stand-in. Base64 of binary keys has long runs of `A` (zero
-    bits), so a private key holding them is still found whole."""
+    """Twelve of one character in a row never occur in a random body: a value that is
+    mostly such runs (an all-zero age key, `glc_1111...`) is a stand-in; one with a run
+    in a smaller part (`xoxc-888888888888-...`) is redacted but not asked about, so a
+    real token with a run glued on is never let through. Base64 of binary keys has long
+    runs of `A` (zero bits), so a private key holding them is still found whole."""
     g = Gen(26)
     assert scanner.scan("AGE-SECRET-KEY-1" + "Q" * 58) == []
     assert scanner.scan('API_KEY="glc_' + "1" * 42 + '="') == []
     key = "AGE-SECRET-KEY-1" + g.chars("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)
-    assert [f.rule_id for f in scanner.scan(key)] == ["age.secret-key"]
+    assert [(f.rule_id, f.tier) for f in scanner.scan(key)] == [("age.secret-key", Tier.HIGH)]
+    slack = "xoxc-" + "-".join(["8" * 12] * 3) + "-" + g.hex(64)
+    assert [(f.rule_id, f.tier) for f in scanner.scan(slack)] == [("slack.token", Tier.LOW)]
+    padded = f"sk-ant-api03-{g.chars(_B64URL, 93)}AA" + "Q" * 12
+    text = f"ANTHROPIC_API_KEY={padded}"
+    assert [(f.rule_id, text[f.start : f.end]) for f in scanner.scan(text)] == [
+        ("anthropic.api-key", padded)
+    ]
     body = base64.b64encode(b"openssh-key-v1\0" + bytes(16) + g.rng.randbytes(300)).decode()
     assert "A" * 12 in body
     pem = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----"

@@ -316,15 +316,11 @@ def harmless_texts(g: Any) -> Iterator[tuple[str, str]]:
         + g.chars(B64URL, 43)
         + "';",
     )
-    # Placeholders made of one character repeated (an all-zero age key, a Slack token
-    # with made-up ids), and a Freenet USK key whose middle reads like an Entra secret.
+    # Placeholders made of one character repeated (`glc_111...`, an all-zero age key), and
+    # a Freenet USK key whose middle reads like an Entra secret.
     yield (
         "repeated-placeholder",
         'API_KEY="glc_' + "1" * 42 + '="\nAGE_KEY=AGE-SECRET-KEY-1' + "Q" * 58,
-    )
-    yield (
-        "repeated-placeholder",
-        'TestClientToken = "xoxc-' + "-".join(["8" * 12] * 3) + "-" + "f" * 15 + g.hex(49) + '"',
     )
     yield (
         "freenet-usk",
