@@ -35,6 +35,9 @@ DOC_EXAMPLES = (
     "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
     "sk_test_4eC39HqLyjWDarjtT1zdp7dc",  # Stripe API docs
     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",  # jwt.io sample
+    # jwt.io's example claims ({"sub":"1234567890","name":"John Doe",...}), base64url: the
+    # payload of its sample token and of every tutorial copying it, whatever the key.
+    "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lI",
     # Google API keys in the samples and tests of github.com/firebase/firebase-android-sdk
     "AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
     "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
@@ -59,6 +62,10 @@ _PLACEHOLDER = re.compile(  # matched against the lower-cased value
     r"|not[_-]?a[_-]?real|x{5}|\*{3}|\.{3}|#{4}|0{10}|^\$[{(]|^\{\{|^%(?:\(\w+\))?s$"
     r"|^\$[a-z_]\w*$|(?:token|key|secret|string|value|id)[_-]?here$|[_-]here$"
 )
+# One character twelve times over (`glc_1111...`, `xoxc-8888...`, an all-zero age key
+# `AGE-SECRET-KEY-1QQQ...`): a random body holds such a run about once in 62^11. `A` (zero
+# bits), `/`, `+` and `=` are left out: base64 of binary keys and DER has long runs of them.
+_RUN = re.compile(r"([^A/+=])\1{11,}")
 # Right after a value: the rest of it masked (`xoxp-5723...-##########`).
 _MASKED = re.compile(r"#{3}|\*{3}|x{5}|X{5}")
 _ASCENDING = re.compile(
@@ -397,14 +404,26 @@ def is_example(value: str) -> bool:
 
 def is_placeholder(value: str) -> bool:
     """Template syntax (`${VAR}`, `{{ x }}`, `<token>`, `$API_KEY`), masks, `YOUR_...`."""
-    return bool(_PLACEHOLDER.search(value.lower())) or is_templated_secret(value)
+    return (
+        bool(_PLACEHOLDER.search(value.lower()))
+        or _mostly_runs(value)
+        or is_templated_secret(value)
+    )
+
+
+def _mostly_runs(value: str) -> bool:
+    """Half the value or more is runs of one character (`glc_111...1=`, an all-zero key).
+    A run in a shorter part of it only demotes (is_made_up): a real token with a run glued
+    on is still redacted, so padding one never gets it past."""
+    return sum(m.end() - m.start() for m in _RUN.finditer(value)) * 2 >= len(value)
 
 
 def is_made_up(value: str) -> bool:
-    """A body typed by hand (`abc123xyz-456def789ghij-klmnopqrstuvwx`): seven letters or
-    digits in alphabet order, which a random token holds about once in ten million. Still
-    redacted (it may be a real value someone chose), never asked about."""
-    return bool(_ASCENDING.search(value.lower()))
+    """A body typed by hand (`abc123xyz-456def789ghij-klmnopqrstuvwx`, `xoxc-888888888888-
+    ...`): seven letters or digits in alphabet order, which a random token holds about once
+    in ten million, or twelve of one character. Still redacted (it may be a real value
+    someone chose), never asked about."""
+    return bool(_ASCENDING.search(value.lower()) or _RUN.search(value))
 
 
 def is_masked(m: re.Match[str], end: int) -> bool:
@@ -432,13 +451,18 @@ _APART = re.compile(r"\d\D+\d")
 
 
 def _random_part(part: str) -> bool:
-    """20+ characters mixing upper and lower case with digits scattered among them."""
-    if len(part) < 20 or not _APART.search(part):
+    """20+ characters mixing upper and lower case with digits scattered among them, or 16+
+    of one case with a quarter of them digits scattered among the letters (hex and
+    base36 bodies: `cbe5985d07804065b46efaf1daa82834.ZLV4...`, Dynatrace's parts), which no
+    identifier has."""
+    if len(part) < 16 or not _APART.search(part):
         return False
     upper = sum(c.isupper() for c in part)
     lower = sum(c.islower() for c in part)
     digits = sum(c.isdigit() for c in part)
-    return upper >= 3 and lower >= 3 and digits >= 3
+    if digits * 4 >= len(part) and upper + lower >= 4 and not (upper and lower):
+        return True
+    return len(part) >= 20 and upper >= 3 and lower >= 3 and digits >= 3
 
 
 def is_digest(value: str) -> bool:

@@ -432,3 +432,66 @@ def test_a_sas_token_azure_would_refuse_is_not_one(scanner: Scanner) -> None:
     assert rules("rl", "&sip=10.0.0.1-10.0.0.9") == [("azure.sas-token", Tier.HIGH)]
     assert rules("rqx") == []
     assert rules("rl", "&sip=168.1.6") == []
+
+
+def test_a_run_of_one_character_is_a_placeholder(scanner: Scanner) -> None:
+    """Twelve of one character in a row never occur in a random body: a value that is
+    mostly such runs (an all-zero age key, `glc_1111...`) is a stand-in; one with a run
+    in a smaller part (`xoxc-888888888888-...`) is redacted but not asked about, so a
+    real token with a run glued on is never let through. Base64 of binary keys has long
+    runs of `A` (zero bits), so a private key holding them is still found whole."""
+    g = Gen(26)
+    assert scanner.scan("AGE-SECRET-KEY-1" + "Q" * 58) == []
+    assert scanner.scan('API_KEY="glc_' + "1" * 42 + '="') == []
+    key = "AGE-SECRET-KEY-1" + g.chars("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)
+    assert [(f.rule_id, f.tier) for f in scanner.scan(key)] == [("age.secret-key", Tier.HIGH)]
+    slack = "xoxc-" + "-".join(["8" * 12] * 3) + "-" + g.hex(64)
+    assert [(f.rule_id, f.tier) for f in scanner.scan(slack)] == [("slack.token", Tier.LOW)]
+    padded = f"sk-ant-api03-{g.chars(_B64URL, 93)}AA" + "Q" * 12
+    text = f"ANTHROPIC_API_KEY={padded}"
+    assert [(f.rule_id, text[f.start : f.end]) for f in scanner.scan(text)] == [
+        ("anthropic.api-key", padded)
+    ]
+    body = base64.b64encode(b"openssh-key-v1\0" + bytes(16) + g.rng.randbytes(300)).decode()
+    assert "A" * 12 in body
+    pem = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----"
+    (f,) = scanner.scan(pem)
+    assert (f.rule_id, f.tier, pem[f.start : f.end]) == ("pem.private-key", Tier.HIGH, pem)
+
+
+def test_a_dotted_value_of_hex_or_one_case_parts_is_a_token(scanner: Scanner) -> None:
+    """`<32 hex>.<16 characters>` (Z.ai), `dt0c01.<24>.<64>` in lower case: parts a
+    quarter digits scattered among letters are random, not attribute names."""
+    g = Gen(27)
+    token = f"{g.hex(32)}.{g.chars(_B64URL[:62], 16)}"
+    text = f'zaiToken = "{token}"'
+    assert [text[f.start : f.end] for f in scanner.scan(text)] == [token]
+    assert scanner.scan('zaiToken = "config.settings.primaryAccessTokenValue"') == []
+    lower = "abcdefghijklmnopqrstuvwxyz0123456789"
+    dt = f"dt0c01.{g.chars(lower, 24)}.{g.chars(lower, 64)}"
+    found = scanner.scan(f"DT_API_TOKEN={dt}")
+    assert ("dynatrace.token", Tier.HIGH) in [(f.rule_id, f.tier) for f in found]
+    mixed = f"dt0c01.{g.chars(lower, 12)}{g.chars(lower, 12).upper()}.{g.chars(lower, 64)}"
+    assert "dynatrace.token" not in [f.rule_id for f in scanner.scan(mixed)]
+
+
+def test_a_jwt_with_jwt_io_sample_claims_is_an_example(scanner: Scanner) -> None:
+    g = Gen(28)
+
+    def jwt(claims: bytes) -> str:
+        head = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
+        body = base64.urlsafe_b64encode(claims).decode().rstrip("=")
+        return f"{head}.{body}.{g.chars(_B64URL, 43)}"
+
+    assert scanner.scan(jwt(b'{"sub":"1234567890","name":"John Doe","iat":1516239022}')) == []
+    real = jwt(b'{"sub":"u_' + g.hex(12).encode() + b'","name":"John Doe","iat":1516239022}')
+    assert [f.rule_id for f in scanner.scan(real)] == ["jwt"]
+
+
+def test_an_entra_secret_runs_on_with_no_tilde(scanner: Scanner) -> None:
+    g = Gen(29)
+    secret = g.chars(_B64URL[:62], 3) + "8Q~" + g.chars(_B64URL[:62], 34)
+    assert [f.rule_id for f in scanner.scan(f"CLIENT_SECRET_VALUE {secret}.")] == [
+        "azure.entra-client-secret"
+    ]
+    assert scanner.scan(f"USK@x,{secret[:-1]}~yk0,AQACAAE/WebOfTrust/2") == []

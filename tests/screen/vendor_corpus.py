@@ -302,6 +302,31 @@ def harmless_texts(g: Any) -> Iterator[tuple[str, str]]:
                 + '"}, {"type": "text", "text": "Let me look at auth.py."}]}'
             ),
         )
+    # jwt.io's example claims, signed with whatever key a tutorial prints beside them.
+    claims = base64.urlsafe_b64encode(
+        b'{"sub":"1234567890","name":"John Doe","admin":true,"iat":'
+        + g.chars(string.digits, 10).encode()
+        + b"}"
+    )
+    yield (
+        "jwt-io-sample",
+        "// secret is in the tutorial\nconst token = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+        + claims.decode().rstrip("=")
+        + "."
+        + g.chars(B64URL, 43)
+        + "';",
+    )
+    # Placeholders made of one character repeated (`glc_111...`, an all-zero age key), and
+    # a Freenet USK key whose middle reads like an Entra secret.
+    yield (
+        "repeated-placeholder",
+        'API_KEY="glc_' + "1" * 42 + '="\nAGE_KEY=AGE-SECRET-KEY-1' + "Q" * 58,
+    )
+    yield (
+        "freenet-usk",
+        f'Identity="USK@{g.chars(B64URL, 43)},{g.chars(ALNUM, 3)}~{g.chars(ALNUM, 1)}8Q~'
+        f'{g.chars(ALNUM, 33)}~{g.chars(ALNUM, 3)},AQACAAE/WebOfTrust/2"',
+    )
     yield (
         "redacted-thinking",
         (
