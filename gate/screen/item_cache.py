@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Container, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gate.providers.segments import JsonPath, Role, Segment, Strings, Unit
 from gate.rules.engine import Policy
@@ -57,32 +57,79 @@ class Context:
         )
 
 
-@dataclass(slots=True, eq=False)
-class _Kept:
-    context: Context
-    outcomes: dict[Segment, Outcome | None] = field(default_factory=dict)
-    # unit → (its strings, the ones no walker covered, their outcomes)
-    units: dict[Unit, tuple[Strings, tuple[JsonPath, ...], tuple[Outcome, ...]]] = field(
-        default_factory=dict
-    )
-    chars: int = 0
+class Kept:
+    """What one context's screens made of the strings seen under it."""
+
+    def __init__(self, cache: ItemCache, context: Context) -> None:
+        self.context = context
+        self._cache = cache
+        self.outcomes: dict[Segment, Outcome | None] = {}
+        # unit → (its strings, the ones no walker covered, their outcomes)
+        self.units: dict[Unit, tuple[Strings, tuple[JsonPath, ...], tuple[Outcome, ...]]] = {}
+        self.chars = 0
+
+    def screened(self, segs: Iterable[Segment], done: Container[str | None]) -> list[Outcome]:
+        """content.screened, each string's outcome reused when it was worked out before."""
+        c = self.context
+        outcomes = self.outcomes
+        out: list[Outcome] = []
+        added = reused = 0
+        for s in segs:
+            if s.role is Role.TOOL_RESULT and s.call_id in done:
+                continue  # withheld whole: gone from the body
+            o = outcomes.get(s, _MISSING)
+            if o is _MISSING:
+                o = content.outcome(s, c.index, c.secrets, c.policy, c.approved)
+                outcomes[s] = o
+                added += len(s.text)
+            else:
+                reused += 1
+            if o is not None:
+                out.append(o)  # type: ignore[arg-type]
+        self._cache.reused += reused
+        if added:
+            self._grow(added)
+        return out
+
+    def unknown(
+        self, unit: Unit, strings: Strings, covered: Container[JsonPath]
+    ) -> tuple[Outcome, ...]:
+        """The outcomes of one top-level item's strings no walker knows: content.unknown,
+        then content.screened (they are attachments, never a withheld result)."""
+        c = self.context
+        uncovered = tuple(p for p, _ in strings[0] if p not in covered)
+        hit = self.units.get(unit)
+        if hit is not None and hit[1] == uncovered and hit[0] == strings:
+            return hit[2]
+        extra = content.unknown(strings, covered, c.index, c.secrets)  # may raise Blocked
+        found = tuple(content.screened(extra, (), c.index, c.secrets, c.policy, c.approved))
+        self.units[unit] = (strings, uncovered, found)
+        self._grow(sum(len(t) for _, t in strings[0]) + sum(map(len, strings[1])))
+        return found
+
+    def _grow(self, chars: int) -> None:
+        self.chars += chars
+        if self.chars > self._cache.max_chars:  # new dicts: a reader elsewhere keeps its own
+            self.outcomes, self.units, self.chars = {}, {}, 0
 
 
 class ItemCache:
     """Outcomes of strings already screened, by content and context; one per gate."""
 
     def __init__(self, max_chars: int = MAX_CHARS) -> None:
-        self._kept: list[_Kept] = []
-        self._max = max_chars
+        self.max_chars = max_chars
+        self.reused = 0  # strings whose outcome was reused (a figure for tests and benches)
+        self._kept: list[Kept] = []
         self._lock = threading.Lock()
 
-    def _for(
+    def under(
         self,
         policy: Policy,
         index: DeniedIndex | None,
         secrets: SecretScreen | None,
         approved: frozenset[str],
-    ) -> _Kept:
+    ) -> Kept:
+        """What was worked out under these very screens and answers (new if nothing was)."""
         with self._lock:
             for i, kept in enumerate(self._kept):
                 if kept.context.same(
@@ -91,67 +138,10 @@ class ItemCache:
                     if i:
                         self._kept.insert(0, self._kept.pop(i))
                     return kept
-            kept = _Kept(Context(policy, index, secrets, approved))
+            kept = Kept(self, Context(policy, index, secrets, approved))
             self._kept.insert(0, kept)
             del self._kept[MAX_CONTEXTS:]
             return kept
-
-    def _grow(self, kept: _Kept, chars: int) -> None:
-        kept.chars += chars
-        if kept.chars > self._max:
-            with self._lock:
-                kept.outcomes, kept.units, kept.chars = {}, {}, 0
-
-    def screened(
-        self,
-        segs: Iterable[Segment],
-        done: Container[str | None],
-        index: DeniedIndex | None,
-        secrets: SecretScreen | None,
-        policy: Policy,
-        approved: frozenset[str] = frozenset(),
-    ) -> list[Outcome]:
-        """content.screened, each string's outcome reused when it was worked out before."""
-        kept = self._for(policy, index, secrets, approved)
-        outcomes = kept.outcomes
-        out: list[Outcome] = []
-        added = 0
-        for s in segs:
-            if s.role is Role.TOOL_RESULT and s.call_id in done:
-                continue  # withheld whole: gone from the body
-            o = outcomes.get(s, _MISSING)
-            if o is _MISSING:
-                o = content.outcome(s, index, secrets, policy, approved)
-                outcomes[s] = o
-                added += len(s.text)
-            if o is not None:
-                out.append(o)  # type: ignore[arg-type]
-        if added:
-            self._grow(kept, added)
-        return out
-
-    def unknown(
-        self,
-        unit: Unit,
-        strings: Strings,
-        covered: Container[JsonPath],
-        index: DeniedIndex | None,
-        secrets: SecretScreen | None,
-        policy: Policy,
-        approved: frozenset[str] = frozenset(),
-    ) -> tuple[Outcome, ...]:
-        """The outcomes of one top-level item's strings no walker knows: content.unknown,
-        then content.screened (they are attachments, never a withheld result)."""
-        kept = self._for(policy, index, secrets, approved)
-        uncovered = tuple(p for p, _ in strings[0] if p not in covered)
-        hit = kept.units.get(unit)
-        if hit is not None and hit[1] == uncovered and hit[0] == strings:
-            return hit[2]
-        extra = content.unknown(strings, covered, index, secrets)  # may raise Blocked
-        found = tuple(content.screened(extra, (), index, secrets, policy, approved))
-        kept.units[unit] = (strings, uncovered, found)
-        self._grow(kept, sum(len(t) for _, t in strings[0]) + sum(map(len, strings[1])))
-        return found
 
     def clear(self) -> None:
         with self._lock:

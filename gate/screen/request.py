@@ -310,11 +310,12 @@ def _content(
         outcomes = content.screened(walk.segments, done, index, secrets, policy, approved)
         extras = content.screened(extra, done, index, secrets, policy, approved)
         return outcomes, extras
+    kept = items.under(policy, index, secrets, approved)
     if index or secrets:
         covered = {s.path for s in walk.segments}
         for unit, strings in unit_strings(body, SHORTEST):
-            extras += items.unknown(unit, strings, covered, index, secrets, policy, approved)
-    return items.screened(walk.segments, done, index, secrets, policy, approved), extras
+            extras += kept.unknown(unit, strings, covered)
+    return kept.screened(walk.segments, done), extras
 
 
 def _walked(
