@@ -16,7 +16,6 @@ import postgres
 from fake_provider import FakeProvider
 from gate.config import AskConfig, Config, parse_upstream
 from gate.proxy.server import BackgroundGate, Listening
-from gate.screen import turns
 
 pytest_plugins = ("browser",)  # the `browser` fixture: headless chromium
 
@@ -72,7 +71,6 @@ def gate_dirs(
     monkeypatch.setenv("GATE_MANAGED_RULES", str(tmp_path / "managed-rules.yaml"))
     monkeypatch.setenv("GATE_CLAUDE_MANAGED_DIR", str(tmp_path / "claude-managed"))
     monkeypatch.setenv("HOME", str(paths["home"]))
-    turns.TURNS.clear()  # conversations kept for their next turn belong to one test
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
         monkeypatch.delenv(var, raising=False)
     return paths

@@ -56,7 +56,7 @@ def walk(body: dict[str, Any]) -> Walk:
         segs += m_segs
         if m_result is not None:
             add_result(results, m_result, at)
-        uses += _uses(msg)  # inputs always from this body
+        uses += _calls(msg, i)
     model = body.get("model")
     return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs), pair(uses, results))
 
@@ -80,7 +80,24 @@ def _message(msg: dict[str, Any], at: JsonPath) -> tuple[tuple[Segment, ...], st
     return tuple(segs), call_id
 
 
-def _uses(msg: dict[str, Any]) -> list[tuple[str, str, Any]]:
+def _calls(msg: dict[str, Any], i: int) -> tuple[tuple[str, str, Any], ...]:
+    """_uses; inputs parsed from the arguments' text are new objects nothing edits, so an
+    unchanged message's are reused. Any other input holds the body's own objects (which
+    screening may edit in place): those are always taken from this body."""
+    calls = msg.get("tool_calls") or ()
+    parsed = isinstance(calls, list) and all(
+        isinstance(c, dict)
+        and isinstance(fn := c.get("function"), dict)
+        and isinstance(fn.get("arguments"), str)
+        for c in calls
+    )
+    fc = msg.get("function_call")
+    if parsed and (fc is None or (isinstance(fc, dict) and isinstance(fc.get("arguments"), str))):
+        return HISTORY.remembered((FORMAT, "uses", i), msg, partial(_uses, msg))
+    return _uses(msg)
+
+
+def _uses(msg: dict[str, Any]) -> tuple[tuple[str, str, Any], ...]:
     uses = []
     for call in msg.get("tool_calls") or ():
         if not isinstance(call, dict):
@@ -94,7 +111,7 @@ def _uses(msg: dict[str, Any]) -> list[tuple[str, str, Any]]:
         uses.append(
             (f"function:{fc.get('name')}", str(fc.get("name")), arguments(fc.get("arguments")))
         )
-    return uses
+    return tuple(uses)
 
 
 def withhold_result(body: dict[str, Any], result: JsonPath, placeholder: str) -> None:

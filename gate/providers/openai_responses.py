@@ -70,7 +70,7 @@ def walk(body: dict[str, Any]) -> Walk:
         segs += i_segs
         for call_id, at in i_results:
             add_result(results, call_id, at)
-        if (call := call_of(item)) is not None:  # inputs always from this body
+        if (call := _call(item, i)) is not None:
             uses.append(call)
     stateful = bool(body.get("previous_response_id") or body.get("conversation"))
     model = body.get("model")
@@ -107,6 +107,15 @@ def _item(
         opaque = role is Role.IMMUTABLE or p[-1] in _OPAQUE_KEYS
         segs.append(Segment(p, t, Role.IMMUTABLE if opaque else role, call_id))
     return tuple(segs), ()
+
+
+def _call(item: dict[str, Any], i: int) -> tuple[str, str, dict[str, Any]] | None:
+    """call_of; a function call's input parsed from its arguments' text is a new object
+    nothing edits, so an unchanged item's is reused. Any other input holds the body's own
+    objects (which screening may edit in place): it is always taken from this body."""
+    if item.get("type") == "function_call" and isinstance(item.get("arguments"), str):
+        return HISTORY.remembered((FORMAT, "call", i), item, partial(call_of, item))
+    return call_of(item)
 
 
 def call_of(item: Any) -> tuple[str, str, dict[str, Any]] | None:

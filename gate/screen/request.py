@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
@@ -20,11 +20,13 @@ from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, uni
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
-from gate.screen import calls, content, incomplete, layout, turns, upload
+from gate.screen import calls, content, incomplete, layout, upload
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
 from gate.screen.fingerprints import DeniedIndex, IndexStore
+from gate.screen.item_cache import ItemCache
+from gate.screen.turns import Turns
 from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
 
 UNSEEN_CALL = "a tool call gate did not see"
@@ -44,10 +46,14 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Screens:
-    """The content screens a gate runs besides tool rules (tests may run without them)."""
+    """The content screens a gate runs besides tool rules (tests may run without them), and
+    what they made of the strings screened so far (`items`: None screens every string anew)."""
 
     indexes: IndexStore | None = None
     secrets: SecretScreen | None = None
+    items: ItemCache | None = field(default_factory=ItemCache)
+    # Anthropic conversations kept for their next turn (None: every body screened whole).
+    turns: Turns | None = field(default_factory=Turns)
 
 
 def screen(
@@ -62,8 +68,9 @@ def screen(
     if (how := upload.kind(req)) is not None:  # a file upload: its parts, as text
         return upload.screen(req, how, _upload(policies, screens))
     fmt = providers.detect(req.path)
-    if fmt is anthropic:  # the next turn of a conversation screened before: only what is new
-        verdict = turns.TURNS.screen(req, policies, screens)
+    kept = screens.turns if screens else None
+    if fmt is anthropic and kept is not None:  # a next turn screened before: only what is new
+        verdict = kept.screen(req, policies, screens)
         if verdict is not None:
             return verdict
     try:
@@ -103,12 +110,14 @@ def screen(
         # The calls the run asked outputs for, as gate saw them in an earlier reply.
         known = known_for(openai_assistants.run_key(*run))
     where = None
-    if fmt is anthropic and exact:  # where each message ends, before screening edits them
+    if (
+        fmt is anthropic and exact and kept is not None
+    ):  # where each message ends, before screening edits them
         messages = body.get(layout.KEY)
         where = layout.layout(req.body, messages if isinstance(messages, list) else None)
     worked = _screen(fmt, req, body, policies, known, screens)
-    if where is not None:
-        verdict = turns.TURNS.keep(req, worked, screens, where)  # for the next turn
+    if where is not None and kept is not None:
+        verdict = kept.keep(req, worked, screens, where)  # for the next turn
         if verdict is not None:
             return verdict
     return worked.verdict()
@@ -257,13 +266,8 @@ def _decide(
         )
     withheld = [item for *_, item in decided if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
-    extra: list[Segment] = []
-    if index or secrets:
-        covered = {s.path for s in walk.segments}
-        for _, strings in unit_strings(body, SHORTEST):
-            extra += content.unknown(strings, covered, index, secrets)
-    outcomes = content.screened(walk.segments, done, index, secrets, policy, req.approved)
-    extras = content.screened(extra, done, index, secrets, policy, req.approved)
+    items = screens.items if screens else None
+    outcomes, extras = _content(walk, body, done, index, secrets, policy, req.approved, items)
     withheld += content.tally([*outcomes, *extras], {c.id: c.name for c in walk.calls})
     for o in (*outcomes, *extras):
         if o.text != o.seg.text:
@@ -282,6 +286,36 @@ def _decide(
         tuple(withheld),
         walk.model or _model_in_path(req.path),
     )
+
+
+def _content(
+    walk: Walk,
+    body: Any,
+    done: set[str | None],
+    index: DeniedIndex | None,
+    secrets: SecretScreen | None,
+    policy: Policy,
+    approved: frozenset[str],
+    items: ItemCache | None,
+) -> tuple[list[Outcome], list[Outcome]]:
+    """The outcomes of the walked strings, then of the strings no walker knows, in body
+    order (`items`: what earlier requests' strings gave, reused where nothing changed)."""
+    extras: list[Outcome] = []
+    if items is None:
+        extra: list[Segment] = []
+        if index or secrets:
+            covered = {s.path for s in walk.segments}
+            for _, strings in unit_strings(body, SHORTEST):
+                extra += content.unknown(strings, covered, index, secrets)
+        outcomes = content.screened(walk.segments, done, index, secrets, policy, approved)
+        extras = content.screened(extra, done, index, secrets, policy, approved)
+        return outcomes, extras
+    kept = items.under(policy, index, secrets, approved)
+    if index or secrets:
+        covered = {s.path for s in walk.segments}
+        for unit, strings in unit_strings(body, SHORTEST):
+            extras += kept.unknown(unit, strings, covered)
+    return kept.screened(walk.segments, done), extras
 
 
 def _walked(

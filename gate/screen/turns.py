@@ -94,6 +94,3 @@ class Turns:
     def clear(self) -> None:
         with self._lock:
             self._turns = []
-
-
-TURNS = Turns()

@@ -15,7 +15,6 @@ from loguru import logger
 from conftest import fake_secret
 from fake_provider import FakeProvider
 from gate.rules.layers import PolicyStore
-from gate.screen import turns
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore
 from gate.screen.request import Outbound, Screens, screen
@@ -57,9 +56,8 @@ def test_each_turn_after_the_first_reuses_the_last_ones_messages(
     assert len(sent) == 5 and all(value.encode() not in s.body for s in sent)
     # What a fresh screening of each body sends (tests/screen/test_turns.py compares the
     # bytes; the SDK orders keys its own way, so here the parsed bodies are compared).
-    screens = Screens(IndexStore(), SecretScreen.load(data))
+    screens = Screens(IndexStore(), SecretScreen.load(data), items=None, turns=None)
     for i, seen in enumerate(sent):
-        turns.TURNS.clear()
         raw = json.dumps(conversation(str(project), *steps[: i + 2])).encode()
         verdict = screen(Outbound("/v1/messages", raw, None, None), PolicyStore(), screens)
         assert verdict.body is not None and json.loads(verdict.body) == seen.json()

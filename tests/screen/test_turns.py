@@ -208,14 +208,7 @@ def _steps(s: Session, env_value: str) -> Iterator[str]:
         yield kind
 
 
-def _verdict(
-    req: Outbound,
-    screens: Screens,
-    store: Store,
-    policies: PolicyStore,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Verdict | str:
-    monkeypatch.setattr(turns, "TURNS", store)
+def _verdict(req: Outbound, screens: Screens, policies: PolicyStore) -> Verdict | str:
     try:
         return screen(req, policies, screens)
     except Blocked as exc:
@@ -241,9 +234,7 @@ BLOCKING = ("dup_id", "orphan", "thinking", "dup_result")
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_each_turn_gets_the_whole_body_verdict(
-    gate_dirs: dict[str, Path], seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed: int) -> None:
     project, data = gate_dirs["project"], gate_dirs["data"]
     data.mkdir(mode=0o700)
     (project / ".gate").mkdir()
@@ -251,8 +242,10 @@ def test_each_turn_gets_the_whole_body_verdict(
     rand = random.Random(seed)
     env_value = "DATABASE_PASSWORD=" + Gen(rand.randrange(1 << 30)).password(20)
     (project / ".env").write_text(env_value + "\n")
-    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
-    session, fast, policies = Session(project, rand), Store(), PolicyStore()
+    index, secrets = IndexStore(projects=(str(project),)), SecretScreen.load(data)
+    fast = Store()
+    screens = Screens(index, secrets, items=None, turns=fast)  # strings' outcomes not kept
+    session, policies = Session(project, rand), PolicyStore()
     kinds: list[str] = []
     last: Verdict | None = None
     for kind in _steps(session, env_value):
@@ -260,9 +253,9 @@ def test_each_turn_gets_the_whole_body_verdict(
             session.approved = frozenset(w.asked.key for w in last.withheld if w.asked)
         added = _blocking(session, kind, env_value) if kind in BLOCKING else 0
         req = Outbound(PATH, session.body(), "claude-code", None, approved=session.approved)
-        got = _verdict(req, screens, fast, policies, monkeypatch)
+        got = _verdict(req, screens, policies)
         HISTORY.clear()
-        want = _verdict(req, screens, Store(), PolicyStore(), monkeypatch)
+        want = _verdict(req, Screens(index, secrets, items=None, turns=None), PolicyStore())
         assert got == want, f"turn {len(kinds)} ({kind})"
         if added:  # (a denied value is known once gate knows the project's directory)
             assert kind == "thinking" or (isinstance(got, str) and got.startswith("blocked"))
@@ -336,9 +329,7 @@ def _blocking(s: Session, kind: str, env_value: str) -> int:
     return 1
 
 
-def test_a_file_edited_between_turns_keeps_the_fast_path(
-    gate_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_file_edited_between_turns_keeps_the_fast_path(gate_dirs: dict[str, Path]) -> None:
     """Agents edit files they read: the reused decision on the read is asked again of the
     rules (the file is another inode now) and holds, so the turn stays on the fast path;
     a file that now names the .env does not (the whole-body path withholds its read)."""
@@ -349,9 +340,9 @@ def test_a_file_edited_between_turns_keeps_the_fast_path(
     (project / "a.py").write_text("print(1)\n")
     s = Session(project, random.Random(2))
     s.call("Read", {"file_path": f"{project}/a.py"}, "1\tprint(1)")
-    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
-    policies, store = PolicyStore(), Store()
-    monkeypatch.setattr(turns, "TURNS", store)
+    store = Store()
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
+    policies = PolicyStore()
     screen(Outbound(PATH, s.body(), None, None), policies, screens)
     for i in range(3):
         (project / "tmp").write_text(f"print({i})\n")
@@ -375,16 +366,12 @@ def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]
     s = Session(project, random.Random(1))
     s.call("Read", {"file_path": f"{project}/.env"}, env_value)
     s.call("Read", {"file_path": f"{project}/a.py"}, "print(1)")
-    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
-    policies = PolicyStore()
     store = Store()
-    turns.TURNS, saved = store, turns.TURNS
-    try:
-        first = screen(Outbound(PATH, s.body(), None, None), policies, screens)
-        s.call("Bash", {"command": "ls"}, "a.py")
-        second = screen(Outbound(PATH, s.body(), None, None), policies, screens)
-    finally:
-        turns.TURNS = saved
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
+    policies = PolicyStore()
+    first = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    s.call("Bash", {"command": "ls"}, "a.py")
+    second = screen(Outbound(PATH, s.body(), None, None), policies, screens)
     assert store.hits == 1
     assert first.body is not None and second.body is not None
     assert env_value.encode() not in second.body

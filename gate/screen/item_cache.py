@@ -1,0 +1,148 @@
+"""What the content screens made of each conversation item's strings, kept for the next turn.
+
+Agents resend the whole conversation every turn, so almost every string of a request was
+screened on the one before. An outcome is a function of the string (its path, text, role
+and call) and of the screens it met: the rules (`Policy`), the denied values (`DeniedIndex`),
+the secret screen and the answers a person gave. Those are immutable objects that gate
+replaces when anything under them changes (a rule file edited, a denied file rewritten, a
+project root or run of its own), so an outcome is reused only for an equal string under the
+very same objects (compared by identity, held here so that no other object can take their
+place) and the same answers: exactly what screening it again would give.
+
+Strings no walker knows (new fields, unknown blocks) are kept per top-level item: the item's
+strings, and which of them the walk covered, must be equal for its outcomes to be reused.
+A lookup that would raise (a denied value used as a key) is never kept, so it raises again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Container, Iterable
+from dataclasses import dataclass
+
+from gate.providers.segments import JsonPath, Role, Segment, Strings, Unit
+from gate.rules.engine import Policy
+from gate.screen import content
+from gate.screen.content import Outcome, SecretScreen
+from gate.screen.fingerprints import DeniedIndex
+
+MAX_CHARS = 64 << 20  # text of the strings remembered per context; all forgotten past it
+MAX_CONTEXTS = 8  # rules, denied values and answers remembered at once (agents side by side)
+
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Context:
+    """The screens a string meets. Held, so identity comparisons stay meaningful."""
+
+    policy: Policy
+    index: DeniedIndex | None
+    secrets: SecretScreen | None
+    approved: frozenset[str]
+
+    def same(
+        self,
+        *,
+        policy: Policy,
+        index: DeniedIndex | None,
+        secrets: SecretScreen | None,
+        approved: frozenset[str],
+    ) -> bool:
+        return (
+            self.policy is policy
+            and self.index is index
+            and self.secrets is secrets
+            and self.approved == approved
+        )
+
+
+class Kept:
+    """What one context's screens made of the strings seen under it."""
+
+    def __init__(self, cache: ItemCache, context: Context) -> None:
+        self.context = context
+        self._cache = cache
+        self.outcomes: dict[Segment, Outcome | None] = {}
+        # unit → (its strings, the ones no walker covered, their outcomes)
+        self.units: dict[Unit, tuple[Strings, tuple[JsonPath, ...], tuple[Outcome, ...]]] = {}
+        self.chars = 0
+
+    def screened(self, segs: Iterable[Segment], done: Container[str | None]) -> list[Outcome]:
+        """content.screened, each string's outcome reused when it was worked out before."""
+        c = self.context
+        outcomes = self.outcomes
+        out: list[Outcome] = []
+        added = reused = 0
+        for s in segs:
+            if s.role is Role.TOOL_RESULT and s.call_id in done:
+                continue  # withheld whole: gone from the body
+            o = outcomes.get(s, _MISSING)
+            if o is _MISSING:
+                o = content.outcome(s, c.index, c.secrets, c.policy, c.approved)
+                outcomes[s] = o
+                added += len(s.text)
+            else:
+                reused += 1
+            if o is not None:
+                out.append(o)  # type: ignore[arg-type]
+        self._cache.reused += reused
+        if added:
+            self._grow(added)
+        return out
+
+    def unknown(
+        self, unit: Unit, strings: Strings, covered: Container[JsonPath]
+    ) -> tuple[Outcome, ...]:
+        """The outcomes of one top-level item's strings no walker knows: content.unknown,
+        then content.screened (they are attachments, never a withheld result)."""
+        c = self.context
+        uncovered = tuple(p for p, _ in strings[0] if p not in covered)
+        hit = self.units.get(unit)
+        if hit is not None and hit[1] == uncovered and hit[0] == strings:
+            return hit[2]
+        extra = content.unknown(strings, covered, c.index, c.secrets)  # may raise Blocked
+        found = tuple(content.screened(extra, (), c.index, c.secrets, c.policy, c.approved))
+        self.units[unit] = (strings, uncovered, found)
+        self._grow(sum(len(t) for _, t in strings[0]) + sum(map(len, strings[1])))
+        return found
+
+    def _grow(self, chars: int) -> None:
+        self.chars += chars
+        if self.chars > self._cache.max_chars:  # new dicts: a reader elsewhere keeps its own
+            self.outcomes, self.units, self.chars = {}, {}, 0
+
+
+class ItemCache:
+    """Outcomes of strings already screened, by content and context; one per gate."""
+
+    def __init__(self, max_chars: int = MAX_CHARS) -> None:
+        self.max_chars = max_chars
+        self.reused = 0  # strings whose outcome was reused (a figure for tests and benches)
+        self._kept: list[Kept] = []
+        self._lock = threading.Lock()
+
+    def under(
+        self,
+        policy: Policy,
+        index: DeniedIndex | None,
+        secrets: SecretScreen | None,
+        approved: frozenset[str],
+    ) -> Kept:
+        """What was worked out under these very screens and answers (new if nothing was)."""
+        with self._lock:
+            for i, kept in enumerate(self._kept):
+                if kept.context.same(
+                    policy=policy, index=index, secrets=secrets, approved=approved
+                ):
+                    if i:
+                        self._kept.insert(0, self._kept.pop(i))
+                    return kept
+            kept = Kept(self, Context(policy, index, secrets, approved))
+            self._kept.insert(0, kept)
+            del self._kept[MAX_CONTEXTS:]
+            return kept
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept = []
