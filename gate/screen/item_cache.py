@@ -26,8 +26,10 @@ from gate.screen import content
 from gate.screen.content import Outcome, SecretScreen
 from gate.screen.fingerprints import DeniedIndex
 
-MAX_CHARS = 64 << 20  # text of the strings remembered per context; all forgotten past it
-MAX_CONTEXTS = 8  # rules, denied values and answers remembered at once (agents side by side)
+# At most MAX_CONTEXTS x MAX_CHARS characters held (64 MiB of ASCII text): a context past
+# its share forgets all it kept and starts again.
+MAX_CHARS = 16 << 20  # text of the strings remembered per context
+MAX_CONTEXTS = 4  # rules, denied values and answers remembered at once (agents side by side)
 
 _MISSING = object()
 
