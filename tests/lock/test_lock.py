@@ -61,18 +61,30 @@ def _project(gate_dirs: dict[str, Path]) -> tuple[Path, str]:
     return project, secret
 
 
-def _wait_for_question(data: Path, proc: subprocess.Popen[str], replied: Path) -> dict[str, object]:
+# Far past what a loaded machine needs (about 15 s at load 5): a wait this long is a hang,
+# reported with what the run printed rather than left to the suite's timeout.
+QUESTION_WAIT = 150.0
+
+
+def _wait_for_question(
+    data: Path, proc: subprocess.Popen[str], replied: Path, printed: Path
+) -> dict[str, object]:
     """The question the probe's request parked: waited for as long as the run lives and
-    that request is out (the test's timeout bounds it), never for a fixed time a loaded
-    machine may need."""
+    that request is out, up to QUESTION_WAIT."""
+    deadline, last = time.monotonic() + QUESTION_WAIT, "none"
     while proc.poll() is None:
         if replied.exists():
             raise AssertionError(f"the probe's request came back unparked: {replied.read_text()}")
         try:
             if pending := ControlClient.find(data).pending():
                 return pending[0]
-        except GateError:
-            pass  # the run's gate is not up yet
+        except GateError as exc:  # the run's gate is not up yet
+            last = str(exc)
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"no question parked in {QUESTION_WAIT:.0f} s; last control error: {last};"
+                f" the run printed:\n{printed.read_text()[-4000:]}"
+            )
         time.sleep(0.1)
     raise AssertionError(f"the run ended before a question was parked (rc {proc.returncode})")
 
@@ -83,22 +95,13 @@ def _wait_for_file(path: Path, proc: subprocess.Popen[str]) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize(
-    "mode",
-    [
-        # A known bug, not a pass: about one run in five under load, the forward probe's question
-        # never parks and the test hangs until its timeout (seen 3 times; the cause is not found
-        # yet, see issue 13's note). It still runs every time and reports XPASS or XFAIL.
-        pytest.param(
-            "forward",
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="intermittent: the forward probe's question sometimes never parks",
-            ),
-        ),
-        "reverse",
-    ],
-)
+# Forward mode once hung here about one run in five under load (the probe's question never
+# parked). The suspected cause, a probe forking a child while its other thread held the
+# dynamic loader's lock, was removed in 9328cc5; since then it passed every run: 35 of 35
+# then, and this session 46 of 46 (16 with two at a time, 30 with three at a time beside
+# two CPU burners, load 5) and in every full run. Should it hang again, the wait below
+# fails with what the gate and the probe printed instead of running into the timeout.
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
 def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
     provider: FakeProvider, gate_dirs: dict[str, Path], tmp_path: Path, mode: str
 ) -> None:
@@ -161,7 +164,7 @@ def test_the_locked_agent_reaches_only_gate_and_cannot_answer_it(
             stderr=err_file,
         )
         try:
-            question = _wait_for_question(data, proc, project / "qid.replied")
+            question = _wait_for_question(data, proc, project / "qid.replied", tmp_path / "run.err")
             (project / "qid").write_text(str(question["id"]))
             _wait_for_file(project / "qid.tried", proc)
             # The agent's attempts left the question open; the person answers it.
