@@ -22,6 +22,7 @@ from gate.screen.item_cache import ItemCache
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 from messages import system
 from screen.secrets_corpus import Gen
+from screen.session_steps import common_call
 
 PATHS = {
     "anthropic": "/v1/messages?beta=true",
@@ -168,20 +169,10 @@ def _step(t: Talk, env: Path) -> str:
         ]
     )
     value = env.read_text().strip()
-    if kind == "read":
-        t.call("Read", {"file_path": f"{p}/src/mod{t.n}.py"}, f"1\tdef f{t.n}(): pass")
+    if common_call(t, kind, str(p), value):
+        pass
     elif kind == "bash":
         t.call("Bash", {"command": "git status"}, " M a.py\n" * t.rand.randrange(1, 4))
-    elif kind == "env":
-        t.call("Read", {"file_path": f"{p}/.env"}, f"1\t{value}")
-    elif kind == "cat_env":
-        t.call("Bash", {"command": "python -c 'print(open(\".env\").read())'"}, value)
-    elif kind == "secret":
-        t.call("Bash", {"command": "gh auth token"}, t.gen.crc_token("ghp_"))
-    elif kind == "notes":
-        t.call("Read", {"file_path": f"{p}/notes.txt"}, "1\tmeeting notes")
-    elif kind == "open":
-        t.call("Bash", {"command": "make"}, None)
     elif kind == "compact" and len(t.events) > 3:  # an old tool output cleared
         e = t.rand.choice(t.events[1:])
         if e["kind"] == "call" and e["result"] is not None:

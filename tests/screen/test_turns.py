@@ -24,6 +24,7 @@ from gate.screen.fingerprints import IndexStore
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 from messages import system
 from screen.secrets_corpus import Gen
+from screen.session_steps import common_call
 
 PATH = "/v1/messages?beta=true"
 
@@ -144,20 +145,10 @@ def _steps(s: Session, env_value: str) -> Iterator[str]:
         kind = s.rand.choice(kinds)
         if s.answer_open() and kind == "open":
             kind = "read"
-        if kind == "read":
-            s.call("Read", {"file_path": f"{p}/src/mod{s.n}.py"}, f"1\tdef f{s.n}(): pass")
+        if common_call(s, kind, str(p), env_value):
+            pass
         elif kind == "bash":
             s.call("Bash", {"command": "git status"}, [{"type": "text", "text": " M a.py"}])
-        elif kind == "env":
-            s.call("Read", {"file_path": f"{p}/.env"}, f"1\t{env_value}")
-        elif kind == "cat_env":
-            s.call("Bash", {"command": "python -c 'print(open(\".env\").read())'"}, env_value)
-        elif kind == "secret":
-            s.call("Bash", {"command": "gh auth token"}, s.gen.crc_token("ghp_"))
-        elif kind == "notes":
-            s.call("Read", {"file_path": f"{p}/notes.txt"}, "1\tmeeting notes")
-        elif kind == "open":
-            s.call("Bash", {"command": "make"}, None)
         elif kind == "compact" and len(s.messages) > 4:  # an old tool output cleared
             i = s.rand.randrange(1, len(s.messages) - 1)
             for block in s.messages[i]["content"]:
