@@ -12,6 +12,7 @@ import asyncio
 import base64
 import binascii
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from loguru import logger
@@ -69,25 +70,29 @@ class ForwardAddon:
 
     # -- CONNECT -----------------------------------------------------------------------
 
-    # The hooks that write an audit row run it on a thread: the audit's write lock may be
-    # held by a large row being written, and the loop must keep relaying meanwhile. The
-    # flow waits for its hook, so nothing else touches it in the meantime.
+    # Where a hook writes an audit row, the write runs on a thread: the audit's write lock
+    # may be held by a large row being written, and the loop must keep relaying meanwhile.
+    # The flow waits for its hook, so nothing else touches it in the meantime. What writes
+    # nothing (a model host's CONNECT, a request routed to screening) is decided on the
+    # loop: the hand-off to a thread costs more than deciding it.
 
     async def http_connect(self, flow: http.HTTPFlow) -> None:
         try:
-            await asyncio.to_thread(self._connect, flow)
+            req = flow.request
+            run = self._run_of(flow, req.headers.get("proxy-authorization"))
+            if self.intercepts.decrypts(req.host.lower()):
+                return  # TLS ends here; each request inside is screened
+            await asyncio.to_thread(self._connect, flow, run)
         except Exception as exc:  # Fail closed: a tunnel gate could not decide is refused.
             logger.error("CONNECT refused: internal error {}", type(exc).__name__)
             flow.response = _refusal(
                 502, f"gate could not decide on this connection ({type(exc).__name__})"
             )
 
-    def _connect(self, flow: http.HTTPFlow) -> None:
+    def _connect(self, flow: http.HTTPFlow, run: runs.Run | None) -> None:
+        """On a thread: a CONNECT to a host gate does not decrypt, tunnelled or refused."""
         req = flow.request
-        run = self._run_of(flow, req.headers.get("proxy-authorization"))
         host, port = req.host.lower(), req.port
-        if self.intercepts.decrypts(host):
-            return  # TLS ends here; each request inside is screened
         agent = self._agent(run, req)
         if not self._allowed(flow, host):
             self._refuse(flow, req.host, port, agent, run)
@@ -133,19 +138,23 @@ class ForwardAddon:
 
     async def request(self, flow: http.HTTPFlow) -> None:
         try:
-            await asyncio.to_thread(self._request, flow)
+            unrouted = self._route(flow)
+            if unrouted is not None:
+                await asyncio.to_thread(self._unrouted, flow, unrouted)
         except Exception as exc:  # Fail closed: an unsorted request never leaves.
             logger.error("flow {} blocked: internal error {}", flow.id, type(exc).__name__)
             flow.response = _refusal(
                 500, f"gate could not route this request ({type(exc).__name__}); it was not sent"
             )
 
-    def _request(self, flow: http.HTTPFlow) -> None:
+    def _route(self, flow: http.HTTPFlow) -> _Unrouted | None:
+        """On the loop: a request for gate, or for a model host (routed to screening), is
+        settled here; anything else is returned, to be relayed or refused on a thread."""
         req = flow.request
         run = self._run_of(flow, req.headers.get("proxy-authorization"))
         req.headers.pop("proxy-authorization", None)  # meant for gate, never passed on
         if self._to_gate(flow):
-            return  # the gate addon serves it: health, control, /NAME/... routes
+            return None  # the gate addon serves it: health, control, /NAME/... routes
         host, agent = req.host.lower(), self._agent(run, req)
         try:  # a model host's path is routed as its provider will read it
             path = routing.normalise(req.path)
@@ -153,20 +162,22 @@ class ForwardAddon:
             if self.intercepts.decrypts(host):
                 # Fail closed: a model host's path with no single reading may be its model
                 # endpoint read another way; relayed unread, it would leave unscreened.
-                self._refuse(
-                    flow,
-                    req.host,
-                    req.port,
-                    agent,
-                    run,
-                    _bare(req.path),
-                    why=f"gate cannot read this path on a model host ({exc})",
+                return _Unrouted(
+                    run, agent, host, why=f"gate cannot read this path on a model host ({exc})"
                 )
-                return
             path = req.path
         route = self.intercepts.route(req.host, req.port, path)
         if route is not None:
             flow.metadata["gate_route"] = Route(route.upstream, route.path, run.id if run else None)
+            return None
+        return _Unrouted(run, agent, host)
+
+    def _unrouted(self, flow: http.HTTPFlow, u: _Unrouted) -> None:
+        """On a thread: a request gate does not screen, relayed unread (and recorded) or
+        refused."""
+        req, run, agent, host = flow.request, u.run, u.agent, u.host
+        if u.why is not None:
+            self._refuse(flow, req.host, req.port, agent, run, _bare(req.path), why=u.why)
             return
         if _locked(flow) and not self.config.egress.listed(host):
             # Before any relay, the configured upstreams' origins included: a locked agent
@@ -304,6 +315,16 @@ class ForwardAddon:
 
     def _agent(self, run: runs.Run | None, req: http.Request) -> str | None:
         return run.agent if run else registry.from_user_agent(req.headers.get("user-agent", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class _Unrouted:
+    """A request not for gate nor routed to screening, as the loop read it."""
+
+    run: runs.Run | None
+    agent: str | None
+    host: str  # lower-cased
+    why: str | None = None  # refused for this reason
 
 
 def _stored_host(scrub: Scrub, host: str) -> str:
