@@ -148,7 +148,8 @@ class GateAddon:
                 screened = await self.offload.run(
                     self._screen,
                     job,
-                    small=pipeline.small(job.raw, "content-encoding" in job.headers),
+                    small=pipeline.small(job.raw, "content-encoding" in job.headers)
+                    and self._indexed(job),
                 )
             finally:
                 job.notes.put(flow)  # who sent it, for the audit whatever the verdict
@@ -321,6 +322,17 @@ class GateAddon:
             user=flow.metadata.get("gate_user"),
             from_lock=_from_lock(flow),
         )
+
+    def _indexed(self, job: _Job) -> bool:
+        """Whether the denied-file indexes this request is screened against are built and
+        current: building one walks the project, which must not run on the loop. A request
+        without a run may be screened against every project gate knows."""
+        indexes = self.screens.indexes
+        if indexes is None:
+            return True
+        run = self.runs.lookup(job.route.run_id) if job.route.run_id is not None else None
+        roots = (run.root,) if run is not None else (None, *indexes.roots())
+        return all(indexes.ready(r) for r in roots)
 
     def _screen(self, job: _Job) -> _Screened:
         """On a worker thread: the request's first verdict; raises when it must not leave."""

@@ -307,6 +307,14 @@ class IndexStore:
             self._merged = (key, merged)
         return merged
 
+    def ready(self, root: str | None) -> bool:
+        """Whether the root's index is built and its denied files and walked directories
+        are as they were: index_for then walks nothing on the caller's thread (a policy
+        edited meanwhile still rebuilds it)."""
+        with self._lock:
+            hit = self._by_root.get(root)
+        return hit is not None and _stamp(hit.index, root, hit.dirs) == hit.stamp
+
     def index_for(self, policy: Policy, root: str | None) -> DeniedIndex:
         """The index for a root. The first one is built before the request goes on (no
         request is screened without it), and so is one whose known denied files or walked

@@ -8,6 +8,7 @@ import gzip
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from gate.lock import BRIDGE_SOURCE
 from gate.proxy.addon import GateAddon
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
+from gate.screen.fingerprints import IndexStore
 from gate.screen.request import Outbound, Screens, Verdict, screen
 from gate.screen.secrets import Scanner
 
@@ -48,8 +50,8 @@ def _addon(audit: AuditStore, data: Path, **parts: Any) -> GateAddon:
     config = Config(ask=AskConfig(mode="never")).with_upstreams(
         {"anthropic": parse_upstream("anthropic", UPSTREAM)}
     )
-    screens = Screens(None, SecretScreen(Scanner(), b"unit-test-key"))
-    return GateAddon(config, data, PolicyStore(), audit, screens=screens, **parts)
+    parts.setdefault("screens", Screens(None, SecretScreen(Scanner(), b"unit-test-key")))
+    return GateAddon(config, data, PolicyStore(), audit, **parts)
 
 
 def _flow(path: str = "/anthropic/v1/messages", body: Any = MSG, **headers: str) -> Any:
@@ -238,3 +240,29 @@ def test_a_small_plain_body_is_screened_on_the_loop_a_large_or_coded_one_on_a_th
         assert where["recorded"].startswith("gate-screen")
     finally:
         recording.close()
+
+
+def test_a_small_body_is_screened_off_the_loop_while_its_index_must_be_built(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    """Building a denied-file index walks the project: never on the loop. The first small
+    request (no index yet) and one after a file appeared in a walked directory are screened
+    on a thread; a small one against a current index, on the loop."""
+    (gate_dirs["project"] / ".env").write_text("TOKEN=abc\n")
+    where: list[str] = []
+
+    def screener(req: Outbound, *rest: Any) -> Verdict:
+        where.append(threading.current_thread().name)
+        return screen(req, *rest)
+
+    screens = Screens(
+        IndexStore(projects=(str(gate_dirs["project"]),)), SecretScreen(Scanner(), b"unit-test-key")
+    )
+    body = json.dumps(MSG).encode()
+    for step in ("cold", "warm", "changed"):
+        if step == "changed":
+            time.sleep(0.01)  # a directory's mtime must move
+            (gate_dirs["project"] / "new.txt").write_text("x")
+        addon = _addon(audit, gate_dirs["data"], screener=screener, screens=screens)
+        assert _run(addon, _flow(body=body)).response is None
+    assert [name.startswith("gate-screen") for name in where] == [True, False, True]
