@@ -45,7 +45,7 @@ from gate.screen import codings, upload
 from gate.screen.content import SecretScreen
 from gate.screen.disclose import Scrub
 from gate.screen.envelope import Envelope, credential_headers, google_upstream
-from gate.screen.fingerprints import IndexStore, Limits
+from gate.screen.fingerprints import IndexStore, Limits, WalkNeeded
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 from gate.users import Users
 
@@ -145,12 +145,7 @@ class GateAddon:
             # Screened on a worker thread, from what was read off the flow: the loop relays
             # every other flow meanwhile, and this one waits (it is never sent before).
             try:
-                screened = await self.offload.run(
-                    self._screen,
-                    job,
-                    small=pipeline.small(job.raw, "content-encoding" in job.headers)
-                    and self._indexed(job),
-                )
+                screened = await self._screened(job)
             finally:
                 job.notes.put(flow)  # who sent it, for the audit whatever the verdict
             verdict = screened.verdict
@@ -323,16 +318,18 @@ class GateAddon:
             from_lock=_from_lock(flow),
         )
 
-    def _indexed(self, job: _Job) -> bool:
-        """Whether the denied-file indexes this request is screened against are built and
-        current: building one walks the project, which must not run on the loop. A request
-        without a run may be screened against every project gate knows."""
-        indexes = self.screens.indexes
-        if indexes is None:
-            return True
-        run = self.runs.lookup(job.route.run_id) if job.route.run_id is not None else None
-        roots = (run.root,) if run is not None else (None, *indexes.roots())
-        return all(indexes.ready(r) for r in roots)
+    async def _screened(self, job: _Job) -> _Screened:
+        """The request's first verdict: a small body's on the loop, unless an index it is
+        screened against must be built first (a walk of the project, which must not run on
+        the loop: it goes to a thread, with the rest); a large or coded body's on a thread."""
+        if pipeline.small(job.raw, "content-encoding" in job.headers):
+            indexes = self.screens.indexes
+            try:
+                with indexes.no_walks() if indexes else contextlib.nullcontext():
+                    return self._screen(job)
+            except WalkNeeded:
+                pass  # screened again on a thread, which builds the index
+        return await self.offload.run(self._screen, job)
 
     def _screen(self, job: _Job) -> _Screened:
         """On a worker thread: the request's first verdict; raises when it must not leave."""

@@ -10,6 +10,7 @@ Aho-Corasick pass. Units live in memory only; nothing here is written to disk.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -221,6 +222,11 @@ class _Entry:
     rules: frozenset[tuple[object, ...]] = frozenset()  # the rules in force, as identity()
 
 
+class WalkNeeded(Exception):
+    """A denied-file index must be built or rebuilt, and this thread may not walk (the
+    event loop screening a small body, see IndexStore.no_walks): screen it on a thread."""
+
+
 class IndexStore:
     """Denied-file indexes per project root, refreshed every few seconds; units never leave
     memory, and a value rotated out of a file is still recognised for the gate's lifetime.
@@ -241,6 +247,20 @@ class IndexStore:
         self._whole: set[str | None] = set()  # roots such a walk saw whole
         self._git: dict[str, tuple[tuple[object, Policy], dict[str, Source]]] = {}
         self._merged: tuple[tuple[int, ...], DeniedIndex] | None = None
+        self._no_walks = threading.local()
+
+    @contextlib.contextmanager
+    def no_walks(self) -> Iterator[None]:
+        """While held, this thread may not walk a project or read its git history: an index
+        that must be built first raises WalkNeeded instead, before anything is screened
+        with it. Any index a stated working directory names is covered, not only the ones
+        a caller could name beforehand."""
+        before = getattr(self._no_walks, "on", False)
+        self._no_walks.on = True
+        try:
+            yield
+        finally:
+            self._no_walks.on = before
 
     @property
     def projects(self) -> tuple[str, ...]:
@@ -307,14 +327,6 @@ class IndexStore:
             self._merged = (key, merged)
         return merged
 
-    def ready(self, root: str | None) -> bool:
-        """Whether the root's index is built and its denied files and walked directories
-        are as they were: index_for then walks nothing on the caller's thread (a policy
-        edited meanwhile still rebuilds it)."""
-        with self._lock:
-            hit = self._by_root.get(root)
-        return hit is not None and _stamp(hit.index, root, hit.dirs) == hit.stamp
-
     def index_for(self, policy: Policy, root: str | None) -> DeniedIndex:
         """The index for a root. The first one is built before the request goes on (no
         request is screened without it), and so is one whose known denied files or walked
@@ -363,6 +375,8 @@ class IndexStore:
     def refresh(
         self, policy: Policy, root: str | None, limits: Limits | None = None
     ) -> DeniedIndex:
+        if getattr(self._no_walks, "on", False):
+            raise WalkNeeded(root)
         now = time.monotonic()
         with self._lock:
             hit = self._by_root.get(root)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -46,12 +47,14 @@ def audit(tmp_path: Path) -> Iterator[AuditStore]:
     store.close()
 
 
-def _addon(audit: AuditStore, data: Path, **parts: Any) -> GateAddon:
+def _addon(
+    audit: AuditStore, data: Path, policies: PolicyStore | None = None, **parts: Any
+) -> GateAddon:
     config = Config(ask=AskConfig(mode="never")).with_upstreams(
         {"anthropic": parse_upstream("anthropic", UPSTREAM)}
     )
     parts.setdefault("screens", Screens(None, SecretScreen(Scanner(), b"unit-test-key")))
-    return GateAddon(config, data, PolicyStore(), audit, **parts)
+    return GateAddon(config, data, policies or PolicyStore(), audit, **parts)
 
 
 def _flow(path: str = "/anthropic/v1/messages", body: Any = MSG, **headers: str) -> Any:
@@ -242,27 +245,69 @@ def test_a_small_plain_body_is_screened_on_the_loop_a_large_or_coded_one_on_a_th
         recording.close()
 
 
+class Walks(IndexStore):
+    """An index store that notes the thread of each walk of a project (a build or rebuild)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.walked: list[str] = []
+
+    def refresh(self, *args: Any, **kwargs: Any) -> Any:
+        index = super().refresh(*args, **kwargs)  # raises WalkNeeded where it may not walk
+        self.walked.append(threading.current_thread().name)
+        return index
+
+
 def test_a_small_body_is_screened_off_the_loop_while_its_index_must_be_built(
     audit: AuditStore, gate_dirs: dict[str, Path]
 ) -> None:
     """Building a denied-file index walks the project: never on the loop. The first small
     request (no index yet) and one after a file appeared in a walked directory are screened
-    on a thread; a small one against a current index, on the loop."""
+    on a thread, which builds the index; a small one against a current index, on the loop."""
     (gate_dirs["project"] / ".env").write_text("TOKEN=abc\n")
     where: list[str] = []
 
     def screener(req: Outbound, *rest: Any) -> Verdict:
+        verdict = screen(req, *rest)  # raises before it returns where it may not walk
         where.append(threading.current_thread().name)
-        return screen(req, *rest)
+        return verdict
 
-    screens = Screens(
-        IndexStore(projects=(str(gate_dirs["project"]),)), SecretScreen(Scanner(), b"unit-test-key")
-    )
-    body = json.dumps(MSG).encode()
+    indexes = Walks(projects=(str(gate_dirs["project"]),))
+    screens = Screens(indexes, SecretScreen(Scanner(), b"unit-test-key"))
+    body, policies = json.dumps(MSG).encode(), PolicyStore()  # one gate's, request to request
     for step in ("cold", "warm", "changed"):
         if step == "changed":
             time.sleep(0.01)  # a directory's mtime must move
             (gate_dirs["project"] / "new.txt").write_text("x")
-        addon = _addon(audit, gate_dirs["data"], screener=screener, screens=screens)
+        addon = _addon(audit, gate_dirs["data"], policies, screener=screener, screens=screens)
         assert _run(addon, _flow(body=body)).response is None
     assert [name.startswith("gate-screen") for name in where] == [True, False, True]
+    assert indexes.walked and all(name.startswith("gate-screen") for name in indexes.walked)
+
+
+def test_a_project_a_request_only_states_is_walked_off_the_loop(
+    audit: AuditStore, gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    """A request with no run that states a working directory gate has never seen names a
+    project whose index must be built before it is screened: not on the loop, though no
+    caller could know that project before reading the body. Its denied value is withheld."""
+    other = gate_dirs["project"].parent / "elsewhere"
+    (other / ".git").mkdir(parents=True)
+    value = "stated" + os.urandom(8).hex()
+    (other / ".env").write_text(f"TOKEN={value}\n")
+    indexes = Walks(projects=(str(gate_dirs["project"]),))
+    screens = Screens(indexes, SecretScreen(Scanner(), b"unit-test-key"))
+    policies = PolicyStore()
+    # First a request that states nothing: every index it needs is built (on a thread).
+    first = _addon(audit, gate_dirs["data"], policies, screens=screens)
+    assert _run(first, _flow(body=json.dumps(MSG).encode())).response is None
+    built = len(indexes.walked)
+    stated = MSG | {
+        "messages": [{"role": "user", "content": f"Working directory: {other}\n\nTOKEN={value}"}]
+    }
+    addon = _addon(audit, gate_dirs["data"], policies, screens=screens)
+    flow = _run(addon, _flow(body=json.dumps(stated).encode()))
+    assert flow.response is None
+    assert value.encode() not in flow.request.content
+    assert len(indexes.walked) > built  # the stated project's index was built for it
+    assert all(name.startswith("gate-screen") for name in indexes.walked), indexes.walked
