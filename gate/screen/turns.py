@@ -33,7 +33,7 @@ from gate.screen.verdict import Blocked, Outbound, Verdict
 if TYPE_CHECKING:
     from gate.screen.request import Screens, Worked
 
-MAX_TURNS = 16  # conversations remembered (subagents run beside the main one)
+MAX_TURNS = 64  # conversations remembered (agents and their subagents side by side)
 MAX_BYTES = 256 << 20  # raw bodies and rewritten messages kept, in total
 
 
@@ -49,10 +49,17 @@ class Turns:
         key = turn.key_of(req)
         with self._lock:
             candidates = [t for t in reversed(self._turns) if t.key == key]
+        # The conversation this body continues shares the most messages with it: agents side
+        # by side (or subagents) send the same first messages, so the first kept turn that
+        # shares any would be another conversation, and everything after its first message
+        # would be screened again.
+        best: tuple[Turn, int] | None = None
         for kept in candidates:
             k = kept.shared(req.body)
-            if k is None:
-                continue
+            if k is not None and (best is None or k > best[1]):
+                best = (kept, k)
+        if best is not None:
+            kept, k = best
             try:
                 verdict, nxt = next_turn.step(kept, k, req, policies, screens)
             except next_turn.Miss as exc:
@@ -60,7 +67,12 @@ class Turns:
                 return None
             except Blocked:
                 return None  # the whole-body path raises it again, in its own order
-            self._put(nxt, kept)
+            # A body that continues the kept turn (sends most of its messages, all but the
+            # last one or two, where a cache mark moves) takes its place; one that parts
+            # from it earlier is another conversation (a subagent, another agent with the
+            # same start), and both are kept: replacing would make each evict the other's.
+            n = len(kept.msgs)
+            self._put(nxt, kept if k >= n - 2 and 2 * k > n else None)
             logger.debug(
                 "next turn: {} of {} messages reused, {} new", k, len(kept.msgs), len(nxt.msgs) - k
             )

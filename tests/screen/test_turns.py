@@ -370,6 +370,31 @@ def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]
     assert [w.call_id for w in second.withheld] == [w.call_id for w in first.withheld]
 
 
+def test_conversations_side_by_side_keep_their_own_turns(gate_dirs: dict[str, Path]) -> None:
+    """Agents side by side (or subagents) start with the same messages. Each next turn is
+    screened from its own conversation's kept turn: not from another's that shares only the
+    first message (everything after it screened again), and without evicting the others."""
+    project, data = gate_dirs["project"], gate_dirs["data"]
+    data.mkdir(mode=0o700)
+    sessions = [Session(project, random.Random(7)) for _ in range(3)]  # the same start
+    store = Store()
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
+    policies = PolicyStore()
+    for turn in range(4):
+        for i, s in enumerate(sessions):
+            s.call("Bash", {"command": f"echo {i}-{turn}"}, f"out {i} {turn}")
+            req = Outbound(PATH, s.body(), None, None)
+            before = store.hits
+            got = screen(req, policies, screens)
+            HISTORY.clear()
+            whole = Screens(screens.indexes, screens.secrets, None, None)
+            assert got == screen(req, policies, whole)
+            if turn:  # from its own kept turn, which it replaced
+                assert store.hits == before + 1
+                assert len(store._turns) == len(sessions)
+                assert max(t.shared(req.body) or 0 for t in store._turns) >= len(s.messages) - 1
+
+
 def _random_value(rand: random.Random, depth: int = 0) -> Any:
     alphabet = 'ab"\\/\n\t\x00\x1f\u2028\u00e9\U0001f600 {}[],:'
     kind = rand.randrange(6 if depth < 3 else 3)
