@@ -12,7 +12,7 @@ import time
 import pytest
 
 from gate.screen.detectors import Tier
-from gate.screen.secrets import UNSCREENED_ID, Scanner
+from gate.screen.secrets import UNSCREENED_ID, Scanner, _Deadline
 from screen.secrets_corpus import ALNUM, Gen
 
 INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"]
@@ -117,23 +117,33 @@ def test_a_string_past_its_budget_is_held_not_passed() -> None:
 
 def test_a_quick_string_never_asks_the_cpu_clock(scanner: Scanner) -> None:
     """The CPU clock is a system call; screening a turn scans every new string, so it is
-    read only once a string has taken a moment of wall time (the budget then counts)."""
+    read only once a string has taken a moment of wall time (the budget then counts).
+    A string that finished inside that moment never asked it, however loaded the machine:
+    only the strings the machine stalled on (the profile hook slows every call) may ask."""
     g = Gen(5)
     texts = [f"tool output {g.chars('abcdef0123', 400)} password=hunter{i}x" for i in range(200)]
-    asked = []
+    asked: list[int] = []
 
     def watch(frame: object, event: str, arg: object) -> None:
         if event == "c_call" and arg is time.thread_time:
             asked.append(1)
 
     fresh = Scanner(scanner.detectors)
-    sys.setprofile(watch)
-    try:
-        for text in texts:
+    fresh.scan("warm up password=hunter0 " + texts[0][::-1])  # patterns compile on first use
+    quick = 0
+    for text in texts:
+        before = len(asked)
+        sys.setprofile(watch)
+        try:
+            t0 = time.perf_counter()
             fresh.scan(text)
-    finally:
-        sys.setprofile(None)
-    assert len(asked) < 5  # a string the machine stalled on may ask; not one per string
+            took = time.perf_counter() - t0
+        finally:
+            sys.setprofile(None)
+        if took < _Deadline.GRACE:
+            quick += 1
+            assert len(asked) == before, f"a string done in {took * 1000:.2f} ms asked"
+    assert quick >= len(texts) // 4  # else this machine said nothing about quick strings
 
 
 def test_pathological_keyword_floods_finish_within_the_default_budget(scanner: Scanner) -> None:
