@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ahocorasick_rs
-from loguru import logger
 
 from gate import dirs
 from gate.screen import hidden
@@ -159,6 +158,8 @@ class Scanner:
 
     @staticmethod
     def _over_budget(text: str) -> Finding:
+        from loguru import logger  # here: it imports asyncio, a third of `gate scan`'s start
+
         logger.warning(
             "secret screening of a {}-character string ran past its budget;"
             " it is held for a person",
@@ -317,6 +318,8 @@ def placeholder(finding: Finding, value: str, key: bytes) -> str:
 
 def load_or_create_key(data_dir: Path) -> bytes:
     """The per-install placeholder key, `data_dir/secret.key` (0600), created once."""
+    from loguru import logger
+
     path = data_dir / KEY_FILE
     try:
         key = path.read_bytes()
