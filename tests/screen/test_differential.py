@@ -142,3 +142,23 @@ def test_the_lead_analysis(
     import re
 
     assert leads.led(re.compile(pattern), keywords, before) is expected
+
+
+def test_the_lead_analysis_of_every_shipped_pattern_is_cheap(
+    pair: tuple[Scanner, ReferenceScanner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It runs on a detector's first use in a process, on a request's path: one wide
+    `before` (Azure SAS, 900) once read 110,000 characters of paths, half a second."""
+    steps = 0
+    step = leads._Walk.step
+
+    def counted(self: leads._Walk, path: leads.Path, chars: leads.Chars) -> leads.Path:
+        nonlocal steps
+        steps += 1
+        return step(self, path, chars)
+
+    monkeypatch.setattr(leads._Walk, "step", counted)
+    for d in pair[0].detectors:
+        for p in d.patterns:
+            leads.led(p, d.keywords, d.before)
+    assert steps <= 30_000
