@@ -42,14 +42,15 @@ _KEYS = frozenset(
     }
 )
 _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
-# After an anchored detector's keyword: the rest of the name, then (_ASSIGNED) a closing
-# quote, an operator. The rest of the name is read possessively and stops only before a
-# `.=` operator: what follows a name can never start inside it, so nothing is lost, and a
-# long name is read once, not once per character it could give back.
-_NAME_REST = re.compile(r"(?:[\w-]|\.(?!=))*+")
-_ASSIGNED = re.compile(
-    r"""(?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
-    r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,)"""
+# After an anchored detector's keyword: the rest of the name, then (group 1, when the name
+# is assigned) a closing quote, an operator; one call per name. The rest of the name is
+# read possessively and stops only before a `.=` operator: what follows a name can never
+# start inside it, so nothing is lost, and a long name is read once, not once per
+# character it could give back.
+_NAME_ASSIGNED = re.compile(
+    r"""(?:[\w-]|\.(?!=))*+"""
+    r"""((?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
+    r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,))?"""
 )
 # Matched up to a keyword: ends where the name holding it starts (after the last character
 # that cannot be in a name).
@@ -169,7 +170,7 @@ class Detector:
     def _anchored(self, view: str, hits: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
         done = -1
         before, patterns = self.before, self.patterns
-        assigned, name_start, name_rest = _ASSIGNED.match, _NAME_START.match, _NAME_REST.match
+        name_assigned, name_start = _NAME_ASSIGNED.match, _NAME_START.match
         # Every keyword inside one name shares where the name ends and whether it is
         # assigned: a name made of keywords (`TOKENTOKEN...`) is read once, not once per
         # keyword, so the work is linear in the view.
@@ -177,9 +178,10 @@ class Detector:
         is_assigned = False
         for hit, end in hits:
             if not rest_from <= end < rest_to:
-                rest = name_rest(view, end)  # matches always (maybe empty)
-                rest_from, rest_to = end, rest.end() if rest else end
-                is_assigned = assigned(view, rest_to) is not None
+                rest = name_assigned(view, end)  # matches always (maybe empty)
+                operator = rest.start(1)
+                is_assigned = operator >= 0
+                rest_from, rest_to = end, operator if is_assigned else rest.end()
             if not is_assigned:
                 continue  # the name holding the keyword is not assigned a value
             while hit < end and view[hit] not in _NAME_CHARS:  # keyword like '"auth"'

@@ -56,7 +56,8 @@ _PLAIN = {
     "\\r": " \r",
     "\\t": " \t",
 }
-_ESCAPE = re.compile(r"""\\\\n?|\\["'nrt]""")
+# In a group, so that split() returns the escapes between the plain runs.
+_ESCAPES = re.compile(r"""(\\\\n?|\\["'nrt])""")
 
 
 class Scanner:
@@ -251,7 +252,9 @@ def unescaped_view(text: str) -> str:
     """`text` with JSON/shell escapes replaced by same-length plain characters."""
     if "\\" not in text:
         return text
-    return _ESCAPE.sub(lambda m: _PLAIN[m.group()], text)
+    parts = _ESCAPES.split(text)  # plain, escape, plain, ...: no call per escape
+    parts[1::2] = map(_PLAIN.__getitem__, parts[1::2])
+    return "".join(parts)
 
 
 def content_key(text: str) -> Hashable:
