@@ -142,8 +142,7 @@ class Detector:
         match ended, the leftmost match starting in [hit - before, hit] of each hit in turn
         is the leftmost match `finditer` would find next."""
         n, before = len(view), self.before
-        for pattern in self.patterns:
-            lead = leads.lead(pattern, self.keywords, before)
+        for pattern, lead in self._leads():
             if lead is False:
                 yield from self._search(pattern, view, windows)
                 continue
@@ -167,6 +166,11 @@ class Detector:
                         m = pattern.match(view, m.start()) or m
                     yield m
 
+    def _leads(self) -> Sequence[Lead]:
+        if isinstance(self.patterns, Compiled):
+            return self.patterns.leads(self.keywords, self.before)
+        return [(p, leads.lead(p, self.keywords, self.before)) for p in self.patterns]
+
     def _anchored(self, view: str, hits: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
         done = -1
         before, patterns = self.before, self.patterns
@@ -179,9 +183,10 @@ class Detector:
         for hit, end in hits:
             if not rest_from <= end < rest_to:
                 rest = name_assigned(view, end)  # matches always (maybe empty)
-                operator = rest.start(1)
+                operator = rest.start(1) if rest else -1
                 is_assigned = operator >= 0
-                rest_from, rest_to = end, operator if is_assigned else rest.end()
+                rest_from = end
+                rest_to = operator if is_assigned else rest.end() if rest else end
             if not is_assigned:
                 continue  # the name holding the keyword is not assigned a value
             while hit < end and view[hit] not in _NAME_CHARS:  # keyword like '"auth"'
@@ -208,18 +213,34 @@ class Detector:
         return self.tier
 
 
+# A pattern and what leads.lead says of it for its detector.
+Lead = tuple[re.Pattern[str], re.Pattern[str] | bool]
+
+
 class Compiled(Sequence[re.Pattern[str]]):
-    """A shipped detector's regexes, compiled on first use: compiling all of them was a
-    third of `gate scan`'s start-up, and a scan uses the few whose keywords it meets.
-    Shipped patterns are compiled by the tests; one that would not compile is still an
-    error naming its file:line (and the string that met it is not screened: fail closed)."""
+    """A detector's regexes. A shipped detector's are compiled on first use (`lazy`):
+    compiling all of them was a third of `gate scan`'s start-up, and a scan uses the few
+    whose keywords it meets. The tests compile every shipped pattern; one that would not
+    compile is still an error naming its file:line (and the string that met it is not
+    screened: fail closed). Other files' patterns are compiled when they load."""
 
-    __slots__ = ("_compiled", "_sources", "_where")
+    __slots__ = ("_compiled", "_leads", "_sources", "_where")
 
-    def __init__(self, sources: tuple[str, ...], where: str):
+    def __init__(self, sources: tuple[str, ...], where: str, *, lazy: bool = True):
         self._sources = sources
         self._where = where
         self._compiled: tuple[re.Pattern[str], ...] | None = None
+        self._leads: tuple[tuple[tuple[str, ...], int], list[Lead]] | None = None
+        if not lazy:
+            self._all()
+
+    def leads(self, keywords: tuple[str, ...], before: int) -> list[Lead]:
+        """Each pattern with `leads.lead` of it, kept here: the lookup by pattern hashes
+        its compiled code, a microsecond or two per detector per string."""
+        key = (keywords, before)
+        if self._leads is None or self._leads[0] != key:
+            self._leads = (key, [(p, leads.lead(p, keywords, before)) for p in self._all()])
+        return self._leads[1]
 
     def _all(self) -> tuple[re.Pattern[str], ...]:
         if self._compiled is None:  # two threads may both compile: the same patterns
@@ -405,12 +426,7 @@ def _patterns(
                 where=_at(name, nodes["plugin"]),
             )
         return denylist
-    if lazy:
-        return Compiled((fields["pattern"],), _at(name, nodes["pattern"]))
-    try:
-        return (re.compile(fields["pattern"]),)
-    except re.error as exc:
-        raise RuleError(f"pattern: {exc}", where=_at(name, nodes["pattern"])) from exc
+    return Compiled((fields["pattern"],), _at(name, nodes["pattern"]), lazy=lazy)
 
 
 @cache
