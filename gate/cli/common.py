@@ -6,19 +6,22 @@ import datetime as dt
 import json
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from gate import config as config_mod
 from gate import dirs
-from gate.config import Config
 from gate.errors import ConfigError
+
+if TYPE_CHECKING:
+    from gate.config import Config
 
 
 def load_config(
     host: str | None = None, port: int | None = None, upstreams: tuple[str, ...] = ()
 ) -> Config:
+    from gate import config as config_mod  # here: `gate scan` never reads the config
+
     cfg = config_mod.load(dirs.config_dir() / "config.yaml")
     extra = {}
     for text in upstreams:

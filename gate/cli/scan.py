@@ -16,7 +16,7 @@ import click
 from gate.cli.common import echo_json
 from gate.cli.walk import SNIFF, files, is_binary
 from gate.errors import GateError, Unreachable
-from gate.screen import baseline, sarif
+from gate.screen import baseline
 from gate.screen.detectors import Finding, Tier
 from gate.screen.secrets import Scanner
 
@@ -154,6 +154,8 @@ def scan_cmd(
         return
     found = [r for r in found if r.get("fingerprint") not in known]
     if as_sarif:
+        from gate.screen import sarif
+
         echo_json(sarif.document(found, scanner.detectors))
     elif as_json:
         echo_json({"findings": found})

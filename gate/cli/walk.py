@@ -7,9 +7,6 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from wcmatch import fnmatch
-
-_FLAGS = fnmatch.DOTMATCH
 SNIFF = 8192  # bytes looked at to tell a binary file (a NUL byte) from text
 
 
@@ -94,15 +91,18 @@ def _read_gitignore(directory: Path) -> Rules:
 
 def _ignored(path: Path, is_dir: bool, rules: Rules) -> bool:
     """The last rule that matches decides, as in git."""
+    from wcmatch import fnmatch  # here: most scans are of files, not of .gitignore'd trees
+
+    flags = fnmatch.DOTMATCH
     ignored = False
     for base, pattern, negated, dir_only in rules:
         if dir_only and not is_dir:
             continue
         rel = path.relative_to(base).as_posix()
         if "/" in pattern.strip("/"):  # anchored to the .gitignore's directory
-            hit = fnmatch.fnmatch(rel, pattern.lstrip("/"), flags=_FLAGS)
+            hit = fnmatch.fnmatch(rel, pattern.lstrip("/"), flags=flags)
         else:
-            hit = fnmatch.fnmatch(path.name, pattern.lstrip("/"), flags=_FLAGS) and (
+            hit = fnmatch.fnmatch(path.name, pattern.lstrip("/"), flags=flags) and (
                 not pattern.startswith("/") or "/" not in rel
             )
         if hit:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import yaml
 
@@ -42,14 +42,15 @@ _KEYS = frozenset(
     }
 )
 _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
-# After an anchored detector's keyword: the rest of the name, then (_ASSIGNED) a closing
-# quote, an operator. The rest of the name is read possessively and stops only before a
-# `.=` operator: what follows a name can never start inside it, so nothing is lost, and a
-# long name is read once, not once per character it could give back.
-_NAME_REST = re.compile(r"(?:[\w-]|\.(?!=))*+")
-_ASSIGNED = re.compile(
-    r"""(?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
-    r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,)"""
+# After an anchored detector's keyword: the rest of the name, then (group 1, when the name
+# is assigned) a closing quote, an operator; one call per name. The rest of the name is
+# read possessively and stops only before a `.=` operator: what follows a name can never
+# start inside it, so nothing is lost, and a long name is read once, not once per
+# character it could give back.
+_NAME_ASSIGNED = re.compile(
+    r"""(?:[\w-]|\.(?!=))*+"""
+    r"""((?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
+    r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,))?"""
 )
 # Matched up to a keyword: ends where the name holding it starts (after the last character
 # that cannot be in a name).
@@ -80,7 +81,7 @@ class Detector:
     id: str
     kind: str
     tier: Tier
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: Sequence[re.Pattern[str]]
     keywords: tuple[str, ...]  # lower-case literals; the prefilter folds ASCII case
     docs: str
     where: str  # file:line of the entry
@@ -141,8 +142,7 @@ class Detector:
         match ended, the leftmost match starting in [hit - before, hit] of each hit in turn
         is the leftmost match `finditer` would find next."""
         n, before = len(view), self.before
-        for pattern in self.patterns:
-            lead = leads.lead(pattern, self.keywords, before)
+        for pattern, lead in self._leads():
             if lead is False:
                 yield from self._search(pattern, view, windows)
                 continue
@@ -166,10 +166,15 @@ class Detector:
                         m = pattern.match(view, m.start()) or m
                     yield m
 
+    def _leads(self) -> Sequence[Lead]:
+        if isinstance(self.patterns, Compiled):
+            return self.patterns.leads(self.keywords, self.before)
+        return [(p, leads.lead(p, self.keywords, self.before)) for p in self.patterns]
+
     def _anchored(self, view: str, hits: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
         done = -1
         before, patterns = self.before, self.patterns
-        assigned, name_start, name_rest = _ASSIGNED.match, _NAME_START.match, _NAME_REST.match
+        name_assigned, name_start = _NAME_ASSIGNED.match, _NAME_START.match
         # Every keyword inside one name shares where the name ends and whether it is
         # assigned: a name made of keywords (`TOKENTOKEN...`) is read once, not once per
         # keyword, so the work is linear in the view.
@@ -177,9 +182,11 @@ class Detector:
         is_assigned = False
         for hit, end in hits:
             if not rest_from <= end < rest_to:
-                rest = name_rest(view, end)  # matches always (maybe empty)
-                rest_from, rest_to = end, rest.end() if rest else end
-                is_assigned = assigned(view, rest_to) is not None
+                rest = name_assigned(view, end)  # matches always (maybe empty)
+                operator = rest.start(1) if rest else -1
+                is_assigned = operator >= 0
+                rest_from = end
+                rest_to = operator if is_assigned else rest.end() if rest else end
             if not is_assigned:
                 continue  # the name holding the keyword is not assigned a value
             while hit < end and view[hit] not in _NAME_CHARS:  # keyword like '"auth"'
@@ -204,6 +211,68 @@ class Detector:
         if verdict == "demote" or (self.tier is Tier.HIGH and checks.is_made_up(value)):
             return Tier.LOW
         return self.tier
+
+
+# A pattern and what leads.lead says of it for its detector.
+Lead = tuple[re.Pattern[str], re.Pattern[str] | bool]
+
+
+class Compiled(Sequence[re.Pattern[str]]):
+    """A detector's regexes. A shipped detector's are compiled on first use (`lazy`):
+    compiling all of them was a third of `gate scan`'s start-up, and a scan uses the few
+    whose keywords it meets. The tests compile every shipped pattern; one that would not
+    compile is still an error naming its file:line (and the string that met it is not
+    screened: fail closed). Other files' patterns are compiled when they load."""
+
+    __slots__ = ("_compiled", "_leads", "_sources", "_where")
+
+    def __init__(self, sources: tuple[str, ...], where: str, *, lazy: bool = True):
+        self._sources = sources
+        self._where = where
+        self._compiled: tuple[re.Pattern[str], ...] | None = None
+        self._leads: tuple[tuple[tuple[str, ...], int], list[Lead]] | None = None
+        if not lazy:
+            self._all()
+
+    def leads(self, keywords: tuple[str, ...], before: int) -> list[Lead]:
+        """Each pattern with `leads.lead` of it, kept here: the lookup by pattern hashes
+        its compiled code, a microsecond or two per detector per string."""
+        key = (keywords, before)
+        if self._leads is None or self._leads[0] != key:
+            self._leads = (key, [(p, leads.lead(p, keywords, before)) for p in self._all()])
+        return self._leads[1]
+
+    def _all(self) -> tuple[re.Pattern[str], ...]:
+        if self._compiled is None:  # two threads may both compile: the same patterns
+            try:
+                self._compiled = tuple(re.compile(s) for s in self._sources)
+            except re.error as exc:
+                raise RuleError(f"pattern: {exc}", where=self._where) from exc
+        return self._compiled
+
+    @overload
+    def __getitem__(self, i: int) -> re.Pattern[str]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[re.Pattern[str]]: ...
+    def __getitem__(self, i: int | slice) -> re.Pattern[str] | Sequence[re.Pattern[str]]:
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[re.Pattern[str]]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Compiled):
+            return self._sources == other._sources
+        return tuple(self) == other
+
+    def __hash__(self) -> int:
+        return hash(self._sources)
+
+    def __repr__(self) -> str:
+        return f"Compiled({self._sources!r})"
 
 
 def _secret_span(m: re.Match[str]) -> tuple[int, int]:
@@ -239,7 +308,7 @@ def load_detectors(directory: Path | None = None) -> tuple[Detector, ...]:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise RuleError(f"cannot read secret detectors: {exc}", where=name) from exc
-        for det in load_text(text, name):
+        for det in load_text(text, name, lazy=shipped):
             if det.id in seen:
                 raise RuleError(
                     f"detector id {det.id!r} is already used at {seen[det.id]}",
@@ -258,7 +327,9 @@ def load_detectors(directory: Path | None = None) -> tuple[Detector, ...]:
     return tuple(detectors)
 
 
-def load_text(text: str, name: str) -> list[Detector]:
+def load_text(text: str, name: str, *, lazy: bool = False) -> list[Detector]:
+    """The detectors of one file; `lazy`: patterns compiled on first use (shipped
+    files, whose patterns the tests compile), else here, so an error names file:line."""
     try:  # libyaml composes the same nodes (with line marks) 20x faster: gate scan's start-up
         doc = yaml.compose(text, Loader=_FAST_LOADER)
     except yaml.YAMLError:
@@ -281,11 +352,11 @@ def load_text(text: str, name: str) -> list[Detector]:
         if key.value == "detectors":
             if not isinstance(value, yaml.SequenceNode):
                 raise RuleError("detectors: must be a list", where=_at(name, value))
-            entries += [_entry(item, name) for item in value.value]
+            entries += [_entry(item, name, lazy) for item in value.value]
     return entries
 
 
-def _entry(node: yaml.Node, name: str) -> Detector:
+def _entry(node: yaml.Node, name: str, lazy: bool = False) -> Detector:
     where = _at(name, node)
     if not isinstance(node, yaml.MappingNode):
         raise RuleError("a detector must be a mapping (id:, kind:, tier:, ...)", where=where)
@@ -326,7 +397,7 @@ def _entry(node: yaml.Node, name: str) -> Detector:
         id=fields["id"],
         kind=fields["kind"],
         tier=Tier(fields["tier"]),
-        patterns=_patterns(fields, nodes, name),
+        patterns=_patterns(fields, nodes, name, lazy),
         keywords=_keywords(nodes["keywords"], name),
         docs=fields["docs"],
         where=where,
@@ -345,8 +416,8 @@ def _anchor(fields: dict[str, str], nodes: dict[str, yaml.Node], name: str) -> b
 
 
 def _patterns(
-    fields: dict[str, str], nodes: dict[str, yaml.Node], name: str
-) -> tuple[re.Pattern[str], ...]:
+    fields: dict[str, str], nodes: dict[str, yaml.Node], name: str, lazy: bool = False
+) -> Sequence[re.Pattern[str]]:
     if "plugin" in fields:
         denylist = _plugin_denylists().get(fields["plugin"])
         if denylist is None:
@@ -355,10 +426,7 @@ def _patterns(
                 where=_at(name, nodes["plugin"]),
             )
         return denylist
-    try:
-        return (re.compile(fields["pattern"]),)
-    except re.error as exc:
-        raise RuleError(f"pattern: {exc}", where=_at(name, nodes["pattern"])) from exc
+    return Compiled((fields["pattern"],), _at(name, nodes["pattern"]), lazy=lazy)
 
 
 @cache

@@ -174,14 +174,16 @@ def base64_runs(view: str, raw: bytes | None = None) -> Iterator[tuple[int, int]
         raw = view.encode("utf-8", "surrogatepass")
     data = raw.translate(_B64_TABLE)
     ascii_only = len(data) == len(view)
+    byte_at = char_at = 0  # where the last run started (a character boundary: ASCII)
     pos = data.find(_RUN)
     while pos != -1:
         end = data.find(b" ", pos)
         end = len(data) if end == -1 else end
         start, stop = pos, end
-        if not ascii_only:  # byte offsets to character offsets
-            start = len(raw[:pos].decode("utf-8", "surrogatepass"))
-            stop = start + end - pos
+        if not ascii_only:  # byte offsets to character offsets, counted from the last run
+            char_at += len(raw[byte_at:pos].decode("utf-8", "surrogatepass"))
+            byte_at = pos
+            start, stop = char_at, char_at + end - pos
         for _ in range(2):  # padding
             if stop < len(view) and view[stop] == "=":
                 stop += 1

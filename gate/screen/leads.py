@@ -21,6 +21,10 @@ from re import _parser  # type: ignore[attr-defined]
 from typing import Any, cast
 
 _MAX_PATHS = 512  # ways a pattern's start can go, past which it is not analysed
+# Characters read over all paths, past which it is not analysed either: a wide `before`
+# over a pattern that is not led (Azure SAS, 900) was half a second of a first request;
+# the led patterns take at most about a thousand.
+_MAX_STEPS = 5_000
 # A keyword's character stands for itself in either case, so a class holding more than a
 # few letters can stand for anything here; a small one ([pousr]) is a branch per letter.
 _SMALL = 8
@@ -81,6 +85,7 @@ class _Walk:
     def __init__(self, allowed: list[tuple[frozenset[str], ...]], before: int):
         self.allowed = allowed
         self.before = before
+        self.steps = 0
 
     def seq(self, items: list[tuple[object, object]], flags: int, paths: set[Path]) -> set[Path]:
         for op, av in items:
@@ -143,6 +148,9 @@ class _Walk:
     def step(self, path: Path, chars: Chars) -> Path:
         """`path` read one character further: `_DONE` once a keyword is whole in it; raises
         when no keyword can be, past `before`."""
+        self.steps += 1
+        if self.steps > _MAX_STEPS:
+            raise _Unread
         length, going = path
         if chars is None:
             going = frozenset()

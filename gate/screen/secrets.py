@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ahocorasick_rs
-from loguru import logger
 
 from gate import dirs
 from gate.screen import hidden
@@ -57,7 +56,8 @@ _PLAIN = {
     "\\r": " \r",
     "\\t": " \t",
 }
-_ESCAPE = re.compile(r"""\\\\n?|\\["'nrt]""")
+# In a group, so that split() returns the escapes between the plain runs.
+_ESCAPES = re.compile(r"""(\\\\n?|\\["'nrt])""")
 
 
 class Scanner:
@@ -159,6 +159,8 @@ class Scanner:
 
     @staticmethod
     def _over_budget(text: str) -> Finding:
+        from loguru import logger  # here: it imports asyncio, a third of `gate scan`'s start
+
         logger.warning(
             "secret screening of a {}-character string ran past its budget;"
             " it is held for a person",
@@ -250,7 +252,9 @@ def unescaped_view(text: str) -> str:
     """`text` with JSON/shell escapes replaced by same-length plain characters."""
     if "\\" not in text:
         return text
-    return _ESCAPE.sub(lambda m: _PLAIN[m.group()], text)
+    parts = _ESCAPES.split(text)  # plain, escape, plain, ...: no call per escape
+    parts[1::2] = map(_PLAIN.__getitem__, parts[1::2])
+    return "".join(parts)
 
 
 def content_key(text: str) -> Hashable:
@@ -317,6 +321,8 @@ def placeholder(finding: Finding, value: str, key: bytes) -> str:
 
 def load_or_create_key(data_dir: Path) -> bytes:
     """The per-install placeholder key, `data_dir/secret.key` (0600), created once."""
+    from loguru import logger
+
     path = data_dir / KEY_FILE
     try:
         key = path.read_bytes()

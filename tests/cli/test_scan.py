@@ -141,3 +141,30 @@ def test_scan_baseline_hides_known_findings_and_holds_no_values(tmp_path: Path) 
     proc = _scan("--baseline", str(base), "--json", str(f))
     assert proc.returncode == 1  # a new value under the same name is a new finding
     assert [r["rule_id"] for r in json.loads(proc.stdout)["findings"]] == ["github.token"]
+
+
+def test_scan_start_up_imports_no_heavy_module(tmp_path: Path) -> None:
+    """`gate scan` of a file starts without the proxy, logging, config or detect-secrets
+    modules, and compiles only the patterns of detectors whose keywords it met (start-up
+    target: 0.3 s)."""
+    (tmp_path / "a.env").write_text(f"PORT=8080\nGITHUB_TOKEN={_token()}\n")
+    probe = (
+        "import sys, runpy\n"
+        "from gate.screen import secrets\n"
+        "kept = []\n"
+        "load = secrets.load_detectors\n"
+        "secrets.load_detectors = lambda: kept.append(load()) or kept[0]\n"
+        f"sys.argv = ['gate', 'scan', {str(tmp_path / 'a.env')!r}]\n"
+        "try:\n    runpy.run_module('gate', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "lazy = [d.patterns for d in kept[0] if type(d.patterns).__name__ == 'Compiled']\n"
+        "done = sum(p._compiled is not None for p in lazy)\n"
+        "heavy = ('mitmproxy', 'loguru', 'asyncio', 'detect_secrets', 'gate.config', 'wcmatch')\n"
+        "print([m for m in heavy if m in sys.modules], len(lazy), done)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    loaded, lazy, compiled = proc.stdout.strip().splitlines()[-1].rsplit(" ", 2)
+    assert loaded == "[]", proc.stdout + proc.stderr
+    assert int(lazy) > 100 and 0 < int(compiled) < 10, proc.stdout

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 import ahocorasick_rs
 
 from gate.screen.detectors import _NAME_CHARS, Detector, Finding, Tier, _secret_span
-from gate.screen.secrets import FOLDED_MAX, MIN_TEXT, unescaped_view
+from gate.screen.secrets import _PLAIN, FOLDED_MAX, MIN_TEXT
 
 Scan = Callable[[str, int], Sequence[Finding]]
 # After an anchored detector's keyword: the rest of the name, a closing quote, an operator
@@ -26,6 +26,15 @@ _ASSIGNED = re.compile(
     r"""[\w.-]*(?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
     r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,)"""
 )
+
+_ESCAPE = re.compile(r"""\\\\n?|\\["'nrt]""")
+
+
+def unescaped_view(text: str) -> str:
+    """The JSON-escaped view as it was first written: one substitution per escape."""
+    if "\\" not in text:
+        return text
+    return _ESCAPE.sub(lambda m: _PLAIN[m.group()], text)
 
 
 class ReferenceScanner:

@@ -203,6 +203,17 @@ def test_the_shipped_detectors_are_well_formed() -> None:
     assert len({d.id for d in loaded}) == len(loaded) >= 40
     assert all(d.docs.startswith("https://") and d.keywords for d in loaded)
     assert all(d.where.startswith("rules/secrets/") for d in loaded)
+    # Shipped patterns are compiled on first use (start-up): every one must compile.
+    assert all(isinstance(p, re.Pattern) for d in loaded for p in d.patterns)
+
+
+def test_a_lazily_compiled_pattern_that_fails_names_file_and_line() -> None:
+    (det,) = detectors.load_text(
+        GOOD.replace("'acme_[a-z]{8}'", "'acme_[a-z'"), "a.yaml", lazy=True
+    )
+    with pytest.raises(RuleError) as info:
+        Scanner([det]).scan("token acme_qwhzkxmv")
+    assert info.value.where == "a.yaml:7" and "pattern:" in info.value.message
 
 
 GOOD = """\
