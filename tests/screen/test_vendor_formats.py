@@ -31,6 +31,19 @@ NEW = (
     "rootly.api-key",
     "cloudflare.origin-ca-key",
     "tines.webhook",
+    "infracost.api-key",
+    "scalingo.api-token",
+    "definednetworking.api-key",
+    "render.api-key",
+    "settlemint.token",
+    "cerebras.api-key",
+    "nvidia.api-key",
+    "togetherai.api-key",
+    "wandb.api-key",
+    "plaid.access-token",
+    "elastic.cloud-api-key",
+    "yandex.cloud-key",
+    "grafana.api-key",
 )
 # Where an agent meets a token: an env file, a JSON tool result, a log line, a Read tool's
 # numbered line, a shell command.
@@ -63,13 +76,13 @@ def test_a_new_vendor_token_is_asked_about_wherever_it_sits(scanner: Scanner, ru
 
 def _near_misses(rule: str, token: str) -> list[str]:
     """The token cut short, with a character its alphabet lacks in the body, and glued to
-    letters before it and after it (a Graph API token has no fixed length, and letters
-    before a URL leave the URL whole)."""
+    letters before it and after it (Graph API, Elastic and Grafana tokens have no fixed
+    length, and letters before a URL leave the URL whole)."""
     mid = len(token) // 2 + 3
-    misses = [token[: min(len(token) * 2 // 3, 60)], token[:mid] + "!" + token[mid + 1 :]]
+    misses = [token[: min(len(token) * 2 // 3, 45)], token[:mid] + "!" + token[mid + 1 :]]
     if rule != "tines.webhook":
         misses.append("x" + token)
-    if rule != "facebook.access-token":
+    if rule not in ("facebook.access-token", "elastic.cloud-api-key", "grafana.api-key"):
         misses.append(token + "Zq9" * 8)
     return misses
 
@@ -154,3 +167,20 @@ def test_a_yaml_block_scalar_in_a_read_tools_numbered_lines(scanner: Scanner) ->
         f"     4→  db_password: |\n     5→    {password}\n     6→  username: app\n"
     )
     assert _by(scanner, text, "yaml.block-scalar") == [(Tier.LOW, password)]
+
+
+def test_a_fingerprinted_asset_name_is_not_an_infracost_key(scanner: Scanner) -> None:
+    g = Gen(45)
+    asset = f"https://cdn.example.com/img/favicon.ico-{g.hex(32)}.png"
+    assert _by(scanner, asset, "infracost.api-key") == []
+    key = "ico-" + g.chars(ALNUM, 32)
+    assert _by(scanner, f"INFRACOST_API_KEY={key}", "infracost.api-key") == [(Tier.HIGH, key)]
+
+
+def test_a_yandex_iam_token_and_a_flyv1_header(scanner: Scanner) -> None:
+    g = Gen(46)
+    iam = f"t1.{g.chars(B64URL, 40)}.{g.chars(B64URL, 86)}"
+    assert _by(scanner, f"IAM_TOKEN={iam}\n", "yandex.cloud-key") == [(Tier.HIGH, iam)]
+    macaroons = ",".join("fm2_" + g.chars(ALNUM + "+/", 120) for _ in range(2))
+    header = f"Authorization: FlyV1 {macaroons}\n"
+    assert (Tier.HIGH, macaroons) in _by(scanner, header, "flyio.token")

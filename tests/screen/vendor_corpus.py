@@ -151,6 +151,21 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "azure.app-configuration-connection-string": lambda g: base64.b64encode(
         g.rng.randbytes(33)
     ).decode(),
+    "infracost.api-key": lambda g: "ico-" + g.chars(ALNUM, 32),
+    "scalingo.api-token": lambda g: "tk-us-" + g.chars(B64URL, 48),
+    "definednetworking.api-key": lambda g: f"dnkey-{g.chars(LOW, 26)}-{g.chars(LOW, 52)}",
+    "render.api-key": lambda g: "rnd_" + g.chars(ALNUM, 28),
+    "settlemint.token": lambda g: "sm_pat_" + g.chars(LOW, 16),
+    "cerebras.api-key": lambda g: "csk-" + g.chars(LOW, 48),
+    "nvidia.api-key": lambda g: "nvapi-" + g.chars(B64URL, 64),
+    "togetherai.api-key": lambda g: "tgp_v1_" + g.chars(B64URL, 43),
+    "wandb.api-key": lambda g: "wandb_v1_" + g.chars(ALNUM + "_", 77),
+    "plaid.access-token": lambda g: "access-production-" + _guid(g),
+    "elastic.cloud-api-key": lambda g: "essu_" + g.chars(B64URL, 100),
+    "yandex.cloud-key": lambda g: "AQVN" + g.chars(B64URL, 36),
+    "grafana.api-key": lambda g: base64.b64encode(
+        f'{{"k":"{g.chars(ALNUM, 32)}","n":"ci-{g.chars(LOW, 6)}","id":1}}'.encode()
+    ).decode(),
     "azure.sas-token": lambda g: (
         "sv=2022-11-02&ss=b&srt=co&sp=rl&se=2026-01-01T00:00:00Z&spr=https&sig="
         + base64.b64encode(g.rng.randbytes(32))
