@@ -26,7 +26,6 @@ NEW = (
     "flexport.api-key",
     "segment.public-api-token",
     "nuget.api-key",
-    "ionic.token",
     "stackhawk.api-key",
     "rootly.api-key",
     "cloudflare.origin-ca-key",

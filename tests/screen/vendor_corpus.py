@@ -144,7 +144,6 @@ TOKENS: dict[str, Callable[[Any], str]] = {
         f"https://acme-{g.chars(LOW, 6)}.tines.com/webhook/{g.chars(LOW, 32)}/{g.chars(LOW, 32)}"
     ),
     "nuget.api-key": lambda g: "oy2" + g.chars(LOW, 43),
-    "ionic.token": lambda g: "ion_" + g.chars(ALNUM, 42),
     "stackhawk.api-key": lambda g: f"hawk.{g.chars(B64URL, 20)}.{g.chars(B64URL, 20)}",
     "rootly.api-key": lambda g: "rootly_" + g.hex(64),
     "cloudflare.origin-ca-key": lambda g: f"v1.0-{g.hex(24)}-{g.hex(146)}",
