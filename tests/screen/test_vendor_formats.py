@@ -43,6 +43,7 @@ NEW = (
     "elastic.cloud-api-key",
     "yandex.cloud-key",
     "grafana.api-key",
+    "octopus.api-key",
 )
 # Where an agent meets a token: an env file, a JSON tool result, a log line, a Read tool's
 # numbered line, a shell command.

@@ -165,6 +165,7 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "grafana.api-key": lambda g: base64.b64encode(
         f'{{"k":"{g.chars(ALNUM, 32)}","n":"ci-{g.chars(LOW, 6)}","id":1}}'.encode()
     ).decode(),
+    "octopus.api-key": lambda g: "API-" + g.chars(UP, 26),
     "azure.sas-token": lambda g: (
         "sv=2022-11-02&ss=b&srt=co&sp=rl&se=2026-01-01T00:00:00Z&spr=https&sig="
         + base64.b64encode(g.rng.randbytes(32))
