@@ -39,8 +39,9 @@ class Example:
     positive: bool
     distinctive: bool  # the rule's secret starts with a fixed prefix of 3+ characters
     # A false-positive example that another, vendor-specific rule of the same scanner
-    # matches (its regex, run here): the text holds that other vendor's token.
-    other_rule: bool = False
+    # matches (its regex, run here): the text holds that other vendor's token. None where
+    # the scanner's rules are not regexes read here (trufflehog's are Go code).
+    other_rule: bool | None = None
 
 
 class Unknown(Exception):
@@ -255,10 +256,9 @@ def _mark_other_rules(examples: list[Example], patterns: dict[str, str]) -> list
     }
     out = []
     for e in examples:
-        if not e.positive and any(
-            rid != e.rule and c.search(e.text) for rid, c in compiled.items()
-        ):
-            e = Example(e.source, e.rule, e.text, e.positive, e.distinctive, other_rule=True)
+        if not e.positive:
+            other = any(rid != e.rule and c.search(e.text) for rid, c in compiled.items())
+            e = Example(e.source, e.rule, e.text, e.positive, e.distinctive, other_rule=other)
         out.append(e)
     return out
 

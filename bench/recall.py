@@ -95,7 +95,8 @@ def measure(examples: list[Example], scanner: Scanner, tmp: Path | None) -> dict
             c["flag_high"] += high
             # Of those flagged: another rule of that scanner matches the text (the example
             # holds that other vendor's token), or only gate's name rules fired.
-            c["flag_other"] += bool(found) and e.other_rule
+            c["fp_ruled"] += e.other_rule is not None
+            c["flag_other"] += bool(found) and bool(e.other_rule)
             c["flag_generic"] += bool(found) and all(f.rule_id in generic for f in found)
             c["ds_flag"] += ds
     measure.missed = missed  # type: ignore[attr-defined]
@@ -235,7 +236,7 @@ def main() -> None:
                 f"{ratio(r.get('sharp_high', 0), r.get('sharp', 0) - r.get('sharp_crc', 0)):>7}"
                 f"{r.get('fp', 0):>6.0f}{ratio(r.get('flag', 0), r.get('fp', 0)):>7}"
                 f"{ratio(r.get('flag_high', 0), r.get('fp', 0)):>8}"
-                f"{ratio(r.get('flag_other', 0), r.get('fp', 0)):>7}"
+                f"{ratio(r.get('flag_other', 0), r.get('fp_ruled', 0)):>7}"
                 f"{ratio(r.get('flag_generic', 0), r.get('fp', 0)):>7}{ds_fp:>7}"
                 f"   ({skipped} unreadable, {time.perf_counter() - t0:.1f} s)"
             )
