@@ -184,3 +184,32 @@ def test_a_yandex_iam_token_and_a_flyv1_header(scanner: Scanner) -> None:
     macaroons = ",".join("fm2_" + g.chars(ALNUM + "+/", 120) for _ in range(2))
     header = f"Authorization: FlyV1 {macaroons}\n"
     assert (Tier.HIGH, macaroons) in _by(scanner, header, "flyio.token")
+
+
+@pytest.mark.parametrize("name", ["ADO_PAT", "asana_pat", "AZURE_DEVOPS_PAT", "ci-pat"])
+def test_a_personal_access_token_under_a_pat_name(scanner: Scanner, name: str) -> None:
+    """Azure DevOps' older PATs are 52 base32 characters with no prefix: only the name says
+    what they are."""
+    g = Gen(47)
+    pat = g.chars("abcdefghijklmnopqrstuvwxyz234567", 52)
+    assert _by(scanner, f"{name}={pat}\n", "generic.assignment") == [(Tier.LOW, pat)]
+
+
+def test_names_holding_pat_that_are_not_tokens(scanner: Scanner) -> None:
+    g = Gen(48)
+    for text in (
+        f'file_path = "/srv/{g.chars(ALNUM, 12)}.txt"',
+        f'url_pattern = "^/{g.chars(ALNUM, 8)}/[0-9]+$"',
+        f"git_patch: {g.hex(40)}",
+        f"SPATIAL_REF={g.chars(ALNUM, 20)}",
+    ):
+        assert scanner.scan(text) == [], text
+
+
+def test_a_terraform_default_under_a_sensitive_variable_name(scanner: Scanner) -> None:
+    g = Gen(49)
+    token = g.chars(B64URL, 42)
+    text = f'variable "okta_api_token" {{\n  description = "CI"\n  default = "{token}"\n}}\n'
+    assert _by(scanner, text, "terraform.variable-default") == [(Tier.LOW, token)]
+    public = 'variable "instance_type" {\n  default = "t3.medium"\n}\n'
+    assert scanner.scan(public) == []

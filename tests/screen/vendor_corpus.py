@@ -264,6 +264,16 @@ def form_specs(
         ],
     )
     yield (
+        "terraform.variable-default",
+        "variables.tf",
+        [
+            'variable "region" {\n  default = "eu-west-1"\n}\n\nvariable "db_admin_password" {\n'
+            '  type      = string\n  sensitive = true\n  default   = "',
+            secret(g.password(18)),
+            '"\n}\n',
+        ],
+    )
+    yield (
         "http.session-cookie",
         "curl",
         [
