@@ -44,6 +44,7 @@ NEW = (
     "yandex.cloud-key",
     "grafana.api-key",
     "octopus.api-key",
+    "salesforce.access-token",
 )
 # Where an agent meets a token: an env file, a JSON tool result, a log line, a Read tool's
 # numbered line, a shell command.
@@ -213,3 +214,16 @@ def test_a_terraform_default_under_a_sensitive_variable_name(scanner: Scanner) -
     assert _by(scanner, text, "terraform.variable-default") == [(Tier.LOW, token)]
     public = 'variable "instance_type" {\n  default = "t3.medium"\n}\n'
     assert scanner.scan(public) == []
+
+
+def test_a_sonar_token_from_before_the_prefixes_under_sonar_login(scanner: Scanner) -> None:
+    g = Gen(50)
+    token = g.hex(40)
+    for text in (
+        f"mvn verify sonar:sonar -Dsonar.login={token}\n",
+        f'SONAR_LOGIN: "{token}"\n',
+        f"sonar.login={token}\n",
+    ):
+        assert _by(scanner, text, "sonar.login-token") == [(Tier.HIGH, token)], text
+    # A commit hash beside the word sonar is not a login.
+    assert _by(scanner, f"sonar scan of commit {token}\n", "sonar.login-token") == []

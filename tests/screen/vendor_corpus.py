@@ -166,6 +166,10 @@ TOKENS: dict[str, Callable[[Any], str]] = {
         f'{{"k":"{g.chars(ALNUM, 32)}","n":"ci-{g.chars(LOW, 6)}","id":1}}'.encode()
     ).decode(),
     "octopus.api-key": lambda g: "API-" + g.chars(UP, 26),
+    "salesforce.access-token": lambda g: (
+        f"00D{g.chars(ALNUM, 12)}!{g.chars(ALNUM, 20)}.{g.chars(ALNUM + '._', 76)}"
+    ),
+    "sonar.login-token": lambda g: g.hex(40),
     "azure.sas-token": lambda g: (
         "sv=2022-11-02&ss=b&srt=co&sp=rl&se=2026-01-01T00:00:00Z&spr=https&sig="
         + base64.b64encode(g.rng.randbytes(32))
@@ -194,6 +198,12 @@ def vendor_specs(g: Any, secret: Callable[[str], Any]) -> Iterator[tuple[str, st
         token = secret(make(g))
         if rule == "gitlab.session-cookie":
             yield rule, "cookie", ["Cookie: _gitlab_session=", token, "; path=/\n"]
+        elif rule == "sonar.login-token":
+            yield (
+                rule,
+                "maven",
+                ["$ mvn sonar:sonar -Dsonar.login=", token, " -Dsonar.host.url=x\n"],
+            )
         elif rule == "mailgun.api-key":
             yield (
                 rule,
