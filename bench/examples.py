@@ -38,6 +38,10 @@ class Example:
     text: str
     positive: bool
     distinctive: bool  # the rule's secret starts with a fixed prefix of 3+ characters
+    # A false-positive example that another, vendor-specific rule of the same scanner
+    # matches (its regex, run here): the text holds that other vendor's token. None where
+    # the scanner's rules are not regexes read here (trufflehog's are Go code).
+    other_rule: bool | None = None
 
 
 class Unknown(Exception):
@@ -198,16 +202,18 @@ def from_source(name: str, repo: Path, seed: int = 14) -> tuple[list[Example], i
     folder = SOURCES[name][1]
     out: list[Example] = []
     skipped = 0
+    patterns: dict[str, str] = {}
     if name == "kingfisher":
         for _, text in git_files(repo, folder, ".yml"):
             for rule in (yaml.safe_load(text) or {}).get("rules", []):
+                patterns[rule["id"]] = rule.get("pattern", "")
                 sharp = distinctive(rule.get("pattern", ""))
                 for key, positive in (("examples", True), ("negative_examples", False)):
                     out += [
                         Example(name, rule["id"], str(e), positive, sharp)
                         for e in rule.get(key) or []
                     ]
-        return out, skipped
+        return _mark_other_rules(out, patterns), skipped
     if name == "trufflehog":
         for path, text in git_files(repo, folder, "_test.go"):
             if path.endswith("_integration_test.go"):
@@ -219,10 +225,42 @@ def from_source(name: str, repo: Path, seed: int = 14) -> tuple[list[Example], i
     for _, text in git_files(repo, folder, ".go"):
         for rule in rules(text, rng):
             skipped += rule.skipped
+            patterns[rule.rule_id] = rule.regex
             sharp = distinctive(rule.regex)
             out += [Example(name, rule.rule_id, t, True, sharp) for t in rule.tps]
             out += [Example(name, rule.rule_id, t, False, sharp) for t in rule.fps]
-    return out, skipped
+    return _mark_other_rules(out, patterns), skipped
+
+
+_GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+
+
+def compile_go(pattern: str) -> re.Pattern[str] | None:
+    """A Go/Rust regex in Python's dialect (inline flags moved to the front), or None."""
+    flags = "".join(sorted(set("".join(_GLOBAL_FLAGS.findall(pattern)))))
+    body = _GLOBAL_FLAGS.sub("", python_regex(pattern))
+    try:
+        return re.compile((f"(?{flags})" if flags else "") + body)
+    except (re.error, ValueError, OverflowError):
+        return None
+
+
+def _mark_other_rules(examples: list[Example], patterns: dict[str, str]) -> list[Example]:
+    """Mark the false-positive examples that another rule's regex matches. Generic rules
+    (ids with `generic`: name-and-entropy rules) are left out: they match most values
+    under a secret's name, and their own allowlists, not run here, decide."""
+    compiled = {
+        rid: c
+        for rid, p in patterns.items()
+        if "generic" not in rid and p and (c := compile_go(p)) is not None
+    }
+    out = []
+    for e in examples:
+        if not e.positive:
+            other = any(rid != e.rule and c.search(e.text) for rid, c in compiled.items())
+            e = Example(e.source, e.rule, e.text, e.positive, e.distinctive, other_rule=other)
+        out.append(e)
+    return out
 
 
 def _test_rules(text: str, rng: random.Random) -> list[object]:

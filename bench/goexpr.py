@@ -91,6 +91,17 @@ def tokens(src: str) -> list[tuple[str, str]]:
     return out
 
 
+def _semi_generic(a: list[Value]) -> str:
+    """A rule's identifiers, an assignment, then its secret (the only capturing group), the
+    way gitleaks' utils.GenerateSemiGenericRegex arranges them."""
+    names = "|".join(re.escape(str(n)) for n in (a[0] if isinstance(a[0], list) else [a[0]]))
+    secret = f"(?i:{a[1]})" if len(a) > 2 and a[2] is True else str(a[1])
+    return (
+        rf"(?i:{names})(?:[ \t\w.-]{{0,20}})[\s'\"]{{0,3}}"
+        rf"(?:=|>|:{{1,3}}=|\|\||:|=>|\?=|,)[\x60'\"\s=]{{0,5}}({secret})"
+    )
+
+
 class Evaluator:
     """Evaluates one function body's assignments, then its Validate(r, tps, fps) call."""
 
@@ -118,7 +129,7 @@ class Evaluator:
             "fmt.Sprintf": self._sprintf,
             "append": self._append,
             "utils.GenerateUniqueTokenRegex": lambda a: f"({a[0]})",
-            "utils.GenerateSemiGenericRegex": lambda a: f"({a[1]})",
+            "utils.GenerateSemiGenericRegex": _semi_generic,
             "regexp.MustCompile": lambda a: str(a[0]),
         }
         for name, form in SIZED.items():
@@ -186,6 +197,8 @@ class Evaluator:
             raise Unknown(f"unexpected {text!r}")
         if text == "nil":
             return None
+        if text in ("true", "false") and self.peek()[1] != "(":
+            return text == "true"  # the flag arguments of utils.Generate*Regex
         if self.peek()[1] == "(":
             return self.call(text)
         if text in self.env:

@@ -11,6 +11,13 @@ is missing). Per source it prints:
               leaves out GitHub/npm-format examples whose random body fails the format's
               CRC32 (gate keeps those low on purpose: a real token's checksum holds)
   FP          false-positive examples with any finding; FP high: with a high-tier one
+  other       of FP: examples another vendor rule of the same scanner matches (its regex
+              run here; generic rules left out): the text holds that vendor's token, as
+              when one rule's negative example is a sibling rule's key. Counted in FP all
+              the same (trufflehog's rules are Go code, so it has no such column: -)
+  names       of FP: examples only gate's name-based rules flagged (generic.assignment,
+              generic.keyword-value...): a random value under a secret's name that fails
+              the vendor rule's shape, which gate redacts (low tier) but never asks about
 Targets (issue 14): recall >= 0.95, high >= 0.90 on distinctive formats, FP <= 0.05.
 Run: .venv/bin/python bench/recall.py [--only gitleaks] [--missed 20] [--no-ds]
 `--baseline REV` measures REV's gate/ and rules/ (extracted with `git archive`) beside this
@@ -59,6 +66,7 @@ def repo_dir(sources: Path, name: str, fetch: bool) -> Path | None:
 
 def measure(examples: list[Example], scanner: Scanner, tmp: Path | None) -> dict[str, float]:
     crc = {d.id: d.check == "crc32" for d in scanner.detectors}
+    generic = {d.id for d in scanner.detectors if d.generic}
     if tmp is not None:
         from scan import ds_findings  # scan.py puts this tree's gate first on sys.path
     c: Counter[str] = Counter()
@@ -85,6 +93,11 @@ def measure(examples: list[Example], scanner: Scanner, tmp: Path | None) -> dict
             c["fp"] += 1
             c["flag"] += bool(found)
             c["flag_high"] += high
+            # Of those flagged: another rule of that scanner matches the text (the example
+            # holds that other vendor's token), or only gate's name rules fired.
+            c["fp_ruled"] += e.other_rule is not None
+            c["flag_other"] += bool(found) and bool(e.other_rule)
+            c["flag_generic"] += bool(found) and all(f.rule_id in generic for f in found)
             c["ds_flag"] += ds
     measure.missed = missed  # type: ignore[attr-defined]
     return {k: float(v) for k, v in c.items()}
@@ -201,7 +214,8 @@ def main() -> None:
     scanner = Scanner()
     header = (
         f"{'source':12}{'rules':>6}{'TPs':>7}{'recall':>8}{'ds':>7}{'sharp':>7}"
-        f"{'high':>7}{'high*':>7}{'FPs':>6}{'FP':>7}{'FP high':>8}{'ds FP':>7}"
+        f"{'high':>7}{'high*':>7}{'FPs':>6}{'FP':>7}{'FP high':>8}{'other':>7}{'names':>7}"
+        f"{'ds FP':>7}"
     )
     print(header)
     with tempfile.TemporaryDirectory(prefix="gate-recall-") as d, detect_secrets_defaults():
@@ -221,7 +235,9 @@ def main() -> None:
                 f"{r.get('sharp', 0):>7.0f}{ratio(r.get('sharp_high', 0), r.get('sharp', 0)):>7}"
                 f"{ratio(r.get('sharp_high', 0), r.get('sharp', 0) - r.get('sharp_crc', 0)):>7}"
                 f"{r.get('fp', 0):>6.0f}{ratio(r.get('flag', 0), r.get('fp', 0)):>7}"
-                f"{ratio(r.get('flag_high', 0), r.get('fp', 0)):>8}{ds_fp:>7}"
+                f"{ratio(r.get('flag_high', 0), r.get('fp', 0)):>8}"
+                f"{ratio(r.get('flag_other', 0), r.get('fp_ruled', 0)):>7}"
+                f"{ratio(r.get('flag_generic', 0), r.get('fp', 0)):>7}{ds_fp:>7}"
                 f"   ({skipped} unreadable, {time.perf_counter() - t0:.1f} s)"
             )
             if args.missed:

@@ -128,6 +128,48 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "dependencytrack.api-key": lambda g: "odt_" + g.chars(ALNUM, 32),
     "dropbox.access-token": lambda g: "sl.u." + g.chars(B64URL, 600),
     "square.access-token": lambda g: "sq0atp-" + g.chars(B64URL, 22),
+    "hubspot.private-app-token": lambda g: "pat-na1-" + _guid(g),
+    "square.production-token": lambda g: "EAAA" + g.chars(B64URL, 60),
+    "facebook.access-token": lambda g: "EAAG" + g.chars(ALNUM, 180),
+    "clickup.token": lambda g: f"pk_{g.chars(string.digits, 8)}_{g.chars(UP, 32)}",
+    "elevenlabs.api-key": lambda g: "sk_" + g.hex(48),
+    "fullstory.api-key": lambda g: "na1." + base64.b64encode(g.rng.randbytes(75)).decode(),
+    "teamwork.token": lambda g: "tkn.v1_" + base64.b64encode(g.rng.randbytes(53)).decode(),
+    "voiceflow.api-key": lambda g: f"VF.DM.{g.hex(24)}.{g.chars(ALNUM, 16)}",
+    "pagarme.api-key": lambda g: "ak_live_" + g.chars(ALNUM, 30),
+    "flexport.api-key": lambda g: "shltm_" + g.chars(B64URL, 40),
+    "segment.public-api-token": lambda g: "sgp_" + g.chars(ALNUM, 64),
+    "mailgun.api-key": lambda g: "key-" + g.hex(32),
+    "tines.webhook": lambda g: (
+        f"https://acme-{g.chars(LOW, 6)}.tines.com/webhook/{g.chars(LOW, 32)}/{g.chars(LOW, 32)}"
+    ),
+    "nuget.api-key": lambda g: "oy2" + g.chars(LOW, 43),
+    "stackhawk.api-key": lambda g: f"hawk.{g.chars(B64URL, 20)}.{g.chars(B64URL, 20)}",
+    "rootly.api-key": lambda g: "rootly_" + g.hex(64),
+    "cloudflare.origin-ca-key": lambda g: f"v1.0-{g.hex(24)}-{g.hex(146)}",
+    "azure.app-configuration-connection-string": lambda g: base64.b64encode(
+        g.rng.randbytes(33)
+    ).decode(),
+    "infracost.api-key": lambda g: "ico-" + g.chars(ALNUM, 32),
+    "scalingo.api-token": lambda g: "tk-us-" + g.chars(B64URL, 48),
+    "definednetworking.api-key": lambda g: f"dnkey-{g.chars(LOW, 26)}-{g.chars(LOW, 52)}",
+    "render.api-key": lambda g: "rnd_" + g.chars(ALNUM, 28),
+    "settlemint.token": lambda g: "sm_pat_" + g.chars(LOW, 16),
+    "cerebras.api-key": lambda g: "csk-" + g.chars(LOW, 48),
+    "nvidia.api-key": lambda g: "nvapi-" + g.chars(B64URL, 64),
+    "togetherai.api-key": lambda g: "tgp_v1_" + g.chars(B64URL, 43),
+    "wandb.api-key": lambda g: "wandb_v1_" + g.chars(ALNUM + "_", 77),
+    "plaid.access-token": lambda g: "access-production-" + _guid(g),
+    "elastic.cloud-api-key": lambda g: "essu_" + g.chars(B64URL, 100),
+    "yandex.cloud-key": lambda g: "AQVN" + g.chars(B64URL, 36),
+    "grafana.api-key": lambda g: base64.b64encode(
+        f'{{"k":"{g.chars(ALNUM, 32)}","n":"ci-{g.chars(LOW, 6)}","id":1}}'.encode()
+    ).decode(),
+    "octopus.api-key": lambda g: "API-" + g.chars(UP, 26),
+    "salesforce.access-token": lambda g: (
+        f"00D{g.chars(ALNUM, 12)}!{g.chars(ALNUM, 20)}.{g.chars(ALNUM + '._', 76)}"
+    ),
+    "sonar.login-token": lambda g: g.hex(40),
     "azure.sas-token": lambda g: (
         "sv=2022-11-02&ss=b&srt=co&sp=rl&se=2026-01-01T00:00:00Z&spr=https&sig="
         + base64.b64encode(g.rng.randbytes(32))
@@ -156,6 +198,32 @@ def vendor_specs(g: Any, secret: Callable[[str], Any]) -> Iterator[tuple[str, st
         token = secret(make(g))
         if rule == "gitlab.session-cookie":
             yield rule, "cookie", ["Cookie: _gitlab_session=", token, "; path=/\n"]
+        elif rule == "sonar.login-token":
+            yield (
+                rule,
+                "maven",
+                ["$ mvn sonar:sonar -Dsonar.login=", token, " -Dsonar.host.url=x\n"],
+            )
+        elif rule == "mailgun.api-key":
+            yield (
+                rule,
+                "config",
+                ["MAILGUN_DOMAIN=mg.acme.dev\n# mailgun sending key: ", token, "\n"],
+            )
+        elif rule == "azure.app-configuration-connection-string":
+            yield (
+                rule,
+                "connection-string",
+                [
+                    "Endpoint=https://acme-cfg.azconfig.io;Id="
+                    + g.chars(ALNUM, 4)
+                    + "-l0-s0:"
+                    + g.chars(ALNUM, 20)
+                    + ";Secret=",
+                    token,
+                    "\n",
+                ],
+            )
         elif rule == "password-hash.crypt":
             yield rule, "shadow", ["root:", token, ":19700:0:99999:7:::\n"]
         else:
@@ -203,6 +271,16 @@ def form_specs(
             "apiVersion: v1\nkind: Secret\nstringData:\n  db_password: |\n    ",
             secret(g.password(20)),
             "\n  username: app\n",
+        ],
+    )
+    yield (
+        "terraform.variable-default",
+        "variables.tf",
+        [
+            'variable "region" {\n  default = "eu-west-1"\n}\n\nvariable "db_admin_password" {\n'
+            '  type      = string\n  sensitive = true\n  default   = "',
+            secret(g.password(18)),
+            '"\n}\n',
         ],
     )
     yield (

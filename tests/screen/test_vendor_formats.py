@@ -1,0 +1,229 @@
+"""Vendor formats added for issue 14 (formats kingfisher and trufflehog know): each is asked
+about wherever an agent's traffic carries it, and its near misses are not that vendor's."""
+
+from __future__ import annotations
+
+import base64
+import string
+from collections.abc import Callable
+
+import pytest
+
+from gate.screen.secrets import Scanner, Tier
+from screen.secrets_corpus import Gen
+from screen.vendor_corpus import ALNUM, B64URL, LOW, TOKENS
+
+NEW = (
+    "hubspot.private-app-token",
+    "square.production-token",
+    "facebook.access-token",
+    "clickup.token",
+    "elevenlabs.api-key",
+    "fullstory.api-key",
+    "teamwork.token",
+    "voiceflow.api-key",
+    "pagarme.api-key",
+    "flexport.api-key",
+    "segment.public-api-token",
+    "nuget.api-key",
+    "stackhawk.api-key",
+    "rootly.api-key",
+    "cloudflare.origin-ca-key",
+    "tines.webhook",
+    "infracost.api-key",
+    "scalingo.api-token",
+    "definednetworking.api-key",
+    "render.api-key",
+    "settlemint.token",
+    "cerebras.api-key",
+    "nvidia.api-key",
+    "togetherai.api-key",
+    "wandb.api-key",
+    "plaid.access-token",
+    "elastic.cloud-api-key",
+    "yandex.cloud-key",
+    "grafana.api-key",
+    "octopus.api-key",
+    "salesforce.access-token",
+)
+# Where an agent meets a token: an env file, a JSON tool result, a log line, a Read tool's
+# numbered line, a shell command.
+PLACES: tuple[Callable[[str], str], ...] = (
+    lambda t: f"APP_ENV=prod\nSERVICE_CREDENTIAL={t}\n",
+    lambda t: '{"type": "tool_result", "content": "{\\"value\\": \\"' + t + '\\"}"}',
+    lambda t: f"2025-03-01T10:00:00Z INFO client configured with {t} (rotating daily)\n",
+    lambda t: f"    12→  credential: '{t}'\n    13→  region: eu\n",
+    lambda t: f"$ curl -s -d 'v={t}' https://127.0.0.1:8080/hook\n",
+)
+
+
+@pytest.fixture(scope="module")
+def scanner() -> Scanner:
+    return Scanner()
+
+
+def _by(scanner: Scanner, text: str, rule: str) -> list[tuple[Tier, str]]:
+    return [(f.tier, text[f.start : f.end]) for f in scanner.scan(text) if f.rule_id == rule]
+
+
+@pytest.mark.parametrize("rule", NEW)
+def test_a_new_vendor_token_is_asked_about_wherever_it_sits(scanner: Scanner, rule: str) -> None:
+    g = Gen(sum(map(ord, rule)))
+    for place in PLACES:
+        token = TOKENS[rule](g)
+        text = place(token)
+        assert _by(scanner, text, rule) == [(Tier.HIGH, token)], text
+
+
+def _near_misses(rule: str, token: str) -> list[str]:
+    """The token cut short, with a character its alphabet lacks in the body, and glued to
+    letters before it and after it (Graph API, Elastic and Grafana tokens have no fixed
+    length, and letters before a URL leave the URL whole)."""
+    mid = len(token) // 2 + 3
+    misses = [token[: min(len(token) * 2 // 3, 45)], token[:mid] + "!" + token[mid + 1 :]]
+    if rule != "tines.webhook":
+        misses.append("x" + token)
+    if rule not in ("facebook.access-token", "elastic.cloud-api-key", "grafana.api-key"):
+        misses.append(token + "Zq9" * 8)
+    return misses
+
+
+@pytest.mark.parametrize("rule", NEW)
+def test_near_misses_are_not_that_vendor(scanner: Scanner, rule: str) -> None:
+    g = Gen(7 + sum(map(ord, rule)))
+    token = TOKENS[rule](g)
+    for miss in _near_misses(rule, token):
+        text = f"APP_ENV=prod\nSERVICE_CREDENTIAL={miss}\n"
+        assert _by(scanner, text, rule) == [], miss
+
+
+def test_a_mailgun_key_needs_the_word_mailgun_before_it(scanner: Scanner) -> None:
+    g = Gen(41)
+    key = "key-" + g.hex(32)
+    said = f"# mailgun: {key}\n"
+    assert _by(scanner, said, "mailgun.api-key") == [(Tier.HIGH, key)]
+    # Alone, key-<32 hex> is as often a cache key (key-<md5>).
+    assert _by(scanner, f"cache hit for {key}\n", "mailgun.api-key") == []
+    assert _by(scanner, f"# mailgun\n{key}\n", "mailgun.api-key") == []  # not on its line
+
+
+def test_an_app_configuration_secret_is_taken_from_its_connection_string(
+    scanner: Scanner,
+) -> None:
+    g = Gen(42)
+    secret = base64.b64encode(g.rng.randbytes(33)).decode()
+    ident = f"{g.chars(ALNUM, 4)}-l0-s0:{g.chars(ALNUM, 20)}"
+    rule = "azure.app-configuration-connection-string"
+    for head in ("Endpoint=https://", "https://"):
+        text = f'conn = "{head}acme.azconfig.io;Id={ident};Secret={secret}"'
+        assert _by(scanner, text, rule) == [(Tier.HIGH, secret)]
+    other = f"Endpoint=https://acme.example.com;Id={ident};Secret={secret}"
+    assert _by(scanner, other, rule) == []
+
+
+def test_base64_blobs_are_not_read_as_the_new_prefixed_tokens(scanner: Scanner) -> None:
+    """A base64 blob (an image, a thinking signature) holds every short prefix somewhere:
+    after a + or / inside it, or at the start of one of its wrapped lines."""
+    g = Gen(43)
+    rng = g.rng
+    parts = []
+    for _ in range(400):
+        # The prefixes base64 can spell, each with the length its format has, so only the
+        # boundaries (a + or / before, more base64 after) keep them out.
+        prefix, n = rng.choice([("EAAA", 60), ("EAAG", 150), ("oy2", 43)])
+        parts.append(base64.b64encode(rng.randbytes(rng.randrange(30, 90))).decode())
+        body = g.chars(LOW if prefix == "oy2" else ALNUM, n)
+        parts.append(rng.choice("+/") + prefix + body)
+    blob = "".join(parts)
+    wrapped = "\n".join(blob[i : i + 76] for i in range(0, len(blob), 76))
+    for text in (f'{{"data": "{blob}"}}', wrapped):
+        new = [f.rule_id for f in scanner.scan(text) if f.rule_id in NEW]
+        assert new == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "make"),
+    [
+        # Shapes other scanners' published examples have (issue 14).
+        ("circleci.token", lambda g: f"CCIPAT_{g.chars(ALNUM, 24)}_{g.hex(40)}"),
+        ("typeform.token", lambda g: "tfp_" + g.chars(B64URL, 40)),
+        ("shippo.token", lambda g: "shippo_test_" + g.chars("0123456789abcdefABCDEF", 40)),
+        ("anthropic.api-key", lambda g: "sk-ant-api668-" + g.chars(B64URL, 93) + "AA"),
+        ("square.production-token", lambda g: "EAAA" + g.chars(B64URL, 61)),
+        ("facebook.access-token", lambda g: "EAACEdEose0cBA" + g.chars(ALNUM, 40)),
+    ],
+)
+def test_issued_shapes_beside_the_documented_one(scanner: Scanner, rule: str, make: object) -> None:
+    g = Gen(len(rule) + 100)
+    token = make(g)  # type: ignore[operator]
+    text = f"value = '{token}'\n"
+    assert _by(scanner, text, rule) == [(Tier.HIGH, token)]
+
+
+def test_a_yaml_block_scalar_in_a_read_tools_numbered_lines(scanner: Scanner) -> None:
+    g = Gen(44)
+    password = g.chars(string.ascii_letters + string.digits, 20)
+    text = (
+        "     1→apiVersion: v1\n     2→kind: Secret\n     3→stringData:\n"
+        f"     4→  db_password: |\n     5→    {password}\n     6→  username: app\n"
+    )
+    assert _by(scanner, text, "yaml.block-scalar") == [(Tier.LOW, password)]
+
+
+def test_a_fingerprinted_asset_name_is_not_an_infracost_key(scanner: Scanner) -> None:
+    g = Gen(45)
+    asset = f"https://cdn.example.com/img/favicon.ico-{g.hex(32)}.png"
+    assert _by(scanner, asset, "infracost.api-key") == []
+    key = "ico-" + g.chars(ALNUM, 32)
+    assert _by(scanner, f"INFRACOST_API_KEY={key}", "infracost.api-key") == [(Tier.HIGH, key)]
+
+
+def test_a_yandex_iam_token_and_a_flyv1_header(scanner: Scanner) -> None:
+    g = Gen(46)
+    iam = f"t1.{g.chars(B64URL, 40)}.{g.chars(B64URL, 86)}"
+    assert _by(scanner, f"IAM_TOKEN={iam}\n", "yandex.cloud-key") == [(Tier.HIGH, iam)]
+    macaroons = ",".join("fm2_" + g.chars(ALNUM + "+/", 120) for _ in range(2))
+    header = f"Authorization: FlyV1 {macaroons}\n"
+    assert (Tier.HIGH, macaroons) in _by(scanner, header, "flyio.token")
+
+
+@pytest.mark.parametrize("name", ["ADO_PAT", "asana_pat", "AZURE_DEVOPS_PAT", "ci-pat"])
+def test_a_personal_access_token_under_a_pat_name(scanner: Scanner, name: str) -> None:
+    """Azure DevOps' older PATs are 52 base32 characters with no prefix: only the name says
+    what they are."""
+    g = Gen(47)
+    pat = g.chars("abcdefghijklmnopqrstuvwxyz234567", 52)
+    assert _by(scanner, f"{name}={pat}\n", "generic.assignment") == [(Tier.LOW, pat)]
+
+
+def test_names_holding_pat_that_are_not_tokens(scanner: Scanner) -> None:
+    g = Gen(48)
+    for text in (
+        f'file_path = "/srv/{g.chars(ALNUM, 12)}.txt"',
+        f'url_pattern = "^/{g.chars(ALNUM, 8)}/[0-9]+$"',
+        f"git_patch: {g.hex(40)}",
+        f"SPATIAL_REF={g.chars(ALNUM, 20)}",
+    ):
+        assert scanner.scan(text) == [], text
+
+
+def test_a_terraform_default_under_a_sensitive_variable_name(scanner: Scanner) -> None:
+    g = Gen(49)
+    token = g.chars(B64URL, 42)
+    text = f'variable "okta_api_token" {{\n  description = "CI"\n  default = "{token}"\n}}\n'
+    assert _by(scanner, text, "terraform.variable-default") == [(Tier.LOW, token)]
+    public = 'variable "instance_type" {\n  default = "t3.medium"\n}\n'
+    assert scanner.scan(public) == []
+
+
+def test_a_sonar_token_from_before_the_prefixes_under_sonar_login(scanner: Scanner) -> None:
+    g = Gen(50)
+    token = g.hex(40)
+    for text in (
+        f"mvn verify sonar:sonar -Dsonar.login={token}\n",
+        f'SONAR_LOGIN: "{token}"\n',
+        f"sonar.login={token}\n",
+    ):
+        assert _by(scanner, text, "sonar.login-token") == [(Tier.HIGH, token)], text
+    # A commit hash beside the word sonar is not a login.
+    assert _by(scanner, f"sonar scan of commit {token}\n", "sonar.login-token") == []
