@@ -773,7 +773,8 @@ def breakdown(bodies: list[tuple[str, bytes]], root: Path, n: int) -> None:
     n, so that other processes on the machine barely matter)."""
     from loguru import logger
 
-    from gate.audit.store import AuditStore, Usage
+    from gate.audit.records import Usage
+    from gate.audit.store import AuditStore
     from gate.rules.layers import PolicyStore
     from gate.screen.content import SecretScreen
     from gate.screen.fingerprints import IndexStore

@@ -13,7 +13,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,9 @@ from loguru import logger
 from gate import dirs
 from gate.audit import blocks, chain, chunks, files, recent, schema
 from gate.audit.engine import engine_for
+from gate.audit.records import Usage
 from gate.audit.report import shown_sql
+from gate.audit.worker import Worker
 from gate.config import AuditSettings
 from gate.errors import GateError
 
@@ -34,14 +35,6 @@ class AuditError(GateError):
     """The audit cannot be written; the request it was for is not sent."""
 
     exit_code = 3  # to the CLI: the audit cannot be read or reached
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_creation_tokens: int | None = None
 
 
 class AuditStore:
@@ -74,10 +67,8 @@ class AuditStore:
         if not self.engine.postgres:
             dirs.private_dir(path.parent)
         self._open()
-        self.worker = None
+        self.worker: Worker | None = None
         if background:
-            from gate.audit.worker import Worker
-
             self.worker = Worker(self)
             self.worker.start()
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from loguru import logger
 
 from gate.audit import index, retention
-
-if TYPE_CHECKING:
-    from gate.audit.store import AuditStore
+from gate.audit.connected import Connected
+from gate.audit.records import Usage
 
 PRUNE_EVERY = 3600.0
 IDLE_WAKE = 60.0
@@ -25,8 +24,24 @@ IDLE_WAKE = 60.0
 WAL_PAGES = 2048
 
 
+class Tended(Connected, Protocol):
+    """The store a worker tends (store.py): it completes rows and closes its connection."""
+
+    def record_response(
+        self,
+        row_id: int,
+        *,
+        status: int | None,
+        latency_ms: float,
+        usage: Usage,
+        error: str | None = None,
+    ) -> None: ...
+
+    def close_thread(self) -> None: ...
+
+
 class Worker(threading.Thread):
-    def __init__(self, store: AuditStore):
+    def __init__(self, store: Tended):
         super().__init__(daemon=True, name="gate-audit")
         self.store = store
         self._wake = threading.Event()

@@ -10,7 +10,8 @@ from loguru import logger
 from mitmproxy import http
 from mitmproxy.net import encoding
 
-from gate.audit.store import AuditStore, Usage
+from gate.audit.records import Usage
+from gate.audit.store import AuditStore
 from gate.audit.usage import UsageTap
 from gate.providers import openai_assistants, openai_responses
 from gate.proxy import chains, handed_back, replies, routing

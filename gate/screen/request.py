@@ -28,6 +28,7 @@ from gate.screen.fingerprints import DeniedIndex, IndexStore
 from gate.screen.item_cache import ItemCache
 from gate.screen.turns import Turns
 from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
+from gate.screen.worked import Worked
 
 UNSEEN_CALL = "a tool call gate did not see"
 
@@ -69,8 +70,9 @@ def screen(
         return upload.screen(req, how, _upload(policies, screens))
     fmt = providers.detect(req.path)
     kept = screens.turns if screens else None
+    indexes, secrets = (screens.indexes, screens.secrets) if screens else (None, None)
     if fmt is anthropic and kept is not None:  # a next turn screened before: only what is new
-        verdict = kept.screen(req, policies, screens)
+        verdict = kept.screen(req, policies, indexes, secrets)
         if verdict is not None:
             return verdict
     try:
@@ -117,7 +119,7 @@ def screen(
         where = layout.layout(req.body, messages if isinstance(messages, list) else None)
     worked = _screen(fmt, req, body, policies, known, screens)
     if where is not None and kept is not None:
-        verdict = kept.keep(req, worked, screens, where)  # for the next turn
+        verdict = kept.keep(req, worked, secrets, where)  # for the next turn
         if verdict is not None:
             return verdict
     return worked.verdict()
@@ -173,44 +175,6 @@ def _screen(
             )
             walk = replace(walk, calls=walk.calls + extra)
         return _decide(walk, fmt, req, body, policies, screens)
-
-
-@dataclass(frozen=True, slots=True)
-class Worked:
-    """What screening one body worked out: its verdict's parts, and what the next turn of
-    the same conversation can reuse (gate/screen/turns.py)."""
-
-    req: Outbound
-    walk: Walk
-    body: Any  # as edited
-    cwd: str | None
-    root: str | None
-    policy: Policy
-    index: DeniedIndex | None
-    # Each tool call: its action (worked out for unanswered calls too), and for an answered
-    # one its decision and what its rule withheld.
-    calls: tuple[tuple[ToolCall, Action, Decision | None, Withheld | None], ...]
-    outcomes: tuple[Outcome, ...]  # of the walk's strings, in its order
-    extras: tuple[Outcome, ...]  # of strings no walker knows, in body order
-    withheld: tuple[Withheld, ...]
-    model: str | None
-
-    @property
-    def rewrite(self) -> bool:
-        """Whether the body leaves edited (findings a person approved leave as they are)."""
-        return any(not (w.asked and w.asked.approved) for w in self.withheld)
-
-    def verdict(self, out: bytes | None = None) -> Verdict:
-        if self.rewrite:
-            logger.debug(
-                "withheld {} item(s): {}",
-                len(self.withheld),
-                ", ".join(sorted({w.rule for w in self.withheld})),
-            )
-            out = out if out is not None else dump(self.body)
-        return Verdict(
-            out if self.rewrite else None, self.walk.format, self.model, self.root, self.withheld
-        )
 
 
 def _decide(

@@ -13,7 +13,8 @@ from audit.session_kit import bodies
 from click.testing import CliRunner
 
 from gate.audit import chain
-from gate.audit.store import AuditStore, Usage
+from gate.audit.records import Usage
+from gate.audit.store import AuditStore
 from gate.cli import cli
 
 

@@ -79,7 +79,7 @@ def _fill(store: AuditStore, rows: list[dict[str, Any]]) -> None:
 
 
 def store_usage(n: int) -> Any:
-    from gate.audit.store import Usage
+    from gate.audit.records import Usage
 
     return Usage(input_tokens=100 + n, output_tokens=n, cache_read_tokens=None)
 

@@ -18,7 +18,8 @@ from audit.session_kit import bodies
 from loguru import logger
 
 from gate.audit import chain, index
-from gate.audit.store import AuditError, AuditStore, Usage
+from gate.audit.records import Usage
+from gate.audit.store import AuditError, AuditStore
 
 META: dict[str, Any] = {
     "upstream": "anthropic",

@@ -11,7 +11,8 @@ from typing import Any
 import anthropic
 from click.testing import CliRunner
 
-from gate.audit.store import AuditStore, Usage
+from gate.audit.records import Usage
+from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.proxy.server import Listening
 from screen.secrets_corpus import Gen

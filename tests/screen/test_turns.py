@@ -214,9 +214,13 @@ class Store(turns.Turns):
         self.hits = 0
 
     def screen(
-        self, req: Outbound, policies: PolicyStore, screens: Screens | None
+        self,
+        req: Outbound,
+        policies: PolicyStore,
+        indexes: IndexStore | None,
+        secrets: SecretScreen | None,
     ) -> Verdict | None:
-        verdict = super().screen(req, policies, screens)
+        verdict = super().screen(req, policies, indexes, secrets)
         self.hits += verdict is not None
         return verdict
 
