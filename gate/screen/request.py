@@ -16,6 +16,7 @@ from gate import providers
 from gate.agents import background, shell_state, tools
 from gate.agents.actions import Action
 from gate.providers import anthropic, history, openai_assistants
+from gate.providers.history import Memo
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
@@ -53,6 +54,8 @@ class Screens:
     indexes: IndexStore | None = None
     secrets: SecretScreen | None = None
     items: ItemCache | None = field(default_factory=ItemCache)
+    # What walking each item of a conversation gave (None: every item walked anew).
+    walks: Memo | None = field(default_factory=Memo)
     # Anthropic conversations kept for their next turn (None: every body screened whole).
     turns: Turns | None = field(default_factory=Turns)
 
@@ -130,7 +133,7 @@ def screen_strings(
 ) -> Verdict:
     """A body in no format gate knows: every string is still screened for denied content and
     secrets; nothing is paired, so no tool rule applies."""
-    with history.one_request():
+    with history.one_request(screens.walks if screens else None):
         return _decide(Walk("unknown", None, (), ()), None, req, body, policies, screens).verdict()
 
 
@@ -158,7 +161,7 @@ def _screen(
     known: Mapping[str, tuple[str, Mapping[str, Any]]] | None,
     screens: Screens | None,
 ) -> Worked:
-    with history.one_request():
+    with history.one_request(screens.walks if screens else None):
         try:
             walk = fmt.walk(body)
         except ValueError as exc:

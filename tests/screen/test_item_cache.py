@@ -14,7 +14,6 @@ from typing import Any
 import orjson
 import pytest
 
-from gate.providers.history import HISTORY
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore
@@ -239,8 +238,8 @@ def test_each_turn_gets_the_verdict_of_a_screening_that_keeps_nothing(
             talk.approved = frozenset(w.asked.key for w in last.withheld if w.asked)
         req = talk.outbound()
         got = _verdict(req, policies, kept)
-        HISTORY.clear()
-        want = _verdict(req, PolicyStore(), Screens(index, secrets, items=None, turns=None))
+        nothing = Screens(index, secrets, items=None, turns=None, walks=None)
+        want = _verdict(req, PolicyStore(), nothing)
         assert got == want, f"turn {len(kinds)} ({kind}) after {kinds}"
         kinds.append(kind)
         last = got if isinstance(got, Verdict) else last

@@ -16,7 +16,6 @@ from typing import Any
 import orjson
 import pytest
 
-from gate.providers.history import HISTORY
 from gate.rules.layers import PolicyStore
 from gate.screen import layout, turns
 from gate.screen.content import SecretScreen
@@ -249,8 +248,8 @@ def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed:
         added = _blocking(session, kind, env_value) if kind in BLOCKING else 0
         req = Outbound(PATH, session.body(), "claude-code", None, approved=session.approved)
         got = _verdict(req, screens, policies)
-        HISTORY.clear()
-        want = _verdict(req, Screens(index, secrets, items=None, turns=None), PolicyStore())
+        nothing = Screens(index, secrets, items=None, turns=None, walks=None)
+        want = _verdict(req, nothing, PolicyStore())
         assert got == want, f"turn {len(kinds)} ({kind})"
         if added:  # (a denied value is known once gate knows the project's directory)
             assert kind == "thinking" or (isinstance(got, str) and got.startswith("blocked"))
