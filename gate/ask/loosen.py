@@ -19,6 +19,7 @@ from typing import Any
 from loguru import logger
 
 from gate.ask import events, notify
+from gate.ask.choices import Choice
 from gate.ask.questions import (
     LOOSEN_ANSWERS,
     LOOSEN_RULE,
@@ -77,7 +78,7 @@ class Loosenings:
         q = Question(
             self.pending.new_id(),
             LOOSEN_RULE,
-            "block",
+            Choice.BLOCK,
             {"file": lo.file, "layer": lo.layer, "project_root": lo.key[2]},
             findings(lo),
             (),

@@ -19,7 +19,7 @@ from gate.rules import held as held_rules
 from gate.rules.engine import Policy, SecretTable
 from gate.rules.held import LayerKey, Loosening
 from gate.rules.loader import read_file
-from gate.rules.model import Effect, Rule
+from gate.rules.model import Effect, Rule, SecretAction
 
 DEFAULT_PACKS = ("default",)
 MANAGED_RULES = Path("/etc/gate/rules.yaml")
@@ -186,7 +186,7 @@ class _Loaded:
     rules: tuple[Rule, ...]
     warnings: tuple[str, ...] = ()
     lockdown: bool = False
-    secrets: tuple[tuple[str, str, str], ...] = ()
+    secrets: tuple[tuple[str, SecretAction, str], ...] = ()
     # `secrets:` settings of earlier versions of this file, held until a person confirms
     # the change or gate restarts
     held: tuple[SecretTable, ...] = ()

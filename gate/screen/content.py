@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gate.providers.segments import JsonPath, Role, Segment, Strings
 from gate.rules.engine import Policy
+from gate.rules.model import SecretAction
 from gate.screen import masking
 from gate.screen.fingerprints import DeniedIndex, Source
 from gate.screen.secrets import Scanner, keyed_hash, load_or_create_key, placeholder
@@ -39,7 +40,7 @@ class Found:
     kind: str
     rule_id: str
     tier: str
-    action: str
+    action: SecretAction
     digest: str  # keyed hash of the value
     asked: Asked | None  # what a person is shown, for an `ask` finding
 
@@ -100,10 +101,10 @@ def _secrets(
     acted = [
         (f, policy.secret_action(f.kind, f.rule_id, f.tier)) for f in screen.scanner.scan(text)
     ]
-    acted = [(f, a) for f, a in acted if a != "allow"]
+    acted = [(f, a) for f, a in acted if a is not SecretAction.ALLOW]
     if not acted:
         return text, (), None
-    if blocked := next((f for f, a in acted if a == "block"), None):
+    if blocked := next((f for f, a in acted if a is SecretAction.BLOCK), None):
         return (
             text,
             (),
@@ -126,21 +127,21 @@ def _secrets(
         return text, (), None
     view, spans = (
         masking.masked(text, [(f.start, f.end) for f, _ in acted])
-        if any(a == "ask" for _, a in acted)
+        if any(a is SecretAction.ASK for _, a in acted)
         else (text, [])
     )
     out, last, found = [], 0, []
     for i, (f, action) in enumerate(acted):  # sorted, never overlapping
         value = text[f.start : f.end]
         digest = keyed_hash(value, screen.key)
-        sent = action == "ask" and digest in approved
+        sent = action is SecretAction.ASK and digest in approved
         tag = value if sent else placeholder(f, value, screen.key)
-        if action == "ask" and not sent:
+        if action is SecretAction.ASK and not sent:
             tag = tag[:-1] + "; not approved by the user]"
         out += [text[last : f.start], tag]
         last = f.end
         asked = None
-        if action == "ask":  # what a person is shown: the lines around it, all masked
+        if action is SecretAction.ASK:  # what a person is shown: the lines around it, all masked
             start, end = spans[i]
             asked = Asked(
                 digest,
@@ -197,7 +198,7 @@ def tally(outcomes: Iterable[Outcome], tools: Mapping[str, str]) -> list[Withhel
                 key[1],
                 prev.asked if prev else None,
             )
-            if f.action == "ask" and not found[key].asked:
+            if f.action is SecretAction.ASK and not found[key].asked:
                 asks.append((key, f.asked))
         for key, asked in asks:  # the last ask of a key in its first string, as shown
             found[key] = replace(found[key], asked=asked)
