@@ -24,6 +24,7 @@ from gate.ask import client, memory_team
 from gate.ask.loosen import Loosenings
 from gate.ask.park import Asker
 from gate.ask.questions import Pending
+from gate.audit.records import Attribution
 from gate.audit.session import session_key
 from gate.audit.store import AuditStore
 from gate.config import Config
@@ -369,13 +370,13 @@ class GateAddon:
         session = session_key(
             headers, run.id if run else None, agent, route.upstream.name, job.user
         )
-        notes.who = {
-            "run_id": run.id if run else None,
-            "agent": agent,
-            "project_root": run.root if run else None,
-            "session": session,
-            "user_name": job.user,
-        }
+        notes.who = Attribution(
+            run_id=run.id if run else None,
+            agent=agent,
+            project_root=run.root if run else None,
+            session=session,
+            user_name=job.user,
+        )
         body = notes.body = _decoded(job.raw, headers)  # a refusal's attribution reads it
         notes.coding = ", ".join(headers.get_all("content-encoding")) or None
         outbound = Outbound(
@@ -388,7 +389,7 @@ class GateAddon:
             root=run.root if run else None,
         )
         verdict = self.screener(outbound, self.policies, self.screens, self.chains.known)
-        notes.who.update(model=verdict.model, project_root=verdict.project_root)
+        notes.who = replace(notes.who, model=verdict.model, project_root=verdict.project_root)
         up = route.upstream
         refusal = Envelope(self._scrub()).refusal(
             route.path,
@@ -554,7 +555,7 @@ def _refusal_of(flow: http.HTTPFlow, unrouted: str) -> pipeline.Refusal:
         path=route.path if route else flow.request.path,
         method=flow.request.method,
         size=len(flow.request.raw_content or b""),
-        who=dict(flow.metadata.get("gate_who") or {}),
+        who=flow.metadata.get("gate_who"),
         user=flow.metadata.get("gate_user"),
         body=flow.metadata.get("gate_body"),
     )
@@ -589,7 +590,7 @@ class _Notes:
     """What screening learnt about a request that a refusal's audit row needs too; put on
     the flow by the loop once the worker is done, whatever its verdict."""
 
-    who: dict[str, Any] | None = None
+    who: Attribution | None = None
     body: bytes | None = None
     coding: str | None = None
     ws: websocket.Connection | None = None

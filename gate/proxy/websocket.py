@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gate import runs
+from gate.audit.records import Response
 from gate.audit.store import AuditStore
 from gate.audit.usage import UsageTap
 from gate.providers import openai_responses
@@ -139,7 +140,7 @@ class Connection:
             tap = UsageTap("text/event-stream")
             tap.feed(b"data: " + content + b"\n")
             status = 200 if kind == "response.completed" else 500
-            complete(audit, self.row, status=status, latency_ms=0.0, usage=tap.finish())
+            complete(audit, self.row, Response(status=status, latency_ms=0.0, usage=tap.finish()))
 
     def _remember(self, item: Any) -> None:
         if (call := openai_responses.call_of(item)) is not None:

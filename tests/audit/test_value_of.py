@@ -10,6 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.screen import secrets
@@ -47,16 +48,18 @@ def row(
     store: AuditStore, text: str, withheld: list[dict[str, object]], verdict: str = "forwarded"
 ) -> int:
     return store.record_request(
-        agent="claude-code",
-        upstream="anthropic",
-        host="h",
-        method="POST",
-        path="/v1/messages",
-        request_bytes=len(text),
-        verdict=verdict,
-        withheld=withheld,
-        body=body(text),
-        session="s",
+        RequestRow(
+            agent="claude-code",
+            upstream="anthropic",
+            host="h",
+            method="POST",
+            path="/v1/messages",
+            request_bytes=len(text),
+            verdict=verdict,
+            withheld=withheld,
+            body=body(text),
+            session="s",
+        ),
     )
 
 
@@ -138,16 +141,18 @@ def test_a_withheld_read_of_the_file_answers_for_every_value(
     store = AuditStore(gate_dirs["data"] / "audit.db")
     entry = Withheld("c1", "Read", "./.env", "Read(./.env)", "rules.yaml:1").record()
     rid = store.record_request(
-        agent="claude-code",
-        upstream="anthropic",
-        host="h",
-        method="POST",
-        path="/v1/messages",
-        request_bytes=1,
-        verdict="modified",
-        withheld=[entry],
-        body=body("[withheld]"),
-        project_root=str(gate_dirs["project"]),
+        RequestRow(
+            agent="claude-code",
+            upstream="anthropic",
+            host="h",
+            method="POST",
+            path="/v1/messages",
+            request_bytes=1,
+            verdict="modified",
+            withheld=[entry],
+            body=body("[withheld]"),
+            project_root=str(gate_dirs["project"]),
+        ),
     )
     result = CliRunner().invoke(cli, ["search", "--value-of", str(env), "--json"])
     assert result.exit_code == 0

@@ -18,6 +18,7 @@ from mitmproxy import http
 from mitmproxy.test import taddons, tflow
 
 from ask.ask_kit import github_token
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.config import AskConfig, Config, parse_upstream
 from gate.lock import BRIDGE_SOURCE
@@ -35,7 +36,7 @@ MSG = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "
 class FullAudit(AuditStore):
     """An audit whose disk is full: every row written fails."""
 
-    def record_request(self, **fields: Any) -> int:
+    def record_request(self, row: RequestRow) -> int:
         raise sqlite3.OperationalError("database or disk is full")
 
 
@@ -222,9 +223,9 @@ def test_a_small_plain_body_is_screened_on_the_loop_a_large_or_coded_one_on_a_th
         return screen(req, *rest)
 
     class Recording(AuditStore):
-        def record_request(self, **fields: Any) -> int:
+        def record_request(self, row: RequestRow) -> int:
             where["recorded"] = threading.current_thread().name
-            return super().record_request(**fields)
+            return super().record_request(row)
 
     body = json.dumps(MSG | {"messages": [{"role": "user", "content": "x" * size}]}).encode()
     headers = {}
