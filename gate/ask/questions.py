@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from gate.ask.choices import ANSWERS, Choice, Scope
-from gate.screen.verdict import Withheld
+from gate.screen.verdict import Withheld, Withholding
 
 __all__ = ["ANSWERS", "DEFAULT_SCOPE", "SCOPES", "WITHDRAWN", "Answer", "By", "Choice", "Scope"]
 
@@ -104,18 +104,17 @@ class Question:
 
 def finding_kind(w: Withheld) -> str:
     """A secret's detector kind (github-token, ...), or tool-result for an ask rule's."""
-    return (w.target or "secret") if w.kind == "secret" else "tool-result"
+    return (w.detector or "secret") if w.kind is Withholding.SECRET else "tool-result"
 
 
 def finding(w: Withheld) -> dict[str, Any]:
     """One ask finding as a person sees it (masked preview and context only)."""
     assert w.asked is not None
-    secret = w.kind == "secret"
     return {
         "kind": finding_kind(w),
         "rule": w.rule,
         "where": w.where,
-        "file": None if secret else w.target,
+        "file": w.file,
         "tool": w.tool,
         "preview": w.asked.preview,
         "context": w.asked.context,

@@ -41,8 +41,12 @@ def withhold(
     if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
         return None
     assert fmt is not None and call.result is not None
-    item = Withheld(
-        call.id, call.name, decision.path or action.target, decision.rule.text, decision.rule.where
+    item = Withheld.tool_result(
+        call_id=call.id,
+        tool=call.name,
+        target=decision.path or action.target,
+        rule=decision.rule.text,
+        where=decision.rule.where,
     )
     if decision.effect is Effect.ASK:
         item = replace(

@@ -174,29 +174,25 @@ def tally(outcomes: Iterable[Outcome], tools: Mapping[str, str]) -> list[Withhel
         for src in o.denied:
             key = (src.path, src.rule.text)
             prev = denied.get(key)
-            denied[key] = Withheld(
-                None,
-                None,
-                src.path,
-                src.rule.text,
-                src.rule.where,
-                "content",
-                prev.count + 1 if prev else 1,
+            denied[key] = Withheld.denied_content(
+                path=src.path,
+                rule=src.rule.text,
+                where=src.rule.where,
+                count=prev.count + 1 if prev else 1,
             )
         asks: list[tuple[tuple[str, str], Asked | None]] = []
         for f in o.secrets:
             key = (f.rule_id, f.digest[:16])
             prev = found.get(key)
-            found[key] = Withheld(
-                prev.call_id if prev else o.seg.call_id,
-                prev.tool if prev else tools.get(o.seg.call_id or ""),
-                f.kind,
-                f.rule_id,
-                f"tier {f.tier}: {f.action}",
-                "secret",
-                prev.count + 1 if prev else 1,
-                key[1],
-                prev.asked if prev else None,
+            found[key] = Withheld.secret(
+                detector=f.kind,
+                rule_id=f.rule_id,
+                where=f"tier {f.tier}: {f.action}",
+                fingerprint=key[1],
+                call_id=prev.call_id if prev else o.seg.call_id,
+                tool=prev.tool if prev else tools.get(o.seg.call_id or ""),
+                count=prev.count + 1 if prev else 1,
+                asked=prev.asked if prev else None,
             )
             if f.action is SecretAction.ASK and not found[key].asked:
                 asks.append((key, f.asked))

@@ -14,7 +14,7 @@ from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.screen import secrets
-from gate.screen.verdict import Withheld
+from gate.screen.verdict import Withheld, Withholding
 from screen.secrets_corpus import Gen
 
 
@@ -33,12 +33,10 @@ def secret_entry(value: str, key: bytes, answer: str | None) -> dict[str, object
         else None
     )
     return Withheld(
-        None,
-        None,
-        None,
-        "github-pat",
-        "tier high: ask",
-        "secret",
+        kind=Withholding.SECRET,
+        target=None,
+        rule="github-pat",
+        where="tier high: ask",
         fingerprint=secrets.keyed_hash(value, key)[:16],
         decision=decision,
     ).record()
@@ -139,7 +137,9 @@ def test_a_withheld_read_of_the_file_answers_for_every_value(
     env = gate_dirs["project"] / ".env"
     env.write_text(f"A={os.urandom(8).hex()}\nB={os.urandom(8).hex()}\n")
     store = AuditStore(gate_dirs["data"] / "audit.db")
-    entry = Withheld("c1", "Read", "./.env", "Read(./.env)", "rules.yaml:1").record()
+    entry = Withheld.tool_result(
+        call_id="c1", tool="Read", target="./.env", rule="Read(./.env)", where="rules.yaml:1"
+    ).record()
     rid = store.record_request(
         RequestRow(
             agent="claude-code",
