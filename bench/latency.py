@@ -815,7 +815,7 @@ def breakdown(bodies: list[tuple[str, bytes]], root: Path, n: int) -> None:
     print(f"{'size':>6} | {'screen':>8} | {'audit row':>9}")
     try:
         for label, body in bodies:
-            req = Outbound("/v1/messages", body, "claude-code", None)
+            req = Outbound(path="/v1/messages", body=body, agent="claude-code", project_root=None)
             verdict = screen(req, policies, screens)
             sent = verdict.body or body
             screening = best(lambda req=req: screen(req, policies, screens))

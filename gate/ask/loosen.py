@@ -76,13 +76,13 @@ class Loosenings:
 
     def _ask(self, lo: Loosening) -> None:
         q = Question(
-            self.pending.new_id(),
-            LOOSEN_RULE,
-            Choice.BLOCK,
-            {"file": lo.file, "layer": lo.layer, "project_root": lo.key[2]},
-            findings(lo),
-            (),
-            None,
+            id=self.pending.new_id(),
+            kind=LOOSEN_RULE,
+            default=Choice.BLOCK,
+            request={"file": lo.file, "layer": lo.layer, "project_root": lo.key[2]},
+            findings=findings(lo),
+            keys=(),
+            timeout=None,
             answers=LOOSEN_ANSWERS,
             once=True,
         )

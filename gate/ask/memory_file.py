@@ -29,7 +29,7 @@ __all__ = ["ANSWERS", "PERSISTED", "MemoryFile", "Remembered", "Scope", "memory_
 PERSISTED = (Scope.PROJECT, Scope.ALWAYS)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Remembered:
     id: str
     fingerprint: str

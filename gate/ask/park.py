@@ -160,13 +160,13 @@ class Asker:
 
     def _question(self, asks: list[Withheld], request: dict[str, Any]) -> Question:
         return Question(
-            self.pending.new_id(),
-            question_kind(asks),
-            Choice(self.config.default),
-            request,
-            [finding(w) for w in asks],
-            tuple(w.asked.key for w in asks if w.asked),
-            self.config.timeout_seconds,
+            id=self.pending.new_id(),
+            kind=question_kind(asks),
+            default=Choice(self.config.default),
+            request=request,
+            findings=[finding(w) for w in asks],
+            keys=tuple(w.asked.key for w in asks if w.asked),
+            timeout=self.config.timeout_seconds,
         )
 
     async def _ask(self, q: Question) -> Answer:

@@ -53,7 +53,7 @@ class Answer:
     at: float = field(default_factory=time.time)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Question:
     """One request's ask findings, as shown to a person."""
 

@@ -40,7 +40,7 @@ class Filters:
         return True
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Screens:
     """The wire's screens: SecretScreen (detectors + the install's placeholder key) and the
     denied-file values of every project the stores name."""

@@ -73,7 +73,12 @@ def walk(body: dict[str, Any]) -> Walk:
             add_result(results, call_id, at)
     calls = pair(uses, results)
     model = body.get("model")
-    return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs), calls)
+    return Walk(
+        format=FORMAT,
+        model=model if isinstance(model, str) else None,
+        segments=tuple(segs),
+        calls=calls,
+    )
 
 
 def _system(system: Any) -> tuple[Segment, ...]:

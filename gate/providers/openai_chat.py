@@ -56,7 +56,12 @@ def walk(body: dict[str, Any]) -> Walk:
             add_result(results, m_result, at)
         uses += _calls(msg, i)
     model = body.get("model")
-    return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs), pair(uses, results))
+    return Walk(
+        format=FORMAT,
+        model=model if isinstance(model, str) else None,
+        segments=tuple(segs),
+        calls=pair(uses, results),
+    )
 
 
 def _message(msg: dict[str, Any], at: JsonPath) -> tuple[tuple[Segment, ...], str | None]:

@@ -75,11 +75,11 @@ def walk(body: dict[str, Any]) -> Walk:
     stateful = bool(body.get("previous_response_id") or body.get("conversation"))
     model = body.get("model")
     return Walk(
-        FORMAT,
-        model if isinstance(model, str) else None,
-        tuple(segs),
-        pair(uses, results, orphans_allowed=stateful),
-        orphans(uses, results),
+        format=FORMAT,
+        model=model if isinstance(model, str) else None,
+        segments=tuple(segs),
+        calls=pair(uses, results, orphans_allowed=stateful),
+        orphans=orphans(uses, results),
     )
 
 

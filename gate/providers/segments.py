@@ -41,7 +41,7 @@ class ToolCall:
     result: JsonPath | None  # where its result block sits in this body, if it is answered here
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Walk:
     format: str
     model: str | None

@@ -362,7 +362,7 @@ class GateAddon:
                     " upgrade is refused)"
                 )
             notes.ws = websocket.Connection(
-                route, run, agent=run.agent if run else None, user=job.user
+                route=route, run=run, agent=run.agent if run else None, user=job.user
             )
         agent = run.agent if run else registry.from_user_agent(headers.get("user-agent", ""))
         # Who sent it, kept for the audit whatever the verdict (a blocked row too, one whose
@@ -380,11 +380,11 @@ class GateAddon:
         body = notes.body = _decoded(job.raw, headers)  # a refusal's attribution reads it
         notes.coding = ", ".join(headers.get_all("content-encoding")) or None
         outbound = Outbound(
-            route.path,
-            body,
-            agent,
-            run.cwd if run else None,
-            route.upstream.unsafe_pass_non_json,
+            path=route.path,
+            body=body,
+            agent=agent,
+            project_root=run.cwd if run else None,
+            unsafe_pass_non_json=route.upstream.unsafe_pass_non_json,
             headers=upload.headers_of(headers),
             root=run.root if run else None,
         )
@@ -402,7 +402,7 @@ class GateAddon:
         origin = pipeline.Origin(
             route=route, run=run, agent=agent, session=session, user=job.user, method=job.method
         )
-        return _Screened(self, origin, outbound, verdict, job)
+        return _Screened(addon=self, origin=origin, req=outbound, verdict=verdict, job=job)
 
     def _scrub(self) -> Scrub:
         indexes = self.screens.indexes.known() if self.screens.indexes else []
@@ -624,7 +624,7 @@ class _Ready:
     content: bytes | None  # the body to put on the flow (None: the one it has)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Screened:
     """A screened request between its first verdict and the one that is sent."""
 

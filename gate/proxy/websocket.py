@@ -54,7 +54,7 @@ def error_event(message: str) -> bytes:
     ).encode()
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Connection:
     route: Route
     run: runs.Run | None
@@ -100,10 +100,10 @@ class Connection:
         if not isinstance(frame, dict):
             raise Blocked("gate cannot screen this message: it is not a JSON object")
         req = Outbound(
-            self.route.path,
-            content,
-            self.agent,
-            self.run.cwd if self.run else None,
+            path=self.route.path,
+            body=content,
+            agent=self.agent,
+            project_root=self.run.cwd if self.run else None,
             root=self.run.root if self.run else None,
         )
         if isinstance(frame.get("response"), dict):

@@ -32,7 +32,7 @@ class Decision:
     path: str | None = None  # the path the rule matched, when it is a path rule
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
     rules: tuple[Rule, ...]
     ignored: tuple[Rule, ...] = ()  # allow rules set aside by a managed `lockdown: true`

@@ -206,7 +206,16 @@ def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None, layer: 
             hint="an allowed tool-name pattern starts with mcp__<server>__, e.g."
             " mcp__github__get_*",
         )
-    return Rule(effect, tool, spec, name, rule_node.start_mark.line + 1, root, unless, layer)
+    return Rule(
+        effect=effect,
+        tool=tool,
+        specifier=spec,
+        source=name,
+        line=rule_node.start_mark.line + 1,
+        root=root,
+        unless=unless,
+        layer=layer,
+    )
 
 
 def _unless(node: yaml.Node, name: str) -> tuple[str, ...]:

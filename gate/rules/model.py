@@ -76,7 +76,7 @@ class Kind(StrEnum):
     UNENFORCED = "unenforced"  # loads (a team's rules work unchanged), matches nothing
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rule:
     effect: Effect
     tool: str

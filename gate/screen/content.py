@@ -33,7 +33,7 @@ class SecretScreen:
         return cls(Scanner(), load_or_create_key(data_dir), team)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Found:
     """One likely secret the policy acts on, in one string (never its value)."""
 
@@ -45,7 +45,7 @@ class Found:
     asked: Asked | None  # what a person is shown, for an `ask` finding
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Outcome:
     """What the content screens make of one string: the text that leaves in its place, the
     denied values and secrets found in it, and why it must block the request, if it must.
@@ -92,7 +92,14 @@ def outcome(
         text, found, secret_block = _secrets(seg, text, screen, policy, approved)
     if not (denied or found or denied_block or secret_block):
         return None
-    return Outcome(seg, text, denied, found, denied_block, secret_block)
+    return Outcome(
+        seg=seg,
+        text=text,
+        denied=denied,
+        secrets=found,
+        denied_block=denied_block,
+        secret_block=secret_block,
+    )
 
 
 def _secrets(
@@ -144,14 +151,23 @@ def _secrets(
         if action is SecretAction.ASK:  # what a person is shown: the lines around it, all masked
             start, end = spans[i]
             asked = Asked(
-                digest,
-                "send-secret",
-                view[start:end],
-                masking.context(view, start, end),
-                sent,
-                keyed_hash(value, screen.team) if screen.team else None,
+                key=digest,
+                question="send-secret",
+                preview=view[start:end],
+                context=masking.context(view, start, end),
+                approved=sent,
+                team=keyed_hash(value, screen.team) if screen.team else None,
             )
-        found.append(Found(f.kind, f.rule_id, f.tier, action, digest, asked))
+        found.append(
+            Found(
+                kind=f.kind,
+                rule_id=f.rule_id,
+                tier=f.tier,
+                action=action,
+                digest=digest,
+                asked=asked,
+            )
+        )
     out.append(text[last:])
     return "".join(out), tuple(found), None
 

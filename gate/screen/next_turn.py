@@ -192,7 +192,13 @@ def step(
         extras=(*shared_extras, *extras),
         extra_ends=tuple(extra_ends),
     )
-    return Verdict(out, anthropic.FORMAT, turn.model, root, tuple(withheld)), nxt
+    return Verdict(
+        body=out,
+        format=anthropic.FORMAT,
+        model=turn.model,
+        project_root=root,
+        withheld=tuple(withheld),
+    ), nxt
 
 
 def _revalidated(turn: Turn, made: list[Call], k: int, policy: Policy, root: str | None) -> Files:

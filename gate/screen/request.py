@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from types import ModuleType
 from typing import Any
 
 import orjson
@@ -16,6 +15,7 @@ from gate import providers
 from gate.agents import background, shell_state, tools
 from gate.agents.actions import Action
 from gate.providers import anthropic, history, openai_assistants
+from gate.providers.format import Format
 from gate.providers.history import Memo
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
@@ -68,7 +68,9 @@ def screen(
 ) -> Verdict:
     """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
     if not req.body.strip():
-        return Verdict(None, None, None, req.root or req.project_root)
+        return Verdict(
+            body=None, format=None, model=None, project_root=req.root or req.project_root
+        )
     if (how := upload.kind(req)) is not None:  # a file upload: its parts, as text
         return upload.screen(req, how, _upload(policies, screens))
     fmt = providers.detect(req.path)
@@ -90,7 +92,12 @@ def screen(
         except (UnicodeDecodeError, ValueError) as exc:
             if req.unsafe_pass_non_json:
                 logger.warning("forwarding a non-JSON body unscreened (upstream opted out)")
-                return Verdict(None, "unscreened", None, req.root or req.project_root)
+                return Verdict(
+                    body=None,
+                    format="unscreened",
+                    model=None,
+                    project_root=req.root or req.project_root,
+                )
             # Fail closed: a body gate cannot parse is a body gate cannot screen.
             raise Blocked(
                 "gate cannot screen this request: the body is not JSON"
@@ -134,11 +141,18 @@ def screen_strings(
     """A body in no format gate knows: every string is still screened for denied content and
     secrets; nothing is paired, so no tool rule applies."""
     with history.one_request(screens.walks if screens else None):
-        return _decide(Walk("unknown", None, (), ()), None, req, body, policies, screens).verdict()
+        return _decide(
+            Walk(format="unknown", model=None, segments=(), calls=()),
+            None,
+            req,
+            body,
+            policies,
+            screens,
+        ).verdict()
 
 
 def screen_object(
-    fmt: ModuleType,
+    fmt: Format,
     req: Outbound,
     body: dict[str, Any],
     policies: PolicyStore,
@@ -154,7 +168,7 @@ def screen_object(
 
 
 def _screen(
-    fmt: ModuleType,
+    fmt: Format,
     req: Outbound,
     body: dict[str, Any],
     policies: PolicyStore,
@@ -182,7 +196,7 @@ def _screen(
 
 def _decide(
     walk: Walk,
-    fmt: ModuleType | None,
+    fmt: Format | None,
     req: Outbound,
     body: Any,
     policies: PolicyStore,
@@ -286,7 +300,7 @@ def _content(
 
 
 def _walked(
-    fmt: ModuleType,
+    fmt: Format,
     req: Outbound,
     body: dict[str, Any],
     policies: PolicyStore,

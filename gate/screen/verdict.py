@@ -16,7 +16,7 @@ class Blocked(Exception):
         self.withheld = withheld
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Outbound:
     path: str  # the upstream path, query included
     body: bytes  # decoded (no content-encoding)
@@ -33,7 +33,7 @@ class Outbound:
     root: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Asked:
     """An `ask` finding: what a person is shown, never the value itself."""
 
@@ -143,7 +143,7 @@ class Withheld:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
     body: bytes | None  # None: forward the original bytes untouched
     format: str | None

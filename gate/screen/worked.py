@@ -51,5 +51,9 @@ class Worked:
             )
             out = out if out is not None else dump(self.body)
         return Verdict(
-            out if self.rewrite else None, self.walk.format, self.model, self.root, self.withheld
+            body=out if self.rewrite else None,
+            format=self.walk.format,
+            model=self.model,
+            project_root=self.root,
+            withheld=self.withheld,
         )

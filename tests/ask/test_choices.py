@@ -32,7 +32,15 @@ def test_the_strings_on_disk_and_on_the_wire_are_unchanged() -> None:
 
 
 def test_a_dataset_line_holds_plain_strings() -> None:
-    q = Question("q1", "send-secret", Choice.REDACT, {}, [], (), 60.0)
+    q = Question(
+        id="q1",
+        kind="send-secret",
+        default=Choice.REDACT,
+        request={},
+        findings=[],
+        keys=(),
+        timeout=60.0,
+    )
     line = json.loads(orjson.dumps(q.record(Answer(Choice.BLOCK, By.PERSON, Scope.SESSION))))
     assert (line["default"], line["answer"], line["remember"]) == ("redact", "block", "session")
 
@@ -73,8 +81,10 @@ def test_a_rule_file_still_reads_and_its_actions_are_enums(tmp_path: Path) -> No
         ("low", "ask"),
     ]
     assert all(type(a) is SecretAction for _, a, _ in loaded.secrets)
-    policy = Policy((), secrets=(("trusted", (tuple((k, a) for k, a, _ in loaded.secrets),)),))
+    policy = Policy(
+        rules=(), secrets=(("trusted", (tuple((k, a) for k, a, _ in loaded.secrets),)),)
+    )
     assert policy.secret_action("github-token", "github-pat", "high") is SecretAction.ALLOW
     assert policy.secret_action("aws-key", "aws", "high") is SecretAction.BLOCK
     assert policy.secret_action("x", "y", "low") is SecretAction.ASK
-    assert Policy(()).secret_action("x", "y", "high") is SecretAction.ASK  # nothing said
+    assert Policy(rules=()).secret_action("x", "y", "high") is SecretAction.ASK  # nothing said

@@ -280,7 +280,12 @@ def test_two_gates_in_one_process_share_no_walks(gate_dirs: dict[str, Path]) -> 
     secrets = SecretScreen.load(gate_dirs["data"])
     one, two = Counting(), Counting()
     gates = [Screens(None, secrets, walks=memo, turns=None) for memo in (one, two)]
-    req = Outbound("/v1/messages", json.dumps(_bodies()[0]).encode(), "claude-code", None)
+    req = Outbound(
+        path="/v1/messages",
+        body=json.dumps(_bodies()[0]).encode(),
+        agent="claude-code",
+        project_root=None,
+    )
     screen(req, PolicyStore(), gates[0])
     first = one.walked
     assert first > 0 and len(one) > 0 and two.walked == len(two) == 0

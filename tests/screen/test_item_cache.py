@@ -58,7 +58,13 @@ class Talk:
 
     def outbound(self) -> Outbound:
         root = str(self.project) if self.bound else None
-        return Outbound(PATHS[self.fmt], self.body(), None, root, approved=self.approved)
+        return Outbound(
+            path=PATHS[self.fmt],
+            body=self.body(),
+            agent=None,
+            project_root=root,
+            approved=self.approved,
+        )
 
     def _anthropic(self, events: list[dict[str, Any]]) -> dict[str, Any]:
         msgs: list[dict[str, Any]] = []
@@ -301,9 +307,15 @@ def test_another_project_root_is_not_answered_from_the_cache(
     (other / ".env").write_text(f"API_PASSWORD={value}\n")
     talk.call("Bash", {"command": "cat settings"}, f"the value {value} it printed")
     body = talk.body()
-    here = screen(Outbound(PATHS[fmt], body, None, str(project)), policies, screens)
+    here = screen(
+        Outbound(path=PATHS[fmt], body=body, agent=None, project_root=str(project)),
+        policies,
+        screens,
+    )
     assert here.body is None  # the project's own denied files hold no such value
-    there = screen(Outbound(PATHS[fmt], body, None, str(other)), policies, screens)
+    there = screen(
+        Outbound(path=PATHS[fmt], body=body, agent=None, project_root=str(other)), policies, screens
+    )
     assert there.body is not None and value.encode() not in there.body
 
 

@@ -69,7 +69,9 @@ def _turns(project: Path, token: str, denied: str, place: Place) -> list[bytes]:
 
 def _screen(project: Path, screens: Screens, body: bytes) -> Verdict:
     return screen(
-        Outbound("/v1/messages", body, "claude-code", str(project)), PolicyStore(), screens
+        Outbound(path="/v1/messages", body=body, agent="claude-code", project_root=str(project)),
+        PolicyStore(),
+        screens,
     )
 
 

@@ -246,7 +246,13 @@ def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed:
         if kind == "approve" and last is not None:  # a person approved what was asked
             session.approved = frozenset(w.asked.key for w in last.withheld if w.asked)
         added = _blocking(session, kind, env_value) if kind in BLOCKING else 0
-        req = Outbound(PATH, session.body(), "claude-code", None, approved=session.approved)
+        req = Outbound(
+            path=PATH,
+            body=session.body(),
+            agent="claude-code",
+            project_root=None,
+            approved=session.approved,
+        )
         got = _verdict(req, screens, policies)
         nothing = Screens(index, secrets, items=None, turns=None, walks=None)
         want = _verdict(req, nothing, PolicyStore())
@@ -337,17 +343,21 @@ def test_a_file_edited_between_turns_keeps_the_fast_path(gate_dirs: dict[str, Pa
     store = Store()
     screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
     policies = PolicyStore()
-    screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    screen(Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens)
     for i in range(3):
         (project / "tmp").write_text(f"print({i})\n")
         os.replace(project / "tmp", project / "a.py")  # a new inode, as editors write
         s.call("Bash", {"command": "python a.py"}, str(i))
-        verdict = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+        verdict = screen(
+            Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
+        )
         assert store.hits == i + 1 and verdict.withheld == ()
     (project / "a.py").unlink()
     os.symlink(project / ".env", project / "a.py")
     s.call("Bash", {"command": "ls"}, "a.py")
-    verdict = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    verdict = screen(
+        Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
+    )
     assert store.hits == 3  # decided again on the whole body: the old read is withheld now
     assert [w.call_id for w in verdict.withheld] == [s.messages[1]["content"][1]["id"]]
 
@@ -363,9 +373,13 @@ def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]
     store = Store()
     screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
     policies = PolicyStore()
-    first = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    first = screen(
+        Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
+    )
     s.call("Bash", {"command": "ls"}, "a.py")
-    second = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    second = screen(
+        Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
+    )
     assert store.hits == 1
     assert first.body is not None and second.body is not None
     assert env_value.encode() not in second.body
