@@ -45,6 +45,7 @@ from latency import _sources, _system, _tools
 from session_kit import conversation  # the audit tests' session builder
 
 from gate.audit import chunks, index, worker
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,7 +99,7 @@ def size_report(turns: int, final: int) -> None:
         path = Path(tmp) / "audit.db"
         store = AuditStore(path)
         for body in bodies:
-            store.record_request(**META, request_bytes=len(body), body=body)
+            store.record_request(RequestRow(**META, request_bytes=len(body), body=body))
         index.index_pending(store.conn())
         breakdown = _breakdown(store.conn())
         store.close()
@@ -228,7 +229,7 @@ def turn_times(final: int, samples: int, turns: int) -> dict[str, Any]:
         db = store.conn()
         db.execute("PRAGMA wal_autocheckpoint=0")  # as in gate serve: the background pass does it
         for body in it:
-            store.record_request(**META, request_bytes=len(last), body=last)
+            store.record_request(RequestRow(**META, request_bytes=len(last), body=last))
             last = body
         _background(db)
         out: dict[str, Any] = {"size": len(last), "chunks": len(chunks.split(last))}
@@ -236,7 +237,7 @@ def turn_times(final: int, samples: int, turns: int) -> dict[str, Any]:
         out["wall"], out["cpu"], out["background"] = [], [], []
         for body in bodies:
             t0, c0 = time.perf_counter(), time.thread_time()
-            store.record_request(**META, request_bytes=len(body), body=body)
+            store.record_request(RequestRow(**META, request_bytes=len(body), body=body))
             out["wall"].append(time.perf_counter() - t0)
             out["cpu"].append(time.thread_time() - c0)
             t0 = time.perf_counter()
@@ -247,7 +248,7 @@ def turn_times(final: int, samples: int, turns: int) -> dict[str, Any]:
             body = bodies[0].replace(b"e", b"EFGHIJKLMN"[k : k + 1])
             t0, c0 = time.perf_counter(), time.thread_time()
             store.record_request(
-                **{**META, "session": f"s:cold{k}"}, request_bytes=len(body), body=body
+                RequestRow(**{**META, "session": f"s:cold{k}"}, request_bytes=len(body), body=body)
             )
             out["cold"].append(time.perf_counter() - t0)
             out["cold_cpu"].append(time.thread_time() - c0)

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT / "tests"))  # tests/postgres.py: the throwaway server
 
 from gate.audit import index, pg_schema  # noqa: E402
+from gate.audit.records import RequestRow  # noqa: E402
 from gate.audit.store import AuditStore  # noqa: E402
 from gate.config import AuditSettings  # noqa: E402
 
@@ -49,7 +50,9 @@ def per_request(engine: str, where: str, bodies: list[bytes], disk: Any) -> dict
     wall, cpu = [], []
     for n, body in enumerate(bodies):
         t0, c0 = time.perf_counter(), time.thread_time()
-        store.record_request(**META, session="s:bench", request_bytes=len(body), body=body)
+        store.record_request(
+            RequestRow(**META, session="s:bench", request_bytes=len(body), body=body)
+        )
         wall.append(time.perf_counter() - t0)
         cpu.append(time.thread_time() - c0)
         if n % 10 == 9:
@@ -75,7 +78,9 @@ def _writer(engine: str, where: str, seed: int, bodies: list[bytes], start: Any)
     store = _store(engine, where)
     start.wait()
     for body in bodies:
-        store.record_request(**META, session=f"s:{seed}", request_bytes=len(body), body=body)
+        store.record_request(
+            RequestRow(**META, session=f"s:{seed}", request_bytes=len(body), body=body)
+        )
     store.close()
 
 

@@ -44,7 +44,14 @@ from gate.screen.secrets import Scanner  # noqa: E402
 
 
 def index() -> DeniedIndex:
-    rule = Rule(Effect.DENY, "Read", "./.env", "rules/default.yaml", 7, None)
+    rule = Rule(
+        effect=Effect.DENY,
+        tool="Read",
+        specifier="./.env",
+        source="rules/default.yaml",
+        line=7,
+        root=None,
+    )
     units = {}
     for i in range(200):
         source = Source(f"/p/svc{i}/.env", rule)

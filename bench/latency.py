@@ -773,7 +773,8 @@ def breakdown(bodies: list[tuple[str, bytes]], root: Path, n: int) -> None:
     n, so that other processes on the machine barely matter)."""
     from loguru import logger
 
-    from gate.audit.store import AuditStore, Usage
+    from gate.audit.records import RequestRow, Response, Usage
+    from gate.audit.store import AuditStore
     from gate.rules.layers import PolicyStore
     from gate.screen.content import SecretScreen
     from gate.screen.fingerprints import IndexStore
@@ -797,22 +798,24 @@ def breakdown(bodies: list[tuple[str, bytes]], root: Path, n: int) -> None:
 
     def record(sent: bytes) -> None:
         row = audit.record_request(
-            upstream="anthropic",
-            host="127.0.0.1",
-            method="POST",
-            path="/v1/messages",
-            request_bytes=len(sent),
-            verdict="modified",
-            withheld=[],
-            body=sent,
+            RequestRow(
+                upstream="anthropic",
+                host="127.0.0.1",
+                method="POST",
+                path="/v1/messages",
+                request_bytes=len(sent),
+                verdict="modified",
+                withheld=[],
+                body=sent,
+            ),
         )
-        audit.record_response(row, status=200, latency_ms=1.0, usage=Usage(1, 1))
+        audit.record_response(row, Response(status=200, latency_ms=1.0, usage=Usage(1, 1)))
 
     print(f"\nin-process CPU per request (best of {n}), ms:")
     print(f"{'size':>6} | {'screen':>8} | {'audit row':>9}")
     try:
         for label, body in bodies:
-            req = Outbound("/v1/messages", body, "claude-code", None)
+            req = Outbound(path="/v1/messages", body=body, agent="claude-code", project_root=None)
             verdict = screen(req, policies, screens)
             sent = verdict.body or body
             screening = best(lambda req=req: screen(req, policies, screens))

@@ -49,15 +49,15 @@ def run(size: int, n: int) -> list[tuple[str, tuple[float, float]]]:
         now = time.time()
         entries = [
             Remembered(
-                os.urandom(5).hex(),
-                fp,
-                "github-token",
-                "approve",
-                "always",
-                None,
-                None,
-                now,
-                now + 86400,
+                id=os.urandom(5).hex(),
+                fingerprint=fp,
+                kind="github-token",
+                answer="approve",
+                scope="always",
+                session=None,
+                project=None,
+                created=now,
+                expires=now + 86400,
             )
             for fp in fps
         ]

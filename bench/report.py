@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gate.audit import html, report, tables  # noqa: E402
+from gate.audit.records import RequestRow, Response, Usage  # noqa: E402
 from gate.audit.store import AuditStore  # noqa: E402
 
 AGENTS = ["claude-code", "codex", "opencode", "gemini-cli", None]
@@ -74,24 +75,29 @@ def populate(path: Path, rows: int, rng: random.Random) -> float:
                     "by": rng.choice(["person", "memory"]),
                 }
         blocked = i % 50 == 0
-        store.record_request(
-            ts=ts,
-            agent=rng.choice(AGENTS),
-            upstream="anthropic",
-            host=rng.choice(HOSTS),
-            method="POST",
-            path="/v1/messages",
-            model=rng.choice(MODELS),
-            project_root="/home/me/app",
-            request_bytes=rng.randint(2_000, 400_000),
-            verdict="blocked" if blocked else "modified" if withheld else "forwarded",
-            withheld=withheld,
-            reason="a likely secret" if blocked else None,
-            status=403 if blocked else 200,
-            input_tokens=None if blocked else rng.randint(1_000, 150_000),
-            output_tokens=None if blocked else rng.randint(10, 4_000),
-            body=os.urandom(700).hex().encode() + b"x" * 600,
+        row = store.record_request(
+            RequestRow(
+                ts=ts,
+                agent=rng.choice(AGENTS),
+                upstream="anthropic",
+                host=rng.choice(HOSTS),
+                method="POST",
+                path="/v1/messages",
+                model=rng.choice(MODELS),
+                project_root="/home/me/app",
+                request_bytes=rng.randint(2_000, 400_000),
+                verdict="blocked" if blocked else "modified" if withheld else "forwarded",
+                withheld=withheld,
+                reason="a likely secret" if blocked else None,
+                status=403 if blocked else None,
+                body=os.urandom(700).hex().encode() + b"x" * 600,
+            ),
         )
+        if not blocked:
+            usage = Usage(
+                input_tokens=rng.randint(1_000, 150_000), output_tokens=rng.randint(10, 4_000)
+            )
+            store.record_response(row, Response(status=200, latency_ms=0.0, usage=usage))
     store.close()
     return time.perf_counter() - t0
 

@@ -70,7 +70,7 @@ class AuditSettings:
     url: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Upstream:
     name: str
     scheme: str
@@ -98,7 +98,7 @@ class AskConfig:
     default: str = "redact"  # "redact" | "block"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DecisionsConfig:
     """`decisions:` the local dataset of answers, and an optional helper proposing them."""
 
@@ -153,7 +153,7 @@ class TlsSettings:
         return self.cert is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
@@ -195,7 +195,13 @@ def parse_upstream(name: str, url: str) -> Upstream:
     if parts.query or parts.fragment:
         raise ValueError(f"upstream {name!r}: {url!r} must not have a query or fragment")
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    return Upstream(name, parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
+    return Upstream(
+        name=name,
+        scheme=parts.scheme,
+        host=parts.hostname,
+        port=port,
+        base_path=parts.path.rstrip("/"),
+    )
 
 
 def parse_upstream_option(text: str) -> Upstream:
@@ -425,12 +431,12 @@ def _decisions(data: Any, path: Path) -> DecisionsConfig:
         )
     team_url = d.get("url")
     return DecisionsConfig(
-        d.get("record_dataset", True),
-        url,
-        d.get("allow_remote", False),
+        record_dataset=d.get("record_dataset", True),
+        helper_url=url,
+        allow_remote=d.get("allow_remote", False),
         # relative: to config.yaml's dir, never the cwd
-        path.parent / os.path.expanduser(key_file) if key_file else None,
-        audit_url(team_url, f"{path}: decisions.url") if team_url else None,
+        team_key_file=path.parent / os.path.expanduser(key_file) if key_file else None,
+        url=audit_url(team_url, f"{path}: decisions.url") if team_url else None,
     )
 
 

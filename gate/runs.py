@@ -19,7 +19,7 @@ SCHEMA_VERSION = 2  # 2: `root`, the project root anchored at the start
 _ID = re.compile(r"^[0-9a-f]{16}$")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Run:
     id: str
     cwd: str
@@ -37,12 +37,12 @@ def register(data_dir: Path, cwd: str, agent: str, root: str | None = None) -> R
     """A new run in `cwd`; its project root is `root`, or found from `cwd` now (never
     again: what the agent creates later does not move it)."""
     run = Run(
-        secrets.token_hex(8),
-        cwd,
-        agent,
-        os.getpid(),
-        time.time(),
-        root if root is not None else find_root(cwd),
+        id=secrets.token_hex(8),
+        cwd=cwd,
+        agent=agent,
+        pid=os.getpid(),
+        started=time.time(),
+        root=root if root is not None else find_root(cwd),
     )
     payload = {"schemaVersion": SCHEMA_VERSION, **asdict(run)}
     dirs.write_private(runs_dir(data_dir) / f"{run.id}.json", json.dumps(payload).encode())
@@ -64,12 +64,12 @@ def lookup(data_dir: Path, run_id: str) -> Run | None:
     if data.get("schemaVersion") != SCHEMA_VERSION:
         return None
     return Run(
-        data["id"],
-        data["cwd"],
-        data["agent"],
-        int(data["pid"]),
-        float(data["started"]),
-        data["root"],
+        id=data["id"],
+        cwd=data["cwd"],
+        agent=data["agent"],
+        pid=int(data["pid"]),
+        started=float(data["started"]),
+        root=data["root"],
     )
 
 

@@ -15,7 +15,7 @@ ROOT = "/work/proj"
 
 
 def policy_of(text: str, *, root: str | None = ROOT) -> Policy:
-    return Policy(tuple(load_text(text, "t.yaml", root=root)))
+    return Policy(rules=tuple(load_text(text, "t.yaml", root=root)))
 
 
 def one_rule(effect: Effect, rule: str) -> Policy:

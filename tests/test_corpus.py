@@ -84,7 +84,9 @@ def test_calls_map_to_the_expected_actions_and_verdicts(file: Path) -> None:
     assert got == entry["expect"]["calls"]
 
     raw = json.dumps(body).encode()
-    verdict = screen(Outbound(entry["path"], raw, entry["agent"], ROOT), policies)
+    verdict = screen(
+        Outbound(path=entry["path"], body=raw, agent=entry["agent"], project_root=ROOT), policies
+    )
     withheld = [w.call_id for w in verdict.withheld if w.kind == "tool-result"]
     assert sorted(withheld) == sorted(c["id"] for c in got if c["withheld"])
     if verdict.body is not None:
@@ -100,7 +102,7 @@ def test_the_env_value_never_survives_screening(file: Path, gate_dirs: dict[str,
     raw = json.dumps(entry["body"]).replace(ROOT, str(project)).encode()
     assert entry["secret"].encode() in raw
     verdict = screen(
-        Outbound(entry["path"], raw, entry["agent"], str(project)),
+        Outbound(path=entry["path"], body=raw, agent=entry["agent"], project_root=str(project)),
         PolicyStore(warn=False),
         Screens(IndexStore()),
     )

@@ -15,7 +15,7 @@ class Verb(StrEnum):
     TOOL = "Tool"  # anything else: matched by tool name only
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Action:
     verb: Verb
     tool: str

@@ -89,7 +89,7 @@ def _no_env(base: str) -> dict[str, str]:
     return {}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Agent:
     name: str
     commands: tuple[str, ...]
@@ -102,28 +102,41 @@ class Agent:
 AGENTS: Mapping[str, Agent] = {
     a.name: a
     for a in (
-        Agent(claude_code.NAME, claude_code.COMMANDS, _claude_env, ("claude-cli/",)),
         Agent(
-            "codex",
-            ("codex",),
-            _no_env,
-            ("codex_exec/", "codex_cli_rs/", "codex-tui/", "codex_vscode/", "codex_sdk_ts/"),
+            name=claude_code.NAME,
+            commands=claude_code.COMMANDS,
+            env=_claude_env,
+            user_agents=("claude-cli/",),
+        ),
+        Agent(
+            name="codex",
+            commands=("codex",),
+            env=_no_env,
+            user_agents=(
+                "codex_exec/",
+                "codex_cli_rs/",
+                "codex-tui/",
+                "codex_vscode/",
+                "codex_sdk_ts/",
+            ),
             args=_codex_args,
         ),
-        Agent("opencode", ("opencode",), _opencode_env, ("opencode/",)),
-        Agent("gemini-cli", ("gemini",), _gemini_env, ("geminicli",)),
         Agent(
-            "copilot",
-            ("copilot",),
-            _copilot_env,
+            name="opencode", commands=("opencode",), env=_opencode_env, user_agents=("opencode/",)
+        ),
+        Agent(name="gemini-cli", commands=("gemini",), env=_gemini_env, user_agents=("geminicli",)),
+        Agent(
+            name="copilot",
+            commands=("copilot",),
+            env=_copilot_env,
             setup=(
                 "Copilot CLI goes through gate only with a model provider of your own (BYOK):"
                 " set COPILOT_PROVIDER_BASE_URL (and COPILOT_PROVIDER_TYPE, COPILOT_MODEL, its"
                 " key) and gate forwards to it, or pass --upstream copilot=URL"
             ),
         ),
-        Agent("aider", ("aider",), _aider_env),
-        Agent("generic", (), _generic_env),
+        Agent(name="aider", commands=("aider",), env=_aider_env),
+        Agent(name="generic", commands=(), env=_generic_env),
     )
 }
 

@@ -156,7 +156,9 @@ def _action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action
     verb, keys = TOOLS.get(name) or _MCP_FILES.get(_mcp_tool(name), (Verb.TOOL, ()))
     if UNSEEN in tool_input or UNPARSED in tool_input:
         # Fail closed: a target gate cannot know is decided as the strictest one.
-        return Action(Verb.EXEC if verb is Verb.TOOL else verb, name, None, unknown=True)
+        return Action(
+            verb=Verb.EXEC if verb is Verb.TOOL else verb, tool=name, target=None, unknown=True
+        )
     # Codex code mode: a JavaScript cell whose shell calls are tools.exec_command(...).
     script = tool_input.get("input") if name == "exec" else None
     if isinstance(script, str) and (commands := _script_commands(script)):
@@ -164,27 +166,31 @@ def _action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action
         # A call whose command is built at run time cannot be read from the text.
         built = len(_SCRIPT_CALLS.findall(script)) > len(commands)
         return Action(
-            Verb.EXEC,
-            name,
-            command,
-            shell.reads(command, cwd) + shell.reads(script, cwd),
+            verb=Verb.EXEC,
+            tool=name,
+            target=command,
+            reads=shell.reads(command, cwd) + shell.reads(script, cwd),
             unknown=built or _LOADS.search(script) is not None,
         )
     if isinstance(script, str) and (_SCRIPT_CALLS.search(script) or _LOADS.search(script)):
         # A cell that runs a command it builds, or prints what an earlier cell stored
         # (`load()`): what it read is not in its text.
-        return Action(Verb.EXEC, name, script, shell.reads(script, cwd), unknown=True)
+        return Action(
+            verb=Verb.EXEC, tool=name, target=script, reads=shell.reads(script, cwd), unknown=True
+        )
     target = _first(tool_input, keys)
     if target is None and name in _DEFAULTS_TO_CWD:
         target = cwd
     params = _params(tool_input)
     if verb in (Verb.READ, Verb.SEARCH, Verb.EDIT) and (many := _all_paths(tool_input, keys)):
         # `read_many_files {"paths": [...]}`, Copilot's `paths`: every entry is decided.
-        return Action(verb, name, target, tuple(many), params)
+        return Action(verb=verb, tool=name, target=target, reads=tuple(many), params=params)
     if verb is Verb.EXEC and target:
         workdir = _first(tool_input, _WORKDIR_KEYS) or cwd
-        return Action(verb, name, target, shell.reads(target, workdir), params)
-    return Action(verb, name, target, params=params)
+        return Action(
+            verb=verb, tool=name, target=target, reads=shell.reads(target, workdir), params=params
+        )
+    return Action(verb=verb, tool=name, target=target, params=params)
 
 
 # Code mode's `load(key)` returns a value an earlier cell `store()`d.

@@ -17,9 +17,9 @@ from typing import Any
 
 from loguru import logger
 
+from gate.ask.choices import ANSWERS
 from gate.errors import ConfigError
 
-ANSWERS = frozenset({"approve", "redact", "block"})
 MAX_REPLY = 64 << 10
 _WHERE = "decisions.helper_url"
 

@@ -19,6 +19,7 @@ from typing import Any
 from loguru import logger
 
 from gate.ask import events, notify
+from gate.ask.choices import Choice
 from gate.ask.questions import (
     LOOSEN_ANSWERS,
     LOOSEN_RULE,
@@ -75,13 +76,13 @@ class Loosenings:
 
     def _ask(self, lo: Loosening) -> None:
         q = Question(
-            self.pending.new_id(),
-            LOOSEN_RULE,
-            "block",
-            {"file": lo.file, "layer": lo.layer, "project_root": lo.key[2]},
-            findings(lo),
-            (),
-            None,
+            id=self.pending.new_id(),
+            kind=LOOSEN_RULE,
+            default=Choice.BLOCK,
+            request={"file": lo.file, "layer": lo.layer, "project_root": lo.key[2]},
+            findings=findings(lo),
+            keys=(),
+            timeout=None,
             answers=LOOSEN_ANSWERS,
             once=True,
         )

@@ -87,6 +87,8 @@ class DecisionMemory:
         if answer not in ANSWERS:
             raise ValueError(f"answer must be one of {sorted(ANSWERS)}, not {answer!r}")
         scope = Scope(scope)
+        if scope is Scope.TEAM:
+            raise ValueError("the team's answers are kept by the team memory (memory_team.py)")
         if scope == Scope.ONCE:
             return None
         if scope == Scope.PROJECT and project is None:

@@ -12,7 +12,6 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -20,24 +19,17 @@ import orjson
 from loguru import logger
 
 from gate import dirs
+from gate.ask.choices import ANSWERS, Scope
 from gate.errors import StateError
 
 SCHEMA_VERSION = 1
 FILE = "memory.json"
-ANSWERS = frozenset({"approve", "redact", "block"})
-
-
-class Scope(StrEnum):
-    ONCE = "once"  # this question only: nothing is stored
-    SESSION = "session"  # same session id, this gate process only
-    PROJECT = "project"  # same project root, persisted
-    ALWAYS = "always"  # everywhere, persisted
-
+__all__ = ["ANSWERS", "PERSISTED", "MemoryFile", "Remembered", "Scope", "memory_path"]
 
 PERSISTED = (Scope.PROJECT, Scope.ALWAYS)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Remembered:
     id: str
     fingerprint: str

@@ -35,13 +35,14 @@ from loguru import logger
 
 from gate import dirs
 from gate.ask import team_key
+from gate.ask.choices import Scope
 from gate.ask.memory_file import ANSWERS, Remembered
 from gate.ask.team_key import TeamKey
 from gate.ask.team_marks import Slot, TeamMarks, marks_path
 from gate.config import Config
 from gate.errors import ConfigError, StateError
 
-SCOPE = "team"
+SCOPE = Scope.TEAM
 TTL_DAYS = 90
 FORGOTTEN = "forgotten"  # the answer of a signed row that forgets the ones before it
 _SCHEMA_LOCK = 0x6761_7465_0002  # "gate" 2: one gate creates the tables at a time

@@ -17,6 +17,7 @@ from typing import Any
 from loguru import logger
 
 from gate.ask import events, notify
+from gate.ask.choices import Choice
 from gate.ask.dataset import Dataset
 from gate.ask.helper import check_helper_url, propose
 from gate.ask.memory import DecisionMemory
@@ -48,7 +49,7 @@ class Decided:
 
     id: str  # the question id, or the remembered entry's id
     question: str  # the question kind
-    answer: str
+    answer: Choice
     by: By
 
     def record(self) -> dict[str, str]:
@@ -108,7 +109,7 @@ class Asker:
         if not asks:
             return verdict
         question = self._question(asks, request)
-        answer = Answer(self.config.default, By.POLICY)
+        answer = Answer(Choice(self.config.default), By.POLICY)
         self._record(question, answer)
         decided = {
             w.asked.key: Decided(question.id, question.kind, answer.answer, By.POLICY)
@@ -134,7 +135,7 @@ class Asker:
             if hit is None:
                 rest.append(w)
             else:
-                out[w.asked.key] = Decided(hit.id, w.asked.question, hit.answer, By.MEMORY)
+                out[w.asked.key] = Decided(hit.id, w.asked.question, Choice(hit.answer), By.MEMORY)
         if rest and self.team is not None:  # a database round trip: off the event loop
             out |= await asyncio.to_thread(self._team_answers, rest, request)
             rest = [w for w in rest if w.asked and w.asked.key not in out]
@@ -159,21 +160,21 @@ class Asker:
 
     def _question(self, asks: list[Withheld], request: dict[str, Any]) -> Question:
         return Question(
-            self.pending.new_id(),
-            question_kind(asks),
-            self.config.default,
-            request,
-            [finding(w) for w in asks],
-            tuple(w.asked.key for w in asks if w.asked),
-            self.config.timeout_seconds,
+            id=self.pending.new_id(),
+            kind=question_kind(asks),
+            default=Choice(self.config.default),
+            request=request,
+            findings=[finding(w) for w in asks],
+            keys=tuple(w.asked.key for w in asks if w.asked),
+            timeout=self.config.timeout_seconds,
         )
 
     async def _ask(self, q: Question) -> Answer:
         if self.config.mode == "never":
-            return Answer(self.config.default, By.POLICY)  # nobody was asked
+            return Answer(Choice(self.config.default), By.POLICY)  # nobody was asked
         if self.helper:
             proposed = await asyncio.to_thread(propose, self.helper, q.to_json())
-            q.proposed = proposed if proposed in ANSWERS else None
+            q.proposed = Choice(proposed) if proposed in ANSWERS else None
         answer = Answer(q.proposed, By.HELPER) if q.proposed else Answer(q.default, By.TIMEOUT)
         future = self.pending.add(q)
         _tell(q)
@@ -214,7 +215,7 @@ class Asker:
             if user and self.still_allowed and not self.still_allowed(str(user)):
                 logger.warning("question {}: withdrawn, its user was revoked", q.id)
                 events.emit("withdrawn", id=q.id, kind=q.kind)
-                return Answer("block", By.REVOKED)
+                return Answer(Choice.BLOCK, By.REVOKED)
         logger.warning(
             "question {}: no answer in {:.0f} s, {} applies", q.id, q.timeout, default.answer
         )
@@ -234,7 +235,7 @@ class Asker:
             return None
         self._told_memory.add(seen)
         answers = {d.answer for d in decided.values()}
-        return Answer(answers.pop() if len(answers) == 1 else "redact", By.MEMORY)
+        return Answer(answers.pop() if len(answers) == 1 else Choice.REDACT, By.MEMORY)
 
     def _team_answers(self, asks: list[Withheld], request: dict[str, Any]) -> dict[str, Decided]:
         """Team answers for what no local answer decided (local answers come first)."""
@@ -250,7 +251,7 @@ class Asker:
         out = {}
         for w, f, k in keyed:
             if (e := found.get((f, k))) is not None and w.asked is not None:
-                out[w.asked.key] = Decided(e.id, w.asked.question, e.answer, By.MEMORY)
+                out[w.asked.key] = Decided(e.id, w.asked.question, Choice(e.answer), By.MEMORY)
         return out
 
     def _remember_team(

@@ -15,19 +15,21 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from gate.screen.verdict import Withheld
+from gate.ask.choices import ANSWERS, Choice, Scope
+from gate.screen.verdict import Withheld, Withholding
 
-ANSWERS = ("approve", "redact", "block")
-WITHDRAWN = "withdrawn"  # not an answer anyone may give: the request went away unanswered
-SCOPES = ("once", "session", "project", "always", "team")
+__all__ = ["ANSWERS", "DEFAULT_SCOPE", "SCOPES", "WITHDRAWN", "Answer", "By", "Choice", "Scope"]
+
+WITHDRAWN = Choice.WITHDRAWN
+SCOPES = tuple(Scope)
 # An answer holds for the rest of its conversation unless the person says otherwise: agents
 # resend the whole history every turn, and content the provider already has is not worth
 # asking about again ("once": this request only).
-DEFAULT_SCOPE = "session"
+DEFAULT_SCOPE = Scope.SESSION
 # A question no request waits on: a rule file changed while gate runs so as to loosen the
 # rules (gate/ask/loosen.py); approve lets the change take effect, block keeps the rules.
 LOOSEN_RULE = "loosen-rule"
-LOOSEN_ANSWERS = ("approve", "block")
+LOOSEN_ANSWERS = (Choice.APPROVE, Choice.BLOCK)
 _ANSWERED_KEPT = 256  # recently answered ids, so a late second answer gets 409, not 404
 
 
@@ -45,19 +47,19 @@ class By(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    answer: str  # approve | redact | block (withdrawn: see WITHDRAWN)
+    answer: Choice
     by: By
-    remember: str = "once"
+    remember: Scope = Scope.ONCE
     at: float = field(default_factory=time.time)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Question:
     """One request's ask findings, as shown to a person."""
 
     id: str
     kind: str  # send-secret | send-denied-content | loosen-rule
-    default: str  # redact | block: what applies when nobody answers
+    default: Choice  # redact | block: what applies when nobody answers
     # agent, upstream, path, model, run_id, project_root; a loosen-rule question, which no
     # request waits on: file, layer, project_root
     request: dict[str, Any]
@@ -65,8 +67,8 @@ class Question:
     keys: tuple[str, ...]  # the findings' Asked keys (what an approval lets through)
     timeout: float | None  # None: open until answered (nothing waits on it)
     created: float = field(default_factory=time.time)
-    proposed: str | None = None  # a decision helper's proposal, if one is configured
-    answers: tuple[str, ...] = ANSWERS  # the answers it takes
+    proposed: Choice | None = None  # a decision helper's proposal, if one is configured
+    answers: tuple[Choice, ...] = ANSWERS  # the answers it takes
     once: bool = False  # answered for this question only, never remembered
 
     @property
@@ -102,18 +104,17 @@ class Question:
 
 def finding_kind(w: Withheld) -> str:
     """A secret's detector kind (github-token, ...), or tool-result for an ask rule's."""
-    return (w.target or "secret") if w.kind == "secret" else "tool-result"
+    return (w.detector or "secret") if w.kind is Withholding.SECRET else "tool-result"
 
 
 def finding(w: Withheld) -> dict[str, Any]:
     """One ask finding as a person sees it (masked preview and context only)."""
     assert w.asked is not None
-    secret = w.kind == "secret"
     return {
         "kind": finding_kind(w),
         "rule": w.rule,
         "where": w.where,
-        "file": None if secret else w.target,
+        "file": w.file,
         "tool": w.tool,
         "preview": w.asked.preview,
         "context": w.asked.context,

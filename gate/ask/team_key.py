@@ -21,7 +21,7 @@ MIN_BYTES = 32
 _WHERE = "decisions.team_key_file"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TeamKey:
     """Keys derived from the team key file, one per use, so none is used for two things."""
 
@@ -36,7 +36,13 @@ class TeamKey:
         def sub(label: str) -> bytes:
             return hmac.new(secret, b"gate team key: " + label.encode(), hashlib.sha256).digest()
 
-        return cls(path, sub("value"), sub("answer"), sub("sign"), sub("id").hex()[:16])
+        return cls(
+            path=path,
+            value=sub("value"),
+            answer=sub("answer"),
+            sign=sub("sign"),
+            id=sub("id").hex()[:16],
+        )
 
 
 def load(path: Path) -> TeamKey:

@@ -99,7 +99,7 @@ def set_anchor(db: sqlite3.Connection, row_id: int, digest: bytes) -> None:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
     ok: bool
     requests: int
@@ -130,12 +130,12 @@ def _verify(db: sqlite3.Connection) -> Verdict:
         ):
             if chunks.digest(raw[start : start + size]) != digest:
                 return Verdict(
-                    False,
-                    0,
-                    len(hashes),
-                    None,
-                    None,
-                    f"chunk {cid} does not match its hash: its bytes were edited",
+                    ok=False,
+                    requests=0,
+                    chunks=len(hashes),
+                    head=None,
+                    broken_id=None,
+                    problem=f"chunk {cid} does not match its hash: its bytes were edited",
                 )
             hashes[cid] = digest
     n_chunks = len(hashes)
@@ -147,19 +147,26 @@ def _verify(db: sqlite3.Connection) -> Verdict:
         if rid != last_id + 1:
             gap = f"{last_id + 1}" if rid == last_id + 2 else f"{last_id + 1}-{rid - 1}"
             return Verdict(
-                False,
-                count,
-                n_chunks,
-                None,
-                rid,
-                f"request {gap} missing: request {rid} is not linked to request {last_id}",
+                ok=False,
+                requests=count,
+                chunks=n_chunks,
+                head=None,
+                broken_id=rid,
+                problem=f"request {gap} missing: request {rid} is not linked to request {last_id}",
             )
         problem = _check_row(fields, prev, hashes)
         if problem:
-            return Verdict(False, count, n_chunks, None, rid, f"request {rid}: {problem}")
+            return Verdict(
+                ok=False,
+                requests=count,
+                chunks=n_chunks,
+                head=None,
+                broken_id=rid,
+                problem=f"request {rid}: {problem}",
+            )
         prev, last_id = fields["record_hash"], rid
         count += 1
-    return Verdict(True, count, n_chunks, prev.hex() if count else None)
+    return Verdict(ok=True, requests=count, chunks=n_chunks, head=prev.hex() if count else None)
 
 
 def _check_row(fields: dict[str, Any], prev: bytes, hashes: dict[int, bytes]) -> str | None:

@@ -18,7 +18,7 @@ from gate.errors import ConfigError
 POOL_SIZE = 16  # connections per gate: one per thread that writes or reads the audit
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Engine:
     """SQLite at `path`, or PostgreSQL at `url` (then `path` is unused)."""
 
@@ -119,4 +119,4 @@ def engine_for(path: Path, settings: AuditSettings) -> Engine:
             where="GATE_AUDIT_URL" if env else "audit.url",
             hint="pip install 'gate[postgres]'",
         )
-    return Engine(path, settings, url)
+    return Engine(path=path, settings=settings, url=url)

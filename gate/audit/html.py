@@ -63,7 +63,19 @@ def days(rows: Sequence[Traffic]) -> list[Traffic]:
     out = []
     while day <= last:
         key = day.isoformat()
-        out.append(by_key.get(key) or Traffic(key, 0, 0, 0, 0, 0, 0, 0))
+        out.append(
+            by_key.get(key)
+            or Traffic(
+                key=key,
+                requests=0,
+                blocked=0,
+                bytes_sent=0,
+                input_tokens=0,
+                output_tokens=0,
+                cache_read_tokens=0,
+                cache_creation_tokens=0,
+            )
+        )
         day += dt.timedelta(days=1)
     return out
 

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-from gate.audit import chain, schema
+from gate.audit import chain, schema, tunnels
+from gate.audit.connected import Connected
+from gate.audit.garbage import Pruned, collect_garbage
 from gate.audit.pg import Connection
-
-if TYPE_CHECKING:
-    from gate.audit.retention import Pruned
-    from gate.audit.store import AuditStore
 
 DAY = 86400
 PREFIX = "requests_d"
@@ -154,13 +152,10 @@ def used_bytes(db: Connection) -> int:
     return int(row[0])
 
 
-def prune(store: AuditStore, now: float | None = None) -> Pruned:
+def prune(store: Connected, now: float | None = None) -> Pruned:
     """audit.retention_days, then audit.max_size_mb, by dropping whole days: the oldest
     partitions wholly before the cutoff, then (for the size cap) the oldest ones but today's.
     A dropped day's last row becomes the chain's anchor in the same transaction."""
-    from gate.audit import tunnels
-    from gate.audit.retention import Pruned, collect_garbage
-
     db = store.conn()
     assert isinstance(db, Connection)
     settings = store.settings
@@ -181,7 +176,9 @@ def prune(store: AuditStore, now: float | None = None) -> Pruned:
         capped = True
     if capped:  # none older than the first day kept, as on SQLite
         gone += tunnels.prune(db, partitions(db)[0][0] * DAY)
-    return Pruned(dropped, freed, before, used_bytes(db), gone)
+    return Pruned(
+        requests=dropped, chunks=freed, size_before=before, size_after=used_bytes(db), tunnels=gone
+    )
 
 
 def _drop(db: Connection, parts: list[tuple[int, str]]) -> int:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 SESSIONS, BYTES = 64, 64 << 20  # bodies kept: at most this many, this many bytes in all
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Turn:
     body: bytes
     spans: chunks.Spans
@@ -61,7 +61,7 @@ class Recent:
             body, (prev.body, prev.spans, prev.hashes) if prev is not None else None
         )
         digest, marks = chunks.resumed_digest(hashes, prev.marks if prev else [], keep)
-        turn = Turn(body, spans, hashes, digest, marks)
+        turn = Turn(body=body, spans=spans, hashes=hashes, digest=digest, marks=marks)
         if session:
             self._turns[session] = turn
             self._bytes += len(body)

@@ -101,7 +101,7 @@ class Traffic:
     cache_creation_tokens: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WithheldCount:
     """Findings of one kind and rule. Agents resend the whole conversation each turn, so
     one file or secret shows up again in every later request: `requests` says in how many
@@ -137,7 +137,7 @@ class AnswerCount:
     items: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
     since: float | None
     generated: float
@@ -218,7 +218,21 @@ def build(db: sqlite3.Connection | None, since: float | None = None) -> Report:
         generated=time.time(),
         first_ts=first,
         last_ts=last,
-        totals=(traffic["all"] or [Traffic("all", 0, 0, 0, 0, 0, 0, 0)])[0],
+        totals=(
+            traffic["all"]
+            or [
+                Traffic(
+                    key="all",
+                    requests=0,
+                    blocked=0,
+                    bytes_sent=0,
+                    input_tokens=0,
+                    output_tokens=0,
+                    cache_read_tokens=0,
+                    cache_creation_tokens=0,
+                )
+            ]
+        )[0],
         verdicts=dict(sorted(verdicts.items())),
         by_day=tuple(sorted(traffic["day"], key=lambda t: t.key or "")),
         by_host=_busiest(traffic["host"]),
@@ -267,7 +281,14 @@ def _withheld(
                 settled[how] = settled.get(how, 0) + 1
     withheld = sorted(
         (
-            WithheldCount(k, r, c[0], c[1], len(seen_in.get((k, r), ())), c[2])
+            WithheldCount(
+                kind=k,
+                rule=r,
+                items=c[0],
+                occurrences=c[1],
+                requests=len(seen_in.get((k, r), ())),
+                approved=c[2],
+            )
             for (k, r), c in counts.items()
         ),
         key=lambda w: (-w.items, w.kind, w.rule),

@@ -3,28 +3,17 @@ uses any more, keeping the chain verifiable from the first remaining row."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from gate.audit import chain, chunks, index, tunnels
+from gate.audit import chain, tunnels
+from gate.audit.connected import Connected
+from gate.audit.garbage import Pruned, collect_garbage
 
-if TYPE_CHECKING:
-    from gate.audit.store import AuditStore
-
-
-@dataclass(frozen=True, slots=True)
-class Pruned:
-    requests: int
-    chunks: int
-    size_before: int
-    size_after: int
-    tunnels: int = 0  # forward mode's connection rows, pruned by the same age
+__all__ = ["Pruned", "prune", "used_bytes"]
 
 
-def prune(store: AuditStore, now: float | None = None) -> Pruned:
+def prune(store: Connected, now: float | None = None) -> Pruned:
     """Apply audit.retention_days, then audit.max_size_mb. Rows go oldest first (a prefix,
     so the chain stays one piece); the last one dropped becomes the chain's anchor. On
     PostgreSQL, whole days go (pg_schema.py)."""
@@ -62,7 +51,9 @@ def prune(store: AuditStore, now: float | None = None) -> Pruned:
     dropped += capped
     if dropped or gone:
         db.execute("PRAGMA incremental_vacuum")  # a no-op on databases made before auto_vacuum
-    return Pruned(dropped, freed, before, used_bytes(db), gone)
+    return Pruned(
+        requests=dropped, chunks=freed, size_before=before, size_after=used_bytes(db), tunnels=gone
+    )
 
 
 def used_bytes(db: sqlite3.Connection) -> int:
@@ -84,44 +75,3 @@ def _drop_through(db: sqlite3.Connection, last: int) -> int:
         db.execute("ROLLBACK")
         raise
     return cur.rowcount
-
-
-def collect_garbage(db: sqlite3.Connection) -> int:
-    """Delete chunks no request refers to. The live set is read from a snapshot, without
-    blocking writers; requests committed since are added under the write lock, so a chunk a
-    new request reused is never deleted."""
-    db.execute("BEGIN")
-    try:
-        top = db.execute("SELECT COALESCE(MAX(id), 0) FROM requests").fetchone()[0]
-        live = _refs(db, "SELECT chunk_refs FROM requests WHERE chunk_refs IS NOT NULL")
-        dead = {cid for (cid,) in db.execute("SELECT id FROM chunks")} - live
-    finally:
-        db.execute("COMMIT")
-    if not dead:
-        return 0
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        dead -= _refs(
-            db, "SELECT chunk_refs FROM requests WHERE id > ? AND chunk_refs IS NOT NULL", (top,)
-        )
-        doomed = sorted(dead)
-        for i in range(0, len(doomed), 500):
-            index.forget(db, doomed[i : i + 500])
-        # Other stores' hash → id caches may name what was just deleted: they drop them.
-        db.execute(
-            "INSERT INTO audit_state (key, value) VALUES ('chunk_gen', ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (os.urandom(8).hex(),),
-        )
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return len(dead)
-
-
-def _refs(db: sqlite3.Connection, sql: str, args: tuple[int, ...] = ()) -> set[int]:
-    out: set[int] = set()
-    for (blob,) in db.execute(sql, args):
-        out.update(chunks.unpack_refs(blob))
-    return out

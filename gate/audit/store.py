@@ -13,7 +13,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,9 @@ from loguru import logger
 from gate import dirs
 from gate.audit import blocks, chain, chunks, files, recent, schema
 from gate.audit.engine import engine_for
+from gate.audit.records import RequestRow, Response
 from gate.audit.report import shown_sql
+from gate.audit.worker import Worker
 from gate.config import AuditSettings
 from gate.errors import GateError
 
@@ -34,14 +35,6 @@ class AuditError(GateError):
     """The audit cannot be written; the request it was for is not sent."""
 
     exit_code = 3  # to the CLI: the audit cannot be read or reached
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_creation_tokens: int | None = None
 
 
 class AuditStore:
@@ -74,10 +67,8 @@ class AuditStore:
         if not self.engine.postgres:
             dirs.private_dir(path.parent)
         self._open()
-        self.worker = None
+        self.worker: Worker | None = None
         if background:
-            from gate.audit.worker import Worker
-
             self.worker = Worker(self)
             self.worker.start()
 
@@ -150,16 +141,13 @@ class AuditStore:
 
     # -- writing -----------------------------------------------------------------------
 
-    def record_request(self, **fields: Any) -> int:
+    def record_request(self, row: RequestRow) -> int:
         """Commit one request row (and its new chunks) and return its id. Raises AuditError
         when it cannot be written: the caller must then block the request."""
-        body: bytes | None = fields.pop("body", None)
-        fields["withheld"] = json.dumps(fields.get("withheld") or [])
-        # REAL columns read back as floats: hash them as floats, or verify would differ.
-        fields["ts"] = float(fields.get("ts") or time.time())
+        fields = row.columns(row.ts or time.time(), json.dumps(list(row.withheld)))
         try:
             with self._write:
-                return self._insert(fields, body)
+                return self._insert(fields, row.body)
         except self.engine.errors as exc:
             self.engine.forget_partition_cache()
             # Fail closed: a request whose record is not committed never leaves.
@@ -216,20 +204,13 @@ class AuditStore:
             self._known.clear()
             self._gen = gen
 
-    def record_response(
-        self,
-        row_id: int,
-        *,
-        status: int | None,
-        latency_ms: float,
-        usage: Usage,
-        error: str | None = None,
-    ) -> None:
+    def record_response(self, row_id: int, response: Response) -> None:
         db = self.conn()
         row = db.execute("SELECT record_hash FROM requests WHERE id=?", (row_id,)).fetchone()
         if row is None:
             return  # pruned meanwhile
-        latency_ms = float(latency_ms)
+        status, usage, error = response.status, response.usage, response.error
+        latency_ms = float(response.latency_ms)
         fields = {
             "record_hash": row[0],
             "status": status,

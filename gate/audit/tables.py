@@ -15,7 +15,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 NONE = "(none)"  # a missing value: no agent header, no model in the body
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Table:
     title: str
     columns: tuple[str, ...]
@@ -74,9 +74,9 @@ def summary(report: Report) -> str:
 
 def _traffic(title: str, key: str, rows: tuple[Traffic, ...]) -> Table:
     return Table(
-        title,
-        (key, "requests", "blocked", "sent", "input tokens", "output tokens"),
-        tuple(
+        title=title,
+        columns=(key, "requests", "blocked", "sent", "input tokens", "output tokens"),
+        rows=tuple(
             (
                 clean(t.key),
                 count(t.requests),
@@ -99,9 +99,9 @@ def tables(report: Report) -> list[Table]:
         _traffic("Per agent", "agent", report.by_agent),
         _traffic("Per model", "model", report.by_model),
         Table(
-            "Withheld and redacted, by kind and rule",
-            ("kind", "rule", "items", "occurrences", "requests", "approved"),
-            tuple(
+            title="Withheld and redacted, by kind and rule",
+            columns=("kind", "rule", "items", "occurrences", "requests", "approved"),
+            rows=tuple(
                 (
                     clean(w.kind),
                     clean(w.rule),
@@ -116,16 +116,16 @@ def tables(report: Report) -> list[Table]:
             empty="nothing was withheld or redacted",
         ),
         Table(
-            "Blocked requests, by reason",
-            ("requests", "reason"),
-            tuple((count(b.requests), clean(b.reason)) for b in report.blocked),
+            title="Blocked requests, by reason",
+            columns=("requests", "reason"),
+            rows=tuple((count(b.requests), clean(b.reason)) for b in report.blocked),
             numeric=(0,),
             empty="no request was blocked",
         ),
         Table(
-            "Questions asked and answers",
-            ("question", "answer", "answered by", "questions", "items"),
-            tuple(
+            title="Questions asked and answers",
+            columns=("question", "answer", "answered by", "questions", "items"),
+            rows=tuple(
                 (
                     clean(a.question),
                     clean(a.answer),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from gate.audit.store import AuditStore
+from gate.audit.connected import Connected
 
 
 class Kind(StrEnum):
@@ -26,7 +26,7 @@ class Opened:
     reason: str | None = None
 
 
-def opened(audit: AuditStore, t: Opened) -> int:
+def opened(audit: Connected, t: Opened) -> int:
     """Write the row as the connection opens, so a crash still leaves it in the audit."""
     cur = audit.conn().execute(
         "INSERT INTO tunnels (ts, host, port, kind, agent, run_id, reason)"
@@ -36,7 +36,7 @@ def opened(audit: AuditStore, t: Opened) -> int:
     return int(cur.fetchone()[0])
 
 
-def closed(audit: AuditStore, row: int, bytes_out: int, bytes_in: int) -> None:
+def closed(audit: Connected, row: int, bytes_out: int, bytes_in: int) -> None:
     audit.conn().execute(
         "UPDATE tunnels SET ended=?, bytes_out=?, bytes_in=? WHERE id=?",
         (time.time(), bytes_out, bytes_in, row),
@@ -44,7 +44,7 @@ def closed(audit: AuditStore, row: int, bytes_out: int, bytes_in: int) -> None:
 
 
 def rows(
-    audit: AuditStore,
+    audit: Connected,
     limit: int = 100,
     *,
     since: float | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gate.audit.store import Usage
+from gate.audit.records import Usage
 
 _MAX_JSON = 8 << 20  # a non-streamed body larger than this is not parsed for usage
 # Provider usage keys → our fields. Anthropic, OpenAI Chat/Responses, Gemini.

@@ -7,14 +7,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from loguru import logger
 
 from gate.audit import index, retention
-
-if TYPE_CHECKING:
-    from gate.audit.store import AuditStore
+from gate.audit.connected import Connected
+from gate.audit.records import Response
 
 PRUNE_EVERY = 3600.0
 IDLE_WAKE = 60.0
@@ -25,23 +24,31 @@ IDLE_WAKE = 60.0
 WAL_PAGES = 2048
 
 
+class Tended(Connected, Protocol):
+    """The store a worker tends (store.py): it completes rows and closes its connection."""
+
+    def record_response(self, row_id: int, response: Response) -> None: ...
+
+    def close_thread(self) -> None: ...
+
+
 class Worker(threading.Thread):
-    def __init__(self, store: AuditStore):
+    def __init__(self, store: Tended):
         super().__init__(daemon=True, name="gate-audit")
         self.store = store
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._next_prune = 0.0
-        self._responses: deque[tuple[int, dict[str, Any]]] = deque()
+        self._responses: deque[tuple[int, Response]] = deque()
 
     def wake(self) -> None:
         self._wake.set()
 
-    def record_response(self, row_id: int, **fields: Any) -> None:
+    def record_response(self, row_id: int, response: Response) -> None:
         """Complete a request's row in the next pass: a response's status, latency and
         usage are bookkeeping, so their write (and any wait for the write lock) happens
         here, off the proxy's event loop. stop() writes what is still queued."""
-        self._responses.append((row_id, fields))
+        self._responses.append((row_id, response))
         self._wake.set()
 
     def stop(self) -> None:
@@ -69,9 +76,9 @@ class Worker(threading.Thread):
 
     def _pass(self) -> None:
         while self._responses:
-            row_id, fields = self._responses.popleft()
+            row_id, response = self._responses.popleft()
             try:
-                self.store.record_response(row_id, **fields)
+                self.store.record_response(row_id, response)
             except Exception as exc:
                 logger.error("audit update failed for request {}: {}", row_id, type(exc).__name__)
         try:

@@ -39,8 +39,8 @@ def _answer_command(answer: str, doc: str, remember: str) -> click.Command:
     @click.argument("question_id", metavar="ID")
     @click.option(
         "--remember",
-        type=click.Choice(SCOPES),
-        default=DEFAULT_SCOPE,
+        type=click.Choice([s.value for s in SCOPES]),
+        default=DEFAULT_SCOPE.value,
         show_default=True,
         help=f"{remember} (stored as a keyed fingerprint, never the value).",
     )

@@ -87,7 +87,9 @@ def _value_of(store: AuditStore, path: Path, since: float | None) -> list[values
             where=str(path),
             hint="nothing to look for; check the file name",
         )
-    rule = Rule(Effect.DENY, "Read", str(path), "--value-of", 0, None)
+    rule = Rule(
+        effect=Effect.DENY, tool="Read", specifier=str(path), source="--value-of", line=0, root=None
+    )
     labels = {u: f"value {n} of {path.name}" for n, u in enumerate(units, 1)}
     matcher = DeniedIndex({u: Source(str(path), rule) for u in units})
     forms = {form: u for u in units for form in encoded_forms(u)}

@@ -41,4 +41,4 @@ def describe(item: Item, notes: Notes) -> Where:
     return where(item, notes, Place.ASSISTANT_TEXT)
 
 
-READER = Reader(Agent.AIDER, stores, describe)
+READER = Reader(agent=Agent.AIDER, stores=stores, describe=describe)

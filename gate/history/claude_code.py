@@ -94,9 +94,9 @@ def describe(item: Item, notes: Notes) -> Where:
 
 
 READER = Reader(
-    Agent.CLAUDE_CODE,
-    stores,
-    describe,
-    note,
-    ('"tool_use"', '"ai-title"', '"custom-title"', '"summary"'),
+    agent=Agent.CLAUDE_CODE,
+    stores=stores,
+    describe=describe,
+    note=note,
+    markers=('"tool_use"', '"ai-title"', '"custom-title"', '"summary"'),
 )

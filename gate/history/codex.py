@@ -122,9 +122,9 @@ def _row(item: Item, notes: Notes) -> Where:
 
 
 READER = Reader(
-    Agent.CODEX,
-    stores,
-    describe,
-    note,
-    ('"session_meta"', *(f'"{c}"' for c in _CALLS), '"compacted"'),
+    agent=Agent.CODEX,
+    stores=stores,
+    describe=describe,
+    note=note,
+    markers=('"session_meta"', *(f'"{c}"' for c in _CALLS), '"compacted"'),
 )

@@ -110,5 +110,9 @@ def describe(item: Item, notes: Notes) -> Where:
 
 
 READER = Reader(
-    Agent.COPILOT, stores, describe, note, ('"tool.execution_start"', '"session.start"')
+    agent=Agent.COPILOT,
+    stores=stores,
+    describe=describe,
+    note=note,
+    markers=('"tool.execution_start"', '"session.start"'),
 )

@@ -39,4 +39,4 @@ def _place(role: object, path: tuple[object, ...]) -> Place:
     )
 
 
-READER = Reader(Agent.CURSOR, stores, describe)
+READER = Reader(agent=Agent.CURSOR, stores=stores, describe=describe)

@@ -16,6 +16,7 @@ from gate.history.model import Finding, Form, Store
 from gate.history.prefilter import Prefilter
 from gate.history.readers import Env, Notes, Reader
 from gate.rules.layers import PolicyStore
+from gate.rules.model import SecretAction
 from gate.screen import masking
 from gate.screen.content import SecretScreen
 from gate.screen.denied_walk import UNSCREENED
@@ -39,7 +40,7 @@ class Filters:
         return True
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Screens:
     """The wire's screens: SecretScreen (detectors + the install's placeholder key) and the
     denied-file values of every project the stores name."""
@@ -239,7 +240,7 @@ def _allowed(
     if denied:
         return False
     policy = screens.policies.policy_for(project if project and os.path.isdir(project) else None)
-    return policy.secret_action(kind, rule, tier) == "allow"
+    return policy.secret_action(kind, rule, tier) is SecretAction.ALLOW
 
 
 def _within(path: str, top: Path) -> bool:

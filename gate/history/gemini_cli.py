@@ -80,4 +80,6 @@ def describe(item: Item, notes: Notes) -> Where:
     return where(item, notes, place, ts=ts, **known)
 
 
-READER = Reader(Agent.GEMINI_CLI, stores, describe, note, ('"sessionId"',))
+READER = Reader(
+    agent=Agent.GEMINI_CLI, stores=stores, describe=describe, note=note, markers=('"sessionId"',)
+)

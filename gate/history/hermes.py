@@ -55,4 +55,4 @@ def describe(item: Item, notes: Notes) -> Where:
     )
 
 
-READER = Reader(Agent.HERMES, stores, describe)
+READER = Reader(agent=Agent.HERMES, stores=stores, describe=describe)

@@ -66,4 +66,4 @@ def describe(item: Item, notes: Notes) -> Where:
     return where(item, notes, Place.METADATA, ts=ts, **known)
 
 
-READER = Reader(Agent.OPENCODE, stores, describe, note)
+READER = Reader(agent=Agent.OPENCODE, stores=stores, describe=describe, note=note)

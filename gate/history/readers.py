@@ -26,7 +26,7 @@ class Env:
         return Path(value).expanduser() if value else self.home.joinpath(*default)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Notes:
     """What a reader learns from a store as it goes: tool names by call id, the session."""
 
@@ -37,7 +37,7 @@ class Notes:
     title: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Reader:
     agent: Agent
     stores: Callable[[Env], Iterator[Store]]

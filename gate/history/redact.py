@@ -15,7 +15,7 @@ from gate.history.holders import Holder, holders
 from gate.history.model import Agent, Form
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Plan:
     """One store's edits: every value found in it and the placeholder it becomes."""
 
@@ -26,7 +26,7 @@ class Plan:
     findings: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Outcome:
     plan: Plan
     changed: int = 0
@@ -39,7 +39,7 @@ def plans(found: Iterable[Found], forms: dict[Path, Form]) -> list[Plan]:
     out: dict[Path, Plan] = {}
     for f in found:
         path = f.finding.store
-        plan = out.setdefault(path, Plan(path, forms[path], f.finding.agent))
+        plan = out.setdefault(path, Plan(path=path, form=forms[path], agent=f.finding.agent))
         plan.values.setdefault(f.value, f.finding.replacement)
         plan.findings += 1
     return list(out.values())
@@ -47,12 +47,12 @@ def plans(found: Iterable[Found], forms: dict[Path, Form]) -> list[Plan]:
 
 def apply(plan: Plan, backup: Backup | None) -> Outcome:
     if held := holders([plan.path]):
-        return Outcome(plan, held=tuple(held))
+        return Outcome(plan=plan, held=tuple(held))
     try:
         if backup is not None:
             backup.save(plan.path)
         changed = rewrite.rewrite(plan.path, plan.form, plan.values)
     except (OSError, sqlite3.Error, ValueError) as exc:
-        return Outcome(plan, error=f"{type(exc).__name__}: {exc}")
+        return Outcome(plan=plan, error=f"{type(exc).__name__}: {exc}")
     left = rewrite.leftover([plan.path], plan.values)
-    return Outcome(plan, changed, left=tuple(left))
+    return Outcome(plan=plan, changed=changed, left=tuple(left))

@@ -18,7 +18,7 @@ from gate.screen.content import SecretScreen
 PARALLEL_BYTES = 64 << 20
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Result:
     found: tuple[Found, ...]  # values in memory only, for redaction
     groups: list[summary.Group]
@@ -51,7 +51,7 @@ def run(
         stores += [(r, s) for r, s in engine.discover(readers, wider) if s.path not in seen]
     if filters.since is not None:  # a store untouched since then holds nothing newer
         stores = [(r, s) for r, s in stores if _mtime(s.path) >= filters.since]
-    screens = Screens(SecretScreen.load(data_dir), PolicyStore(warn=False))
+    screens = Screens(secret=SecretScreen.load(data_dir), policies=PolicyStore(warn=False))
     # The denied values of the projects named, in this order (the first file a value is
     # found in names it): a worker process adds the same batches in the same order.
     batches = [[str(p) for p in env.projects], sorted(engine.project_hints(stores))]
@@ -70,11 +70,11 @@ def run(
     if any(g.seen is sent.Seen.UNKNOWN for g in gates.values()):
         errors.append(f"{audit}: cannot read gate's audit; 'through gate' is unknown")
     return Result(
-        found,
-        summary.group((f.finding for f in found), gates),
-        len(stores),
-        {s.path: s.form for _, s in stores},
-        errors,
+        found=found,
+        groups=summary.group((f.finding for f in found), gates),
+        stores=len(stores),
+        forms={s.path: s.form for _, s in stores},
+        errors=errors,
     )
 
 

@@ -14,7 +14,7 @@ _SEEN_RANK = {Seen.SENT: 0, Seen.UNKNOWN: 1, Seen.NOT_SEEN: 1, Seen.WITHHELD: 2}
 _TIER_RANK = {"high": 0, "denied": 1, "low": 2}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Group:
     """Every copy of one value (by keyed hash) across every store."""
 
@@ -44,13 +44,13 @@ def group(findings: Iterable[Finding], gates: dict[str, Gate]) -> list[Group]:
         fs.sort(key=lambda f: (f.where.ts or 0.0, str(f.store), f.where.at))
         out.append(
             Group(
-                digest,
-                lead.kind,
-                lead.tier,
-                lead.preview,
-                gates.get(digest, Gate(Seen.NOT_SEEN)),
-                next((f.source for f in fs if f.source), None),
-                tuple(fs),
+                digest=digest,
+                kind=lead.kind,
+                tier=lead.tier,
+                preview=lead.preview,
+                gate=gates.get(digest, Gate(Seen.NOT_SEEN)),
+                source=next((f.source for f in fs if f.source), None),
+                findings=tuple(fs),
             )
         )
     out.sort(

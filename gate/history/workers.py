@@ -30,7 +30,7 @@ def _start(data_dir: Path, batches: list[list[str]]) -> None:
     global _screens  # process-local by construction: each worker has its own
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     log.configure(level="WARNING")  # as the parent: no debug lines on the user's terminal
-    _screens = Screens(SecretScreen.load(data_dir), PolicyStore(warn=False))
+    _screens = Screens(secret=SecretScreen.load(data_dir), policies=PolicyStore(warn=False))
     for batch in batches:
         _screens.add_projects(batch)
 

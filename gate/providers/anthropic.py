@@ -6,7 +6,7 @@ import re
 from functools import partial
 from typing import Any
 
-from gate.providers.history import HISTORY
+from gate.providers.history import remembered
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
@@ -52,8 +52,8 @@ def walk(body: dict[str, Any]) -> Walk:
     """
     system, tools = body.get("system"), body.get("tools")
     segs = [
-        *HISTORY.remembered((FORMAT, "system"), system, lambda: _system(system)),
-        *HISTORY.remembered(
+        *remembered((FORMAT, "system"), system, lambda: _system(system)),
+        *remembered(
             (FORMAT, "tools"),
             tools,
             lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
@@ -64,7 +64,7 @@ def walk(body: dict[str, Any]) -> Walk:
     for i, msg in enumerate(body.get("messages") or ()):
         if not isinstance(msg, dict):
             raise ValueError(f"messages[{i}] is not an object")
-        m_segs, m_uses, m_results = HISTORY.remembered(
+        m_segs, m_uses, m_results = remembered(
             (FORMAT, "message", i), msg, partial(walk_message, msg, ("messages", i))
         )
         segs += m_segs
@@ -73,7 +73,12 @@ def walk(body: dict[str, Any]) -> Walk:
             add_result(results, call_id, at)
     calls = pair(uses, results)
     model = body.get("model")
-    return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs), calls)
+    return Walk(
+        format=FORMAT,
+        model=model if isinstance(model, str) else None,
+        segments=tuple(segs),
+        calls=calls,
+    )
 
 
 def _system(system: Any) -> tuple[Segment, ...]:

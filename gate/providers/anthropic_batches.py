@@ -48,7 +48,7 @@ def walk(body: dict[str, Any]) -> Walk:
             replace(c, id=f"{i}:{c.id}", result=(*at, *c.result) if c.result is not None else None)
             for c in inner.calls
         )
-    return Walk(FORMAT, model, tuple(segs), tuple(calls))
+    return Walk(format=FORMAT, model=model, segments=tuple(segs), calls=tuple(calls))
 
 
 withhold_result = anthropic.withhold_result

@@ -73,7 +73,12 @@ def walk(body: dict[str, Any]) -> Walk:
         calls.extend(pair(pairing.uses, pairing.results))
         models.append(request.get("model"))
     model = next((m for m in models if isinstance(m, str) and m), None)
-    return Walk(FORMAT, model.removeprefix("models/") if model else None, tuple(segs), tuple(calls))
+    return Walk(
+        format=FORMAT,
+        model=model.removeprefix("models/") if model else None,
+        segments=tuple(segs),
+        calls=tuple(calls),
+    )
 
 
 def _requests(

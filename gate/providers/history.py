@@ -8,9 +8,14 @@ would give. Results must
 hold immutable values only (paths, strings, roles); anything the screens may edit in place
 (a tool call's input) is fetched from the current body by the caller.
 
-Within one request (`one_request()`) an item is serialised once, however many memos look
-it up (the walk, then the unknown-field sweep): the serialisation is kept with the item
-itself and dropped by `edited()` when the request's screens change the item in place.
+The memo belongs to whoever screens (a gate's Screens), never to this module: two gates in
+one process remember nothing of each other's requests. It is handed in for one request
+(`one_request(memo)`), and the format walkers look their items up in it (`remembered()`);
+outside a request, or with no memo, every item is walked afresh.
+
+Within one request an item is serialised once, however many lookups it gets (the walk,
+then the unknown-field sweep): the serialisation is kept with the item itself and dropped
+by `edited()` when the request's screens change the item in place.
 """
 
 from __future__ import annotations
@@ -29,16 +34,27 @@ MAX_BYTES = 64 << 20  # serialisations remembered, in total; all are forgotten p
 # The current request's serialisations, by id() of the item; each entry holds the item too,
 # so its id cannot be reused by another object while the request runs.
 _SNAPS: ContextVar[dict[int, tuple[Any, bytes]] | None] = ContextVar("gate_snaps", default=None)
+# The memo the current request's walks are remembered in (its screener's).
+_MEMO: ContextVar[Memo | None] = ContextVar("gate_memo", default=None)
 
 
 @contextmanager
-def one_request() -> Iterator[None]:
-    """Serialise each item at most once until the block ends (then forget them all)."""
-    token = _SNAPS.set({})
+def one_request(memo: Memo | None) -> Iterator[None]:
+    """Until the block ends, remember walks in `memo` (None: walk every item) and serialise
+    each item at most once (then forget the serialisations)."""
+    snaps, remembers = _SNAPS.set({}), _MEMO.set(memo)
     try:
         yield
     finally:
-        _SNAPS.reset(token)
+        _MEMO.reset(remembers)
+        _SNAPS.reset(snaps)
+
+
+def remembered[R](key: Hashable, item: Any, compute: Callable[[], R]) -> R:
+    """`compute()`, or what it gave for a byte-identical item at the same `key` in the
+    current request's memo."""
+    memo = _MEMO.get()
+    return compute() if memo is None else memo.remembered(key, item, compute)
 
 
 def edited(items: Iterable[Any]) -> None:
@@ -93,10 +109,10 @@ class Memo:
             self._bytes += len(snap)
         return value
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
             self._bytes = 0
-
-
-HISTORY = Memo()

@@ -85,7 +85,13 @@ def walk(body: dict[str, Any]) -> Walk:
             for p, t in strings(out.get("output"), ("tool_outputs", i, "output"))
         )
     model = body.get("model")
-    return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs), (), tuple(orphans))
+    return Walk(
+        format=FORMAT,
+        model=model if isinstance(model, str) else None,
+        segments=tuple(segs),
+        calls=(),
+        orphans=tuple(orphans),
+    )
 
 
 def _message(msg: dict[str, Any], at: JsonPath) -> list[Segment]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from gate.providers.history import HISTORY
+from gate.providers.history import remembered
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
@@ -37,7 +37,7 @@ def matches(path: str) -> bool:
 def walk(body: dict[str, Any]) -> Walk:
     tools = body.get("tools")
     segs = list(
-        HISTORY.remembered(
+        remembered(
             (FORMAT, "tools"),
             tools,
             lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
@@ -50,15 +50,18 @@ def walk(body: dict[str, Any]) -> Walk:
             raise ValueError(f"messages[{i}] is not an object")
         at: JsonPath = ("messages", i)
         # Remembered (providers.history): a message resent unchanged is not walked again.
-        m_segs, m_result = HISTORY.remembered(
-            (FORMAT, "message", i), msg, partial(_message, msg, at)
-        )
+        m_segs, m_result = remembered((FORMAT, "message", i), msg, partial(_message, msg, at))
         segs += m_segs
         if m_result is not None:
             add_result(results, m_result, at)
         uses += _calls(msg, i)
     model = body.get("model")
-    return Walk(FORMAT, model if isinstance(model, str) else None, tuple(segs), pair(uses, results))
+    return Walk(
+        format=FORMAT,
+        model=model if isinstance(model, str) else None,
+        segments=tuple(segs),
+        calls=pair(uses, results),
+    )
 
 
 def _message(msg: dict[str, Any], at: JsonPath) -> tuple[tuple[Segment, ...], str | None]:
@@ -93,7 +96,7 @@ def _calls(msg: dict[str, Any], i: int) -> tuple[tuple[str, str, Any], ...]:
     )
     fc = msg.get("function_call")
     if parsed and (fc is None or (isinstance(fc, dict) and isinstance(fc.get("arguments"), str))):
-        return HISTORY.remembered((FORMAT, "uses", i), msg, partial(_uses, msg))
+        return remembered((FORMAT, "uses", i), msg, partial(_uses, msg))
     return _uses(msg)
 
 

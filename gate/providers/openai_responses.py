@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any
 
 from gate.providers import openai_chat
-from gate.providers.history import HISTORY
+from gate.providers.history import remembered
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
@@ -64,7 +64,7 @@ def walk(body: dict[str, Any]) -> Walk:
         if not isinstance(item, dict):
             raise ValueError(f"input[{i}] is not an object")
         # Remembered (providers.history): an item resent unchanged is not walked again.
-        i_segs, i_results = HISTORY.remembered(
+        i_segs, i_results = remembered(
             (FORMAT, "item", i), item, partial(_item, item, ("input", i))
         )
         segs += i_segs
@@ -75,11 +75,11 @@ def walk(body: dict[str, Any]) -> Walk:
     stateful = bool(body.get("previous_response_id") or body.get("conversation"))
     model = body.get("model")
     return Walk(
-        FORMAT,
-        model if isinstance(model, str) else None,
-        tuple(segs),
-        pair(uses, results, orphans_allowed=stateful),
-        orphans(uses, results),
+        format=FORMAT,
+        model=model if isinstance(model, str) else None,
+        segments=tuple(segs),
+        calls=pair(uses, results, orphans_allowed=stateful),
+        orphans=orphans(uses, results),
     )
 
 
@@ -114,7 +114,7 @@ def _call(item: dict[str, Any], i: int) -> tuple[str, str, dict[str, Any]] | Non
     nothing edits, so an unchanged item's is reused. Any other input holds the body's own
     objects (which screening may edit in place): it is always taken from this body."""
     if item.get("type") == "function_call" and isinstance(item.get("arguments"), str):
-        return HISTORY.remembered((FORMAT, "call", i), item, partial(call_of, item))
+        return remembered((FORMAT, "call", i), item, partial(call_of, item))
     return call_of(item)
 
 

@@ -9,7 +9,7 @@ from enum import StrEnum
 from functools import partial
 from typing import Any
 
-from gate.providers.history import HISTORY
+from gate.providers.history import remembered
 
 JsonPath = tuple[str | int, ...]
 
@@ -41,7 +41,7 @@ class ToolCall:
     result: JsonPath | None  # where its result block sits in this body, if it is answered here
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Walk:
     format: str
     model: str | None
@@ -172,7 +172,7 @@ def unit_strings(body: Any, min_len: int) -> list[tuple[Unit, Strings]]:
             out += [
                 (
                     (key, i),
-                    HISTORY.remembered(
+                    remembered(
                         ("long_strings", min_len, key, i),
                         item,
                         partial(_long_strings, item, (key, i), min_len),

@@ -24,6 +24,7 @@ from gate.ask import client, memory_team
 from gate.ask.loosen import Loosenings
 from gate.ask.park import Asker
 from gate.ask.questions import Pending
+from gate.audit.records import Attribution
 from gate.audit.session import session_key
 from gate.audit.store import AuditStore
 from gate.config import Config
@@ -358,7 +359,7 @@ class GateAddon:
                     " upgrade is refused)"
                 )
             notes.ws = websocket.Connection(
-                route, run, agent=run.agent if run else None, user=job.user
+                route=route, run=run, agent=run.agent if run else None, user=job.user
             )
         agent = run.agent if run else registry.from_user_agent(headers.get("user-agent", ""))
         # Who sent it, kept for the audit whatever the verdict (a blocked row too, one whose
@@ -366,26 +367,26 @@ class GateAddon:
         session = session_key(
             headers, run.id if run else None, agent, route.upstream.name, job.user
         )
-        notes.who = {
-            "run_id": run.id if run else None,
-            "agent": agent,
-            "project_root": run.root if run else None,
-            "session": session,
-            "user_name": job.user,
-        }
+        notes.who = Attribution(
+            run_id=run.id if run else None,
+            agent=agent,
+            project_root=run.root if run else None,
+            session=session,
+            user_name=job.user,
+        )
         body = notes.body = _decoded(job.raw, headers)  # a refusal's attribution reads it
         notes.coding = ", ".join(headers.get_all("content-encoding")) or None
         outbound = Outbound(
-            route.path,
-            body,
-            agent,
-            run.cwd if run else None,
-            route.upstream.unsafe_pass_non_json,
+            path=route.path,
+            body=body,
+            agent=agent,
+            project_root=run.cwd if run else None,
+            unsafe_pass_non_json=route.upstream.unsafe_pass_non_json,
             headers=upload.headers_of(headers),
             root=run.root if run else None,
         )
         verdict = self.screener(outbound, self.policies, self.screens, self.chains.known)
-        notes.who.update(model=verdict.model, project_root=verdict.project_root)
+        notes.who = replace(notes.who, model=verdict.model, project_root=verdict.project_root)
         up = route.upstream
         refusal = Envelope(self._scrub()).refusal(
             route.path,
@@ -398,7 +399,7 @@ class GateAddon:
         origin = pipeline.Origin(
             route=route, run=run, agent=agent, session=session, user=job.user, method=job.method
         )
-        return _Screened(self, origin, outbound, verdict, job)
+        return _Screened(addon=self, origin=origin, req=outbound, verdict=verdict, job=job)
 
     def _scrub(self) -> Scrub:
         indexes = self.screens.indexes.known() if self.screens.indexes else []
@@ -551,7 +552,7 @@ def _refusal_of(flow: http.HTTPFlow, unrouted: str) -> pipeline.Refusal:
         path=route.path if route else flow.request.path,
         method=flow.request.method,
         size=len(flow.request.raw_content or b""),
-        who=dict(flow.metadata.get("gate_who") or {}),
+        who=flow.metadata.get("gate_who"),
         user=flow.metadata.get("gate_user"),
         body=flow.metadata.get("gate_body"),
     )
@@ -586,7 +587,7 @@ class _Notes:
     """What screening learnt about a request that a refusal's audit row needs too; put on
     the flow by the loop once the worker is done, whatever its verdict."""
 
-    who: dict[str, Any] | None = None
+    who: Attribution | None = None
     body: bytes | None = None
     coding: str | None = None
     ws: websocket.Connection | None = None
@@ -620,7 +621,7 @@ class _Ready:
     content: bytes | None  # the body to put on the flow (None: the one it has)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Screened:
     """A screened request between its first verdict and the one that is sent."""
 

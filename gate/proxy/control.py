@@ -29,7 +29,8 @@ from urllib.parse import parse_qs, urlsplit
 from mitmproxy import http
 
 from gate.ask import live, page
-from gate.ask.questions import ANSWERS, DEFAULT_SCOPE, SCOPES, Answer, By, Pending, Question
+from gate.ask.choices import ANSWERS, Choice, Scope
+from gate.ask.questions import DEFAULT_SCOPE, SCOPES, Answer, By, Pending, Question
 from gate.audit.store import AuditStore
 from gate.errors import GateError
 from gate.proxy import console
@@ -200,14 +201,14 @@ class Control:
             return 400, {"error": f"question {qid} takes {' or '.join(q.answers)}"}
         if q is not None and q.once:
             # Loosening a rule is confirmed edit by edit: an answer never carries over.
-            if remember not in ("once", DEFAULT_SCOPE):
+            if remember not in (Scope.ONCE, DEFAULT_SCOPE):
                 return 400, {
                     "error": f"question {qid} is answered once: it is never remembered"
                     " (answer without --remember)"
                 }
-            remember = "once"
+            remember = Scope.ONCE
         try:
-            self.pending.answer(qid, Answer(answer, By.PERSON, remember))
+            self.pending.answer(qid, Answer(Choice(answer), By.PERSON, Scope(remember)))
         except KeyError:
             return 404, {"error": f"no pending question {qid!r}"}
         except ValueError as exc:

@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from loguru import logger
 
 from gate import runs
+from gate.audit.records import Attribution, Disposition, RequestRow
 from gate.audit.store import AuditStore
 from gate.proxy import routing
 from gate.screen.disclose import Scrub
@@ -104,7 +105,7 @@ def record_sent(
     """The row of what leaves, written before it leaves; raises (AuditError) when it
     cannot be, and the request or frame is then refused."""
     route = origin.route
-    return audit.record_request(
+    row = RequestRow(
         run_id=origin.run.id if origin.run else None,
         agent=origin.agent,
         upstream=route.upstream.name,
@@ -117,16 +118,17 @@ def record_sent(
         project_root=verdict.project_root,
         request_bytes=len(sent),
         verdict=(
-            "modified"
+            Disposition.MODIFIED
             if modified
-            else "unscreened"
+            else Disposition.UNSCREENED
             if verdict.format == "unscreened"
-            else "forwarded"
+            else Disposition.FORWARDED
         ),
         withheld=[scrubbed(w.record(), scrub) for w in verdict.withheld],
         body=sent,
         content_encoding=coding,
     )
+    return audit.record_request(row)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,7 +140,7 @@ class Refusal:
     path: str
     method: str
     size: int
-    who: dict[str, Any]
+    who: Attribution | None  # None: refused before gate knew who sent it
     user: str | None
     body: bytes | None
 
@@ -164,18 +166,16 @@ def record_refusal(
         scrub, records = None, []
         message, stored = UNCHECKED, "?"
     try:
-        audit.record_request(
-            upstream=refusal.name or "?",
-            host=refusal.host,
-            method=refusal.method,
+        row = _refused_row(
+            refusal,
+            attribution(refusal.who, refusal.user, refusal.body, scrub),
             path=stored,
-            request_bytes=refusal.size,
-            verdict="blocked",
+            verdict=Disposition.BLOCKED,
             reason=message,
             status=status,
             withheld=records,
-            **attribution(refusal.who, refusal.user, refusal.body, scrub),
         )
+        audit.record_request(row)
     except Exception as exc:  # the request is blocked either way
         logger.error("audit write failed for a blocked flow: {}", type(exc).__name__)
     return message
@@ -184,15 +184,42 @@ def record_refusal(
 def record_withdrawn(audit: AuditStore, scrubber: Callable[[], Scrub], refusal: Refusal) -> None:
     """Record a request whose agent went away while its question waited (`withdrawn`)."""
     scrub = scrubber()
-    audit.record_request(
-        upstream=refusal.name,
+    row = _refused_row(
+        refusal,
+        attribution(refusal.who, refusal.user, refusal.body, scrub),
+        path=scrub.path(routing.safe_path(refusal.path)),
+        verdict=Disposition.WITHDRAWN,
+        reason="the agent disconnected while gate was asking; nothing was sent",
+    )
+    audit.record_request(row)
+
+
+def _refused_row(
+    refusal: Refusal,
+    who: Attribution,
+    *,
+    path: str,
+    verdict: Disposition,
+    reason: str,
+    status: int | None = None,
+    withheld: Sequence[Mapping[str, object]] = (),
+) -> RequestRow:
+    return RequestRow(
+        upstream=refusal.name or "?",
         host=refusal.host,
         method=refusal.method,
-        path=scrub.path(routing.safe_path(refusal.path)),
+        path=path,
         request_bytes=refusal.size,
-        verdict="withdrawn",
-        reason="the agent disconnected while gate was asking; nothing was sent",
-        **attribution(refusal.who, refusal.user, refusal.body, scrub),
+        verdict=verdict,
+        reason=reason,
+        status=status,
+        withheld=withheld,
+        run_id=who.run_id,
+        agent=who.agent,
+        project_root=who.project_root,
+        session=who.session,
+        user_name=who.user_name,
+        model=who.model,
     )
 
 
@@ -205,34 +232,35 @@ def scrubbed(record: dict[str, object], scrub: Scrub) -> dict[str, object]:
 
 
 def attribution(
-    who: dict[str, Any], user: str | None, body: bytes | None, scrub: Scrub | None
-) -> dict[str, Any]:
+    who: Attribution | None, user: str | None, body: bytes | None, scrub: Scrub | None
+) -> Attribution:
     """The agent, run, project, session and model of a request gate refused: the same
     attribution a sent request's row carries. The model is read from the decoded body when
     screening stopped before it did (a body gate could not screen may not be JSON); a
     model name that holds a finding is not written down (none when it cannot be checked)."""
-    who = dict(who)
-    if user is not None:
-        who["user_name"] = user  # refused before gate_who was made: who sent it still counts
-    if who and who.get("model") is None:
+    if who is None and user is None:
+        return Attribution()
+    who = who or Attribution()
+    if user is not None:  # refused before gate_who was made: who sent it still counts
+        who = replace(who, user_name=user)
+    model = who.model
+    if model is None:
         # Never decoded again: a body gate could not decode (too large, say) has no model.
         try:
             parsed = json.loads(body or b"")
         except ValueError:
             parsed = None
-        model = parsed.get("model") if isinstance(parsed, dict) else None
-        who["model"] = model[:200] if isinstance(model, str) else None
-    if who:
-        who["model"] = scrub.value(who.get("model")) if scrub is not None else None
-    return who
+        named = parsed.get("model") if isinstance(parsed, dict) else None
+        model = named[:200] if isinstance(named, str) else None
+    return replace(who, model=scrub.value(model) if scrub is not None else None)
 
 
-def of_origin(origin: Origin) -> dict[str, Any]:
+def of_origin(origin: Origin) -> Attribution:
     """A refused frame's attribution, as gate_who holds a request's."""
-    return {
-        "run_id": origin.run.id if origin.run else None,
-        "agent": origin.agent,
-        "project_root": origin.run.root if origin.run else None,
-        "session": origin.session,
-        "user_name": origin.user,
-    }
+    return Attribution(
+        run_id=origin.run.id if origin.run else None,
+        agent=origin.agent,
+        project_root=origin.run.root if origin.run else None,
+        session=origin.session,
+        user_name=origin.user,
+    )

@@ -4,13 +4,13 @@ complete the request's audit row (status, latency, token usage) and the Response
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from loguru import logger
 from mitmproxy import http
 from mitmproxy.net import encoding
 
-from gate.audit.store import AuditStore, Usage
+from gate.audit.records import Response, Usage
+from gate.audit.store import AuditStore
 from gate.audit.usage import UsageTap
 from gate.providers import openai_assistants, openai_responses
 from gate.proxy import chains, handed_back, replies, routing
@@ -104,24 +104,23 @@ class ResponseRecorder:
         self, row: int, flow: http.HTTPFlow, status: int | None, usage: Usage, error: str | None
     ) -> None:
         t0 = flow.metadata.get("gate_t0", time.monotonic())
-        fields = {
-            "status": status,
-            "latency_ms": (time.monotonic() - t0) * 1000,
-            "usage": usage,
-            "error": error,
-        }
-        complete(self.audit, row, **fields)
+        latency_ms = (time.monotonic() - t0) * 1000
+        complete(
+            self.audit,
+            row,
+            Response(status=status, latency_ms=latency_ms, usage=usage, error=error),
+        )
 
 
-def complete(audit: AuditStore, row: int, **fields: Any) -> None:
+def complete(audit: AuditStore, row: int, response: Response) -> None:
     """Complete a request's row with its response: by the audit's background thread when
     it runs (written off the event loop), else now; a failure is logged, not raised."""
     worker = audit.worker
     if worker is not None and worker.is_alive():
-        worker.record_response(row, **fields)
+        worker.record_response(row, response)
         return
     try:
-        audit.record_response(row, **fields)
+        audit.record_response(row, response)
     except Exception as exc:
         logger.error("audit update failed for request {}: {}", row, type(exc).__name__)
 

@@ -6,6 +6,7 @@ import json
 
 from gate import providers
 from gate.providers import anthropic, gemini, openai_chat
+from gate.providers.format import Format
 
 # The status of gate's refusal. Agents read 401/403 as a sign-in problem (Claude Code:
 # "Failed to authenticate", "Please run /login"; Codex retries a 403 five times), and retry
@@ -14,7 +15,7 @@ from gate.providers import anthropic, gemini, openai_chat
 BLOCK_STATUS = 400
 
 # When the path names no known format, the upstream's name says which shape to use.
-_BY_UPSTREAM = {"anthropic": anthropic, "gemini": gemini, "code-assist": gemini}
+_BY_UPSTREAM: dict[str, Format] = {"anthropic": anthropic, "gemini": gemini, "code-assist": gemini}
 
 
 def error(upstream: str, path: str, status: int, message: str) -> bytes:

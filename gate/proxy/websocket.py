@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gate import runs
+from gate.audit.records import Response
 from gate.audit.store import AuditStore
 from gate.audit.usage import UsageTap
 from gate.providers import openai_responses
@@ -53,7 +54,7 @@ def error_event(message: str) -> bytes:
     ).encode()
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Connection:
     route: Route
     run: runs.Run | None
@@ -99,10 +100,10 @@ class Connection:
         if not isinstance(frame, dict):
             raise Blocked("gate cannot screen this message: it is not a JSON object")
         req = Outbound(
-            self.route.path,
-            content,
-            self.agent,
-            self.run.cwd if self.run else None,
+            path=self.route.path,
+            body=content,
+            agent=self.agent,
+            project_root=self.run.cwd if self.run else None,
             root=self.run.root if self.run else None,
         )
         if isinstance(frame.get("response"), dict):
@@ -139,7 +140,7 @@ class Connection:
             tap = UsageTap("text/event-stream")
             tap.feed(b"data: " + content + b"\n")
             status = 200 if kind == "response.completed" else 500
-            complete(audit, self.row, status=status, latency_ms=0.0, usage=tap.finish())
+            complete(audit, self.row, Response(status=status, latency_ms=0.0, usage=tap.finish()))
 
     def _remember(self, item: Any) -> None:
         if (call := openai_responses.call_of(item)) is not None:

@@ -111,7 +111,15 @@ def read(
                 warnings.append(f"{where}: {exc}; gate skips this Claude Code rule")
                 continue
             rules.append(
-                Rule(effect, tool, spec, shown_as, int(where.rsplit(":", 1)[1]), root, layer=layer)
+                Rule(
+                    effect=effect,
+                    tool=tool,
+                    specifier=spec,
+                    source=shown_as,
+                    line=int(where.rsplit(":", 1)[1]),
+                    root=root,
+                    layer=layer,
+                )
             )
     return tuple(rules), tuple(warnings)
 

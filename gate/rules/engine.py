@@ -9,7 +9,7 @@ from functools import cached_property
 from gate.agents.actions import Action, Verb
 from gate.rules import commands, domains, globs, names
 from gate.rules.loader import SECRET_ACTIONS
-from gate.rules.model import Effect, Kind, Rule
+from gate.rules.model import Effect, Kind, Rule, SecretAction
 
 # Which rule tools cover which verbs. A Read rule also covers search tools (Grep, Glob, LS),
 # edits of the same path (an edit's result shows the file's content) and shell commands
@@ -32,7 +32,7 @@ class Decision:
     path: str | None = None  # the path the rule matched, when it is a path rule
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
     rules: tuple[Rule, ...]
     ignored: tuple[Rule, ...] = ()  # allow rules set aside by a managed `lockdown: true`
@@ -50,19 +50,19 @@ class Policy:
         default_factory=dict, compare=False, repr=False
     )
 
-    def secret_action(self, kind: str, rule_id: str, tier: str) -> str:
+    def secret_action(self, kind: str, rule_id: str, tier: str) -> SecretAction:
         """What to do with a likely secret. Each layer answers on its own (its setting for
         the detector id, else the kind, else the tier); the most protective answer of the
         managed and user files wins, else that of the shipped packs, else high → ask and
         low → redact. A project file may only make that stricter: the agent can write it."""
         keys = (rule_id, kind, tier)
-        said: dict[str, list[str]] = {"default": [], "trusted": [], "project": []}
+        said: dict[str, list[SecretAction]] = {"default": [], "trusted": [], "project": []}
         for role, tables in self.secrets:
             said[role] += [a for t in tables if (a := _answer(t, keys)) is not None]
         base = (
             _strictest_action(said["trusted"])
             or _strictest_action(said["default"])
-            or ("ask" if tier == "high" else "redact")
+            or (SecretAction.ASK if tier == "high" else SecretAction.REDACT)
         )
         return _strictest_action([base, *said["project"]]) or base
 
@@ -87,15 +87,15 @@ class Policy:
         return Decision(None, None)
 
 
-SecretTable = tuple[tuple[str, str], ...]  # (tier, detector kind or id) → action
+SecretTable = tuple[tuple[str, SecretAction], ...]  # (tier, detector kind or id) → action
 
 
-def _answer(table: SecretTable, keys: tuple[str, str, str]) -> str | None:
+def _answer(table: SecretTable, keys: tuple[str, str, str]) -> SecretAction | None:
     settings = dict(table)
     return next((settings[k] for k in keys if k in settings), None)
 
 
-def _strictest_action(actions: list[str]) -> str | None:
+def _strictest_action(actions: list[SecretAction]) -> SecretAction | None:
     return min(actions, key=SECRET_ACTIONS.index, default=None)
 
 

@@ -12,7 +12,7 @@ from gate.rules.model import Effect, Rule
 LayerKey = tuple[str, str, str | None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Change:
     """One deny or ask rule the new version of a file would drop or weaken."""
 
@@ -30,7 +30,7 @@ class Change:
         }.get(self.becomes, f"{self.effect} rule turned into {self.becomes}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Loosening:
     """A rule file changed while gate runs in a way that would loosen what it enforces:
     what a person is asked to confirm. Two equal ones are the same question."""
@@ -74,11 +74,27 @@ def changes(held: tuple[Rule, ...], now: tuple[Rule, ...]) -> tuple[Change, ...]
         weaker = next((n for n in kin if n.effect is not r.effect), None)
         excepted = next((n for n in kin if n.effect is r.effect), None)
         if weaker is not None:
-            out.append(Change(r.text, r.where, r.effect.value, weaker.effect.value, weaker.where))
+            out.append(
+                Change(
+                    rule=r.text,
+                    where=r.where,
+                    effect=r.effect.value,
+                    becomes=weaker.effect.value,
+                    now_where=weaker.where,
+                )
+            )
         elif excepted is not None:
-            out.append(Change(r.text, r.where, r.effect.value, "exception", excepted.where))
+            out.append(
+                Change(
+                    rule=r.text,
+                    where=r.where,
+                    effect=r.effect.value,
+                    becomes="exception",
+                    now_where=excepted.where,
+                )
+            )
         else:
-            out.append(Change(r.text, r.where, r.effect.value, "removed"))
+            out.append(Change(rule=r.text, where=r.where, effect=r.effect.value, becomes="removed"))
     return tuple(out)
 
 

@@ -19,7 +19,7 @@ from gate.rules import held as held_rules
 from gate.rules.engine import Policy, SecretTable
 from gate.rules.held import LayerKey, Loosening
 from gate.rules.loader import read_file
-from gate.rules.model import Effect, Rule
+from gate.rules.model import Effect, Rule, SecretAction
 
 DEFAULT_PACKS = ("default",)
 MANAGED_RULES = Path("/etc/gate/rules.yaml")
@@ -68,7 +68,7 @@ def managed_files() -> list[Path]:
     return files
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Layer:
     path: Path
     shown_as: str
@@ -92,12 +92,15 @@ def _shown(path: Path) -> str:
 
 def base_layers(packs: tuple[str, ...] = DEFAULT_PACKS) -> list[Layer]:
     """Layers that do not depend on the project: managed, user, shipped packs."""
-    layers = [Layer(m, str(m), None, "managed") for m in managed_files()]
-    layers += [Layer(f, str(f), None, "claude-managed", True) for f in claude.managed_files()]
+    layers = [Layer(path=m, shown_as=str(m), root=None, name="managed") for m in managed_files()]
+    layers += [
+        Layer(path=f, shown_as=str(f), root=None, name="claude-managed", claude=True)
+        for f in claude.managed_files()
+    ]
     if probe.exists(u := dirs.config_dir() / "rules.yaml"):
-        layers.append(Layer(u, _shown(u), None, "user"))
+        layers.append(Layer(path=u, shown_as=_shown(u), root=None, name="user"))
     pdir = packs_dir()
-    layers += [Layer(pdir / f"{p}.yaml", f"rules/{p}.yaml", None) for p in packs]
+    layers += [Layer(path=pdir / f"{p}.yaml", shown_as=f"rules/{p}.yaml", root=None) for p in packs]
     return layers
 
 
@@ -113,15 +116,17 @@ def layers_for(project_root: str | None, packs: tuple[str, ...] = DEFAULT_PACKS)
             local = f.name == "settings.local.json"
             layers.append(
                 Layer(
-                    f,
-                    prefix + f".claude/{f.name}",
-                    str(top),
-                    "claude-local" if local else "claude-project",
-                    True,
+                    path=f,
+                    shown_as=prefix + f".claude/{f.name}",
+                    root=str(top),
+                    name="claude-local" if local else "claude-project",
+                    claude=True,
                 )
             )
     if probe.is_file(u := claude.user_file()):
-        layers.append(Layer(u, _shown(u), str(u.parent), "claude-user", True))
+        layers.append(
+            Layer(path=u, shown_as=_shown(u), root=str(u.parent), name="claude-user", claude=True)
+        )
     return layers
 
 
@@ -156,7 +161,7 @@ def project_layers(root: str) -> list[Layer]:
         top = d.parent
         prefix = "" if top == here else _shown(top) + "/"
         layers += [
-            Layer(top / f, prefix + f, str(top), name)
+            Layer(path=top / f, shown_as=prefix + f, root=str(top), name=name)
             for f, name in zip(PROJECT_FILES, ("project", "project-local"), strict=True)
             if probe.exists(top / f)
         ]
@@ -181,12 +186,12 @@ def gate_dirs(root: str) -> list[Path]:
     return found
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Loaded:
     rules: tuple[Rule, ...]
     warnings: tuple[str, ...] = ()
     lockdown: bool = False
-    secrets: tuple[tuple[str, str, str], ...] = ()
+    secrets: tuple[tuple[str, SecretAction, str], ...] = ()
     # `secrets:` settings of earlier versions of this file, held until a person confirms
     # the change or gate restarts
     held: tuple[SecretTable, ...] = ()
@@ -200,7 +205,7 @@ class _Loaded:
 _Held = tuple[_Loaded, Loosening | None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Cached:
     stamp: tuple[tuple[str, probe.Fact], ...]  # each layer file and its version
     env: tuple[str | None, ...]  # the variables that say where layers are
@@ -289,7 +294,9 @@ class PolicyStore:
                 loaded.append(gone)
         policy = _merge(layers, loaded)
         with self._lock:
-            self._cache[project_root] = _Cached(stamp, env, facts, policy, tuple(layers))
+            self._cache[project_root] = _Cached(
+                stamp=stamp, env=env, facts=facts, policy=policy, layers=tuple(layers)
+            )
         self._report(policy)
         logger.debug("policy loaded: {} rules from {} files", len(policy.rules), len(layers))
         return policy
@@ -305,10 +312,10 @@ class PolicyStore:
             return None
         if prev[0] is None:  # seen removed before: what was held then still is
             return prev[1]
-        in_force, loosening = _held(layer, key, prev[1], _Loaded(()))
+        in_force, loosening = _held(layer, key, prev[1], _Loaded(rules=()))
         with self._lock:
             self._good[key] = (None, in_force)
-            self._hold(key, loosening, None, _Loaded(()))
+            self._hold(key, loosening, None, _Loaded(rules=()))
             if loosening is not None and layer.name in _EVERY_PROJECT:
                 self._removed[key] = layer
         return in_force if loosening is not None else None
@@ -326,19 +333,19 @@ class PolicyStore:
             if prev is not None:
                 # Reload: the last good rules stay in force; a typo never opens the gate.
                 return _Loaded(
-                    prev[1].rules,
-                    (
+                    rules=prev[1].rules,
+                    warnings=(
                         *prev[1].warnings,
                         f"{problem} (gate keeps this file's previous rules until it is fixed)",
                     ),
-                    prev[1].lockdown,
-                    prev[1].secrets,
-                    prev[1].held,
+                    lockdown=prev[1].lockdown,
+                    secrets=prev[1].secrets,
+                    held=prev[1].held,
                 )
             if layer.claude:
                 return _Loaded(
-                    (),
-                    (
+                    rules=(),
+                    warnings=(
                         f"{problem} (gate enforces none of this Claude Code"
                         " settings file's rules until it is fixed)",
                     ),
@@ -439,25 +446,29 @@ def _held(layer: Layer, key: LayerKey, before: _Loaded, now: _Loaded) -> _Held:
         )
     loosening = (
         Loosening(
-            key,
-            layer.shown_as,
-            layer.name,
-            held_rules.changes(held, now.rules),
-            looser,
-            current if looser else (),
+            key=key,
+            file=layer.shown_as,
+            layer=layer.name,
+            changes=held_rules.changes(held, now.rules),
+            secrets_before=looser,
+            secrets_now=current if looser else (),
         )
         if held or looser
         else None
     )
     return _Loaded(
-        now.rules + held, now.warnings + notes, now.lockdown, now.secrets, kept
+        rules=now.rules + held,
+        warnings=now.warnings + notes,
+        lockdown=now.lockdown,
+        secrets=now.secrets,
+        held=kept,
     ), loosening
 
 
 def _read(layer: Layer) -> _Loaded:
     if layer.claude:
         rules, warnings = claude.read(layer.path, layer.shown_as, layer.root, layer.name)
-        return _Loaded(rules, warnings)
+        return _Loaded(rules=rules, warnings=warnings)
     loaded = read_file(layer.path, shown_as=layer.shown_as, root=layer.root, layer=layer.name)
     if loaded.lockdown and layer.name != "managed":
         raise RuleError(
@@ -465,7 +476,9 @@ def _read(layer: Layer) -> _Loaded:
             where=f"{layer.shown_as}:{loaded.lockdown_line}",
             hint=f"move it to {managed_path()}, or delete the line",
         )
-    return _Loaded(loaded.rules, (), loaded.lockdown, loaded.secrets)
+    return _Loaded(
+        rules=loaded.rules, warnings=(), lockdown=loaded.lockdown, secrets=loaded.secrets
+    )
 
 
 def _merge(layers: list[Layer], loaded: list[_Loaded]) -> Policy:
@@ -479,7 +492,13 @@ def _merge(layers: list[Layer], loaded: list[_Loaded]) -> Policy:
             loosens = rule.effect is Effect.ALLOW and layer.name != "managed"
             (ignored if lockdown and loosens else rules).append(rule)
     warnings = tuple(w for lo in loaded for w in lo.warnings)
-    return Policy(tuple(rules), tuple(ignored), warnings, lockdown, _secrets(layers, loaded))
+    return Policy(
+        rules=tuple(rules),
+        ignored=tuple(ignored),
+        warnings=warnings,
+        lockdown=lockdown,
+        secrets=_secrets(layers, loaded),
+    )
 
 
 def _secrets(

@@ -8,14 +8,14 @@ from pathlib import Path
 import yaml
 
 from gate.errors import GateError, RuleError, combined, compose_yaml, did_you_mean
-from gate.rules.model import Effect, Rule, is_allowable_glob, parse
+from gate.rules.model import Effect, Rule, SecretAction, is_allowable_glob, parse
 
 SCHEMA_VERSION = 1
 _TOP_KEYS = frozenset(
     {"schemaVersion", "description", "lockdown", "secrets", *(e.value for e in Effect)}
 )
 # What happens to a likely secret, from most to least protective.
-SECRET_ACTIONS = ("block", "ask", "redact", "allow")
+SECRET_ACTIONS = tuple(SecretAction)
 _SECRET_KEY = __import__("re").compile(r"^[a-z0-9][a-z0-9._-]*$")
 _ENTRY_KEYS = frozenset({"rule", "unless", "reason"})
 
@@ -26,7 +26,7 @@ class RuleFile:
     lockdown: bool = False  # `lockdown: true`: allow rules of other layers are ignored
     lockdown_line: int = 0
     # `secrets:` — (tier `high`/`low`, a detector kind or id) → action, with file:line
-    secrets: tuple[tuple[str, str, str], ...] = ()
+    secrets: tuple[tuple[str, SecretAction, str], ...] = ()
 
 
 def load_file(path: Path, *, shown_as: str | None = None, root: str | None = None) -> list[Rule]:
@@ -69,7 +69,7 @@ def parse_text(text: str, name: str, *, root: str | None = None, layer: str = ""
     rules: list[Rule] = []
     errors: list[GateError] = []
     lockdown = 0
-    secrets: tuple[tuple[str, str, str], ...] = ()
+    secrets: tuple[tuple[str, SecretAction, str], ...] = ()
     for key_node, value in doc.value:
         key = key_node.value
         try:
@@ -99,7 +99,7 @@ def parse_text(text: str, name: str, *, root: str | None = None, layer: str = ""
     return RuleFile(tuple(rules), bool(lockdown), lockdown, secrets)
 
 
-def _secrets(node: yaml.Node, name: str) -> tuple[tuple[str, str, str], ...]:
+def _secrets(node: yaml.Node, name: str) -> tuple[tuple[str, SecretAction, str], ...]:
     """`secrets: {high: ask, low: redact, github-token: block, generic.assignment: allow}`."""
     if not isinstance(node, yaml.MappingNode):
         raise RuleError(
@@ -121,7 +121,7 @@ def _secrets(node: yaml.Node, name: str) -> tuple[tuple[str, str, str], ...]:
                 where=_at(name, value),
                 hint=f"one of {', '.join(SECRET_ACTIONS)}",
             )
-        out.append((key, str(action), _at(name, value)))
+        out.append((key, SecretAction(action), _at(name, value)))
     return tuple(out)
 
 
@@ -206,7 +206,16 @@ def _entry(effect: Effect, node: yaml.Node, name: str, root: str | None, layer: 
             hint="an allowed tool-name pattern starts with mcp__<server>__, e.g."
             " mcp__github__get_*",
         )
-    return Rule(effect, tool, spec, name, rule_node.start_mark.line + 1, root, unless, layer)
+    return Rule(
+        effect=effect,
+        tool=tool,
+        specifier=spec,
+        source=name,
+        line=rule_node.start_mark.line + 1,
+        root=root,
+        unless=unless,
+        layer=layer,
+    )
 
 
 def _unless(node: yaml.Node, name: str) -> tuple[str, ...]:

@@ -55,6 +55,16 @@ class Effect(StrEnum):
     ALLOW = "allow"
 
 
+class SecretAction(StrEnum):
+    """What happens to a likely secret (a rule file's `secrets:` values), from most to least
+    protective: the order is the order of strictness."""
+
+    BLOCK = "block"
+    ASK = "ask"
+    REDACT = "redact"
+    ALLOW = "allow"
+
+
 class Kind(StrEnum):
     """How a rule matches a tool call."""
 
@@ -66,7 +76,7 @@ class Kind(StrEnum):
     UNENFORCED = "unenforced"  # loads (a team's rules work unchanged), matches nothing
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rule:
     effect: Effect
     tool: str

@@ -4,12 +4,12 @@ shared by screening a whole body (request.py) and a turn's new messages (turns.p
 from __future__ import annotations
 
 from dataclasses import replace
-from types import ModuleType
 from typing import Any
 
 from gate.agents import tools
 from gate.agents.actions import Action
 from gate.providers import gemini, history
+from gate.providers.format import Format
 from gate.providers.segments import Role, ToolCall, Walk, get_at, long_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore
@@ -28,7 +28,7 @@ _OUTPUTS = ("content", "output", "response")
 
 
 def withhold(
-    fmt: ModuleType | None,
+    fmt: Format | None,
     body: Any,
     call: ToolCall,
     action: Action,
@@ -41,8 +41,12 @@ def withhold(
     if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
         return None
     assert fmt is not None and call.result is not None
-    item = Withheld(
-        call.id, call.name, decision.path or action.target, decision.rule.text, decision.rule.where
+    item = Withheld.tool_result(
+        call_id=call.id,
+        tool=call.name,
+        target=decision.path or action.target,
+        rule=decision.rule.text,
+        where=decision.rule.where,
     )
     if decision.effect is Effect.ASK:
         item = replace(
@@ -73,12 +77,12 @@ def _asked(
     key = keyed_hash(text, secrets.key if secrets else b"")
     team = keyed_hash(text, secrets.team) if secrets and secrets.team else None
     return Asked(
-        key,
-        "send-denied-content",
-        masking.preview(text),
-        action.describe(path),
-        key in approved,
-        team,
+        key=key,
+        question="send-denied-content",
+        preview=masking.preview(text),
+        context=action.describe(path),
+        approved=key in approved,
+        team=team,
     )
 
 

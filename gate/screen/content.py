@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gate.providers.segments import JsonPath, Role, Segment, Strings
 from gate.rules.engine import Policy
+from gate.rules.model import SecretAction
 from gate.screen import masking
 from gate.screen.fingerprints import DeniedIndex, Source
 from gate.screen.secrets import Scanner, keyed_hash, load_or_create_key, placeholder
@@ -32,19 +33,19 @@ class SecretScreen:
         return cls(Scanner(), load_or_create_key(data_dir), team)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Found:
     """One likely secret the policy acts on, in one string (never its value)."""
 
     kind: str
     rule_id: str
     tier: str
-    action: str
+    action: SecretAction
     digest: str  # keyed hash of the value
     asked: Asked | None  # what a person is shown, for an `ask` finding
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Outcome:
     """What the content screens make of one string: the text that leaves in its place, the
     denied values and secrets found in it, and why it must block the request, if it must.
@@ -91,7 +92,14 @@ def outcome(
         text, found, secret_block = _secrets(seg, text, screen, policy, approved)
     if not (denied or found or denied_block or secret_block):
         return None
-    return Outcome(seg, text, denied, found, denied_block, secret_block)
+    return Outcome(
+        seg=seg,
+        text=text,
+        denied=denied,
+        secrets=found,
+        denied_block=denied_block,
+        secret_block=secret_block,
+    )
 
 
 def _secrets(
@@ -100,10 +108,10 @@ def _secrets(
     acted = [
         (f, policy.secret_action(f.kind, f.rule_id, f.tier)) for f in screen.scanner.scan(text)
     ]
-    acted = [(f, a) for f, a in acted if a != "allow"]
+    acted = [(f, a) for f, a in acted if a is not SecretAction.ALLOW]
     if not acted:
         return text, (), None
-    if blocked := next((f for f, a in acted if a == "block"), None):
+    if blocked := next((f for f, a in acted if a is SecretAction.BLOCK), None):
         return (
             text,
             (),
@@ -126,31 +134,40 @@ def _secrets(
         return text, (), None
     view, spans = (
         masking.masked(text, [(f.start, f.end) for f, _ in acted])
-        if any(a == "ask" for _, a in acted)
+        if any(a is SecretAction.ASK for _, a in acted)
         else (text, [])
     )
     out, last, found = [], 0, []
     for i, (f, action) in enumerate(acted):  # sorted, never overlapping
         value = text[f.start : f.end]
         digest = keyed_hash(value, screen.key)
-        sent = action == "ask" and digest in approved
+        sent = action is SecretAction.ASK and digest in approved
         tag = value if sent else placeholder(f, value, screen.key)
-        if action == "ask" and not sent:
+        if action is SecretAction.ASK and not sent:
             tag = tag[:-1] + "; not approved by the user]"
         out += [text[last : f.start], tag]
         last = f.end
         asked = None
-        if action == "ask":  # what a person is shown: the lines around it, all masked
+        if action is SecretAction.ASK:  # what a person is shown: the lines around it, all masked
             start, end = spans[i]
             asked = Asked(
-                digest,
-                "send-secret",
-                view[start:end],
-                masking.context(view, start, end),
-                sent,
-                keyed_hash(value, screen.team) if screen.team else None,
+                key=digest,
+                question="send-secret",
+                preview=view[start:end],
+                context=masking.context(view, start, end),
+                approved=sent,
+                team=keyed_hash(value, screen.team) if screen.team else None,
             )
-        found.append(Found(f.kind, f.rule_id, f.tier, action, digest, asked))
+        found.append(
+            Found(
+                kind=f.kind,
+                rule_id=f.rule_id,
+                tier=f.tier,
+                action=action,
+                digest=digest,
+                asked=asked,
+            )
+        )
     out.append(text[last:])
     return "".join(out), tuple(found), None
 
@@ -173,31 +190,27 @@ def tally(outcomes: Iterable[Outcome], tools: Mapping[str, str]) -> list[Withhel
         for src in o.denied:
             key = (src.path, src.rule.text)
             prev = denied.get(key)
-            denied[key] = Withheld(
-                None,
-                None,
-                src.path,
-                src.rule.text,
-                src.rule.where,
-                "content",
-                prev.count + 1 if prev else 1,
+            denied[key] = Withheld.denied_content(
+                path=src.path,
+                rule=src.rule.text,
+                where=src.rule.where,
+                count=prev.count + 1 if prev else 1,
             )
         asks: list[tuple[tuple[str, str], Asked | None]] = []
         for f in o.secrets:
             key = (f.rule_id, f.digest[:16])
             prev = found.get(key)
-            found[key] = Withheld(
-                prev.call_id if prev else o.seg.call_id,
-                prev.tool if prev else tools.get(o.seg.call_id or ""),
-                f.kind,
-                f.rule_id,
-                f"tier {f.tier}: {f.action}",
-                "secret",
-                prev.count + 1 if prev else 1,
-                key[1],
-                prev.asked if prev else None,
+            found[key] = Withheld.secret(
+                detector=f.kind,
+                rule_id=f.rule_id,
+                where=f"tier {f.tier}: {f.action}",
+                fingerprint=key[1],
+                call_id=prev.call_id if prev else o.seg.call_id,
+                tool=prev.tool if prev else tools.get(o.seg.call_id or ""),
+                count=prev.count + 1 if prev else 1,
+                asked=prev.asked if prev else None,
             )
-            if f.action == "ask" and not found[key].asked:
+            if f.action is SecretAction.ASK and not found[key].asked:
                 asks.append((key, f.asked))
         for key, asked in asks:  # the last ask of a key in its first string, as shown
             found[key] = replace(found[key], asked=asked)

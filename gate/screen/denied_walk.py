@@ -66,7 +66,8 @@ class _Unscreened(Source):
 
 # What a hit on a compressed blob too large to read is attributed to (no file is known).
 UNSCREENED = _Unscreened(
-    "(compressed data too large to screen)", Rule(Effect.DENY, "Read", None, "gate", 0, None)
+    "(compressed data too large to screen)",
+    Rule(effect=Effect.DENY, tool="Read", specifier=None, source="gate", line=0, root=None),
 )
 
 
@@ -99,7 +100,7 @@ def collect(
     walked = walked if walked is not None else Walked([])
     units: dict[str, Source] = {}
     for path in _candidates(policy, root, limits.max_files, walked):
-        decision = policy.decide(Action(Verb.READ, "Read", path), root)
+        decision = policy.decide(Action(verb=Verb.READ, tool="Read", target=path), root)
         if decision.rule is None or decision.effect not in (Effect.DENY, Effect.ASK):
             continue
         try:

@@ -208,7 +208,7 @@ def encoded_forms(unit: str) -> Iterator[str]:
                 yield url
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Entry:
     at: float  # when it was built (monotonic)
     # The policy it was built for (held, not its id(): a policy rebuilt after a person
@@ -418,14 +418,14 @@ class IndexStore:
                 self._whole.add(root)  # the walk with more budget saw everything
             truncated = walked.truncated and root not in self._whole
             self._by_root[root] = _Entry(
-                now,
-                policy,
-                index,
-                _stamp(index, root, dirs),
-                dirs,
-                truncated,
-                tuple(walked.unwalked),
-                kept,
+                at=now,
+                policy=policy,
+                index=index,
+                stamp=_stamp(index, root, dirs),
+                dirs=dirs,
+                truncated=truncated,
+                unwalked=tuple(walked.unwalked),
+                rules=kept,
             )
             deeper = (
                 walked.truncated

@@ -28,7 +28,7 @@ def history_units(policy: Policy, root: str) -> dict[str, Source]:
     denied: dict[str, Source] = {}
     for rel in _touched(root):
         path = os.path.join(root, rel)
-        decision = policy.decide(Action(Verb.READ, "Read", path), root)
+        decision = policy.decide(Action(verb=Verb.READ, tool="Read", target=path), root)
         if decision.rule is not None and decision.effect in (Effect.DENY, Effect.ASK):
             denied[rel] = Source(path, decision.rule)
     units: dict[str, Source] = {}

@@ -30,7 +30,7 @@ def widened(action: Action, unwalked: tuple[str, ...], cwd: str | None) -> Actio
         f"{action.describe()}, over files gate's denied-file index does not cover yet"
         f" (its walk ran out of budget; not walked yet: {shown}),"
     )
-    return Action(action.verb, note, None, unknown=True)
+    return Action(verb=action.verb, tool=note, target=None, unknown=True)
 
 
 def _overlap(unwalked: str, target: str, cwd: str | None) -> bool:

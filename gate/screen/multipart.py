@@ -23,7 +23,7 @@ class Refused(ValueError):
     """A multipart body that could be read more than one way."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Part:
     name: str | None  # form-data's name; None in multipart/related
     filename: str | None
@@ -138,7 +138,14 @@ def _part(
         if name in names:
             raise Refused(f"two parts are named {name[:40]!r} (servers keep one or the other)")
         names.add(name)
-    return Part(name, filename, kind, content, end, fields.get("content-type"))
+    return Part(
+        name=name,
+        filename=filename,
+        content_type=kind,
+        start=content,
+        end=end,
+        header=fields.get("content-type"),
+    )
 
 
 def assemble(body: bytes, parts: list[Part], contents: list[bytes]) -> bytes:

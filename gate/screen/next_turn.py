@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from loguru import logger
@@ -27,12 +27,10 @@ from gate.screen import calls as tool_calls
 from gate.screen import content, layout
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import unique
-from gate.screen.content import Outcome
+from gate.screen.content import Outcome, SecretScreen
+from gate.screen.fingerprints import IndexStore
 from gate.screen.turn import Call, Files, Message, Turn, said
 from gate.screen.verdict import Outbound, Verdict, Withheld
-
-if TYPE_CHECKING:
-    from gate.screen.request import Screens
 
 
 class Miss(Exception):
@@ -40,7 +38,12 @@ class Miss(Exception):
 
 
 def step(
-    turn: Turn, k: int, req: Outbound, policies: PolicyStore, screens: Screens | None
+    turn: Turn,
+    k: int,
+    req: Outbound,
+    policies: PolicyStore,
+    indexes: IndexStore | None,
+    secrets: SecretScreen | None,
 ) -> tuple[Verdict, Turn]:
     """Screen the messages after the first k of `turn` that `req.body` shares with it."""
     body = req.body
@@ -87,21 +90,20 @@ def step(
     root = req.root or (repository_root(cwd) if cwd else None)
     policy = tool_calls.policy_for(
         policies,
-        screens.indexes if screens else None,
+        indexes,
         root,
         stated=req.project_root is None,
     )
     index = tool_calls.denied_index(
-        screens.indexes if screens else None,
+        indexes,
         policies,
         policy,
         root,
         stated=req.project_root is None,
     )
-    secrets = screens.secrets if screens else None
     if policy is not turn.policy or index is not turn.index or secrets is not turn.secrets:
         raise Miss("the rules, denied files or secret screen changed")
-    if screens and screens.indexes and screens.indexes.unwalked(root):
+    if indexes and indexes.unwalked(root):
         raise Miss("the denied-file index is incomplete: searches are decided whole")
     fake: dict[str, list[Any]] = {layout.KEY: [None] * k + new}  # paths resolve as in a body
     made, where, answers, fresh = _calls(turn, k, new, walked, cwd)
@@ -190,7 +192,13 @@ def step(
         extras=(*shared_extras, *extras),
         extra_ends=tuple(extra_ends),
     )
-    return Verdict(out, anthropic.FORMAT, turn.model, root, tuple(withheld)), nxt
+    return Verdict(
+        body=out,
+        format=anthropic.FORMAT,
+        model=turn.model,
+        project_root=root,
+        withheld=tuple(withheld),
+    ), nxt
 
 
 def _revalidated(turn: Turn, made: list[Call], k: int, policy: Policy, root: str | None) -> Files:

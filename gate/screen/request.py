@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from types import ModuleType
 from typing import Any
 
 import orjson
@@ -16,6 +15,8 @@ from gate import providers
 from gate.agents import background, shell_state, tools
 from gate.agents.actions import Action
 from gate.providers import anthropic, history, openai_assistants
+from gate.providers.format import Format
+from gate.providers.history import Memo
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
@@ -28,6 +29,7 @@ from gate.screen.fingerprints import DeniedIndex, IndexStore
 from gate.screen.item_cache import ItemCache
 from gate.screen.turns import Turns
 from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
+from gate.screen.worked import Worked
 
 UNSEEN_CALL = "a tool call gate did not see"
 
@@ -52,6 +54,8 @@ class Screens:
     indexes: IndexStore | None = None
     secrets: SecretScreen | None = None
     items: ItemCache | None = field(default_factory=ItemCache)
+    # What walking each item of a conversation gave (None: every item walked anew).
+    walks: Memo | None = field(default_factory=Memo)
     # Anthropic conversations kept for their next turn (None: every body screened whole).
     turns: Turns | None = field(default_factory=Turns)
 
@@ -64,13 +68,16 @@ def screen(
 ) -> Verdict:
     """Decide what leaves. Raises Blocked (or anything else) when it must not leave."""
     if not req.body.strip():
-        return Verdict(None, None, None, req.root or req.project_root)
+        return Verdict(
+            body=None, format=None, model=None, project_root=req.root or req.project_root
+        )
     if (how := upload.kind(req)) is not None:  # a file upload: its parts, as text
         return upload.screen(req, how, _upload(policies, screens))
     fmt = providers.detect(req.path)
     kept = screens.turns if screens else None
+    indexes, secrets = (screens.indexes, screens.secrets) if screens else (None, None)
     if fmt is anthropic and kept is not None:  # a next turn screened before: only what is new
-        verdict = kept.screen(req, policies, screens)
+        verdict = kept.screen(req, policies, indexes, secrets)
         if verdict is not None:
             return verdict
     try:
@@ -85,7 +92,12 @@ def screen(
         except (UnicodeDecodeError, ValueError) as exc:
             if req.unsafe_pass_non_json:
                 logger.warning("forwarding a non-JSON body unscreened (upstream opted out)")
-                return Verdict(None, "unscreened", None, req.root or req.project_root)
+                return Verdict(
+                    body=None,
+                    format="unscreened",
+                    model=None,
+                    project_root=req.root or req.project_root,
+                )
             # Fail closed: a body gate cannot parse is a body gate cannot screen.
             raise Blocked(
                 "gate cannot screen this request: the body is not JSON"
@@ -117,7 +129,7 @@ def screen(
         where = layout.layout(req.body, messages if isinstance(messages, list) else None)
     worked = _screen(fmt, req, body, policies, known, screens)
     if where is not None and kept is not None:
-        verdict = kept.keep(req, worked, screens, where)  # for the next turn
+        verdict = kept.keep(req, worked, secrets, where)  # for the next turn
         if verdict is not None:
             return verdict
     return worked.verdict()
@@ -128,12 +140,19 @@ def screen_strings(
 ) -> Verdict:
     """A body in no format gate knows: every string is still screened for denied content and
     secrets; nothing is paired, so no tool rule applies."""
-    with history.one_request():
-        return _decide(Walk("unknown", None, (), ()), None, req, body, policies, screens).verdict()
+    with history.one_request(screens.walks if screens else None):
+        return _decide(
+            Walk(format="unknown", model=None, segments=(), calls=()),
+            None,
+            req,
+            body,
+            policies,
+            screens,
+        ).verdict()
 
 
 def screen_object(
-    fmt: ModuleType,
+    fmt: Format,
     req: Outbound,
     body: dict[str, Any],
     policies: PolicyStore,
@@ -149,14 +168,14 @@ def screen_object(
 
 
 def _screen(
-    fmt: ModuleType,
+    fmt: Format,
     req: Outbound,
     body: dict[str, Any],
     policies: PolicyStore,
     known: Mapping[str, tuple[str, Mapping[str, Any]]] | None,
     screens: Screens | None,
 ) -> Worked:
-    with history.one_request():
+    with history.one_request(screens.walks if screens else None):
         try:
             walk = fmt.walk(body)
         except ValueError as exc:
@@ -175,47 +194,9 @@ def _screen(
         return _decide(walk, fmt, req, body, policies, screens)
 
 
-@dataclass(frozen=True, slots=True)
-class Worked:
-    """What screening one body worked out: its verdict's parts, and what the next turn of
-    the same conversation can reuse (gate/screen/turns.py)."""
-
-    req: Outbound
-    walk: Walk
-    body: Any  # as edited
-    cwd: str | None
-    root: str | None
-    policy: Policy
-    index: DeniedIndex | None
-    # Each tool call: its action (worked out for unanswered calls too), and for an answered
-    # one its decision and what its rule withheld.
-    calls: tuple[tuple[ToolCall, Action, Decision | None, Withheld | None], ...]
-    outcomes: tuple[Outcome, ...]  # of the walk's strings, in its order
-    extras: tuple[Outcome, ...]  # of strings no walker knows, in body order
-    withheld: tuple[Withheld, ...]
-    model: str | None
-
-    @property
-    def rewrite(self) -> bool:
-        """Whether the body leaves edited (findings a person approved leave as they are)."""
-        return any(not (w.asked and w.asked.approved) for w in self.withheld)
-
-    def verdict(self, out: bytes | None = None) -> Verdict:
-        if self.rewrite:
-            logger.debug(
-                "withheld {} item(s): {}",
-                len(self.withheld),
-                ", ".join(sorted({w.rule for w in self.withheld})),
-            )
-            out = out if out is not None else dump(self.body)
-        return Verdict(
-            out if self.rewrite else None, self.walk.format, self.model, self.root, self.withheld
-        )
-
-
 def _decide(
     walk: Walk,
-    fmt: ModuleType | None,
+    fmt: Format | None,
     req: Outbound,
     body: Any,
     policies: PolicyStore,
@@ -319,7 +300,7 @@ def _content(
 
 
 def _walked(
-    fmt: ModuleType,
+    fmt: Format,
     req: Outbound,
     body: dict[str, Any],
     policies: PolicyStore,

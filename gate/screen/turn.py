@@ -7,7 +7,7 @@ import itertools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -18,9 +18,7 @@ from gate.screen import layout
 from gate.screen.content import Outcome, SecretScreen
 from gate.screen.fingerprints import DeniedIndex
 from gate.screen.verdict import Outbound, Withheld
-
-if TYPE_CHECKING:
-    from gate.screen.request import Worked
+from gate.screen.worked import Worked
 
 Prompt = tuple[tuple[str, ...], tuple[str, ...]]
 

@@ -21,17 +21,16 @@ says why.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
 
 from loguru import logger
 
 from gate.rules.layers import PolicyStore
 from gate.screen import layout, next_turn, turn
+from gate.screen.content import SecretScreen
+from gate.screen.fingerprints import IndexStore
 from gate.screen.turn import Turn
 from gate.screen.verdict import Blocked, Outbound, Verdict
-
-if TYPE_CHECKING:
-    from gate.screen.request import Screens, Worked
+from gate.screen.worked import Worked
 
 MAX_TURNS = 64  # conversations remembered (agents and their subagents side by side)
 MAX_BYTES = 256 << 20  # raw bodies and rewritten messages kept, in total
@@ -43,7 +42,11 @@ class Turns:
         self._lock = threading.Lock()
 
     def screen(
-        self, req: Outbound, policies: PolicyStore, screens: Screens | None
+        self,
+        req: Outbound,
+        policies: PolicyStore,
+        indexes: IndexStore | None,
+        secrets: SecretScreen | None,
     ) -> Verdict | None:
         """The verdict for a next turn of a conversation kept here; None: screen it whole."""
         key = turn.key_of(req)
@@ -61,7 +64,7 @@ class Turns:
         if best is not None:
             kept, k = best
             try:
-                verdict, nxt = next_turn.step(kept, k, req, policies, screens)
+                verdict, nxt = next_turn.step(kept, k, req, policies, indexes, secrets)
             except next_turn.Miss as exc:
                 logger.debug("screening the whole body: {}", exc)
                 return None
@@ -80,12 +83,16 @@ class Turns:
         return None
 
     def keep(
-        self, req: Outbound, worked: Worked, screens: Screens | None, where: layout.Layout | None
+        self,
+        req: Outbound,
+        worked: Worked,
+        secrets: SecretScreen | None,
+        where: layout.Layout | None,
     ) -> Verdict | None:
         """Remember a body screened whole (`where`: its messages in its bytes); its verdict,
         the rewritten body put together as the next turn's will be (None: this body cannot
         be a turn, use worked.verdict())."""
-        first = turn.first(req, worked, screens.secrets if screens else None, where)
+        first = turn.first(req, worked, secrets, where)
         if first is None:
             return None
         out = None

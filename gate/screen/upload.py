@@ -105,7 +105,12 @@ def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
         try:
             text = _text(req.body, "the uploaded file", req)
         except _Unreadable:
-            return Verdict(None, "unscreened", None, req.root or req.project_root)
+            return Verdict(
+                body=None,
+                format="unscreened",
+                model=None,
+                project_root=req.root or req.project_root,
+            )
         edited, verdict = _screen_text(req, text, screeners)
         return _verdict(req, [verdict], edited.encode() if verdict.body is not None else None)
     try:
@@ -125,7 +130,12 @@ def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
             # Only this part leaves unread (its upstream opted in); the others are
             # screened and edited as ever.
             unread += 1
-            edited, verdict = "", Verdict(None, FORMAT, None, req.root or req.project_root)
+            edited, verdict = (
+                "",
+                Verdict(
+                    body=None, format=FORMAT, model=None, project_root=req.root or req.project_root
+                ),
+            )
         # Field and file names leave too: screened, never edited.
         names = {
             k: v
@@ -146,7 +156,9 @@ def _screen(req: Outbound, how: str, screeners: Screeners) -> Verdict:
         verdicts.append(verdict)
     changed = any(v.body is not None for v in verdicts)
     if unread and not changed:
-        return Verdict(None, "unscreened", None, req.root or req.project_root)
+        return Verdict(
+            body=None, format="unscreened", model=None, project_root=req.root or req.project_root
+        )
     return _verdict(
         req, verdicts, multipart.assemble(req.body, parts, contents) if changed else None
     )
@@ -268,4 +280,10 @@ def _media(req: Outbound) -> tuple[str, dict[str, str]]:
 def _verdict(req: Outbound, verdicts: list[Verdict], body: bytes | None) -> Verdict:
     withheld: tuple[Withheld, ...] = tuple(w for v in verdicts for w in v.withheld)
     model = next((v.model for v in verdicts if v.model), None)
-    return Verdict(body, FORMAT, model, req.root or req.project_root, withheld)
+    return Verdict(
+        body=body,
+        format=FORMAT,
+        model=model,
+        project_root=req.root or req.project_root,
+        withheld=withheld,
+    )

@@ -29,7 +29,7 @@ def asking(
             port=0,
             projects=known,
             ask=AskConfig(**ask),
-            decisions=DecisionsConfig(record_dataset, helper_url),
+            decisions=DecisionsConfig(record_dataset=record_dataset, helper_url=helper_url),
         ).with_upstreams({"anthropic": parse_upstream("anthropic", provider.url)})
         server = BackgroundGate(config, gate_dirs["data"])
         started.append(server)

@@ -97,19 +97,21 @@ def test_on_a_shared_gate_only_an_admin_sees_a_loosen_question(
     gate_dirs: dict[str, Path],
 ) -> None:
     lo = Loosening(
-        ("f", ".gate/rules.yaml", None),
-        ".gate/rules.yaml",
-        "project",
-        (Change("Read(./a)", ".gate/rules.yaml:2", "deny", "removed"),),
+        key=("f", ".gate/rules.yaml", None),
+        file=".gate/rules.yaml",
+        layer="project",
+        changes=(
+            Change(rule="Read(./a)", where=".gate/rules.yaml:2", effect="deny", becomes="removed"),
+        ),
     )
     q = Question(
-        "q1",
-        LOOSEN_RULE,
-        "block",
-        {"file": lo.file},
-        findings(lo),
-        (),
-        None,
+        id="q1",
+        kind=LOOSEN_RULE,
+        default="block",
+        request={"file": lo.file},
+        findings=findings(lo),
+        keys=(),
+        timeout=None,
         answers=LOOSEN_ANSWERS,
         once=True,
     )

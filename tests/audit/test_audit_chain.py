@@ -13,7 +13,8 @@ from audit.session_kit import bodies
 from click.testing import CliRunner
 
 from gate.audit import chain
-from gate.audit.store import AuditStore, Usage
+from gate.audit.records import RequestRow, Response, Usage
+from gate.audit.store import AuditStore
 from gate.cli import cli
 
 
@@ -21,24 +22,26 @@ def filled(path: Path, n: int = 6) -> AuditStore:
     store = AuditStore(path)
     for body in bodies(n):
         rid = store.record_request(
-            upstream="anthropic",
-            host="h",
-            method="POST",
-            path="/v1/messages",
-            request_bytes=len(body),
-            verdict="modified",
-            body=body,
-            session="s:1",
-            withheld=[
-                {
-                    "kind": "secret",
-                    "rule": "r",
-                    "fingerprint": "ab12",
-                    "decision": {"id": "d1", "question": "q", "answer": "redact", "by": "user"},
-                }
-            ],
+            RequestRow(
+                upstream="anthropic",
+                host="h",
+                method="POST",
+                path="/v1/messages",
+                request_bytes=len(body),
+                verdict="modified",
+                body=body,
+                session="s:1",
+                withheld=[
+                    {
+                        "kind": "secret",
+                        "rule": "r",
+                        "fingerprint": "ab12",
+                        "decision": {"id": "d1", "question": "q", "answer": "redact", "by": "user"},
+                    }
+                ],
+            ),
         )
-        store.record_response(rid, status=200, latency_ms=2.5, usage=Usage(10, 20, 3, 4))
+        store.record_response(rid, Response(status=200, latency_ms=2.5, usage=Usage(10, 20, 3, 4)))
     return store
 
 
@@ -122,16 +125,18 @@ def test_integer_times_verify(gate_dirs: dict[str, Path]) -> None:
     """SQLite hands REAL columns back as floats: an int given for them must hash the same."""
     store = AuditStore(gate_dirs["data"] / "audit.db")
     rid = store.record_request(
-        upstream="a",
-        host="h",
-        method="POST",
-        path="/",
-        ts=1700000000,
-        request_bytes=2,
-        verdict="forwarded",
-        body=b"{}",
+        RequestRow(
+            upstream="a",
+            host="h",
+            method="POST",
+            path="/",
+            ts=1700000000,
+            request_bytes=2,
+            verdict="forwarded",
+            body=b"{}",
+        ),
     )
-    store.record_response(rid, status=200, latency_ms=3, usage=Usage())
+    store.record_response(rid, Response(status=200, latency_ms=3, usage=Usage()))
     assert chain.verify(store.conn()).ok
 
 

@@ -15,6 +15,7 @@ import anthropic
 from click.testing import CliRunner
 
 from gate.audit import chain
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.proxy.server import Listening
@@ -69,14 +70,16 @@ def test_show_new_prints_only_what_the_turn_added(
     code, out, _ = invoke("show", str(min(ids)), "--new")
     assert "all of it is new" in out
     blocked = AuditStore(gate_dirs["data"] / "audit.db").record_request(
-        upstream="anthropic",
-        host="h",
-        method="POST",
-        path="/v1/messages",
-        request_bytes=0,
-        verdict="blocked",
-        reason="test",
-        session=session_of(third),
+        RequestRow(
+            upstream="anthropic",
+            host="h",
+            method="POST",
+            path="/v1/messages",
+            request_bytes=0,
+            verdict="blocked",
+            reason="test",
+            session=session_of(third),
+        ),
     )
     code, out, _ = invoke("show", str(blocked), "--new")
     assert code == 0 and "no body was recorded" in out

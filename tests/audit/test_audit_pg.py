@@ -23,6 +23,7 @@ from audit import serve_kit
 import postgres
 from fake_provider import FakeProvider
 from gate.audit import chain, chunks, pg_schema, report, retention, search
+from gate.audit.records import RequestRow, Response, Usage
 from gate.audit.store import AuditError, AuditStore
 from gate.config import AuditSettings
 from messages import conversation, tool_turn
@@ -73,13 +74,14 @@ def _rows(seed: int, n: int) -> list[dict[str, Any]]:
 
 def _fill(store: AuditStore, rows: list[dict[str, Any]]) -> None:
     for n, row in enumerate(rows):
-        rid = store.record_request(**dict(row))
+        rid = store.record_request(RequestRow(**dict(row)))
         if n % 2:
-            store.record_response(rid, status=200, latency_ms=12.5 + n, usage=store_usage(n))
+            store.record_response(
+                rid, Response(status=200, latency_ms=12.5 + n, usage=store_usage(n))
+            )
 
 
 def store_usage(n: int) -> Any:
-    from gate.audit.store import Usage
 
     return Usage(input_tokens=100 + n, output_tokens=n, cache_read_tokens=None)
 
@@ -173,14 +175,14 @@ def test_a_database_that_goes_away_blocks_writes_until_it_is_back(
     url = pg_server.new_database()
     store = AuditStore(tmp_path / "a.db", AuditSettings(url=url, lock_timeout_ms=2000))
     row = _rows(1, 1)[0]
-    store.record_request(**dict(row))
+    store.record_request(RequestRow(**dict(row)))
     postgres.restart(pg_server, stop=True)
     try:
         with pytest.raises(AuditError, match="the request was not sent"):
-            store.record_request(**dict(row))
+            store.record_request(RequestRow(**dict(row)))
     finally:
         postgres.restart(pg_server, stop=False)
-    rid = store.record_request(**dict(row))  # a fresh connection from the pool
+    rid = store.record_request(RequestRow(**dict(row)))  # a fresh connection from the pool
     assert rid == 2 and chain.verify(store.conn()).ok
     store.close()
 

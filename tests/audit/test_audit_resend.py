@@ -17,22 +17,25 @@ from audit.session_kit import _WORDS
 
 from fake_provider import FakeProvider
 from gate.audit import blocks, chain, chunks, index, retention
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditError, AuditStore
 from gate.proxy.server import Listening
 
 
 def record(store: AuditStore, body: bytes, session: str | None, ts: float, **extra: Any) -> int:
     return store.record_request(
-        upstream="anthropic",
-        host="h",
-        method="POST",
-        path="/v1/messages",
-        request_bytes=len(body),
-        verdict="forwarded",
-        body=body,
-        session=session,
-        ts=ts,
-        **extra,
+        RequestRow(
+            upstream="anthropic",
+            host="h",
+            method="POST",
+            path="/v1/messages",
+            request_bytes=len(body),
+            verdict="forwarded",
+            body=body,
+            session=session,
+            ts=ts,
+            **extra,
+        ),
     )
 
 

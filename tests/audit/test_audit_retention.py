@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from gate import config as config_mod
 from gate.audit import chain, retention, search
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.config import AuditSettings
@@ -25,15 +26,17 @@ DAY = 86400.0
 
 def record(store: AuditStore, body: bytes, ts: float, session: str) -> int:
     return store.record_request(
-        upstream="anthropic",
-        host="h",
-        method="POST",
-        path="/v1/m",
-        request_bytes=len(body),
-        verdict="forwarded",
-        body=body,
-        ts=ts,
-        session=session,
+        RequestRow(
+            upstream="anthropic",
+            host="h",
+            method="POST",
+            path="/v1/m",
+            request_bytes=len(body),
+            verdict="forwarded",
+            body=body,
+            ts=ts,
+            session=session,
+        ),
     )
 
 

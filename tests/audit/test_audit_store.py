@@ -18,7 +18,8 @@ from audit.session_kit import bodies
 from loguru import logger
 
 from gate.audit import chain, index
-from gate.audit.store import AuditError, AuditStore, Usage
+from gate.audit.records import Disposition, RequestRow, Response, Usage
+from gate.audit.store import AuditError, AuditStore
 
 META: dict[str, Any] = {
     "upstream": "anthropic",
@@ -30,7 +31,9 @@ META: dict[str, Any] = {
 
 
 def record(store: AuditStore, body: bytes | None, **extra: Any) -> int:
-    return store.record_request(**META, request_bytes=len(body or b""), body=body, **extra)
+    return store.record_request(
+        RequestRow(**META, request_bytes=len(body or b""), body=body, **extra)
+    )
 
 
 def disk_bytes(path: Path) -> int:
@@ -92,7 +95,7 @@ def test_sixteen_sessions_write_at_once_without_lock_errors(tmp_path: Path) -> N
             start.wait()
             for body in bodies(12, seed=n, result_lines=20):
                 rid = record(store, body, session=f"s:{n}")
-                store.record_response(rid, status=200, latency_ms=1.0, usage=Usage(5, 6))
+                store.record_response(rid, Response(status=200, latency_ms=1.0, usage=Usage(5, 6)))
         except BaseException as exc:
             errors.append(exc)
         finally:
@@ -255,7 +258,7 @@ def test_the_worker_checkpoints_the_wal_by_pages_written_and_completes_responses
     rows = []
     for _ in range(12):  # ~12 MB of incompressible new chunks
         rid = record(store, os.urandom(1 << 20))
-        store.worker.record_response(rid, status=200, latency_ms=1.5, usage=Usage(3, 4))
+        store.worker.record_response(rid, Response(status=200, latency_ms=1.5, usage=Usage(3, 4)))
         rows.append(rid)
     deadline = time.monotonic() + 20
     while path.stat().st_size < 6 << 20 and time.monotonic() < deadline:
@@ -267,3 +270,40 @@ def test_the_worker_checkpoints_the_wal_by_pages_written_and_completes_responses
     assert [again.get(r, body=False)["status"] for r in rows] == [200] * 12  # type: ignore[index]
     assert again.get(rows[-1], body=False)["output_tokens"] == 4  # type: ignore[index]
     assert chain.verify(again.conn()).ok
+
+
+def test_a_row_is_a_frozen_record_stored_as_plain_strings(tmp_path: Path) -> None:
+    """The store takes one typed record (not loose keywords); its enum verdict is stored as
+    the string rows have always held, and the row's hashes are the ones its columns give,
+    so `gate audit verify` reads rows written before and after alike."""
+    with pytest.raises(TypeError):
+        RequestRow("anthropic", "h", "POST", "/", 1, Disposition.FORWARDED)  # type: ignore[misc]
+    row = RequestRow(
+        upstream="anthropic",
+        host="api.example",
+        method="POST",
+        path="/v1/messages",
+        request_bytes=2,
+        verdict=Disposition.MODIFIED,
+        ts=1000.0,
+        agent="claude-code",
+        user_name="ann",
+        withheld=({"kind": "secret", "rule": "r"},),
+    )
+    with pytest.raises(AttributeError):
+        row.verdict = Disposition.BLOCKED  # type: ignore[misc]
+    store = AuditStore(tmp_path / "audit.db")
+    rid = store.record_request(row)
+    store.record_response(rid, Response(status=200, latency_ms=2.0, usage=Usage(1, 2)))
+    raw = sqlite3.connect(tmp_path / "audit.db")
+    verdict, withheld, user, ts = raw.execute(
+        "SELECT verdict, withheld, user_name, ts FROM requests WHERE id=?", (rid,)
+    ).fetchone()
+    raw.close()
+    assert (type(verdict), verdict, user, ts) == (str, "modified", "ann", 1000.0)
+    assert json.loads(withheld) == [{"kind": "secret", "rule": "r"}]
+    fields = {**row.columns(1000.0, withheld), "prev_hash": chain.GENESIS}
+    assert store.get(rid)["input_tokens"] == 1  # type: ignore[index]
+    assert chain.record_hash(fields) == chain.record_hash({**fields, "verdict": "modified"})
+    assert chain.verify(store.conn()).ok
+    store.close()

@@ -11,7 +11,8 @@ from typing import Any
 import anthropic
 from click.testing import CliRunner
 
-from gate.audit.store import AuditStore, Usage
+from gate.audit.records import RequestRow, Response, Usage
+from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.proxy.server import Listening
 from screen.secrets_corpus import Gen
@@ -71,14 +72,16 @@ def test_show_masks_an_approved_secret_unless_revealed_and_raw_is_exact(
         {"model": "m", "messages": [{"role": "user", "content": f"approved: {token}"}]}
     ).encode()
     rid = AuditStore(gate_dirs["data"] / "audit.db").record_request(
-        upstream="anthropic",
-        host="h",
-        method="POST",
-        path="/v1/messages",
-        request_bytes=len(body),
-        verdict="forwarded",
-        body=body,
-        session="s:abc",
+        RequestRow(
+            upstream="anthropic",
+            host="h",
+            method="POST",
+            path="/v1/messages",
+            request_bytes=len(body),
+            verdict="forwarded",
+            body=body,
+            session="s:abc",
+        ),
     )
     masked = invoke("show", str(rid), "--body").stdout
     assert token not in masked and "chars masked" in masked
@@ -93,21 +96,30 @@ def test_log_header_filters_and_human_units(gate_dirs: dict[str, Path]) -> None:
     store = AuditStore(gate_dirs["data"] / "audit.db")
     common = {"upstream": "anthropic", "host": "h", "method": "POST", "path": "/v1/messages"}
     sent = store.record_request(
-        **common,
-        request_bytes=12_345,
-        verdict="forwarded",
-        run_id="run-1",
-        session="s:one",
-        agent="claude-code",
+        RequestRow(
+            **common,
+            request_bytes=12_345,
+            verdict="forwarded",
+            run_id="run-1",
+            session="s:one",
+            agent="claude-code",
+        ),
     )
     blocked = store.record_request(
-        **common, request_bytes=10, verdict="blocked", run_id="run-2", session="s:two", reason="no"
+        RequestRow(
+            **common,
+            request_bytes=10,
+            verdict="blocked",
+            run_id="run-2",
+            session="s:two",
+            reason="no",
+        )
     )
     failed = store.record_request(
-        **common, request_bytes=10, verdict="forwarded", run_id="run-2", session="s:two"
+        RequestRow(**common, request_bytes=10, verdict="forwarded", run_id="run-2", session="s:two")
     )
     store.record_response(
-        failed, status=None, latency_ms=1.0, usage=Usage(), error="connection refused"
+        failed, Response(status=None, latency_ms=1.0, usage=Usage(), error="connection refused")
     )
     out = invoke("log").stdout
     header, *lines = out.splitlines()

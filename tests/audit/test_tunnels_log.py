@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from gate.audit import retention, tunnels
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.config import AuditSettings
@@ -68,14 +69,16 @@ def test_the_size_cap_takes_tunnels_older_than_the_requests_it_keeps(tmp_path: P
     for i in range(60):
         body = json.dumps({"i": i, "pad": os.urandom(30000).hex()}).encode()
         store.record_request(
-            upstream="anthropic",
-            host="h",
-            method="POST",
-            path="/v1/m",
-            request_bytes=len(body),
-            verdict="forwarded",
-            body=body,
-            ts=time.time() - (5 - i / 20) * DAY,
+            RequestRow(
+                upstream="anthropic",
+                host="h",
+                method="POST",
+                path="/v1/m",
+                request_bytes=len(body),
+                verdict="forwarded",
+                body=body,
+                ts=time.time() - (5 - i / 20) * DAY,
+            ),
         )
     done = retention.prune(store)
     assert done.requests > 0 and done.tunnels == 4000

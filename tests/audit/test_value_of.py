@@ -10,10 +10,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.screen import secrets
-from gate.screen.verdict import Withheld
+from gate.screen.verdict import Withheld, Withholding
 from screen.secrets_corpus import Gen
 
 
@@ -32,12 +33,10 @@ def secret_entry(value: str, key: bytes, answer: str | None) -> dict[str, object
         else None
     )
     return Withheld(
-        None,
-        None,
-        None,
-        "github-pat",
-        "tier high: ask",
-        "secret",
+        kind=Withholding.SECRET,
+        target=None,
+        rule="github-pat",
+        where="tier high: ask",
         fingerprint=secrets.keyed_hash(value, key)[:16],
         decision=decision,
     ).record()
@@ -47,16 +46,18 @@ def row(
     store: AuditStore, text: str, withheld: list[dict[str, object]], verdict: str = "forwarded"
 ) -> int:
     return store.record_request(
-        agent="claude-code",
-        upstream="anthropic",
-        host="h",
-        method="POST",
-        path="/v1/messages",
-        request_bytes=len(text),
-        verdict=verdict,
-        withheld=withheld,
-        body=body(text),
-        session="s",
+        RequestRow(
+            agent="claude-code",
+            upstream="anthropic",
+            host="h",
+            method="POST",
+            path="/v1/messages",
+            request_bytes=len(text),
+            verdict=verdict,
+            withheld=withheld,
+            body=body(text),
+            session="s",
+        ),
     )
 
 
@@ -136,18 +137,22 @@ def test_a_withheld_read_of_the_file_answers_for_every_value(
     env = gate_dirs["project"] / ".env"
     env.write_text(f"A={os.urandom(8).hex()}\nB={os.urandom(8).hex()}\n")
     store = AuditStore(gate_dirs["data"] / "audit.db")
-    entry = Withheld("c1", "Read", "./.env", "Read(./.env)", "rules.yaml:1").record()
+    entry = Withheld.tool_result(
+        call_id="c1", tool="Read", target="./.env", rule="Read(./.env)", where="rules.yaml:1"
+    ).record()
     rid = store.record_request(
-        agent="claude-code",
-        upstream="anthropic",
-        host="h",
-        method="POST",
-        path="/v1/messages",
-        request_bytes=1,
-        verdict="modified",
-        withheld=[entry],
-        body=body("[withheld]"),
-        project_root=str(gate_dirs["project"]),
+        RequestRow(
+            agent="claude-code",
+            upstream="anthropic",
+            host="h",
+            method="POST",
+            path="/v1/messages",
+            request_bytes=1,
+            verdict="modified",
+            withheld=[entry],
+            body=body("[withheld]"),
+            project_root=str(gate_dirs["project"]),
+        ),
     )
     result = CliRunner().invoke(cli, ["search", "--value-of", str(env), "--json"])
     assert result.exit_code == 0

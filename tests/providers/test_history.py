@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from conftest import fake_secret
-from gate.providers import anthropic, openai_chat, openai_responses
-from gate.providers.history import HISTORY, Memo
+from gate.providers import anthropic, history, openai_chat, openai_responses
+from gate.providers.history import Memo
 from gate.providers.segments import Walk, long_strings
+from gate.rules.layers import PolicyStore
+from gate.screen.content import SecretScreen
+from gate.screen.request import Outbound, Screens, screen
 from messages import conversation, tool_turn
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "claude-code"
@@ -53,14 +57,22 @@ def _bodies() -> list[dict[str, Any]]:
     return [built, *corpus]
 
 
+@pytest.fixture(autouse=True)
+def memo() -> Iterator[Memo]:
+    """Each test is one gate's request, whose walks are remembered in its own memo."""
+    memo = Memo()
+    with history.one_request(memo):
+        yield memo
+
+
 def _fresh_walk(body: dict[str, Any]) -> Walk:
-    HISTORY.clear()
-    return anthropic.walk(body)
+    with history.one_request(None):
+        return anthropic.walk(body)
 
 
 def _fresh_strings(body: dict[str, Any]) -> tuple[list[Any], list[str]]:
-    HISTORY.clear()
-    return long_strings(body, 8)
+    with history.one_request(None):
+        return long_strings(body, 8)
 
 
 @pytest.mark.parametrize("body", _bodies(), ids=lambda b: str(b.get("model")))
@@ -170,8 +182,8 @@ def _corpus() -> list[Any]:
 
 @pytest.mark.parametrize(("walker", "body"), _corpus())
 def test_every_remembered_format_walks_like_a_fresh_walk(walker: Any, body: Any) -> None:
-    HISTORY.clear()
-    fresh = walker.walk(copy.deepcopy(body))
+    with history.one_request(None):
+        fresh = walker.walk(copy.deepcopy(body))
     walked = copy.deepcopy(body)
     walker.walk(walked)
     _scribble(walked)  # screening edits the body it walked, in place
@@ -241,3 +253,45 @@ def test_a_changed_call_is_decided_on_what_it_says_now(walker: Any, build: Any) 
     segs = walker.walk(build("cat .env")).segments
     assert any("cat .env" in s.text for s in segs)
     assert not any("README" in s.text for s in segs)
+
+
+T = TypeVar("T")
+
+
+class Counting(Memo):
+    """A memo that counts the walks it had to work out (not found remembered)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.walked = 0
+
+    def remembered(self, key: Hashable, item: Any, compute: Callable[[], T]) -> T:
+        def counted() -> T:
+            self.walked += 1
+            return compute()
+
+        return super().remembered(key, item, counted)
+
+
+def test_two_gates_in_one_process_share_no_walks(gate_dirs: dict[str, Path]) -> None:
+    """A gate's screening remembers walks in its own Screens' memo: another gate in the same
+    process (or a walk outside any request) learns nothing from it."""
+    gate_dirs["data"].mkdir(mode=0o700)
+    secrets = SecretScreen.load(gate_dirs["data"])
+    one, two = Counting(), Counting()
+    gates = [Screens(None, secrets, walks=memo, turns=None) for memo in (one, two)]
+    req = Outbound(
+        path="/v1/messages",
+        body=json.dumps(_bodies()[0]).encode(),
+        agent="claude-code",
+        project_root=None,
+    )
+    screen(req, PolicyStore(), gates[0])
+    first = one.walked
+    assert first > 0 and len(one) > 0 and two.walked == len(two) == 0
+    screen(req, PolicyStore(), gates[0])
+    assert one.walked < 2 * first  # the same gate's next turn reuses its walks
+    with history.one_request(None):
+        anthropic.walk(_bodies()[0])
+    screen(req, PolicyStore(), gates[1])
+    assert two.walked == first  # the other gate's walks were not there to reuse

@@ -19,14 +19,17 @@ from mitmproxy import http
 from mitmproxy.test import taddons, tflow
 
 from ask.ask_kit import github_token
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.config import AskConfig, Config, parse_upstream
+from gate.errors import ConfigError
 from gate.lock import BRIDGE_SOURCE
 from gate.proxy.addon import GateAddon
+from gate.proxy.pipeline import UNCHECKED
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore
-from gate.screen.request import Outbound, Screens, Verdict, screen
+from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 from gate.screen.secrets import Scanner
 
 UPSTREAM = "http://127.0.0.1:9"
@@ -36,7 +39,7 @@ MSG = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "
 class FullAudit(AuditStore):
     """An audit whose disk is full: every row written fails."""
 
-    def record_request(self, **fields: Any) -> int:
+    def record_request(self, row: RequestRow) -> int:
         raise sqlite3.OperationalError("database or disk is full")
 
 
@@ -225,9 +228,9 @@ def test_a_small_plain_body_is_screened_on_the_loop_a_large_or_coded_one_on_a_th
         return screen(req, *rest)
 
     class Recording(AuditStore):
-        def record_request(self, **fields: Any) -> int:
+        def record_request(self, row: RequestRow) -> int:
             where["recorded"] = threading.current_thread().name
-            return super().record_request(**fields)
+            return super().record_request(row)
 
     body = json.dumps(MSG | {"messages": [{"role": "user", "content": "x" * size}]}).encode()
     headers = {}
@@ -311,3 +314,120 @@ def test_a_project_a_request_only_states_is_walked_off_the_loop(
     assert value.encode() not in flow.request.content
     assert len(indexes.walked) > built  # the stated project's index was built for it
     assert all(name.startswith("gate-screen") for name in indexes.walked), indexes.walked
+
+
+# -- every other fail-closed path of the request hook ----------------------------------
+
+
+class CrashingIndexes(IndexStore):
+    """Denied-file indexes whose list of known values cannot be read: a block's reason can
+    then not be checked for findings."""
+
+    def known(self) -> list[Any]:
+        raise RuntimeError("injected")
+
+
+def _blocked_by(message: str) -> Any:
+    def screener(req: Outbound, *_: object) -> Verdict:
+        raise Blocked(message)
+
+    return screener
+
+
+def test_a_path_no_single_reading_exists_for_is_refused(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    flow = _run(_addon(audit, gate_dirs["data"]), _flow(path="/anthropic/v1%2Fmessages"))
+    _refused(flow, 400, "cannot route this request")
+    assert [r["verdict"] for r in audit.rows(5)] == ["blocked"]
+
+
+def test_a_gate_error_while_screening_blocks_with_what_to_do(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    def broken_rules(req: Outbound, *_: object) -> Verdict:
+        raise ConfigError("a rule file is malformed", where=".gate/rules.yaml:3")
+
+    flow = _run(_addon(audit, gate_dirs["data"], screener=broken_rules), _flow())
+    assert ".gate/rules.yaml:3" in _refused(flow, 400, "a rule file is malformed")
+    assert [r["verdict"] for r in audit.rows(5)] == ["blocked"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "headers", "words"),
+    [
+        (
+            json.dumps(MSG).encode("utf-16"),
+            {"content-type": "application/json; charset=utf-16"},
+            "UTF-8",
+        ),
+        (gzip.compress(b" \n ", mtime=0), {"content-encoding": "gzip"}, "decodes to nothing"),
+    ],
+    ids=["charset", "empty-after-decoding"],
+)
+def test_a_body_read_otherwise_than_gate_reads_it_is_refused(
+    audit: AuditStore, gate_dirs: dict[str, Path], raw: bytes, headers: dict[str, str], words: str
+) -> None:
+    flow = _run(_addon(audit, gate_dirs["data"]), _flow(body=raw, **headers))
+    _refused(flow, 400, words)
+
+
+def test_a_signed_body_gate_must_edit_never_leaves(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    token = github_token()
+    body = MSG | {"messages": [{"role": "user", "content": f"GITHUB_TOKEN={token}"}]}
+    sig = "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/bedrock/aws4_request"
+    flow = _run(_addon(audit, gate_dirs["data"]), _flow(body=body, authorization=sig))
+    _refused(flow, 400, "signed (AWS SigV4)")
+    [row] = list(audit.rows(5))
+    assert row["verdict"] == "blocked" and row["body"] is None
+
+
+def test_a_signed_compressed_body_is_refused(audit: AuditStore, gate_dirs: dict[str, Path]) -> None:
+    raw = gzip.compress(json.dumps(MSG).encode(), mtime=0)
+    flow = _flow(body=raw, authorization="AWS4-HMAC-SHA256 x", **{"content-encoding": "gzip"})
+    _refused(_run(_addon(audit, gate_dirs["data"]), flow), 400, "send it uncompressed")
+
+
+def test_a_block_reason_holding_a_secret_is_told_and_recorded_without_it(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    token = github_token()
+    addon = _addon(audit, gate_dirs["data"], screener=_blocked_by(f"refused near {token}"))
+    message = _refused(_run(addon, _flow()), 400, "refused near")
+    [row] = list(audit.rows(5))
+    assert token not in message and token not in (row["reason"] or "")
+
+
+def test_a_block_reason_that_cannot_be_checked_is_replaced_by_the_generic_one(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    """Fail closed: a reason gate could not check for findings is never told or written."""
+    screens = Screens(CrashingIndexes(), SecretScreen(Scanner(), b"unit-test-key"))
+    addon = _addon(audit, gate_dirs["data"], screens=screens, screener=_blocked_by("secret-ish"))
+    message = _refused(_run(addon, _flow()), 400, UNCHECKED)
+    [row] = list(audit.rows(5))
+    assert "secret-ish" not in message and row["reason"] == UNCHECKED
+
+
+def test_a_flow_forward_mode_already_answered_is_left_alone(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    flow = _flow()
+    flow.response = http.Response.make(403, b"refused by the egress policy")
+    _run(_addon(audit, gate_dirs["data"], screener=_blocked_by("never called")), flow)
+    assert flow.response.content == b"refused by the egress policy"
+    assert list(audit.rows(5)) == []
+
+
+def test_health_answers_only_a_request_naming_this_gate(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    addon = _addon(audit, gate_dirs["data"])
+    addon.control.port = 8787  # what running() learns from the listener
+    ok = _run(addon, _flow(path="/_gate/health"))
+    assert ok.response.status_code == 200 and json.loads(ok.response.content)["ok"] is True
+    foreign = _flow(path="/_gate/health")
+    foreign.request.headers["host"] = "evil.example"
+    assert _run(_addon(audit, gate_dirs["data"]), foreign).response.status_code == 403

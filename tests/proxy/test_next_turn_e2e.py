@@ -59,5 +59,9 @@ def test_each_turn_after_the_first_reuses_the_last_ones_messages(
     screens = Screens(IndexStore(), SecretScreen.load(data), items=None, turns=None)
     for i, seen in enumerate(sent):
         raw = json.dumps(conversation(str(project), *steps[: i + 2])).encode()
-        verdict = screen(Outbound("/v1/messages", raw, None, None), PolicyStore(), screens)
+        verdict = screen(
+            Outbound(path="/v1/messages", body=raw, agent=None, project_root=None),
+            PolicyStore(),
+            screens,
+        )
         assert verdict.body is not None and json.loads(verdict.body) == seen.json()

@@ -205,7 +205,7 @@ def test_the_addon_screens_one_frame_of_a_connection_at_a_time(
     addon = GateAddon(config, gate_dirs["data"], PolicyStore(), audit, offload=gated)
     flow = tflow.twebsocketflow(messages=False)
     assert flow.websocket is not None
-    flow.metadata["gate_ws"] = websocket.Connection(route, None, agent=None)
+    flow.metadata["gate_ws"] = websocket.Connection(route=route, run=None, agent=None)
     frames = [json.dumps({"type": "response.create", "input": n}).encode() for n in "ab"]
 
     async def main() -> None:

@@ -143,7 +143,10 @@ def test_gemini_responses_without_ids_get_the_strictest_same_name_call(
     }
     verdict = screen(
         Outbound(
-            "/v1beta/models/gemini-x:generateContent", orjson.dumps(body), "gemini", str(project)
+            path="/v1beta/models/gemini-x:generateContent",
+            body=orjson.dumps(body),
+            agent="gemini",
+            project_root=str(project),
         ),
         PolicyStore(),
     )

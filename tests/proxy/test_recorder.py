@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from mitmproxy.test import taddons, tflow, tutils
 
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.proxy import chains
 from gate.proxy.recorder import ResponseRecorder
@@ -25,14 +26,16 @@ def _flow(audit: AuditStore) -> tflow.HTTPFlow:
         resp=tutils.tresp(headers=((b"content-type", b"text/event-stream"),), content=b"")
     )
     flow.metadata["gate_row"] = audit.record_request(
-        upstream="anthropic",
-        host="127.0.0.1",
-        method="POST",
-        path="/v1/messages",
-        request_bytes=2,
-        verdict="forwarded",
-        withheld=[],
-        body=b"{}",
+        RequestRow(
+            upstream="anthropic",
+            host="127.0.0.1",
+            method="POST",
+            path="/v1/messages",
+            request_bytes=2,
+            verdict="forwarded",
+            withheld=[],
+            body=b"{}",
+        ),
     )
     return flow
 

@@ -15,6 +15,7 @@ from websockets.sync.client import connect
 
 from fake_provider import FakeProvider
 from gate.audit import chain, pg_schema, schema
+from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.config import AuditSettings, Config, TlsSettings, parse_upstream
@@ -122,14 +123,16 @@ def test_postgresql_keeps_the_user_too(pg_url: str, tmp_path: Path) -> None:
     try:
         for user in ("alice", None, "bob"):
             store.record_request(
-                upstream="anthropic",
-                host="h",
-                method="POST",
-                path="/v1/messages",
-                request_bytes=2,
-                verdict="forwarded",
-                body=b"{}",
-                user_name=user,
+                RequestRow(
+                    upstream="anthropic",
+                    host="h",
+                    method="POST",
+                    path="/v1/messages",
+                    request_bytes=2,
+                    verdict="forwarded",
+                    body=b"{}",
+                    user_name=user,
+                ),
             )
         assert [r["user_name"] for r in store.rows(10, user="alice")] == ["alice"]
         assert [r["user_name"] for r in store.rows(10)] == ["bob", None, "alice"]
@@ -190,26 +193,30 @@ def test_an_older_audit_gains_the_column_and_still_verifies(
     store = AuditStore(path, settings)
     for n in range(3):
         store.record_request(
-            upstream="anthropic",
-            host="h",
-            method="POST",
-            path="/v1/x",
-            request_bytes=n,
-            verdict="forwarded",
-            body=b'{"n": %d}' % n,
+            RequestRow(
+                upstream="anthropic",
+                host="h",
+                method="POST",
+                path="/v1/x",
+                request_bytes=n,
+                verdict="forwarded",
+                body=b'{"n": %d}' % n,
+            ),
         )
     version = len(pg_schema.MIGRATIONS if engine == "postgresql" else schema.MIGRATIONS)
     store = _downgrade_and_reopen(store, version, path, settings)
     try:
         store.record_request(
-            upstream="anthropic",
-            host="h",
-            method="POST",
-            path="/v1/x",
-            request_bytes=9,
-            verdict="forwarded",
-            body=b"{}",
-            user_name="alice",
+            RequestRow(
+                upstream="anthropic",
+                host="h",
+                method="POST",
+                path="/v1/x",
+                request_bytes=9,
+                verdict="forwarded",
+                body=b"{}",
+                user_name="alice",
+            ),
         )
         verdict = chain.verify(store.conn())
         assert verdict.ok and verdict.requests == 4, verdict

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from gate.audit.records import RequestRow, Response, Usage
 from gate.audit.store import AuditStore
 from screen.secrets_corpus import Gen
 
@@ -146,3 +147,15 @@ def wait_for_responses(store: AuditStore, n: int) -> None:
         if all(r["status"] is not None for r in rows if r["verdict"] != "blocked"):
             return
         time.sleep(0.02)
+
+
+def insert(store: AuditStore, fields: dict[str, Any], body: bytes) -> int:
+    """Write one of inserted_rows(): its request row, then what its response said."""
+    fields = dict(fields)
+    usage = Usage(fields.pop("input_tokens", None), fields.pop("output_tokens", None))
+    latency = fields.pop("latency_ms", None)
+    status = fields.pop("status", None) if latency is not None else None
+    rid = store.record_request(RequestRow(**fields, body=body))
+    if latency is not None:
+        store.record_response(rid, Response(status=status, latency_ms=latency, usage=usage))
+    return rid

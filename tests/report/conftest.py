@@ -12,7 +12,7 @@ import pytest
 from fake_provider import FakeProvider
 from gate.audit.store import AuditStore
 from messages import conversation, tool_turn
-from report.audit_rows import Audit, fake_token, inserted_rows, wait_for_responses
+from report.audit_rows import Audit, fake_token, insert, inserted_rows, wait_for_responses
 
 
 @pytest.fixture
@@ -47,6 +47,6 @@ def audit(client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[s
     now = time.time()
     rows = inserted_rows()
     for row in rows:
-        store.record_request(**row, body=b"inserted body " + prompt.encode())
+        insert(store, row, b"inserted body " + prompt.encode())
     store.close()
     return Audit(now, (token, hidden), prompt, sum(len(s.body) for s in provider.seen), rows)

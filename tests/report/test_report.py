@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from gate.audit.records import RequestRow
 from gate.audit.report import COLUMNS
 from gate.audit.store import AuditStore
 from gate.cli import cli
@@ -161,13 +162,15 @@ def test_control_characters_from_the_audit_cannot_drive_the_terminal(
     gate_dirs: dict[str, Path],
 ) -> None:
     AuditStore(gate_dirs["data"] / "audit.db").record_request(
-        upstream="x",
-        host="h",
-        method="POST",
-        path="/",
-        request_bytes=1,
-        verdict="forwarded",
-        model="evil\x1b[2J\x1b]0;title\x07",
+        RequestRow(
+            upstream="x",
+            host="h",
+            method="POST",
+            path="/",
+            request_bytes=1,
+            verdict="forwarded",
+            model="evil\x1b[2J\x1b]0;title\x07",
+        ),
     )
     code, out, _ = invoke("report")
     assert code == 0 and "\x1b" not in out and "\x07" not in out
@@ -180,13 +183,15 @@ def test_an_empty_audit_says_so_and_creates_nothing(gate_dirs: dict[str, Path]) 
     assert not (gate_dirs["data"] / "audit.db").exists()
     assert report()["totals"]["requests"] == 0
     AuditStore(gate_dirs["data"] / "audit.db").record_request(
-        ts=noon(10),
-        upstream="x",
-        host="h",
-        method="POST",
-        path="/",
-        request_bytes=1,
-        verdict="forwarded",
+        RequestRow(
+            ts=noon(10),
+            upstream="x",
+            host="h",
+            method="POST",
+            path="/",
+            request_bytes=1,
+            verdict="forwarded",
+        ),
     )
     code, out, _ = invoke("report", "--since", "2d")
     assert code == 0 and "no requests recorded in this period" in out
@@ -231,8 +236,8 @@ def test_an_unreadable_withheld_list_names_the_request(
         "request_bytes": 1,
         "verdict": "modified",
     }
-    store.record_request(**kw, withheld=[{"kind": "secret", "rule": "r"}])
-    bad = store.record_request(**kw, withheld=[{"kind": "secret", "rule": "r"}])
+    store.record_request(RequestRow(**kw, withheld=[{"kind": "secret", "rule": "r"}]))
+    bad = store.record_request(RequestRow(**kw, withheld=[{"kind": "secret", "rule": "r"}]))
     db = sqlite3.connect(gate_dirs["data"] / "audit.db")
     db.execute("UPDATE requests SET withheld = ? WHERE id = ?", (stored, bad))
     db.commit()
@@ -267,14 +272,16 @@ def test_only_metadata_columns_are_read(
 
 def test_empty_sections_say_so(gate_dirs: dict[str, Path]) -> None:
     AuditStore(gate_dirs["data"] / "audit.db").record_request(
-        upstream="anthropic",
-        host="api.anthropic.com",
-        method="POST",
-        path="/v1/messages",
-        request_bytes=1234,
-        verdict="forwarded",
-        agent="claude-code",
-        model="claude-x",
+        RequestRow(
+            upstream="anthropic",
+            host="api.anthropic.com",
+            method="POST",
+            path="/v1/messages",
+            request_bytes=1234,
+            verdict="forwarded",
+            agent="claude-code",
+            model="claude-x",
+        ),
     )
     code, out, _ = invoke("report")
     assert code == 0 and "1 request (1 forwarded)" in out

@@ -48,7 +48,12 @@ def test_result_is_withheld(
     (root / ".gate" / "rules.yaml").write_text(RULES)
     secret = "the-output-" + name
     body = conversation(str(root), tool_turn("t1", name, tool_input, secret))
-    req = Outbound("/v1/messages", json.dumps(body).encode(), "claude-code", str(root))
+    req = Outbound(
+        path="/v1/messages",
+        body=json.dumps(body).encode(),
+        agent="claude-code",
+        project_root=str(root),
+    )
     verdict = screen(req, PolicyStore())
     assert verdict.body is not None and secret.encode() not in verdict.body
     (withheld,) = verdict.withheld
@@ -62,5 +67,10 @@ def test_an_allowed_command_leaves_untouched(gate_dirs: dict[str, Path]) -> None
     (root / ".gate").mkdir()
     (root / ".gate" / "rules.yaml").write_text(RULES + "allow:\n  - Bash(ls *)\n")
     body = conversation(str(root), tool_turn("t1", "Bash", {"command": "ls -la"}, "a b c"))
-    req = Outbound("/v1/messages", json.dumps(body).encode(), "claude-code", str(root))
+    req = Outbound(
+        path="/v1/messages",
+        body=json.dumps(body).encode(),
+        agent="claude-code",
+        project_root=str(root),
+    )
     assert screen(req, PolicyStore()).body is None

@@ -184,7 +184,10 @@ def test_bare_bash_withholds_every_shell_result() -> None:
 
 def test_a_bash_rule_does_not_touch_other_verbs() -> None:
     policy = one_rule(Effect.DENY, "Bash(*)")
-    assert policy.decide(Action(Verb.FETCH, "WebFetch", "curl x"), ROOT).effect is None
+    assert (
+        policy.decide(Action(verb=Verb.FETCH, tool="WebFetch", target="curl x"), ROOT).effect
+        is None
+    )
 
 
 def test_the_first_matching_deny_is_cited_read_or_bash() -> None:

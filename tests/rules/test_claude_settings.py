@@ -70,7 +70,7 @@ def test_their_rules_are_enforced_and_allow_is_not_read(gate_dirs: dict[str, Pat
     decision = policy.decide(call("Bash", str(project), command="cat secrets/db.txt"), str(project))
     assert decision.effect is Effect.DENY and decision.rule is not None
     assert decision.rule.where == ".claude/settings.json:8"
-    env = Action(Verb.READ, "Read", str(project / ".env"))
+    env = Action(verb=Verb.READ, tool="Read", target=str(project / ".env"))
     assert policy.decide(env, str(project)).effect is Effect.DENY  # the pack still denies
 
 
@@ -82,7 +82,10 @@ def test_slash_paths_are_relative_to_each_settings_source(gate_dirs: dict[str, P
 
     def denied(path: Path) -> bool:
         return (
-            policy.decide(Action(Verb.READ, "Read", str(path)), str(project)).effect is Effect.DENY
+            policy.decide(
+                Action(verb=Verb.READ, tool="Read", target=str(path)), str(project)
+            ).effect
+            is Effect.DENY
         )
 
     assert denied(project / "build" / "a.txt")
@@ -118,7 +121,9 @@ def test_settings_an_agent_made_below_the_repository_add_rules_never_hide_them(
     (sub / ".git").mkdir(parents=True)  # a boundary anyone can make
     _settings(sub / ".claude" / "settings.json", allow=["Read"], deny=["Bash(make x)"])
     policy = PolicyStore().policy_for(str(sub))
-    decision = policy.decide(Action(Verb.READ, "Read", f"{repo}/vault/k"), str(sub))
+    decision = policy.decide(
+        Action(verb=Verb.READ, tool="Read", target=f"{repo}/vault/k"), str(sub)
+    )
     assert decision.effect is Effect.DENY
     assert decision.rule is not None and decision.rule.where == f"{repo}/.claude/settings.json:6"
     assert any(r.text == "Bash(make x)" for r in policy.rules)

@@ -15,11 +15,11 @@ from gate.rules.model import Effect
 
 
 def _policy(text: str) -> Policy:
-    return Policy(tuple(load_text(text, "t.yaml")))
+    return Policy(rules=tuple(load_text(text, "t.yaml")))
 
 
 def _exec(command: str, cwd: str) -> Action:
-    return Action(Verb.EXEC, "Bash", command, shell.reads(command, cwd))
+    return Action(verb=Verb.EXEC, tool="Bash", target=command, reads=shell.reads(command, cwd))
 
 
 def test_the_strictest_part_decides_and_a_tie_goes_to_the_first(tmp_path: Path) -> None:
@@ -27,10 +27,12 @@ def test_the_strictest_part_decides_and_a_tie_goes_to_the_first(tmp_path: Path) 
     stated = _policy("allow:\n  - Read(./x)\nask:\n  - Read(./y)\n")
     project = _policy("deny:\n  - Read(./x)\nask:\n  - Read(./y)\n")
     joined = join([(stated, b), (project, a)])
-    assert joined.decide(Action(Verb.READ, "Read", f"{a}/x"), b).effect is Effect.DENY
-    ask = joined.decide(Action(Verb.READ, "Read", f"{b}/y"), b)
+    assert (
+        joined.decide(Action(verb=Verb.READ, tool="Read", target=f"{a}/x"), b).effect is Effect.DENY
+    )
+    ask = joined.decide(Action(verb=Verb.READ, tool="Read", target=f"{b}/y"), b)
     assert ask.effect is Effect.ASK and ask.path == f"{b}/y"
-    assert joined.decide(Action(Verb.READ, "Read", f"{b}/z"), b).effect is None
+    assert joined.decide(Action(verb=Verb.READ, tool="Read", target=f"{b}/z"), b).effect is None
 
 
 def test_a_relative_command_is_also_decided_as_run_in_each_project(tmp_path: Path) -> None:

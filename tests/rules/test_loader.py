@@ -111,8 +111,11 @@ def test_project_rules_are_found_from_a_subdirectory(gate_dirs: dict[str, Path])
         "~/elsewhere/.gate/rules.yaml:2"
     ]
     root = str(outer / "repo")
-    assert policy.decide(Action(Verb.READ, "Read", f"{outer}/x"), root).effect is Effect.DENY
-    assert policy.decide(Action(Verb.READ, "Read", f"{root}/x"), root).rule is None
+    assert (
+        policy.decide(Action(verb=Verb.READ, tool="Read", target=f"{outer}/x"), root).effect
+        is Effect.DENY
+    )
+    assert policy.decide(Action(verb=Verb.READ, tool="Read", target=f"{root}/x"), root).rule is None
 
 
 @pytest.mark.parametrize("forged", [".gate", ".git"])
@@ -134,14 +137,20 @@ def test_a_dir_an_agent_made_below_the_repository_adds_rules_never_replaces_them
     assert root == str(sub)
     policy = PolicyStore().policy_for(root)
     for path in (f"{repo}/.env", f"{sub}/k.vault", f"{repo}/deep/k.vault"):
-        decision = policy.decide(Action(Verb.READ, "Read", path), root)
+        decision = policy.decide(Action(verb=Verb.READ, tool="Read", target=path), root)
         assert decision.effect is Effect.DENY, path
         assert decision.rule is not None and decision.rule.where.startswith(f"{repo}/.gate/")
     # The sub's own `./` means the sub: its rules are about its tree, as written.
     (sub / ".gate" / "rules.yaml").write_text("deny:\n  - Read(./local.txt)\n")
     policy = PolicyStore().policy_for(root)
-    assert policy.decide(Action(Verb.READ, "Read", f"{sub}/local.txt"), root).effect is Effect.DENY
-    assert policy.decide(Action(Verb.READ, "Read", f"{repo}/local.txt"), root).rule is None
+    assert (
+        policy.decide(Action(verb=Verb.READ, tool="Read", target=f"{sub}/local.txt"), root).effect
+        is Effect.DENY
+    )
+    assert (
+        policy.decide(Action(verb=Verb.READ, tool="Read", target=f"{repo}/local.txt"), root).rule
+        is None
+    )
 
 
 def test_a_gate_dir_in_a_directory_anyone_may_write_in_is_nobody_s_project(

@@ -90,7 +90,7 @@ CASES = [
 def test_path_rules(spec: str, path: str, hit: bool) -> None:
     policy = one_rule(Effect.DENY, f"Read({spec})")
     target = os.path.expanduser(path)
-    decision = policy.decide(Action(Verb.READ, "Read", target), ROOT)
+    decision = policy.decide(Action(verb=Verb.READ, tool="Read", target=target), ROOT)
     assert (decision.effect is Effect.DENY) is hit
 
 

@@ -20,7 +20,17 @@ from gate.screen.blobs import blobs
 from gate.screen.denied_walk import UNSCREENED, Source
 from gate.screen.fingerprints import DeniedIndex
 
-SOURCE = Source("/p/.env", Rule(Effect.DENY, "Read", "./.env", "rules/default.yaml", 7, None))
+SOURCE = Source(
+    "/p/.env",
+    Rule(
+        effect=Effect.DENY,
+        tool="Read",
+        specifier="./.env",
+        source="rules/default.yaml",
+        line=7,
+        root=None,
+    ),
+)
 
 
 def _index(value: str) -> DeniedIndex:

@@ -97,7 +97,17 @@ def _source() -> object:
     from gate.rules.model import Effect, Rule
     from gate.screen.fingerprints import Source
 
-    return Source("/p/.env", Rule(Effect.DENY, "Read", "./.env", "rules/default.yaml", 7, None))
+    return Source(
+        "/p/.env",
+        Rule(
+            effect=Effect.DENY,
+            tool="Read",
+            specifier="./.env",
+            source="rules/default.yaml",
+            line=7,
+            root=None,
+        ),
+    )
 
 
 def test_collect_reads_denied_files_in_the_project_and_home(gate_dirs: dict[str, Path]) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 import orjson
 import pytest
 
-from gate.providers.history import HISTORY
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore
@@ -59,7 +58,13 @@ class Talk:
 
     def outbound(self) -> Outbound:
         root = str(self.project) if self.bound else None
-        return Outbound(PATHS[self.fmt], self.body(), None, root, approved=self.approved)
+        return Outbound(
+            path=PATHS[self.fmt],
+            body=self.body(),
+            agent=None,
+            project_root=root,
+            approved=self.approved,
+        )
 
     def _anthropic(self, events: list[dict[str, Any]]) -> dict[str, Any]:
         msgs: list[dict[str, Any]] = []
@@ -239,8 +244,8 @@ def test_each_turn_gets_the_verdict_of_a_screening_that_keeps_nothing(
             talk.approved = frozenset(w.asked.key for w in last.withheld if w.asked)
         req = talk.outbound()
         got = _verdict(req, policies, kept)
-        HISTORY.clear()
-        want = _verdict(req, PolicyStore(), Screens(index, secrets, items=None, turns=None))
+        nothing = Screens(index, secrets, items=None, turns=None, walks=None)
+        want = _verdict(req, PolicyStore(), nothing)
         assert got == want, f"turn {len(kinds)} ({kind}) after {kinds}"
         kinds.append(kind)
         last = got if isinstance(got, Verdict) else last
@@ -302,9 +307,15 @@ def test_another_project_root_is_not_answered_from_the_cache(
     (other / ".env").write_text(f"API_PASSWORD={value}\n")
     talk.call("Bash", {"command": "cat settings"}, f"the value {value} it printed")
     body = talk.body()
-    here = screen(Outbound(PATHS[fmt], body, None, str(project)), policies, screens)
+    here = screen(
+        Outbound(path=PATHS[fmt], body=body, agent=None, project_root=str(project)),
+        policies,
+        screens,
+    )
     assert here.body is None  # the project's own denied files hold no such value
-    there = screen(Outbound(PATHS[fmt], body, None, str(other)), policies, screens)
+    there = screen(
+        Outbound(path=PATHS[fmt], body=body, agent=None, project_root=str(other)), policies, screens
+    )
     assert there.body is not None and value.encode() not in there.body
 
 

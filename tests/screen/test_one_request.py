@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gate.providers import history
-from gate.providers.history import HISTORY, Memo
+from gate.providers.history import Memo
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore
@@ -69,7 +69,9 @@ def _turns(project: Path, token: str, denied: str, place: Place) -> list[bytes]:
 
 def _screen(project: Path, screens: Screens, body: bytes) -> Verdict:
     return screen(
-        Outbound("/v1/messages", body, "claude-code", str(project)), PolicyStore(), screens
+        Outbound(path="/v1/messages", body=body, agent="claude-code", project_root=str(project)),
+        PolicyStore(),
+        screens,
     )
 
 
@@ -85,12 +87,11 @@ def test_every_turn_is_screened_as_a_fresh_screening_would(
     token = Gen(random.SystemRandom().randrange(1 << 30)).crc_token("ghp_")
     index, secrets = IndexStore(), SecretScreen.load(data)
     screens = Screens(index, secrets)
-    HISTORY.clear()
+    # Nothing remembered: no next-turn store, no strings' outcomes, no walks.
+    nothing = Screens(index, secrets, items=None, turns=None, walks=None)
     for body in _turns(project, token, denied, PLACES[where]) * 2:  # each turn resent too
         remembered = _screen(project, screens, body)
-        HISTORY.clear()
-        # Nothing remembered: no next-turn store, no strings' outcomes.
-        fresh = _screen(project, Screens(index, secrets, items=None, turns=None), body)
+        fresh = _screen(project, nothing, body)
         assert remembered == fresh
         assert remembered.body is not None
         assert token.encode() not in remembered.body and password.encode() not in remembered.body
@@ -106,7 +107,7 @@ def test_an_item_is_serialised_once_per_request(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(history, "marshal", SimpleNamespace(dumps=counting))
     memo, item = Memo(), {"k": ["v"]}
-    with history.one_request():
+    with history.one_request(memo):
         assert memo.remembered("a", item, lambda: 1) == 1
         assert memo.remembered("b", item, lambda: 2) == 2
     assert seen == [id(item)]
@@ -117,7 +118,7 @@ def test_an_item_is_serialised_once_per_request(monkeypatch: pytest.MonkeyPatch)
 def test_an_item_edited_in_place_is_serialised_again() -> None:
     memo, item = Memo(), {"k": "before"}
     memo.remembered("a", {"k": "after"}, lambda: "walked after")
-    with history.one_request():
+    with history.one_request(memo):
         assert memo.remembered("a", item, lambda: "walked before") == "walked before"
         item["k"] = "after"
         history.edited([item])

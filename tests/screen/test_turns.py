@@ -16,7 +16,6 @@ from typing import Any
 import orjson
 import pytest
 
-from gate.providers.history import HISTORY
 from gate.rules.layers import PolicyStore
 from gate.screen import layout, turns
 from gate.screen.content import SecretScreen
@@ -214,9 +213,13 @@ class Store(turns.Turns):
         self.hits = 0
 
     def screen(
-        self, req: Outbound, policies: PolicyStore, screens: Screens | None
+        self,
+        req: Outbound,
+        policies: PolicyStore,
+        indexes: IndexStore | None,
+        secrets: SecretScreen | None,
     ) -> Verdict | None:
-        verdict = super().screen(req, policies, screens)
+        verdict = super().screen(req, policies, indexes, secrets)
         self.hits += verdict is not None
         return verdict
 
@@ -243,10 +246,16 @@ def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed:
         if kind == "approve" and last is not None:  # a person approved what was asked
             session.approved = frozenset(w.asked.key for w in last.withheld if w.asked)
         added = _blocking(session, kind, env_value) if kind in BLOCKING else 0
-        req = Outbound(PATH, session.body(), "claude-code", None, approved=session.approved)
+        req = Outbound(
+            path=PATH,
+            body=session.body(),
+            agent="claude-code",
+            project_root=None,
+            approved=session.approved,
+        )
         got = _verdict(req, screens, policies)
-        HISTORY.clear()
-        want = _verdict(req, Screens(index, secrets, items=None, turns=None), PolicyStore())
+        nothing = Screens(index, secrets, items=None, turns=None, walks=None)
+        want = _verdict(req, nothing, PolicyStore())
         assert got == want, f"turn {len(kinds)} ({kind})"
         if added:  # (a denied value is known once gate knows the project's directory)
             assert kind == "thinking" or (isinstance(got, str) and got.startswith("blocked"))
@@ -334,17 +343,21 @@ def test_a_file_edited_between_turns_keeps_the_fast_path(gate_dirs: dict[str, Pa
     store = Store()
     screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
     policies = PolicyStore()
-    screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    screen(Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens)
     for i in range(3):
         (project / "tmp").write_text(f"print({i})\n")
         os.replace(project / "tmp", project / "a.py")  # a new inode, as editors write
         s.call("Bash", {"command": "python a.py"}, str(i))
-        verdict = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+        verdict = screen(
+            Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
+        )
         assert store.hits == i + 1 and verdict.withheld == ()
     (project / "a.py").unlink()
     os.symlink(project / ".env", project / "a.py")
     s.call("Bash", {"command": "ls"}, "a.py")
-    verdict = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    verdict = screen(
+        Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
+    )
     assert store.hits == 3  # decided again on the whole body: the old read is withheld now
     assert [w.call_id for w in verdict.withheld] == [s.messages[1]["content"][1]["id"]]
 
@@ -360,9 +373,13 @@ def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]
     store = Store()
     screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
     policies = PolicyStore()
-    first = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    first = screen(
+        Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
+    )
     s.call("Bash", {"command": "ls"}, "a.py")
-    second = screen(Outbound(PATH, s.body(), None, None), policies, screens)
+    second = screen(
+        Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
+    )
     assert store.hits == 1
     assert first.body is not None and second.body is not None
     assert env_value.encode() not in second.body
@@ -383,11 +400,10 @@ def test_conversations_side_by_side_keep_their_own_turns(gate_dirs: dict[str, Pa
     for turn in range(4):
         for i, s in enumerate(sessions):
             s.call("Bash", {"command": f"echo {i}-{turn}"}, f"out {i} {turn}")
-            req = Outbound(PATH, s.body(), None, None)
+            req = Outbound(path=PATH, body=s.body(), agent=None, project_root=None)
             before = store.hits
             got = screen(req, policies, screens)
-            HISTORY.clear()
-            whole = Screens(screens.indexes, screens.secrets, None, None)
+            whole = Screens(screens.indexes, screens.secrets, items=None, turns=None, walks=None)
             assert got == screen(req, policies, whole)
             if turn:  # from its own kept turn, which it replaced
                 assert store.hits == before + 1
