@@ -11,6 +11,8 @@ hold immutable values only (paths, strings, roles); anything the screens may edi
 Within one request (`one_request()`) an item is serialised once, however many memos look
 it up (the walk, then the unknown-field sweep): the serialisation is kept with the item
 itself and dropped by `edited()` when the request's screens change the item in place.
+An item the request declares frozen (shared between requests and never edited: one read
+before, gate/screen/body_items.py) is recognised by identity, without serialising it.
 """
 
 from __future__ import annotations
@@ -29,15 +31,20 @@ MAX_BYTES = 64 << 20  # serialisations remembered, in total; all are forgotten p
 # The current request's serialisations, by id() of the item; each entry holds the item too,
 # so its id cannot be reused by another object while the request runs.
 _SNAPS: ContextVar[dict[int, tuple[Any, bytes]] | None] = ContextVar("gate_snaps", default=None)
+# The current request's frozen items, by id(); each entry holds the item, as above.
+_FROZEN: ContextVar[dict[int, Any] | None] = ContextVar("gate_frozen", default=None)
 
 
 @contextmanager
-def one_request() -> Iterator[None]:
-    """Serialise each item at most once until the block ends (then forget them all)."""
+def one_request(frozen: Iterable[Any] = ()) -> Iterator[None]:
+    """Serialise each item at most once until the block ends (then forget them all).
+    `frozen`: items nothing edits, ever (so an item remembered as one is still one)."""
     token = _SNAPS.set({})
+    held = _FROZEN.set({id(x): x for x in frozen})
     try:
         yield
     finally:
+        _FROZEN.reset(held)
         _SNAPS.reset(token)
 
 
@@ -67,20 +74,30 @@ def _snapshot(item: Any) -> bytes:
 
 class Memo:
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        self._entries: dict[Hashable, tuple[bytes, Any]] = {}
+        # key → (serialisation, value, the frozen item it was worked out from, if one was)
+        self._entries: dict[Hashable, tuple[bytes, Any, Any]] = {}
         self._bytes = 0
         self._max = max_bytes
         self._lock = threading.Lock()
 
     def remembered(self, key: Hashable, item: Any, compute: Callable[[], T]) -> T:
         """`compute()`, or what it gave for a byte-identical item at the same `key`."""
+        hit = self._entries.get(key)
+        frozen = _FROZEN.get()
+        held = item if frozen and frozen.get(id(item)) is item else None
+        if hit is not None and held is not None and hit[2] is held:
+            found: T = hit[1]
+            return found
         try:
             snap = _snapshot(item)
         except ValueError:  # not plain data (marshal refuses it): never remembered
             return compute()
-        hit = self._entries.get(key)
         if hit is not None and hit[0] == snap:
-            found: T = hit[1]
+            found = hit[1]
+            if held is not None:
+                with self._lock:
+                    if self._entries.get(key) is hit:
+                        self._entries[key] = (snap, found, held)
             return found
         value = compute()
         with self._lock:
@@ -89,7 +106,7 @@ class Memo:
             if self._bytes + len(snap) > self._max:
                 self._entries.clear()
                 self._bytes = 0
-            self._entries[key] = (snap, value)
+            self._entries[key] = (snap, value, held)
             self._bytes += len(snap)
         return value
 

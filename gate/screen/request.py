@@ -21,6 +21,7 @@ from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
 from gate.screen import calls, content, incomplete, layout, upload
+from gate.screen.body_items import Body, BodyItems
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
@@ -47,11 +48,13 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Screens:
     """The content screens a gate runs besides tool rules (tests may run without them), and
-    what they made of the strings screened so far (`items`: None screens every string anew)."""
+    what they made of the strings screened so far (`items`: None screens every string anew)
+    and of the items parsed so far (`bodies`: None parses every body whole)."""
 
     indexes: IndexStore | None = None
     secrets: SecretScreen | None = None
     items: ItemCache | None = field(default_factory=ItemCache)
+    bodies: BodyItems | None = field(default_factory=BodyItems)
     # Anthropic conversations kept for their next turn (None: every body screened whole).
     turns: Turns | None = field(default_factory=Turns)
 
@@ -73,10 +76,16 @@ def screen(
         verdict = kept.screen(req, policies, screens)
         if verdict is not None:
             return verdict
+    read = None
+    if fmt is not None and screens is not None and screens.bodies is not None:
+        read = screens.bodies.read(req.body, fmt.FORMAT)  # None: parsed whole, below
     try:
-        body = orjson.loads(req.body)
-        exact = True
-        unique(req.body, body)
+        if read is not None:
+            body, exact = read.value, True
+        else:
+            body = orjson.loads(req.body)
+            exact = True
+            unique(req.body, body)
     except orjson.JSONDecodeError:
         try:
             body, exact = parse(req.body), False
@@ -115,7 +124,7 @@ def screen(
     ):  # where each message ends, before screening edits them
         messages = body.get(layout.KEY)
         where = layout.layout(req.body, messages if isinstance(messages, list) else None)
-    worked = _screen(fmt, req, body, policies, known, screens)
+    worked = _screen(fmt, req, body, policies, known, screens, read)
     if where is not None and kept is not None:
         verdict = kept.keep(req, worked, screens, where)  # for the next turn
         if verdict is not None:
@@ -155,8 +164,9 @@ def _screen(
     policies: PolicyStore,
     known: Mapping[str, tuple[str, Mapping[str, Any]]] | None,
     screens: Screens | None,
+    read: Body | None = None,
 ) -> Worked:
-    with history.one_request():
+    with history.one_request(read.frozen() if read else ()):
         try:
             walk = fmt.walk(body)
         except ValueError as exc:
@@ -172,7 +182,7 @@ def _screen(
                 for i, path in walk.orphans
             )
             walk = replace(walk, calls=walk.calls + extra)
-        return _decide(walk, fmt, req, body, policies, screens)
+        return _decide(walk, fmt, req, body, policies, screens, read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +204,7 @@ class Worked:
     extras: tuple[Outcome, ...]  # of strings no walker knows, in body order
     withheld: tuple[Withheld, ...]
     model: str | None
+    read: Body | None = None  # the body as read item by item, if it was
 
     @property
     def rewrite(self) -> bool:
@@ -207,7 +218,8 @@ class Worked:
                 len(self.withheld),
                 ", ".join(sorted({w.rule for w in self.withheld})),
             )
-            out = out if out is not None else dump(self.body)
+            if out is None:
+                out = self.read.dump() if self.read is not None else dump(self.body)
         return Verdict(
             out if self.rewrite else None, self.walk.format, self.model, self.root, self.withheld
         )
@@ -220,6 +232,7 @@ def _decide(
     body: Any,
     policies: PolicyStore,
     screens: Screens | None,
+    read: Body | None = None,
 ) -> Worked:
     cwd = req.project_root or calls.working_directory(walk)
     root = req.root or (repository_root(cwd) if cwd else None)
@@ -256,6 +269,8 @@ def _decide(
             # Paired by name and order only, or a later output of a command started earlier:
             # the strictest call it could answer decides.
             decision, action = calls.stricter((decision, action), policy, root, cwd, other)
+        if read is not None and decision.effect in (Effect.DENY, Effect.ASK):
+            read.own(call.result)  # withholding edits it: this body's copy, no other
         decided.append(
             (
                 call,
@@ -271,6 +286,8 @@ def _decide(
     withheld += content.tally([*outcomes, *extras], {c.id: c.name for c in walk.calls})
     for o in (*outcomes, *extras):
         if o.text != o.seg.text:
+            if read is not None:
+                read.own(o.seg.path)
             set_at(body, o.seg.path, o.text)
     return Worked(
         req,
@@ -285,6 +302,7 @@ def _decide(
         tuple(extras),
         tuple(withheld),
         walk.model or _model_in_path(req.path),
+        read,
     )
 
 

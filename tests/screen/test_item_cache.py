@@ -240,7 +240,9 @@ def test_each_turn_gets_the_verdict_of_a_screening_that_keeps_nothing(
         req = talk.outbound()
         got = _verdict(req, policies, kept)
         HISTORY.clear()
-        want = _verdict(req, PolicyStore(), Screens(index, secrets, items=None, turns=None))
+        want = _verdict(
+            req, PolicyStore(), Screens(index, secrets, items=None, turns=None, bodies=None)
+        )
         assert got == want, f"turn {len(kinds)} ({kind}) after {kinds}"
         kinds.append(kind)
         last = got if isinstance(got, Verdict) else last

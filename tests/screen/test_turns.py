@@ -246,7 +246,9 @@ def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed:
         req = Outbound(PATH, session.body(), "claude-code", None, approved=session.approved)
         got = _verdict(req, screens, policies)
         HISTORY.clear()
-        want = _verdict(req, Screens(index, secrets, items=None, turns=None), PolicyStore())
+        want = _verdict(
+            req, Screens(index, secrets, items=None, turns=None, bodies=None), PolicyStore()
+        )
         assert got == want, f"turn {len(kinds)} ({kind})"
         if added:  # (a denied value is known once gate knows the project's directory)
             assert kind == "thinking" or (isinstance(got, str) and got.startswith("blocked"))
