@@ -115,6 +115,32 @@ def _spaced(body: bytes, fmt: str, rand: random.Random) -> bytes:
     return body[:a] + b"\n  " + item + b" \n" + body[b:]
 
 
+def _cut(body: bytes, fmt: str, rand: random.Random) -> bytes:
+    """Two earlier items taken out (a call and its result, say): every later one moves."""
+    spans = _items(body, fmt)
+    if len(spans) < 5:
+        return body
+    k = rand.randrange(1, len(spans) - 3)
+    return body[: spans[k][0]] + body[spans[k + 2][0] :]
+
+
+def _replaced(body: bytes, fmt: str, rand: random.Random) -> bytes:
+    """Two earlier items (a call and its result, say) replaced by copies of the first:
+    every later item stays where it was, after one call fewer."""
+    spans = _items(body, fmt)
+    if len(spans) < 5:
+        return body
+    k = rand.randrange(1, len(spans) - 3)
+    first = body[slice(*spans[0])]
+    return body[: spans[k][0]] + first + b"," + first + body[spans[k + 1][1] :]
+
+
+def _no_ids(body: bytes, fmt: str, rand: random.Random) -> bytes:
+    """Calls and responses without ids (as the genai SDK sends them): Gemini pairs them by
+    name and order, so an earlier content's keys depend on the contents before it."""
+    return re.sub(rb'"id":\s*"call_[0-9a-f_]+",\s*', b"", body)
+
+
 ATTACKS: dict[str, Callable[[bytes, str, random.Random], bytes]] = {
     "same_length": _same_length,
     "escaped": _escaped,
@@ -122,6 +148,9 @@ ATTACKS: dict[str, Callable[[bytes, str, random.Random], bytes]] = {
     "swapped": _swapped,
     "twice": _twice,
     "spaced": _spaced,
+    "no_ids": _no_ids,
+    "cut": _cut,
+    "replaced": _replaced,
 }
 
 
@@ -144,6 +173,10 @@ def test_each_turn_and_its_attacks_get_the_verdict_of_a_screening_that_keeps_not
         if kind == "approve" and last is not None:
             talk.approved = frozenset(w.asked.key for w in last.withheld if w.asked)
         req = talk.outbound()
+        if fmt == "gemini" and seed % 2:  # the whole session without ids
+            req = Outbound(
+                req.path, _no_ids(req.body, fmt, rand), None, req.root, approved=req.approved
+            )
         attack = rand.choice([None, None, *ATTACKS])
         raw = ATTACKS[attack](req.body, fmt, rand) if attack else req.body
         for body in (raw, req.body) if attack else (raw,):  # the attack, then the turn
