@@ -60,9 +60,10 @@ def child(fmt: str, size: int, turns: int, root: Path) -> list[float]:
 def run_tree(tree: Path, fmt: str, size: int, turns: int) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "PYTHONPATH": str(tree), "GATE_DATA_DIR": tmp}
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", fmt]
+        cmd += ["--size", str(size), "--turns", str(turns), "--tmp", tmp]
         proc = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--child", fmt, "--size", str(size)]
-            + ["--turns", str(turns), "--tmp", tmp],
+            cmd,
             env=env,
             capture_output=True,
             text=True,
@@ -93,7 +94,9 @@ def main() -> None:
         f"CPU ms per screened turn, {args.size} B session, {args.turns} turns, best of"
         f" {args.rounds} rounds (first: the first body; next: median of turns 2..n)"
     )
-    print(f"{'format':>10} | " + " | ".join(f"{t + ' first':>15} | {t + ' next':>14}" for t in trees))
+    print(
+        f"{'format':>10} | " + " | ".join(f"{t + ' first':>15} | {t + ' next':>14}" for t in trees)
+    )
     for fmt in formats:
         got: dict[str, list[list[float]]] = {t: [] for t in trees}
         for r in range(args.rounds):
