@@ -176,7 +176,8 @@ class BodyItems:
             return None
 
     def _read(self, raw: bytes, paths: tuple[tuple[str, ...], ...]) -> Body | None:
-        text: str | None = None
+        text: str | None = None  # the bytes from `base` on, one character per byte
+        base = 0
         found = None
         for path in paths:  # a head seen before: the list starts where it ends
             lst = self._lists.get(path)
@@ -206,9 +207,9 @@ class BodyItems:
             if seen is not None:
                 end = i + len(seen)
             else:
-                if text is None:
-                    text = raw.decode("latin-1")
-                end = _DECODER.raw_decode(text, i)[1]
+                if text is None:  # from here on only: new items are mostly the last ones
+                    text, base = raw[i:].decode("latin-1"), i
+                end = _DECODER.raw_decode(text, i - base)[1] + base
             spans.append((i, end, seen))
             i = _WS_BYTES.match(raw, end).end()  # type: ignore[union-attr]
             if raw[i] == 0x2C:  # ","

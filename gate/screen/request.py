@@ -252,7 +252,9 @@ def _decide(
     secrets = screens.secrets if screens else None
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
     same_name = calls.same_name_candidates(walk)
-    started = background.producers(walk)  # a background task's output: as its command
+    items = screens.items if screens else None
+    # A background task's output: decided as its command.
+    started = background.producers(walk, items.quiet if items else None)
     unwalked = screens.indexes.unwalked(root) if screens and screens.indexes else ()
     actions = shell_state.carry([tools.action(c.name, c.input, cwd) for c in walk.calls])
     for call, action in zip(walk.calls, actions, strict=True):
@@ -281,7 +283,6 @@ def _decide(
         )
     withheld = [item for *_, item in decided if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
-    items = screens.items if screens else None
     outcomes, extras = _content(walk, body, done, index, secrets, policy, req.approved, items)
     withheld += content.tally([*outcomes, *extras], {c.id: c.name for c in walk.calls})
     for o in (*outcomes, *extras):
