@@ -263,17 +263,20 @@ class BodyItems:
             if head not in lst.heads:
                 lst.heads.insert(0, head)
                 del lst.heads[MAX_HEADS:]
+            at = lst.at
             for j, it in enumerate(items):
+                recent = at.get(j)
+                if recent and recent[0] is it.raw:
+                    continue  # the item last seen here: kept already
                 if it.raw not in lst.items:
                     lst.items[it.raw] = it
                     added += len(it.raw)
                 if it.raw[:1] in (b"{", b"["):  # ends where its own bytes end
-                    recent = lst.at.setdefault(j, [])
-                    if not recent or recent[0] is not it.raw:
-                        if it.raw in recent:
-                            recent.remove(it.raw)
-                        recent.insert(0, it.raw)
-                        del recent[PER_INDEX:]
+                    recent = at.setdefault(j, [])
+                    if it.raw in recent:
+                        recent.remove(it.raw)
+                    recent.insert(0, it.raw)
+                    del recent[PER_INDEX:]
             self._bytes += added
             if self._bytes > self.max_bytes:  # new dicts: a reader elsewhere keeps its own
                 self._lists, self._frames, self._bytes = {}, {}, 0
