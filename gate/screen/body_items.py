@@ -30,7 +30,9 @@ import orjson
 
 from gate.screen.codec import dump, unique
 
-MAX_BYTES = 256 << 20  # item and frame bytes kept, in total; all are forgotten past it
+# Item and frame bytes kept, in total (their parsed objects take a few times as much); all
+# are forgotten past it.
+MAX_BYTES = 64 << 20
 MAX_HEADS = 16  # heads remembered per list (conversations side by side)
 PER_INDEX = 8  # items remembered per index of a list, to recognise in the next body
 
