@@ -107,6 +107,13 @@ class Body:
         self._owned: set[int] = set()
         self._frame_owned = False
         self._store = store
+        # Where the items sit in the raw bytes: just past the "[", its "]", just past each.
+        self.spans: tuple[int, int, tuple[int, ...]] = (0, 0, ())
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """Where the items are."""
+        return self._path
 
     def frozen(self) -> list[Any]:
         """The shared objects of this body: items, and the frame's values and list items."""
@@ -232,7 +239,9 @@ class BodyItems:
         items = [self._item(raw, a, b, seen, lst) for a, b, seen in spans]
         self._keep(raw[:start], frame_raw, frame, items, lst)
         value = _with(frame.value, path, [it.value for it in items])
-        return Body(value, path, frame_raw, frame, items, self)
+        body = Body(value, path, frame_raw, frame, items, self)
+        body.spans = (start, close, tuple(b for _, b, _ in spans))
+        return body
 
     def _item(self, raw: bytes, a: int, b: int, seen: bytes | None, lst: _List) -> _Item:
         key = seen if seen is not None else raw[a:b]

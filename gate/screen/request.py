@@ -122,8 +122,11 @@ def screen(
     if (
         fmt is anthropic and exact and kept is not None
     ):  # where each message ends, before screening edits them
-        messages = body.get(layout.KEY)
-        where = layout.layout(req.body, messages if isinstance(messages, list) else None)
+        if read is not None and read.path == (layout.KEY,):
+            where = layout.Layout(*read.spans)  # found as it was read
+        else:
+            messages = body.get(layout.KEY)
+            where = layout.layout(req.body, messages if isinstance(messages, list) else None)
     worked = _screen(fmt, req, body, policies, known, screens, read)
     if where is not None and kept is not None:
         verdict = kept.keep(req, worked, screens, where)  # for the next turn
