@@ -41,10 +41,29 @@ _CELL = re.compile(r"Script running with cell ID (?P<id>[^\s.,;]+)")
 UNKNOWN_TASK = "a background task gate did not see start"
 
 
-def producers(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
+class Quiet:
+    """Tool outputs known to say nothing of a task started, so that the history an agent
+    resends is not searched again every turn; one per gate (passed in, never global)."""
+
+    def __init__(self, max_chars: int = 64 << 20) -> None:
+        self.max_chars = max_chars
+        self._texts: set[str] = set()
+        self._chars = 0
+
+    def __contains__(self, text: str) -> bool:
+        return text in self._texts
+
+    def add(self, text: str) -> None:
+        self._chars += len(text)
+        if self._chars > self.max_chars:  # a new set: a reader elsewhere keeps its own
+            self._texts, self._chars = set(), len(text)
+        self._texts.add(text)
+
+
+def producers(walk: Walk, quiet: Quiet | None = None) -> dict[str, tuple[ToolCall, ...]]:
     """For each answered follow-up call (and each Read of a task's output file), the calls
     that started its task; a call gate cannot tie to a start gets an unseen call, which is
-    decided as the strictest."""
+    decided as the strictest (`quiet`: outputs searched before, and found to start none)."""
     started: dict[str, list[ToolCall]] = {}  # task or session id → the calls that started it
     files: dict[str, list[ToolCall]] = {}  # a task's output file → the same
     by_id = {c.id: c for c in walk.calls}
@@ -55,7 +74,11 @@ def producers(walk: Walk) -> dict[str, tuple[ToolCall, ...]]:
         if call.name in FOLLOW_UPS and call.name not in _RESUMING:
             continue
         text = seg.text
+        if quiet is not None and text in quiet:
+            continue
         if " with ID: " not in text and "with session ID " not in text and "cell ID " not in text:
+            if quiet is not None:
+                quiet.add(text)
             continue  # a plain substring test first: this runs over every result resent
         for m in _STARTED.finditer(text):
             started.setdefault(m.group("id"), []).append(call)

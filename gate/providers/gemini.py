@@ -7,11 +7,14 @@ read here: a `function_response` must not slip past a walker that only knows
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+from gate.providers.history import remembered
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
@@ -99,14 +102,19 @@ class _Pairing:
     results: dict[str, JsonPath] = field(default_factory=dict)
     by_id: dict[str, str] = field(default_factory=dict)
     waiting: list[tuple[str, str, bool]] = field(default_factory=list)  # key, name, has id
+    # The calls and responses paired, in order: (where the part is, key), a call's with
+    # no "at"; kept while one content is walked, so that its walk can be reused.
+    log: list[tuple[bool, JsonPath, str]] | None = None
 
-    def call(self, fc: dict[str, Any]) -> str:
+    def call(self, fc: dict[str, Any], at: JsonPath = ()) -> str:
         name, id_ = str(fc.get("name")), _id(fc)
         key = id_ or f"{name}#{len(self.uses)}"
         self.uses.append((key, name, fc.get("args")))
         if id_:
             self.by_id[id_] = key
         self.waiting.append((key, name, bool(id_)))
+        if self.log is not None:
+            self.log.append((True, at, key))
         return key
 
     def answer(self, fr: dict[str, Any], at: JsonPath) -> str:
@@ -125,6 +133,8 @@ class _Pairing:
             raise ValueError(f"tool result {id_ or name} answers no tool call in this request")
         self.waiting = [w for w in self.waiting if w[0] != key]
         add_result(self.results, key, at)
+        if self.log is not None:
+            self.log.append((False, at, key))
         return key
 
 
@@ -140,12 +150,67 @@ def _walk_request(
     for i, content in enumerate(contents or ()):
         if not isinstance(content, dict):
             raise ValueError(f"contents[{i}] is not an object")
-        role = Role.ASSISTANT_TEXT if content.get("role") == "model" else Role.USER_TEXT
-        answered = None  # the call whose response the media parts that follow belong to
-        for j, part in enumerate(content.get("parts") or ()):
-            if not isinstance(part, dict):
-                raise ValueError(f"contents[{i}].parts[{j}] is not an object")
-            answered = _walk_part(part, (*at, key, i, "parts", j), role, answered, segs, pairing)
+        c_at: JsonPath = (*at, key, i)
+        walked: list[bool] = []
+        # Remembered (providers.history): a content resent unchanged is walked again only
+        # if its calls and responses pair otherwise than they did (their keys differ).
+        c_segs, log = remembered(
+            (FORMAT, "content", c_at),
+            content,
+            partial(_logged, content, c_at, pairing, walked),
+        )
+        if walked:
+            segs += c_segs
+            continue
+        keys = [
+            pairing.call(_field(get_at(req, p[len(at) :]), "functionCall")[1], p)
+            if is_call
+            else pairing.answer(_field(get_at(req, p[len(at) :]), "functionResponse")[1], p)
+            for is_call, p, _ in log
+        ]
+        if keys == [k for _, _, k in log]:
+            segs += c_segs
+        else:  # paired otherwise now: walked with the keys the pairing just gave
+            _walk_content(content, c_at, segs, _Replay(iter(keys)))
+
+
+def _logged(
+    content: dict[str, Any], at: JsonPath, pairing: _Pairing, walked: list[bool]
+) -> tuple[tuple[Segment, ...], tuple[tuple[bool, JsonPath, str], ...]]:
+    """A content's segments, and its calls and responses as the pairing keyed them."""
+    walked.append(True)
+    segs: list[Segment] = []
+    pairing.log = []
+    try:
+        _walk_content(content, at, segs, pairing)
+        return tuple(segs), tuple(pairing.log)
+    finally:
+        pairing.log = None
+
+
+def _walk_content(
+    content: dict[str, Any], at: JsonPath, segs: list[Segment], pairing: _Pairing
+) -> None:
+    role = Role.ASSISTANT_TEXT if content.get("role") == "model" else Role.USER_TEXT
+    answered = None  # the call whose response the media parts that follow belong to
+    for j, part in enumerate(content.get("parts") or ()):
+        if not isinstance(part, dict):
+            raise ValueError(f"contents[{at[-1]}].parts[{j}] is not an object")
+        answered = _walk_part(part, (*at, "parts", j), role, answered, segs, pairing)
+
+
+class _Replay(_Pairing):
+    """The keys a pairing already gave a content's calls and responses, in order."""
+
+    def __init__(self, keys: Iterator[str]) -> None:
+        super().__init__()
+        self._keys = keys
+
+    def call(self, fc: dict[str, Any], at: JsonPath = ()) -> str:
+        return next(self._keys)
+
+    def answer(self, fr: dict[str, Any], at: JsonPath) -> str:
+        return next(self._keys)
 
 
 def _walk_part(
@@ -169,7 +234,7 @@ def _walk_part(
         elif key == "text":
             segs.extend(Segment(p, t, role) for p, t in strings(value, p_at))
         elif key == fc_key and isinstance(fc, dict):
-            call_id = pairing.call(fc)
+            call_id = pairing.call(fc, at)
             segs.extend(Segment(p, t, Role.TOOL_CALL, call_id) for p, t in _payload(fc, p_at))
         elif key == fr_key and isinstance(fr, dict):
             segs.extend(Segment(p, t, Role.TOOL_RESULT, answered) for p, t in _payload(fr, p_at))
@@ -222,10 +287,15 @@ def error_body(message: str, status: int = 403) -> dict[str, Any]:
 
 def _field(obj: dict[str, Any], camel: str) -> tuple[str, Any]:
     """A field under either spelling; both at once is a body gate cannot read one way."""
-    snake = re.sub(r"([A-Z])", r"_\1", camel).lower()
+    snake = _snake(camel)
     if camel in obj and snake in obj and snake != camel:
         raise ValueError(f"{camel} is spelled two ways in one object")
     return (snake, obj[snake]) if snake in obj else (camel, obj.get(camel))
+
+
+@functools.cache  # a handful of field names, looked up for every part of every turn
+def _snake(camel: str) -> str:
+    return re.sub(r"([A-Z])", r"_\1", camel).lower()
 
 
 def _is_media(part: Any) -> bool:

@@ -16,6 +16,8 @@ outside a request, or with no memo, every item is walked afresh.
 Within one request an item is serialised once, however many lookups it gets (the walk,
 then the unknown-field sweep): the serialisation is kept with the item itself and dropped
 by `edited()` when the request's screens change the item in place.
+An item the request declares frozen (shared between requests and never edited: one read
+before, gate/screen/body_items.py) is recognised by identity, without serialising it.
 """
 
 from __future__ import annotations
@@ -36,16 +38,21 @@ MAX_BYTES = 64 << 20  # serialisations remembered, in total; all are forgotten p
 _SNAPS: ContextVar[dict[int, tuple[Any, bytes]] | None] = ContextVar("gate_snaps", default=None)
 # The memo the current request's walks are remembered in (its screener's).
 _MEMO: ContextVar[Memo | None] = ContextVar("gate_memo", default=None)
+# The current request's frozen items, by id(); each entry holds the item, as above.
+_FROZEN: ContextVar[dict[int, Any] | None] = ContextVar("gate_frozen", default=None)
 
 
 @contextmanager
-def one_request(memo: Memo | None) -> Iterator[None]:
+def one_request(memo: Memo | None, frozen: Iterable[Any] = ()) -> Iterator[None]:
     """Until the block ends, remember walks in `memo` (None: walk every item) and serialise
-    each item at most once (then forget the serialisations)."""
+    each item at most once (then forget the serialisations). `frozen`: items nothing edits,
+    ever (so an item remembered as one is still one)."""
     snaps, remembers = _SNAPS.set({}), _MEMO.set(memo)
+    held = _FROZEN.set({id(x): x for x in frozen})
     try:
         yield
     finally:
+        _FROZEN.reset(held)
         _MEMO.reset(remembers)
         _SNAPS.reset(snaps)
 
@@ -83,20 +90,30 @@ def _snapshot(item: Any) -> bytes:
 
 class Memo:
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        self._entries: dict[Hashable, tuple[bytes, Any]] = {}
+        # key → (serialisation, value, the frozen item it was worked out from, if one was)
+        self._entries: dict[Hashable, tuple[bytes, Any, Any]] = {}
         self._bytes = 0
         self._max = max_bytes
         self._lock = threading.Lock()
 
     def remembered(self, key: Hashable, item: Any, compute: Callable[[], T]) -> T:
         """`compute()`, or what it gave for a byte-identical item at the same `key`."""
+        hit = self._entries.get(key)
+        frozen = _FROZEN.get()
+        held = item if frozen and frozen.get(id(item)) is item else None
+        if hit is not None and held is not None and hit[2] is held:
+            found: T = hit[1]
+            return found
         try:
             snap = _snapshot(item)
         except ValueError:  # not plain data (marshal refuses it): never remembered
             return compute()
-        hit = self._entries.get(key)
         if hit is not None and hit[0] == snap:
-            found: T = hit[1]
+            found = hit[1]
+            if held is not None:
+                with self._lock:
+                    if self._entries.get(key) is hit:
+                        self._entries[key] = (snap, found, held)
             return found
         value = compute()
         with self._lock:
@@ -105,7 +122,7 @@ class Memo:
             if self._bytes + len(snap) > self._max:
                 self._entries.clear()
                 self._bytes = 0
-            self._entries[key] = (snap, value)
+            self._entries[key] = (snap, value, held)
             self._bytes += len(snap)
         return value
 

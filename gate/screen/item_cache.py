@@ -20,6 +20,7 @@ import threading
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
+from gate.agents.background import Quiet
 from gate.providers.segments import JsonPath, Role, Segment, Strings, Unit
 from gate.rules.engine import Policy
 from gate.screen import content
@@ -121,6 +122,7 @@ class ItemCache:
     def __init__(self, max_chars: int = MAX_CHARS) -> None:
         self.max_chars = max_chars
         self.reused = 0  # strings whose outcome was reused (a figure for tests and benches)
+        self.quiet = Quiet(max_chars)  # tool outputs that start no background task
         self._kept: list[Kept] = []
         self._lock = threading.Lock()
 
@@ -148,3 +150,4 @@ class ItemCache:
     def clear(self) -> None:
         with self._lock:
             self._kept = []
+            self.quiet = Quiet(self.max_chars)

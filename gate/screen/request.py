@@ -22,6 +22,7 @@ from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore, repository_root
 from gate.rules.model import Effect
 from gate.screen import calls, content, incomplete, layout, upload
+from gate.screen.body_items import Body, BodyItems
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
@@ -49,13 +50,16 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Screens:
     """The content screens a gate runs besides tool rules (tests may run without them), and
-    what they made of the strings screened so far (`items`: None screens every string anew)."""
+    what they made of the strings screened so far (`items`: None screens every string anew)
+    and of the items parsed so far (`bodies`: None parses every body whole)."""
 
     indexes: IndexStore | None = None
     secrets: SecretScreen | None = None
     items: ItemCache | None = field(default_factory=ItemCache)
     # What walking each item of a conversation gave (None: every item walked anew).
     walks: Memo | None = field(default_factory=Memo)
+    # Each body's items as read before (None: every body parsed whole).
+    bodies: BodyItems | None = field(default_factory=BodyItems)
     # Anthropic conversations kept for their next turn (None: every body screened whole).
     turns: Turns | None = field(default_factory=Turns)
 
@@ -80,10 +84,16 @@ def screen(
         verdict = kept.screen(req, policies, indexes, secrets)
         if verdict is not None:
             return verdict
+    read = None
+    if fmt is not None and screens is not None and screens.bodies is not None:
+        read = screens.bodies.read(req.body, fmt.FORMAT)  # None: parsed whole, below
     try:
-        body = orjson.loads(req.body)
-        exact = True
-        unique(req.body, body)
+        if read is not None:
+            body, exact = read.value, True
+        else:
+            body = orjson.loads(req.body)
+            exact = True
+            unique(req.body, body)
     except orjson.JSONDecodeError:
         try:
             body, exact = parse(req.body), False
@@ -125,9 +135,12 @@ def screen(
     if (
         fmt is anthropic and exact and kept is not None
     ):  # where each message ends, before screening edits them
-        messages = body.get(layout.KEY)
-        where = layout.layout(req.body, messages if isinstance(messages, list) else None)
-    worked = _screen(fmt, req, body, policies, known, screens)
+        if read is not None and read.path == (layout.KEY,):
+            where = layout.Layout(*read.spans)  # found as it was read
+        else:
+            messages = body.get(layout.KEY)
+            where = layout.layout(req.body, messages if isinstance(messages, list) else None)
+    worked = _screen(fmt, req, body, policies, known, screens, read)
     if where is not None and kept is not None:
         verdict = kept.keep(req, worked, secrets, where)  # for the next turn
         if verdict is not None:
@@ -174,8 +187,9 @@ def _screen(
     policies: PolicyStore,
     known: Mapping[str, tuple[str, Mapping[str, Any]]] | None,
     screens: Screens | None,
+    read: Body | None = None,
 ) -> Worked:
-    with history.one_request(screens.walks if screens else None):
+    with history.one_request(screens.walks if screens else None, read.frozen() if read else ()):
         try:
             walk = fmt.walk(body)
         except ValueError as exc:
@@ -191,7 +205,7 @@ def _screen(
                 for i, path in walk.orphans
             )
             walk = replace(walk, calls=walk.calls + extra)
-        return _decide(walk, fmt, req, body, policies, screens)
+        return _decide(walk, fmt, req, body, policies, screens, read)
 
 
 def _decide(
@@ -201,6 +215,7 @@ def _decide(
     body: Any,
     policies: PolicyStore,
     screens: Screens | None,
+    read: Body | None = None,
 ) -> Worked:
     cwd = req.project_root or calls.working_directory(walk)
     root = req.root or (repository_root(cwd) if cwd else None)
@@ -220,7 +235,9 @@ def _decide(
     secrets = screens.secrets if screens else None
     decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
     same_name = calls.same_name_candidates(walk)
-    started = background.producers(walk)  # a background task's output: as its command
+    items = screens.items if screens else None
+    # A background task's output: decided as its command.
+    started = background.producers(walk, items.quiet if items else None)
     unwalked = screens.indexes.unwalked(root) if screens and screens.indexes else ()
     actions = shell_state.carry([tools.action(c.name, c.input, cwd) for c in walk.calls])
     for call, action in zip(walk.calls, actions, strict=True):
@@ -237,6 +254,8 @@ def _decide(
             # Paired by name and order only, or a later output of a command started earlier:
             # the strictest call it could answer decides.
             decision, action = calls.stricter((decision, action), policy, root, cwd, other)
+        if read is not None and decision.effect in (Effect.DENY, Effect.ASK):
+            read.own(call.result)  # withholding edits it: this body's copy, no other
         decided.append(
             (
                 call,
@@ -247,11 +266,12 @@ def _decide(
         )
     withheld = [item for *_, item in decided if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
-    items = screens.items if screens else None
     outcomes, extras = _content(walk, body, done, index, secrets, policy, req.approved, items)
     withheld += content.tally([*outcomes, *extras], {c.id: c.name for c in walk.calls})
     for o in (*outcomes, *extras):
         if o.text != o.seg.text:
+            if read is not None:
+                read.own(o.seg.path)
             set_at(body, o.seg.path, o.text)
     return Worked(
         req,
@@ -266,6 +286,7 @@ def _decide(
         tuple(extras),
         tuple(withheld),
         walk.model or _model_in_path(req.path),
+        read,
     )
 
 

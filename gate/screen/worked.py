@@ -11,6 +11,7 @@ from loguru import logger
 from gate.agents.actions import Action
 from gate.providers.segments import ToolCall, Walk
 from gate.rules.engine import Decision, Policy
+from gate.screen.body_items import Body
 from gate.screen.codec import dump
 from gate.screen.content import Outcome
 from gate.screen.fingerprints import DeniedIndex
@@ -36,6 +37,7 @@ class Worked:
     extras: tuple[Outcome, ...]  # of strings no walker knows, in body order
     withheld: tuple[Withheld, ...]
     model: str | None
+    read: Body | None = None  # the body as read item by item, if it was
 
     @property
     def rewrite(self) -> bool:
@@ -49,7 +51,8 @@ class Worked:
                 len(self.withheld),
                 ", ".join(sorted({w.rule for w in self.withheld})),
             )
-            out = out if out is not None else dump(self.body)
+            if out is None:
+                out = self.read.dump() if self.read is not None else dump(self.body)
         return Verdict(
             body=out if self.rewrite else None,
             format=self.walk.format,

@@ -244,7 +244,7 @@ def test_each_turn_gets_the_verdict_of_a_screening_that_keeps_nothing(
             talk.approved = frozenset(w.asked.key for w in last.withheld if w.asked)
         req = talk.outbound()
         got = _verdict(req, policies, kept)
-        nothing = Screens(index, secrets, items=None, turns=None, walks=None)
+        nothing = Screens(index, secrets, items=None, turns=None, walks=None, bodies=None)
         want = _verdict(req, PolicyStore(), nothing)
         assert got == want, f"turn {len(kinds)} ({kind}) after {kinds}"
         kinds.append(kind)

@@ -254,7 +254,7 @@ def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed:
             approved=session.approved,
         )
         got = _verdict(req, screens, policies)
-        nothing = Screens(index, secrets, items=None, turns=None, walks=None)
+        nothing = Screens(index, secrets, items=None, turns=None, walks=None, bodies=None)
         want = _verdict(req, nothing, PolicyStore())
         assert got == want, f"turn {len(kinds)} ({kind})"
         if added:  # (a denied value is known once gate knows the project's directory)
