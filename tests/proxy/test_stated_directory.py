@@ -374,3 +374,22 @@ def test_a_run_file_edited_after_its_first_request_does_not_move_its_root(
     path.unlink()
     with pytest.raises(anthropic.BadRequestError, match="does not know run"):
         client.messages.create(**msg, messages=[{"role": "user", "content": "hi"}])
+
+
+def test_a_repository_made_above_a_stated_directory_brings_its_denied_files(
+    bare_gate: Listening, provider: FakeProvider, other: Path
+) -> None:
+    """A stated directory's root is found again once a `.git` is made above it while gate
+    runs (`git init` by the agent, or a clone finishing): the repository's `.env` is then
+    the project's, and its value is withheld from the next request."""
+    value = (other / ".env").read_text().split("=", 1)[1].strip()
+    sub = other / "pkg"
+    sub.mkdir()
+    with _sdk(bare_gate) as c:
+        c.messages.create(**_stating(str(sub), f"value {value}")[0])
+        # No repository yet: the stated directory is the project, and the .env above it
+        # is nobody's.
+        assert value in provider.seen[-1].body.decode()
+        (other / ".git").mkdir()
+        c.messages.create(**_stating(str(sub), f"value {value}")[0])
+    assert value not in provider.seen[-1].body.decode()

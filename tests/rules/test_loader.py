@@ -183,6 +183,30 @@ def test_rules_anchor_at_the_repository_top(gate_dirs: dict[str, Path]) -> None:
     assert repository_root(str(gate_dirs["home"])) == str(gate_dirs["home"])
 
 
+def test_a_repository_made_while_gate_runs_moves_the_root(gate_dirs: dict[str, Path]) -> None:
+    """The root is remembered, but a `.git` or `.gate/` made or removed in any directory
+    between the working directory and its root is seen by the next lookup."""
+    from gate.rules.layers import repository_root
+
+    top = gate_dirs["project"] / "outer"
+    sub = top / "pkg" / "a"
+    sub.mkdir(parents=True)
+    (gate_dirs["project"] / ".git").mkdir()
+    assert repository_root(str(sub)) == str(gate_dirs["project"])
+    (top / ".git").mkdir()  # `git init` in a directory between
+    assert repository_root(str(sub)) == str(top)
+    (top / "pkg" / ".gate").mkdir()  # nearer still
+    assert repository_root(str(sub)) == str(top / "pkg")
+    (top / "pkg" / ".gate").rmdir()
+    assert repository_root(str(sub)) == str(top)
+    (top / ".git").rmdir()
+    (gate_dirs["project"] / ".git").rmdir()
+    # No repository anywhere: the directory itself, until one is made above it.
+    assert repository_root(str(sub)) == str(sub)
+    (top / ".git").write_text("gitdir: elsewhere\n")  # a worktree's .git is a file
+    assert repository_root(str(sub)) == str(top)
+
+
 def test_only_rules_gate_cannot_enforce_are_warned(
     gate_dirs: dict[str, Path], log_lines: list[str]
 ) -> None:
