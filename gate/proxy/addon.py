@@ -384,6 +384,7 @@ class GateAddon:
             unsafe_pass_non_json=route.upstream.unsafe_pass_non_json,
             headers=upload.headers_of(headers),
             root=run.root if run else None,
+            session=session,
         )
         verdict = self.screener(outbound, self.policies, self.screens, self.chains.known)
         notes.who = replace(notes.who, model=verdict.model, project_root=verdict.project_root)

@@ -105,6 +105,7 @@ class Connection:
             agent=self.agent,
             project_root=self.run.cwd if self.run else None,
             root=self.run.root if self.run else None,
+            session=self.session,
         )
         if isinstance(frame.get("response"), dict):
             # The request sits under `response`; whatever else the frame carries is still

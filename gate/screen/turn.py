@@ -117,7 +117,14 @@ class Turn:
 
 
 def key_of(req: Outbound) -> tuple[object, ...]:
-    return (req.path, req.project_root, req.approved, os.environ.get("HOME"), req.root)
+    return (
+        req.path,
+        req.session,
+        req.project_root,
+        req.approved,
+        os.environ.get("HOME"),
+        req.root,
+    )
 
 
 def prompt(system: tuple[str, ...], msgs: Iterable[Message]) -> Prompt:

@@ -31,6 +31,9 @@ class Outbound:
     # The run's project root, anchored when it started: rules come from here, never from a
     # root found again from `project_root` (which only resolves relative paths).
     root: str | None = None
+    # The conversation it belongs to, as the audit names it (audit/session.py): screening
+    # reuses what it worked out for a conversation only within it.
+    session: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -466,3 +466,28 @@ def test_layout_declines_other_shapes(raw: bytes) -> None:
     assert where is None or where.ends == ()
     if raw.startswith(b'{"messages": []'):
         assert where is None  # a repeated key: which copy counts is the parser's call
+
+
+def test_a_turn_is_screened_from_its_own_session_only(gate_dirs: dict[str, Path]) -> None:
+    """The same conversation is the audit's session (audit/session.py): a body that another
+    session's kept turn would continue is screened whole, with the verdict it would get."""
+    project, data = gate_dirs["project"], gate_dirs["data"]
+    data.mkdir(mode=0o700)
+    s = Session(project, random.Random(3))
+    s.call("Read", {"file_path": f"{project}/a.py"}, "print(1)")
+    store = Store()
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
+    policies = PolicyStore()
+
+    def req(session: str) -> Outbound:
+        return Outbound(path=PATH, body=s.body(), agent=None, project_root=None, session=session)
+
+    screen(req("s:one"), policies, screens)
+    s.call("Bash", {"command": "ls"}, "a.py")
+    got = screen(req("s:two"), policies, screens)
+    assert store.hits == 0  # another conversation's turn: not continued
+    whole = Screens(screens.indexes, screens.secrets, items=None, turns=None, walks=None)
+    assert got == screen(req("s:two"), policies, whole)
+    s.call("Bash", {"command": "pwd"}, str(project))
+    screen(req("s:two"), policies, screens)
+    assert store.hits == 1  # its own
