@@ -23,6 +23,7 @@ from gate.proxy.pipeline import Origin, question_info
 from gate.proxy.recorder import complete
 from gate.proxy.routing import Route
 from gate.rules.layers import PolicyStore
+from gate.screen.codec import Ambiguous
 from gate.screen.request import (
     Blocked,
     Outbound,
@@ -95,6 +96,8 @@ class Connection:
             raise Blocked("gate cannot screen a binary WebSocket message")
         try:
             frame = parse(content)
+        except Ambiguous as exc:  # JSON with two meanings: which key, as an HTTP body's says
+            raise Blocked(f"gate cannot screen this message: {exc}") from exc
         except (ValueError, UnicodeDecodeError) as exc:
             raise Blocked("gate cannot screen this message: it is not JSON") from exc
         if not isinstance(frame, dict):

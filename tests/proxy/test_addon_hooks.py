@@ -10,13 +10,16 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mitmproxy import http
+from mitmproxy import command, http
+from mitmproxy.flow import Flow
 from mitmproxy.test import taddons, tflow
+from mitmproxy.websocket import WebSocketMessage
 
 from ask.ask_kit import github_token
 from gate.audit.records import RequestRow
@@ -31,6 +34,7 @@ from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 from gate.screen.secrets import Scanner
+from gate.users import Users
 
 UPSTREAM = "http://127.0.0.1:9"
 MSG = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
@@ -431,3 +435,178 @@ def test_health_answers_only_a_request_naming_this_gate(
     foreign = _flow(path="/_gate/health")
     foreign.request.headers["host"] = "evil.example"
     assert _run(_addon(audit, gate_dirs["data"]), foreign).response.status_code == 403
+
+
+# -- WebSocket frames ----------------------------------------------------------------------
+
+
+class Injected:
+    """mitmproxy's `inject.websocket` command, as its proxy server offers it: what gate
+    tells the agent over a connection, kept here."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[bool, bytes]] = []
+
+    @command.command("inject.websocket")
+    def inject(self, flow: Flow, to_client: bool, message: bytes, is_text: bool = True) -> None:
+        self.sent.append((to_client, message))
+
+
+def _ws_addon(audit: AuditStore, data: Path, users: Users | None = None) -> GateAddon:
+    config = replace(Config(), ask=AskConfig(mode="never"), shared=users is not None)
+    config = config.with_upstreams({"openai": parse_upstream("openai", UPSTREAM)})
+    screens = Screens(None, SecretScreen(Scanner(), b"unit-test-key"))
+    return GateAddon(config, data, PolicyStore(), audit, users, screens=screens)
+
+
+def _frames(
+    addon: GateAddon, *frames: tuple[bytes, bool] | Callable[[], object], user: str | None = None
+) -> tuple[Any, Injected]:
+    """An upgrade to the Responses WebSocket through the request hook, then each frame (its
+    bytes, whether text) from the agent through the message hook; a callable in between is
+    called there. `user`: who a shared gate signed in."""
+    flow = _flow("/openai/v1/responses", body=b"", upgrade="websocket", connection="upgrade")
+    flow.request.method = "GET"
+    if user is not None:
+        flow.metadata["gate_user"] = user
+    ws = tflow.twebsocketflow()
+    flow.websocket = ws.websocket
+    flow.websocket.messages.clear()
+    injected = Injected()
+
+    async def hooks() -> None:
+        try:
+            await addon.request(flow)
+            assert flow.response is None, "the upgrade was refused"
+            for frame in frames:
+                if callable(frame):
+                    frame()
+                    continue
+                content, is_text = frame
+                flow.websocket.messages.append(WebSocketMessage(1 if is_text else 2, True, content))
+                await addon.websocket_message(flow)
+        finally:
+            addon.offload.close()
+
+    with taddons.context(addon, injected):
+        asyncio.run(hooks())
+    return flow, injected
+
+
+def _ws_rows(audit: AuditStore) -> list[Any]:
+    """The frames' rows (the upgrade has its own)."""
+    return [r for r in audit.rows(10) if r["method"] == "WS"]
+
+
+class FullForFrames(AuditStore):
+    """An audit that fills up once the upgrade is written: every frame's row fails."""
+
+    def record_request(self, row: RequestRow) -> int:
+        if row.method == "WS":
+            raise sqlite3.OperationalError("database or disk is full")
+        return super().record_request(row)
+
+
+def _create(text: str) -> bytes:
+    return json.dumps(
+        {"type": "response.create", "model": "m", "input": [{"role": "user", "content": text}]}
+    ).encode()
+
+
+def test_a_clean_frame_leaves_as_it_is_and_is_recorded(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    frame = _create("hello")
+    flow, injected = _frames(_ws_addon(audit, gate_dirs["data"]), (frame, True))
+    [message] = flow.websocket.messages
+    assert not message.dropped and message.content == frame
+    assert injected.sent == []
+    [row] = _ws_rows(audit)
+    assert row["verdict"] == "forwarded"
+
+
+def test_a_frame_with_a_secret_leaves_redacted(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    token = github_token()
+    flow, _ = _frames(_ws_addon(audit, gate_dirs["data"]), (_create(f"GITHUB_TOKEN={token}"), True))
+    [message] = flow.websocket.messages
+    assert not message.dropped
+    assert token.encode() not in message.content and b"github" in message.content.lower()
+    [row] = _ws_rows(audit)
+    assert row["verdict"] == "modified"
+    sent = audit.body_of(row["id"])
+    assert sent == message.content  # what left, byte for byte
+
+
+@pytest.mark.parametrize(
+    ("content", "is_text", "words"),
+    [
+        (b"\x00\x01binary", False, "binary WebSocket message"),
+        (b"not json {", True, "not JSON"),
+        (b"[1, 2]", True, "not a JSON object"),
+        (b'{"type": "response.create", "a": 1, "a": 2}', True, "more than once"),
+    ],
+    ids=["binary", "not-json", "not-an-object", "repeated-key"],
+)
+def test_a_frame_gate_cannot_screen_is_dropped_and_the_agent_told(
+    audit: AuditStore, gate_dirs: dict[str, Path], content: bytes, is_text: bool, words: str
+) -> None:
+    flow, injected = _frames(_ws_addon(audit, gate_dirs["data"]), (content, is_text))
+    [message] = flow.websocket.messages
+    assert message.dropped
+    [(to_client, event)] = injected.sent
+    assert to_client and words in json.loads(event)["error"]["message"]
+    [row] = _ws_rows(audit)
+    assert row["verdict"] == "blocked" and words in (row["reason"] or "")
+
+
+def test_a_frame_whose_row_cannot_be_written_never_leaves(
+    gate_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    audit = FullForFrames(tmp_path / "full.db")
+    try:
+        flow, injected = _frames(_ws_addon(audit, gate_dirs["data"]), (_create("hello"), True))
+    finally:
+        audit.close()
+    [message] = flow.websocket.messages
+    assert message.dropped
+    [(_, event)] = injected.sent
+    assert "gate blocked this request" in json.loads(event)["error"]["message"]
+
+
+def test_a_frame_s_block_reason_never_carries_its_secret(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    """A frame refused for a key it repeats, the key being a secret: the agent's event and
+    the audit's reason say why, never the value."""
+    token = github_token()
+    content = b'{"type": "response.create", "%s": 1, "%s": 2}' % (token.encode(), token.encode())
+    flow, injected = _frames(_ws_addon(audit, gate_dirs["data"]), (content, True))
+    assert flow.websocket.messages[0].dropped
+    [(_, event)] = injected.sent
+    assert token.encode() not in event and b"gate blocked this request" in event
+    [row] = _ws_rows(audit)
+    assert row["verdict"] == "blocked" and token not in (row["reason"] or "")
+
+
+def test_a_frame_from_a_user_revoked_since_the_upgrade_is_dropped(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    """A shared gate checks its user on every frame: a connection opened before the user was
+    revoked carries nothing more out."""
+    users = Users(gate_dirs["data"])
+    users.add("alice")
+    addon = _ws_addon(audit, gate_dirs["data"], users)
+    flow, injected = _frames(
+        addon,
+        (_create("before"), True),
+        lambda: users.revoke("alice"),
+        (_create("after"), True),
+        user="alice",
+    )
+    first, second = flow.websocket.messages
+    assert not first.dropped and second.dropped
+    [(_, event)] = injected.sent
+    assert "no longer let in" in json.loads(event)["error"]["message"]
+    assert [r["verdict"] for r in _ws_rows(audit)] == ["blocked", "forwarded"]  # newest first
