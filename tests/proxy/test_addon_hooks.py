@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from mitmproxy import command, http
+from mitmproxy.connection import ConnectionState
 from mitmproxy.flow import Flow
 from mitmproxy.test import taddons, tflow
 from mitmproxy.websocket import WebSocketMessage
@@ -610,3 +611,37 @@ def test_a_frame_from_a_user_revoked_since_the_upgrade_is_dropped(
     [(_, event)] = injected.sent
     assert "no longer let in" in json.loads(event)["error"]["message"]
     assert [r["verdict"] for r in _ws_rows(audit)] == ["blocked", "forwarded"]  # newest first
+
+
+def test_a_request_whose_agent_leaves_while_gate_asks_is_withdrawn(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    """Parked on a question, the agent disconnects: the question is withdrawn, nothing is
+    sent, and the audit's row says so, with who asked."""
+    config = replace(Config(), ask=AskConfig(mode="ask", timeout_seconds=60)).with_upstreams(
+        {"anthropic": parse_upstream("anthropic", UPSTREAM)}
+    )
+    screens = Screens(None, SecretScreen(Scanner(), b"unit-test-key"))
+    addon = GateAddon(config, gate_dirs["data"], PolicyStore(), audit, screens=screens)
+    token = github_token()
+    flow = _flow(body=MSG | {"messages": [{"role": "user", "content": f"GITHUB_TOKEN={token}"}]})
+
+    async def hooks() -> None:
+        try:
+            task = asyncio.ensure_future(addon.request(flow))
+            for _ in range(200):  # until the question is up
+                if addon.pending.questions():
+                    break
+                await asyncio.sleep(0.02)
+            assert addon.pending.questions(), "gate did not ask"
+            flow.client_conn.state = ConnectionState.CLOSED  # the agent went away
+            await asyncio.wait_for(task, 10)
+        finally:
+            addon.offload.close()
+
+    with taddons.context(addon):
+        asyncio.run(hooks())
+    assert flow.response is None and flow.error is not None  # killed: nothing sent
+    assert not addon.pending.questions()  # the question went with it
+    [row] = list(audit.rows(5))
+    assert row["verdict"] == "withdrawn" and row["body"] is None
