@@ -645,3 +645,35 @@ def test_a_request_whose_agent_leaves_while_gate_asks_is_withdrawn(
     assert not addon.pending.questions()  # the question went with it
     [row] = list(audit.rows(5))
     assert row["verdict"] == "withdrawn" and row["body"] is None
+
+
+@pytest.mark.parametrize(
+    ("where", "words"),
+    [
+        ("query", "the query string holds"),
+        ("split-query", "the query string holds"),
+        ("header", "'x-debug' header holds"),
+        ("repeated-credential", "repeats the x-api-key header"),
+    ],
+)
+def test_a_secret_outside_the_body_never_leaves(
+    audit: AuditStore, gate_dirs: dict[str, Path], where: str, words: str
+) -> None:
+    """What gate cannot withhold in place (the path, the query, a header) refuses the whole
+    request, naming where, never the value."""
+    token = github_token()
+    path, headers = "/anthropic/v1/messages", {}
+    if where == "query":
+        path += f"?trace={token}"
+    elif where == "split-query":  # a value cut in two across parameters
+        path += f"?a={token[:20]}&b={token[20:]}"
+    elif where == "header":
+        headers = {"x-debug": token}
+    flow = _flow(path, **headers)
+    if where == "repeated-credential":  # which copy the provider reads is its choice
+        flow.request.headers.add("x-api-key", "one")
+        flow.request.headers.add("x-api-key", "two")
+    message = _refused(_run(_addon(audit, gate_dirs["data"]), flow), 400, words)
+    [row] = list(audit.rows(5))
+    assert row["verdict"] == "blocked" and row["body"] is None
+    assert token not in message and token not in json.dumps(dict(row))
