@@ -8,6 +8,8 @@ suspends it. One that hops to a thread is still waiting after that step.
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,10 @@ from typing import Any
 import pytest
 from mitmproxy.test import taddons, tflow
 
+from ask.ask_kit import github_token
+from gate.audit import tunnels
 from gate.audit.store import AuditStore
-from gate.config import Config
+from gate.config import Config, EgressDefault, EgressSettings
 from gate.proxy.forward import ForwardAddon
 
 
@@ -76,3 +80,91 @@ def test_a_request_gate_does_not_screen_is_decided_on_a_thread(addon: ForwardAdd
     flow = _flow("GET", "example.com", 80, "/")
     assert not _finishes_in_one_step(addon.request(flow))
     assert "gate_route" not in flow.metadata
+
+
+# -- the fail-closed paths of forward mode's hooks ---------------------------------------
+
+
+def _run(hook: Coroutine[Any, Any, None]) -> None:
+    asyncio.run(hook)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def blocking(gate_dirs: dict[str, Path]) -> Any:
+    """Forward mode with egress `block`, pypi.org allowed."""
+    audit = AuditStore(gate_dirs["data"] / "audit.db")
+    egress = EgressSettings(default=EgressDefault.BLOCK, allow=("pypi.org",))
+    forward = ForwardAddon(Config(forward=True, egress=egress), gate_dirs["data"], audit)
+    with taddons.context(forward):
+        yield forward
+    audit.close()
+
+
+def test_a_host_egress_blocks_is_refused_saying_why_and_recorded(blocking: ForwardAddon) -> None:
+    flow = _flow("CONNECT", "example.com", 443)
+    _run(blocking.http_connect(flow))
+    assert flow.response is not None and flow.response.status_code == 403
+    assert b"not on egress.allow" in flow.response.content
+    [row] = tunnels.rows(blocking.audit)
+    assert (row["host"], row["kind"]) == ("example.com", "blocked")
+    allowed = _flow("CONNECT", "pypi.org", 443)
+    _run(blocking.http_connect(allowed))
+    assert allowed.response is None  # the allow list's host is tunnelled
+
+
+def test_a_host_name_holding_a_token_is_refused_and_never_written_down(
+    addon: ForwardAddon,
+) -> None:
+    """A name leaves in DNS and the TLS server name: one that holds a secret is refused
+    unread, and the audit keeps a placeholder."""
+    token = github_token()
+    flow = _flow("CONNECT", f"{token.lower()}.example.com", 443)
+    _run(addon.http_connect(flow))
+    assert flow.response is not None and flow.response.status_code == 403
+    [row] = tunnels.rows(addon.audit)
+    assert row["kind"] == "blocked" and token.lower() not in json.dumps(row)
+
+
+class NoTunnels(AuditStore):
+    """An audit whose connection is lost once open: no tunnel row can be written."""
+
+    lost = False
+
+    def conn(self) -> Any:
+        if self.lost:
+            raise sqlite3.OperationalError("unable to open database file")
+        return super().conn()
+
+
+def _lost(path: Path) -> NoTunnels:
+    audit = NoTunnels(path)
+    audit.lost = True
+    return audit
+
+
+def test_a_tunnel_that_cannot_be_recorded_is_refused(gate_dirs: dict[str, Path]) -> None:
+    audit = _lost(gate_dirs["data"] / "audit.db")
+    forward = ForwardAddon(Config(forward=True), gate_dirs["data"], audit)
+    flow = _flow("CONNECT", "pypi.org", 443)
+    try:
+        with taddons.context(forward):
+            _run(forward.http_connect(flow))
+    finally:
+        audit.lost = False
+        audit.close()
+    assert flow.response is not None and flow.response.status_code == 502
+    assert b"could not decide" in flow.response.content
+
+
+def test_a_request_that_cannot_be_sorted_is_refused(gate_dirs: dict[str, Path]) -> None:
+    audit = _lost(gate_dirs["data"] / "audit.db")
+    forward = ForwardAddon(Config(forward=True), gate_dirs["data"], audit)
+    flow = _flow("GET", "example.com", 80, "/")
+    try:
+        with taddons.context(forward):
+            _run(forward.request(flow))
+    finally:
+        audit.lost = False
+        audit.close()
+    assert flow.response is not None and flow.response.status_code == 500
+    assert b"was not sent" in flow.response.content
