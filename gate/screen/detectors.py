@@ -278,8 +278,13 @@ class Compiled(Sequence[re.Pattern[str]]):
 def _secret_span(m: re.Match[str]) -> tuple[int, int]:
     """The `secret` group, else the first group that matched (detect-secrets' convention
     for its denylist regexes), else the whole match."""
-    if "secret" in m.re.groupindex and m.group("secret") is not None:
-        return m.span("secret")
+    try:  # (one call: asking groupindex first made a mapping proxy per match)
+        span = m.span("secret")
+    except IndexError:  # no such group: three shipped patterns
+        pass
+    else:
+        if span[0] >= 0:
+            return span
     for i in range(1, (m.re.groups or 0) + 1):
         if m.group(i):
             return m.span(i)
