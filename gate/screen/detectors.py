@@ -52,6 +52,12 @@ _NAME_ASSIGNED = re.compile(
     r"""((?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
     r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,))?"""
 )
+# ASCII characters that neither continue a name nor start what _NAME_ASSIGNED reads after
+# it (a space or tab, a quote, `]`, an operator, a `,` after a quote): after one of these
+# the name is not assigned.
+_NOT_AFTER_NAME = frozenset(map(chr, range(128))) - frozenset(
+    string.ascii_letters + string.digits + "_-. \t\"'`]=:?,"
+)
 # Matched up to a keyword: ends where the name holding it starts (after the last character
 # that cannot be in a name).
 _NAME_START = re.compile(r"(?s:.*[^A-Za-z0-9_.-])?")
@@ -182,6 +188,10 @@ class Detector:
         is_assigned = False
         for hit, end in hits:
             if not rest_from <= end < rest_to:
+                if view[end : end + 1] in _NOT_AFTER_NAME:  # `token||`, `token)`: what
+                    is_assigned = False  # the match would say, without the call
+                    rest_from = rest_to = end
+                    continue
                 rest = name_assigned(view, end)  # matches always (maybe empty)
                 operator = rest.start(1) if rest else -1
                 is_assigned = operator >= 0

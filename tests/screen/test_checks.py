@@ -1,5 +1,6 @@
-"""The generic checks' early rejections: decided from a value's length and alphabet before
-a name is built or weighed, they must never change a verdict."""
+"""Shortcuts of the generic detectors, which must never change a verdict: the checks' early
+rejections (from a value's length and alphabet, before a name is built or weighed) and the
+anchored walk's skip of a name that cannot be assigned."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import string
 
 import pytest
 
-from gate.screen import checks
+from gate.screen import checks, detectors
 from gate.screen.detectors import Detector, _secret_span, load_detectors
 from screen.secrets_corpus import realistic_text
 
@@ -112,3 +113,15 @@ def test_the_early_rejections_change_no_verdict(
     full = [checks.CHECKS[d.check or ""](m, v) for d, m, v in candidates]
     assert fast == full
     assert len(candidates) > 2_000 and fast.count("keep") > 100  # both verdicts met
+
+
+def test_a_name_followed_by_a_character_that_ends_it_is_not_assigned() -> None:
+    """The anchored walk skips the name reader after such a character: the reader must
+    say the same (no operator, nothing read), whatever stands around it."""
+    for c in sorted(detectors._NOT_AFTER_NAME):
+        for before in ("token", 'token"', "token'", "token`", "token ", "x.token"):
+            for after in ("", "=", " = v", ':"v"', ", v", "]=v", "token=v"):
+                m = detectors._NAME_ASSIGNED.match(before + c + after, len(before))
+                assert m is not None and m.end() == len(before) and m.start(1) == -1, (c, before)
+    # and the set is not empty of what matters: `||`, `)`, `;`, `(`
+    assert set("|);(") <= detectors._NOT_AFTER_NAME
