@@ -58,6 +58,9 @@ _NAME_ASSIGNED = re.compile(
 _NOT_AFTER_NAME = frozenset(map(chr, range(128))) - frozenset(
     string.ascii_letters + string.digits + "_-. \t\"'`]=:?,"
 )
+# Nor, after one space or tab, start a quote, a type (`string`, `[]byte`), another blank,
+# an operator or a `,` after a quoted name.
+_NOT_AFTER_BLANK = frozenset(map(chr, range(128))) - frozenset(" \t\"'`s[=:?.,")
 # Matched up to a keyword: ends where the name holding it starts (after the last character
 # that cannot be in a name).
 _NAME_START = re.compile(r"(?s:.*[^A-Za-z0-9_.-])?")
@@ -188,8 +191,12 @@ class Detector:
         is_assigned = False
         for hit, end in hits:
             if not rest_from <= end < rest_to:
-                if view[end : end + 1] in _NOT_AFTER_NAME:  # `token||`, `token)`: what
-                    is_assigned = False  # the match would say, without the call
+                # `token||`, `token)`, `token refreshed`: what the match would say
+                after = view[end : end + 2]
+                if after[:1] in _NOT_AFTER_NAME or (
+                    after[:1] in " \t" and after[1:] in _NOT_AFTER_BLANK
+                ):
+                    is_assigned = False
                     rest_from = rest_to = end
                     continue
                 rest = name_assigned(view, end)  # matches always (maybe empty)

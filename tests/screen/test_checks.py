@@ -123,5 +123,12 @@ def test_a_name_followed_by_a_character_that_ends_it_is_not_assigned() -> None:
             for after in ("", "=", " = v", ':"v"', ", v", "]=v", "token=v"):
                 m = detectors._NAME_ASSIGNED.match(before + c + after, len(before))
                 assert m is not None and m.end() == len(before) and m.start(1) == -1, (c, before)
-    # and the set is not empty of what matters: `||`, `)`, `;`, `(`
-    assert set("|);(") <= detectors._NOT_AFTER_NAME
+    for c in sorted(detectors._NOT_AFTER_BLANK):
+        for before in ("token", 'token"', "'auth'", "x.token"):
+            for blank in " \t":
+                for after in ("", "=", " = v", ':"v"', ", v", "]=v", "tring=v", "token=v"):
+                    text = before + blank + c + after
+                    m = detectors._NAME_ASSIGNED.match(text, len(before))
+                    assert m is not None and m.end() == len(before) and m.start(1) == -1, text
+    # and the sets are not empty of what matters: `||`, `)`, `;`, `(`
+    assert set("|);(") <= detectors._NOT_AFTER_NAME and set("rk(") <= detectors._NOT_AFTER_BLANK
