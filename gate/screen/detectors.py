@@ -122,14 +122,20 @@ class Detector:
             matches = (m for p in self.patterns for m in self._search(p, view, windows))
         else:
             matches = self._led(view, windows, hits)
+        # `_accept`'s first steps, inline: most candidates stop at the check (thousands
+        # per 2 MB for the generic detectors), so the check is looked up once, not per match.
+        check = checks.CHECKS[self.check] if self.check else None
         for n, m in enumerate(matches, 1):
             # Each match costs its checks (tens of microseconds); a string made of
             # candidates (`_PASS=x ` repeated) must not hold the GIL past the budget.
             if stop is not None and not n % STOP_EVERY and stop():
                 return
             start, end = _secret_span(m)
-            tier = self._accept(m, view[start:end], end)
-            if tier is not None:
+            value = view[start:end]
+            if not value or (self.entropy and checks.entropy(value) < self.entropy):
+                continue
+            verdict = "keep" if check is None else check(m, value)
+            if verdict is not None and (tier := self._settle(m, value, end, verdict)) is not None:
                 yield Finding(start, end, self.kind, self.id, tier)
 
     @staticmethod
@@ -221,7 +227,13 @@ class Detector:
         if not value or (self.entropy and checks.entropy(value) < self.entropy):
             return None
         verdict = checks.CHECKS[self.check](m, value) if self.check else "keep"
-        if verdict is None or checks.is_example(value) or checks.is_placeholder(value):
+        return None if verdict is None else self._settle(m, value, end, verdict)
+
+    def _settle(
+        self, m: re.Match[str], value: str, end: int, verdict: checks.Verdict
+    ) -> Tier | None:
+        """The filters after a check that kept the value, and the tier."""
+        if checks.is_example(value) or checks.is_placeholder(value):
             return None
         if checks.is_masked(m, end):
             return None
