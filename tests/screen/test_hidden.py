@@ -8,6 +8,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -209,14 +210,14 @@ def test_decoding_a_run_reads_what_the_reference_reads() -> None:
     from screen import reference_scanner
 
     rnd = random.Random(14)
-    payloads = [
+    payloads: list[Callable[[], bytes]] = [
         lambda: bytes(rnd.randrange(256) for _ in range(rnd.randrange(30, 70))),
         lambda: "".join(rnd.choices(ALNUM, k=rnd.randrange(30, 90))).encode(),
         lambda: "päss wörd ✓ ".encode() * rnd.randrange(3, 9),
         lambda: bytes(rnd.randrange(256) for _ in range(5)) + b"ghp_" + ALNUM[:36].encode(),
         lambda: bytes(rnd.randrange(0x80, 0xC0) for _ in range(rnd.randrange(30, 60))),
     ]
-    runs = []
+    runs: list[str] = []
     for _ in range(3_000):
         data = rnd.choice(payloads)()
         run = rnd.choice([base64.b64encode, base64.urlsafe_b64encode])(data).decode()
