@@ -508,6 +508,21 @@ def is_plausible_value(value: str, min_length: int = 6) -> bool:
     return len(value) >= 16 and entropy(value) >= 3.0 and vowels < 0.3
 
 
+def _never_plausible(value: str, min_length: int) -> bool:
+    """A value `is_plausible_value(value, n)` rejects for every n >= `min_length`, told
+    from its length and alphabet alone: shorter than that, or shorter than 16 and of one
+    class (letters only, or digits only, separators aside), which that test needs 16 for.
+    Log words (`token refreshed`) and type names (`api_key: SecretStr`) end here, before
+    a name is built for them."""
+    n = len(value)
+    if n < min_length:
+        return True
+    if n >= 16:
+        return False
+    core = value.replace("-", "").replace("_", "").replace(".", "")  # (translate: 30x slower)
+    return not core or core.isalpha() or core.isdigit()
+
+
 def _is_phrase(value: str) -> bool:
     """`token_sha256_to_refresh`, `api-version-2`: words joined like an identifier, with no
     random-looking part (as `prod-api-5f2b8c1e9a7d4630` has)."""
@@ -547,6 +562,10 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
     strength = name_strength(name)
     if not strength:
         return None
+    if _never_plausible(value, 6 if strength == 2 else 16) and not (
+        strength == 2 and value.isalpha() and _says_password(name)
+    ):
+        return None  # decided by length and alphabet (only a passphrase gets past that)
     if "quote" in m.re.groupindex and m.group("quote") is None:
         # Unquoted values are literals in env files, YAML, INI, headers, query strings and
         # connection strings; in code (`e.password=t.pw`, `f(token=tok)`, `key = other_key`)
@@ -582,6 +601,8 @@ def _keyword(m: re.Match[str], value: str) -> Verdict:
     """A keyword and a value with no assignment between them: the words before the
     keyword make the name (`Your API key` -> Your_API_key), and the name decides as an
     assigned one does, with longer values asked for (a sentence is not code)."""
+    if _never_plausible(value, 8):  # no name makes it one: decided before building it
+        return None
     start, text = m.start("word"), m.string
     word = m.group("word")[:-1]
     before = text[start - 1] if start else " "

@@ -52,6 +52,15 @@ _NAME_ASSIGNED = re.compile(
     r"""((?:[ \t]?["'`])?\]?(?:[ \t]+(?:string|\[\]byte))?[ \t]*"""
     r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,))?"""
 )
+# ASCII characters that neither continue a name nor start what _NAME_ASSIGNED reads after
+# it (a space or tab, a quote, `]`, an operator, a `,` after a quote): after one of these
+# the name is not assigned.
+_NOT_AFTER_NAME = frozenset(map(chr, range(128))) - frozenset(
+    string.ascii_letters + string.digits + "_-. \t\"'`]=:?,"
+)
+# Nor, after one space or tab, start a quote, a type (`string`, `[]byte`), another blank,
+# an operator or a `,` after a quoted name.
+_NOT_AFTER_BLANK = frozenset(map(chr, range(128))) - frozenset(" \t\"'`s[=:?.,")
 # Matched up to a keyword: ends where the name holding it starts (after the last character
 # that cannot be in a name).
 _NAME_START = re.compile(r"(?s:.*[^A-Za-z0-9_.-])?")
@@ -113,14 +122,20 @@ class Detector:
             matches = (m for p in self.patterns for m in self._search(p, view, windows))
         else:
             matches = self._led(view, windows, hits)
+        # `_accept`'s first steps, inline: most candidates stop at the check (thousands
+        # per 2 MB for the generic detectors), so the check is looked up once, not per match.
+        check = checks.CHECKS[self.check] if self.check else None
         for n, m in enumerate(matches, 1):
             # Each match costs its checks (tens of microseconds); a string made of
             # candidates (`_PASS=x ` repeated) must not hold the GIL past the budget.
             if stop is not None and not n % STOP_EVERY and stop():
                 return
             start, end = _secret_span(m)
-            tier = self._accept(m, view[start:end], end)
-            if tier is not None:
+            value = view[start:end]
+            if not value or (self.entropy and checks.entropy(value) < self.entropy):
+                continue
+            verdict = "keep" if check is None else check(m, value)
+            if verdict is not None and (tier := self._settle(m, value, end, verdict)) is not None:
                 yield Finding(start, end, self.kind, self.id, tier)
 
     @staticmethod
@@ -182,6 +197,14 @@ class Detector:
         is_assigned = False
         for hit, end in hits:
             if not rest_from <= end < rest_to:
+                # `token||`, `token)`, `token refreshed`: what the match would say
+                after = view[end : end + 2]
+                if after[:1] in _NOT_AFTER_NAME or (
+                    after[:1] in " \t" and after[1:] in _NOT_AFTER_BLANK
+                ):
+                    is_assigned = False
+                    rest_from = rest_to = end
+                    continue
                 rest = name_assigned(view, end)  # matches always (maybe empty)
                 operator = rest.start(1) if rest else -1
                 is_assigned = operator >= 0
@@ -204,7 +227,13 @@ class Detector:
         if not value or (self.entropy and checks.entropy(value) < self.entropy):
             return None
         verdict = checks.CHECKS[self.check](m, value) if self.check else "keep"
-        if verdict is None or checks.is_example(value) or checks.is_placeholder(value):
+        return None if verdict is None else self._settle(m, value, end, verdict)
+
+    def _settle(
+        self, m: re.Match[str], value: str, end: int, verdict: checks.Verdict
+    ) -> Tier | None:
+        """The filters after a check that kept the value, and the tier."""
+        if checks.is_example(value) or checks.is_placeholder(value):
             return None
         if checks.is_masked(m, end):
             return None
@@ -278,8 +307,13 @@ class Compiled(Sequence[re.Pattern[str]]):
 def _secret_span(m: re.Match[str]) -> tuple[int, int]:
     """The `secret` group, else the first group that matched (detect-secrets' convention
     for its denylist regexes), else the whole match."""
-    if "secret" in m.re.groupindex and m.group("secret") is not None:
-        return m.span("secret")
+    try:  # (one call: asking groupindex first made a mapping proxy per match)
+        span = m.span("secret")
+    except IndexError:  # no such group: three shipped patterns
+        pass
+    else:
+        if span[0] >= 0:
+            return span
     for i in range(1, (m.re.groups or 0) + 1):
         if m.group(i):
             return m.span(i)

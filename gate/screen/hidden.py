@@ -3,7 +3,6 @@ line folds, or wrapped in base64. Found in rebuilt views, reported at original o
 
 from __future__ import annotations
 
-import base64
 import binascii
 import bisect
 import re
@@ -57,6 +56,8 @@ LAYERS = 2  # base64 inside base64, no deeper
 _TEXT_TABLE = bytes(ord("a") if 32 <= c < 127 or c in b"\t\n\r" else ord(" ") for c in range(256))
 _TEXT_RUN = b"a" * 16
 PRINTABLE = 0.95  # share of printable characters for decoded bytes to count as text
+_URL_SAFE = bytes.maketrans(b"-_", b"+/")
+_IN_UTF8 = bytes(c for c in range(256) if c not in (0xC0, 0xC1) and c < 0xF5)
 
 Scan = Callable[[str, int], Sequence[Finding]]
 
@@ -213,19 +214,20 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
 def decode(run: str) -> str | None:
     """The text a base64 (or base64url) run encodes; for binary data (an image, a key, or
     a secret behind a few bytes of junk) its printable stretches; None when it has none."""
-    altchars = b"-_" if ("-" in run or "_" in run) else None
-    if altchars and ("+" in run or "/" in run):
+    url = "-" in run or "_" in run
+    if url and ("+" in run or "/" in run):
         return None
     body = run.rstrip("=")
-    try:
-        data = base64.b64decode(body + "=" * (-len(body) % 4), altchars=altchars, validate=True)
+    try:  # what b64decode(..., validate=True) does, without its Python layers
+        raw = (body + "=" * (-len(body) % 4)).encode("ascii")
+        data = binascii.a2b_base64(raw.translate(_URL_SAFE) if url else raw, strict_mode=True)
     except (binascii.Error, ValueError):
         return None
     marked = data.translate(_TEXT_TABLE)  # printable bytes to "a": runs found by find()
     if data.isascii():  # the common case, counted at C speed
         if data and marked.count(97) >= PRINTABLE * len(data):
             return data.decode("ascii")
-    else:
+    elif not data.translate(None, _IN_UTF8):  # else it holds a byte no UTF-8 has: a digest
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:

@@ -8,6 +8,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -199,3 +200,34 @@ def test_a_decoy_keyword_before_a_folded_token_hides_nothing(scanner: Scanner) -
     for decoy in ("sk-ant- keys look like this:\n", "use sk- keys\n", "ghp_ and sk-\n"):
         text = decoy + folded + "\n"
         assert not _leaks(token, _redact(text, scanner)), decoy
+
+
+def test_decoding_a_run_reads_what_the_reference_reads() -> None:
+    """hidden.decode calls binascii itself and skips the UTF-8 attempt on bytes no UTF-8
+    holds: on runs of every kind (text, UTF-8, binary, digests, hex, base64url, broken
+    padding, a token behind junk bytes) it reads what the plain decoder always read."""
+    from gate.screen import hidden
+    from screen import reference_scanner
+
+    rnd = random.Random(14)
+    payloads: list[Callable[[], bytes]] = [
+        lambda: bytes(rnd.randrange(256) for _ in range(rnd.randrange(30, 70))),
+        lambda: "".join(rnd.choices(ALNUM, k=rnd.randrange(30, 90))).encode(),
+        lambda: "päss wörd ✓ ".encode() * rnd.randrange(3, 9),
+        lambda: bytes(rnd.randrange(256) for _ in range(5)) + b"ghp_" + ALNUM[:36].encode(),
+        lambda: bytes(rnd.randrange(0x80, 0xC0) for _ in range(rnd.randrange(30, 60))),
+    ]
+    runs: list[str] = []
+    for _ in range(3_000):
+        data = rnd.choice(payloads)()
+        run = rnd.choice([base64.b64encode, base64.urlsafe_b64encode])(data).decode()
+        if rnd.random() < 0.3:
+            run = run.rstrip("=")
+        if rnd.random() < 0.1:
+            run = run[: rnd.randrange(40, len(run) + 1)]
+        runs.append(run)
+    runs += [
+        "".join(rnd.choices("0123456789abcdef", k=rnd.choice([40, 64, 65]))) for _ in range(300)
+    ]
+    runs += ["sha512-" + base64.b64encode(rnd.randbytes(64)).decode() for _ in range(100)]
+    assert [hidden.decode(r) for r in runs] == [reference_scanner.decode(r) for r in runs]
