@@ -142,29 +142,26 @@ def _lost(path: Path) -> NoTunnels:
     return audit
 
 
-def test_a_tunnel_that_cannot_be_recorded_is_refused(gate_dirs: dict[str, Path]) -> None:
+@pytest.mark.parametrize(
+    ("method", "host", "port", "status", "words"),
+    [
+        ("CONNECT", "pypi.org", 443, 502, b"could not decide"),
+        ("GET", "example.com", 80, 500, b"was not sent"),
+    ],
+    ids=["tunnel", "request"],
+)
+def test_a_connection_whose_row_cannot_be_written_is_refused(
+    gate_dirs: dict[str, Path], method: str, host: str, port: int, status: int, words: bytes
+) -> None:
     audit = _lost(gate_dirs["data"] / "audit.db")
     forward = ForwardAddon(Config(forward=True), gate_dirs["data"], audit)
-    flow = _flow("CONNECT", "pypi.org", 443)
+    flow = _flow(method, host, port)
+    hook = forward.http_connect if method == "CONNECT" else forward.request
     try:
         with taddons.context(forward):
-            _run(forward.http_connect(flow))
+            _run(hook(flow))
     finally:
         audit.lost = False
         audit.close()
-    assert flow.response is not None and flow.response.status_code == 502
-    assert b"could not decide" in flow.response.content
-
-
-def test_a_request_that_cannot_be_sorted_is_refused(gate_dirs: dict[str, Path]) -> None:
-    audit = _lost(gate_dirs["data"] / "audit.db")
-    forward = ForwardAddon(Config(forward=True), gate_dirs["data"], audit)
-    flow = _flow("GET", "example.com", 80, "/")
-    try:
-        with taddons.context(forward):
-            _run(forward.request(flow))
-    finally:
-        audit.lost = False
-        audit.close()
-    assert flow.response is not None and flow.response.status_code == 500
-    assert b"was not sent" in flow.response.content
+    assert flow.response is not None and flow.response.status_code == status
+    assert words in flow.response.content
