@@ -45,6 +45,8 @@ NEW = (
     "grafana.api-key",
     "octopus.api-key",
     "salesforce.access-token",
+    "cloudsmith.api-key",
+    "minimax.api-key",
 )
 # Where an agent meets a token: an env file, a JSON tool result, a log line, a Read tool's
 # numbered line, a shell command.
@@ -105,6 +107,30 @@ def test_a_mailgun_key_needs_the_word_mailgun_before_it(scanner: Scanner) -> Non
     # Alone, key-<32 hex> is as often a cache key (key-<md5>).
     assert _by(scanner, f"cache hit for {key}\n", "mailgun.api-key") == []
     assert _by(scanner, f"# mailgun\n{key}\n", "mailgun.api-key") == []  # not on its line
+
+
+@pytest.mark.parametrize(
+    ("rule", "word", "make"),
+    [
+        ("deepseek.api-key", "DEEPSEEK_API_KEY=", lambda g: "sk-" + g.hex(32)),
+        ("moonshot.api-key", "kimi_token: ", lambda g: "sk-" + g.chars(B64URL, 48)),
+        ("moonshot.api-key", "# Moonshot key ", lambda g: "sk-" + g.chars(ALNUM, 48)),
+        ("stability.api-key", "STABILITY_KEY=", lambda g: "sk-" + g.chars(ALNUM, 48)),
+        ("cursor.api-key", "CURSOR_API_KEY=", lambda g: "key_" + g.hex(64)),
+    ],
+)
+def test_a_key_of_a_common_shape_is_that_vendors_after_its_name(
+    scanner: Scanner, rule: str, word: str, make: Callable[[Gen], str]
+) -> None:
+    """sk-<hex or base62> is every OpenAI-compatible provider's shape, and key_<hex> a cache
+    key's: the vendor's name before it on the line is what makes it that vendor's."""
+    g = Gen(len(word) + 50)
+    key = make(g)
+    assert _by(scanner, f"{word}{key}\n", rule) == [(Tier.HIGH, key)]
+    assert _by(scanner, f"value = {key}\n", rule) == []  # the shape alone
+    assert _by(scanner, f"{word}\n{key}\n", rule) == []  # not on its line
+    assert _by(scanner, f"{word}{key[:-3]}\n", rule) == []  # cut short
+    assert _by(scanner, f"{word}{key}Zq9\n", rule) == []  # run on
 
 
 def test_an_app_configuration_secret_is_taken_from_its_connection_string(
