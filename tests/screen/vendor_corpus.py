@@ -158,6 +158,10 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "cerebras.api-key": lambda g: "csk-" + g.chars(LOW, 48),
     "cloudsmith.api-key": lambda g: "csa_" + g.hex(30) + g.chars(ALNUM, 6),
     "minimax.api-key": lambda g: "sk-api-" + g.chars(B64URL, 119),
+    "google.bound-api-key": lambda g: "AQ.Ab8RN6" + g.chars(B64URL, 44),
+    # In the place only their own API has (vendor_specs writes them so).
+    "truenas.api-key": lambda g: f"{g.rng.randrange(1, 99)}-{g.chars(ALNUM, 64)}",
+    "thingsboard.device-token": lambda g: g.chars(LOW, 20),
     # Said after the vendor's name on the line (vendor_specs writes it so).
     "deepseek.api-key": lambda g: "sk-" + g.hex(32),
     "moonshot.api-key": lambda g: "sk-" + g.chars(ALNUM, 48),
@@ -227,6 +231,23 @@ def vendor_specs(g: Any, secret: Callable[[str], Any]) -> Iterator[tuple[str, st
             )
         elif rule in _SAID_AFTER:
             yield rule, "env", [f"{_SAID_AFTER[rule]}=", token, "\n"]
+        elif rule == "truenas.api-key":
+            yield (
+                rule,
+                "websocket",
+                [
+                    '{"id": "1", "msg": "method", "method": "auth.login_with_api_key",\n'
+                    ' "params": ["',
+                    token,
+                    '"]}',
+                ],
+            )
+        elif rule == "thingsboard.device-token":
+            yield (
+                rule,
+                "url",
+                ["$ curl -d @t.json https://thingsboard.cloud/api/v1/", token, "/telemetry\n"],
+            )
         elif rule == "azure.app-configuration-connection-string":
             yield (
                 rule,
