@@ -61,7 +61,15 @@ _PLACEHOLDER = re.compile(  # matched against the lower-cased value
     r"example|sample|dummy|placeholder|change_?me|replace_?me|your[_-]|<your|redacted"
     r"|not[_-]?a[_-]?real|x{5}|\*{3}|\.{3}|#{4}|0{10}|^\$[{(]|^\{\{|^%(?:\(\w+\))?s$"
     r"|^\$[a-z_]\w*$|(?:token|key|secret|string|value|id)[_-]?here$|[_-]here$"
+    # A printf verb ending a word (`"sk_live_%s"`, `%v-%v`, `abc%c^`): a format string that
+    # makes a value, not one. A URL escape (`%3d`, `%c3`) or a `%` inside a token's body
+    # (`%tjH`) runs on with a letter or digit.
+    r"|(?<!%)%[svqtcd](?![a-z0-9])"
 )
+# No issued token holds these (API tokens are hex, base32/58/62/64 or url-safe, with `-_.~`
+# separators): a `?` or `^` in a value under a token's or key's name marks a hand-edited
+# or corrupted one. A password may hold anything, so not under its names.
+_NOT_ISSUED = re.compile(r"[?^]")
 # One character twelve times over (`glc_1111...`, `xoxc-8888...`, an all-zero age key
 # `AGE-SECRET-KEY-1QQQ...`): a random body holds such a run about once in 62^11. `A` (zero
 # bits), `/`, `+` and `=` are left out: base64 of binary keys and DER has long runs of them.
@@ -484,7 +492,11 @@ def is_plausible_value(value: str, min_length: int = 6) -> bool:
     at least two of letters, digits, symbols, or long, varied and unpronounceable (so
     `AccessTokenProvider` or `layer_target_range` is code, not a key)."""
     lower = value.lower()
-    if len(value) < min_length or lower in _WEAK or any(w in lower for w in _WEAK_PARTS):
+    if (
+        len(value) < min_length
+        or lower.rstrip(":;,.") in _WEAK  # `token:` is the word, not a value
+        or any(w in lower for w in _WEAK_PARTS)
+    ):
         return False
     if (
         is_reference(value)
@@ -581,7 +593,7 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
         return None
     if strength == 1 and (entropy(value) < 3.0 or is_potential_uuid(value)):
         return None
-    if _spells(name, value):
+    if _spells(name, value) or (_NOT_ISSUED.search(value) and not _says_password(name)):
         return None
     return "keep"
 
@@ -614,6 +626,8 @@ def _keyword(m: re.Match[str], value: str) -> Verdict:
     name = "_".join([*words[-3:-1], words[-1] + word])
     strength = name_strength(name)
     if not strength or _spells(head + word, value):
+        return None
+    if _NOT_ISSUED.search(value) and not _says_password(name):
         return None
     if strength == 1 and (len(value) < 16 or is_potential_uuid(value) or entropy(value) < 3.0):
         return None

@@ -454,7 +454,7 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
         "sh",
         shell("echo $ANTHROPIC_API_KEY", Secret("sk-ant-api03-" + g.chars(B64URL, 93) + "AA")),
     )
-    yield "generic.sk-api-key", "env", env_file(g, "DEEPSEEK_API_KEY", Secret("sk-" + g.hex(32)))
+    yield "generic.sk-api-key", "env", env_file(g, "DASHSCOPE_API_KEY", Secret("sk-" + g.hex(32)))
     yield "twilio.auth-token", "env", env_file(g, "TWILIO_AUTH_TOKEN", Secret(g.hex(32)))
     yield (
         "sendgrid.api-key",

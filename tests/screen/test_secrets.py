@@ -333,6 +333,44 @@ def test_a_value_ending_in_here_is_a_placeholder(scanner: Scanner) -> None:
     assert scanner.scan(f"xoxe.xoxp-{ids}-{g.chars('ABCDEFGHJKLMNPQRSTUVWXYZ', 24)}")
 
 
+@pytest.mark.parametrize("verb", ["%s", "%v", "%d", "%c", "%q"])
+def test_a_printf_verb_makes_a_format_string_not_a_value(scanner: Scanner, verb: str) -> None:
+    """`token := "Bearer sk_%s"`, `"2xN7p...%c^"`: a verb ending a word is a format
+    string. A URL escape or a `%` in a token's body runs on, so that value is still a key."""
+    g = Gen(24)
+    body = g.chars("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 30)
+    for text in (
+        f'apiToken := "{body}{verb}^"',
+        f'API_KEY="{body[:12]}{verb}-{body[12:]}"',
+        f'secret = "{body}{verb}"',
+    ):
+        assert scanner.scan(text) == [], text
+    for kept in (f"{body[:12]}%3d{body[12:]}%2f", f"{body[:12]}{verb}{body[12:]}"):
+        assert [f.rule_id for f in scanner.scan(f'API_KEY="{kept}"')] == ["generic.assignment"]
+
+
+@pytest.mark.parametrize("mark", ["?", "^"])
+def test_a_token_name_holding_what_no_token_has(scanner: Scanner, mark: str) -> None:
+    """Issued tokens are hex, base32/58/62/64 or url-safe: a `?` or `^` inside a value
+    under a token's or key's name marks one edited by hand. A password may hold any
+    character, so under a password's (or secret's) name it is still found."""
+    g = Gen(25)
+    body = g.chars("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 32)
+    value = body[:14] + mark + body[14:]
+    for name in ("API_KEY", "auth_token", "Using Key"):
+        assert scanner.scan(f"{name}={value}\n") == [], name
+    for name in ("DB_PASSWORD", "client_secret"):
+        (f,) = scanner.scan(f"{name}={value}\n")
+        assert f.rule_id == "generic.assignment", name
+    (f,) = scanner.scan(f"API_KEY={body}\n")
+    assert f.rule_id == "generic.assignment"
+
+
+def test_a_stand_in_word_with_its_punctuation_is_no_value(scanner: Scanner) -> None:
+    assert scanner.scan('api_token = "token:"') == []
+    assert scanner.scan("DB_PASSWORD=password;") == []
+
+
 def test_a_value_that_spells_its_name_is_an_identifier(scanner: Scanner) -> None:
     """`SN_id_Gost28147_89_None_KeyMeshing = "id-Gost28147-89-None-KeyMeshing"`: a
     constant's name and its value are the same words. A random value under it is kept."""

@@ -45,6 +45,9 @@ NEW = (
     "grafana.api-key",
     "octopus.api-key",
     "salesforce.access-token",
+    "cloudsmith.api-key",
+    "minimax.api-key",
+    "google.bound-api-key",
 )
 # Where an agent meets a token: an env file, a JSON tool result, a log line, a Read tool's
 # numbered line, a shell command.
@@ -107,6 +110,55 @@ def test_a_mailgun_key_needs_the_word_mailgun_before_it(scanner: Scanner) -> Non
     assert _by(scanner, f"# mailgun\n{key}\n", "mailgun.api-key") == []  # not on its line
 
 
+@pytest.mark.parametrize(
+    ("rule", "word", "make"),
+    [
+        ("deepseek.api-key", "DEEPSEEK_API_KEY=", lambda g: "sk-" + g.hex(32)),
+        ("moonshot.api-key", "kimi_token: ", lambda g: "sk-" + g.chars(B64URL, 48)),
+        ("moonshot.api-key", "# Moonshot key ", lambda g: "sk-" + g.chars(ALNUM, 48)),
+        ("stability.api-key", "STABILITY_KEY=", lambda g: "sk-" + g.chars(ALNUM, 48)),
+        ("cursor.api-key", "CURSOR_API_KEY=", lambda g: "key_" + g.hex(64)),
+    ],
+)
+def test_a_key_of_a_common_shape_is_that_vendors_after_its_name(
+    scanner: Scanner, rule: str, word: str, make: Callable[[Gen], str]
+) -> None:
+    """sk-<hex or base62> is every OpenAI-compatible provider's shape, and key_<hex> a cache
+    key's: the vendor's name before it on the line is what makes it that vendor's."""
+    g = Gen(len(word) + 50)
+    key = make(g)
+    assert _by(scanner, f"{word}{key}\n", rule) == [(Tier.HIGH, key)]
+    assert _by(scanner, f"value = {key}\n", rule) == []  # the shape alone
+    assert _by(scanner, f"{word}\n{key}\n", rule) == []  # not on its line
+    assert _by(scanner, f"{word}{key[:-3]}\n", rule) == []  # cut short
+    assert _by(scanner, f"{word}{key}Zq9\n", rule) == []  # run on
+
+
+def test_a_truenas_key_in_the_websocket_login(scanner: Scanner) -> None:
+    g = Gen(51)
+    key = f"{g.rng.randrange(1, 999)}-{g.chars(ALNUM, 64)}"
+    rule = "truenas.api-key"
+    for sep in ("", " ", "\n  "):
+        text = f'{{"msg": "method", "method": "auth.login_with_api_key",{sep}"params":[ "{key}" ]}}'
+        assert _by(scanner, text, rule) == [(Tier.HIGH, key)], text
+    for miss in (key[:-1], key + "Q", key.replace("-", "_")):
+        text = f'{{"method": "auth.login_with_api_key", "params": ["{miss}"]}}'
+        assert _by(scanner, text, rule) == [], miss
+    assert _by(scanner, f'{{"method": "auth.login", "params": ["{key}"]}}', rule) == []
+
+
+def test_a_thingsboard_device_token_in_its_api_path(scanner: Scanner) -> None:
+    g = Gen(52)
+    token = g.chars(ALNUM, 20)
+    rule = "thingsboard.device-token"
+    for scheme in ("https://", "http://", "coap://coap."):
+        text = f"{scheme}thingsboard.cloud/api/v1/{token}/telemetry"
+        assert _by(scanner, text, rule) == [(Tier.HIGH, token)], text
+    for miss in (token[:-1], token + "Q"):
+        assert _by(scanner, f"https://thingsboard.cloud/api/v1/{miss}/rpc", rule) == [], miss
+    assert _by(scanner, f"https://example.com/api/v1/{token}/telemetry", rule) == []
+
+
 def test_an_app_configuration_secret_is_taken_from_its_connection_string(
     scanner: Scanner,
 ) -> None:
@@ -150,6 +202,7 @@ def test_base64_blobs_are_not_read_as_the_new_prefixed_tokens(scanner: Scanner) 
         ("shippo.token", lambda g: "shippo_test_" + g.chars("0123456789abcdefABCDEF", 40)),
         ("anthropic.api-key", lambda g: "sk-ant-api668-" + g.chars(B64URL, 93) + "AA"),
         ("square.production-token", lambda g: "EAAA" + g.chars(B64URL, 61)),
+        ("square.access-token", lambda g: "sq0atp-" + g.chars(B64URL, 23)),
         ("facebook.access-token", lambda g: "EAACEdEose0cBA" + g.chars(ALNUM, 40)),
     ],
 )

@@ -156,6 +156,17 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "render.api-key": lambda g: "rnd_" + g.chars(ALNUM, 28),
     "settlemint.token": lambda g: "sm_pat_" + g.chars(LOW, 16),
     "cerebras.api-key": lambda g: "csk-" + g.chars(LOW, 48),
+    "cloudsmith.api-key": lambda g: "csa_" + g.hex(30) + g.chars(ALNUM, 6),
+    "minimax.api-key": lambda g: "sk-api-" + g.chars(B64URL, 119),
+    "google.bound-api-key": lambda g: "AQ.Ab8RN6" + g.chars(B64URL, 44),
+    # In the place only their own API has (vendor_specs writes them so).
+    "truenas.api-key": lambda g: f"{g.rng.randrange(1, 99)}-{g.chars(ALNUM, 64)}",
+    "thingsboard.device-token": lambda g: g.chars(LOW, 20),
+    # Said after the vendor's name on the line (vendor_specs writes it so).
+    "deepseek.api-key": lambda g: "sk-" + g.hex(32),
+    "moonshot.api-key": lambda g: "sk-" + g.chars(ALNUM, 48),
+    "stability.api-key": lambda g: "sk-" + g.chars(ALNUM, 48),
+    "cursor.api-key": lambda g: "key_" + g.hex(64),
     "nvidia.api-key": lambda g: "nvapi-" + g.chars(B64URL, 64),
     "togetherai.api-key": lambda g: "tgp_v1_" + g.chars(B64URL, 43),
     "wandb.api-key": lambda g: "wandb_v1_" + g.chars(ALNUM + "_", 77),
@@ -192,6 +203,14 @@ _PLACES: tuple[Callable[[str, Any], list[Any]], ...] = (
 )
 
 
+_SAID_AFTER = {
+    "deepseek.api-key": "DEEPSEEK_API_KEY",
+    "moonshot.api-key": "MOONSHOT_API_KEY",
+    "stability.api-key": "STABILITY_API_KEY",
+    "cursor.api-key": "CURSOR_API_KEY",
+}
+
+
 def vendor_specs(g: Any, secret: Callable[[str], Any]) -> Iterator[tuple[str, str, list[Any]]]:
     """(rule id, label, parts) per vendor detector; `secret` marks the token's span."""
     for n, (rule, make) in enumerate(TOKENS.items()):
@@ -209,6 +228,25 @@ def vendor_specs(g: Any, secret: Callable[[str], Any]) -> Iterator[tuple[str, st
                 rule,
                 "config",
                 ["MAILGUN_DOMAIN=mg.acme.dev\n# mailgun sending key: ", token, "\n"],
+            )
+        elif rule in _SAID_AFTER:
+            yield rule, "env", [f"{_SAID_AFTER[rule]}=", token, "\n"]
+        elif rule == "truenas.api-key":
+            yield (
+                rule,
+                "websocket",
+                [
+                    '{"id": "1", "msg": "method", "method": "auth.login_with_api_key",\n'
+                    ' "params": ["',
+                    token,
+                    '"]}',
+                ],
+            )
+        elif rule == "thingsboard.device-token":
+            yield (
+                rule,
+                "url",
+                ["$ curl -d @t.json https://thingsboard.cloud/api/v1/", token, "/telemetry\n"],
             )
         elif rule == "azure.app-configuration-connection-string":
             yield (
