@@ -61,10 +61,11 @@ _PLACEHOLDER = re.compile(  # matched against the lower-cased value
     r"example|sample|dummy|placeholder|change_?me|replace_?me|your[_-]|<your|redacted"
     r"|not[_-]?a[_-]?real|x{5}|\*{3}|\.{3}|#{4}|0{10}|^\$[{(]|^\{\{|^%(?:\(\w+\))?s$"
     r"|^\$[a-z_]\w*$|(?:token|key|secret|string|value|id)[_-]?here$|[_-]here$"
-    # A printf verb ending a word (`"sk_live_%s"`, `%v-%v`, `abc%c^`): a format string that
-    # makes a value, not one. A URL escape (`%3d`, `%c3`) or a `%` inside a token's body
-    # (`%tjH`) runs on with a letter or digit.
-    r"|(?<!%)%[svqtcd](?![a-z0-9])"
+    # A printf verb ending the value or a part of it (`"sk_live_%s"`, `%v-%v`): a format
+    # string that makes a value, not one. A URL escape (`%3d`, `%c3`) or a `%` inside a
+    # token's body (`%tjH`) runs on with a letter or digit; a password's `%d!` or `%s#` runs
+    # on with a symbol no format string separates its parts with.
+    r"|(?<!%)%[svqtcd](?=$|[-_./:\s])"
 )
 # No issued token holds these (API tokens are hex, base32/58/62/64 or url-safe, with `-_.~`
 # separators): a `?` or `^` in a value under a token's or key's name marks a hand-edited

@@ -335,8 +335,9 @@ def test_a_value_ending_in_here_is_a_placeholder(scanner: Scanner) -> None:
 
 @pytest.mark.parametrize("verb", ["%s", "%v", "%d", "%c", "%q"])
 def test_a_printf_verb_makes_a_format_string_not_a_value(scanner: Scanner, verb: str) -> None:
-    """`token := "Bearer sk_%s"`, `"2xN7p...%c^"`: a verb ending a word is a format
-    string. A URL escape or a `%` in a token's body runs on, so that value is still a key."""
+    """`token := "Bearer sk_%s"`, `"sk_%s-%s"`: a verb ending the value or a part of it is
+    a format string. A URL escape or a `%` in a token's body runs on, so that value is still
+    a key; so is a password's `%d!` (a symbol no format string separates parts with)."""
     g = Gen(24)
     body = g.chars("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 30)
     for text in (
@@ -347,6 +348,9 @@ def test_a_printf_verb_makes_a_format_string_not_a_value(scanner: Scanner, verb:
         assert scanner.scan(text) == [], text
     for kept in (f"{body[:12]}%3d{body[12:]}%2f", f"{body[:12]}{verb}{body[12:]}"):
         assert [f.rule_id for f in scanner.scan(f'API_KEY="{kept}"')] == ["generic.assignment"]
+    for symbol in "!#*&@":
+        password = f'DB_PASSWORD="{body[:10]}{verb}{symbol}{body[10:20]}"'
+        assert [f.rule_id for f in scanner.scan(password)] == ["generic.assignment"], password
 
 
 @pytest.mark.parametrize("mark", ["?", "^"])
