@@ -22,7 +22,7 @@ from gate.config import Config
 from gate.proxy import ca, h2_errors, replies, team, tls
 from gate.proxy.addon import GateAddon
 from gate.proxy.forward import ForwardAddon
-from gate.rules.layers import PolicyStore
+from gate.rules.layers import RECHECK_AFTER, PolicyStore
 from gate.served import Listening, clear_server_file, write_server_file
 from gate.users import Users
 
@@ -127,7 +127,7 @@ async def serve(
         tls.server_context(config.tls)  # a bad certificate or key stops it here
     check_port(config.host, config.port)
     audit = AuditStore(data_dir / "audit.db", config.audit, background=True)
-    policies = PolicyStore()
+    policies = PolicyStore(recheck_after=RECHECK_AFTER)
     ready: list[Listening] = []
 
     def _ready(host: str, port: int) -> None:
