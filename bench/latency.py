@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import dataclasses
 import http.client
+import inspect
 import itertools
 import json
 import os
@@ -269,7 +270,14 @@ def _serve_gate(upstream: str, profile: str | None) -> None:
         port=0,
     )
     cls = _profiled(BackgroundGate, profile) if profile else BackgroundGate
-    gate = cls(config, data)
+    # As `gate run` builds it: the rule files looked at once per window (a baseline tree
+    # from before the window has no such parameter, and looks on every request).
+    extra: dict[str, Any] = {}
+    if "rules_recheck" in inspect.signature(BackgroundGate).parameters:
+        from gate.rules.layers import RECHECK_AFTER
+
+        extra["rules_recheck"] = RECHECK_AFTER
+    gate = cls(config, data, **extra)
     listening = gate.start()
     try:
         _announce_and_wait(listening.port, gate._thread)

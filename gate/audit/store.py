@@ -204,6 +204,20 @@ class AuditStore:
             self._known.clear()
             self._gen = gen
 
+    def record_responses(self, batch: list[tuple[int, Response]]) -> None:
+        """Complete several rows in one transaction (the worker's batch); raises, and
+        writes none of them, when one cannot be written."""
+        db = self.conn()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for row_id, response in batch:
+                self.record_response(row_id, response)
+            db.execute("COMMIT")
+        except BaseException:
+            if not getattr(db, "broken", False) and db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
     def record_response(self, row_id: int, response: Response) -> None:
         db = self.conn()
         row = db.execute("SELECT record_hash FROM requests WHERE id=?", (row_id,)).fetchone()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gate.audit.lines import marked
 from gate.audit.records import Usage
 
 _MAX_JSON = 8 << 20  # a non-streamed body larger than this is not parsed for usage
@@ -39,10 +40,9 @@ class UsageTap:
             else:
                 self.overflow = True
             return
-        lines = (self._pending + chunk).split(b"\n")
-        self._pending = lines.pop()
+        lines, self._pending = marked(self._pending, chunk, (b"sage",))
         for line in lines:
-            if line.startswith(b"data:") and b"sage" in line:
+            if line.startswith(b"data:"):
                 self._take(line[5:])
 
     @property

@@ -23,7 +23,7 @@ from gate.cli.common import load_config
 from gate.config import Config, TlsSettings, base_url
 from gate.errors import GateError
 from gate.lock.run import locked, wait
-from gate.rules.layers import PolicyStore, find_root, repository_root
+from gate.rules.layers import RECHECK_AFTER, PolicyStore, find_root, repository_root
 
 if TYPE_CHECKING:
     from gate.proxy.server import BackgroundGate
@@ -397,11 +397,11 @@ def _find_or_start(
     ):
         return running.base_url, None
     try:
-        gate = BackgroundGate(config, data)
+        gate = BackgroundGate(config, data, rules_recheck=RECHECK_AFTER)
         listening = gate.start()
     except (OSError, SystemExit, TimeoutError):
         # The configured port is taken (by another gate or program): use any free port.
-        gate = BackgroundGate(replace(config, port=0), data)
+        gate = BackgroundGate(replace(config, port=0), data, rules_recheck=RECHECK_AFTER)
         listening = gate.start()
     return listening.base_url, gate
 

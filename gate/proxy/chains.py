@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from gate.audit.lines import marked
 from gate.providers import openai_responses
 from gate.providers.openai_assistants import run_key
 from gate.providers.segments import arguments
@@ -49,12 +50,11 @@ class CallsTap:
         self.calls: Calls = {}
 
     def feed(self, chunk: bytes) -> None:
-        lines = (self._pending + chunk).split(b"\n")
-        self._pending = lines.pop()
+        lines, self._pending = marked(
+            self._pending, chunk, (b"output_item.done", b"response.created")
+        )
         for line in lines:
-            if line.startswith(b"data:") and (
-                b"output_item.done" in line or b"response.created" in line
-            ):
+            if line.startswith(b"data:"):
                 self._event(line[5:])
 
     def read_json(self, raw: str | bytes) -> None:
@@ -94,10 +94,9 @@ class RunCallsTap:
         self.runs: dict[str, Calls] = {}
 
     def feed(self, chunk: bytes) -> None:
-        lines = (self._pending + chunk).split(b"\n")
-        self._pending = lines.pop()
+        lines, self._pending = marked(self._pending, chunk, (b"required_action",))
         for line in lines:
-            if line.startswith(b"data:") and b"required_action" in line:
+            if line.startswith(b"data:"):
                 self.read_json(line[5:])
 
     def read_json(self, raw: str | bytes) -> None:

@@ -22,7 +22,7 @@ from gate.config import Config
 from gate.proxy import ca, h2_errors, replies, team, tls
 from gate.proxy.addon import GateAddon
 from gate.proxy.forward import ForwardAddon
-from gate.rules.layers import PolicyStore
+from gate.rules.layers import RECHECK_AFTER, PolicyStore
 from gate.served import Listening, clear_server_file, write_server_file
 from gate.users import Users
 
@@ -119,15 +119,17 @@ async def serve(
     on_ready: Callable[[Listening], None] | None = None,
     stop: asyncio.Event | None = None,
     advertise: bool = False,
+    rules_recheck: float = RECHECK_AFTER,
 ) -> None:
-    """Serve until `stop` is set (or the master shuts down); audit writes finish first."""
+    """Serve until `stop` is set (or the master shuts down); audit writes finish first.
+    `rules_recheck`: how long a look at the rule files is trusted (gate/rules/layers.py)."""
     users = Users(data_dir)
     team.check_listen(config, users)  # before anything listens or opens the audit
     if config.tls.on:
         tls.server_context(config.tls)  # a bad certificate or key stops it here
     check_port(config.host, config.port)
     audit = AuditStore(data_dir / "audit.db", config.audit, background=True)
-    policies = PolicyStore()
+    policies = PolicyStore(recheck_after=rules_recheck)
     ready: list[Listening] = []
 
     def _ready(host: str, port: int) -> None:
@@ -186,10 +188,20 @@ def serve_forever(
 
 
 class BackgroundGate:
-    """A gate in a thread of this process, for `gate run` and tests."""
+    """A gate in a thread of this process, for `gate run` and tests. It looks at the rule
+    files on every request unless given `rules_recheck` (`gate run` passes RECHECK_AFTER):
+    a test that edits a rule file sees the edit on its next request."""
 
-    def __init__(self, config: Config, data_dir: Path, *, advertise: bool = False):
+    def __init__(
+        self,
+        config: Config,
+        data_dir: Path,
+        *,
+        advertise: bool = False,
+        rules_recheck: float = 0.0,
+    ):
         self.config = config
+        self.rules_recheck = rules_recheck
         self.advertise = advertise
         self.data_dir = data_dir
         self.listening: Listening | None = None
@@ -232,6 +244,7 @@ class BackgroundGate:
                 on_ready=ready,
                 stop=self._stop,
                 advertise=self.advertise,
+                rules_recheck=self.rules_recheck,
             )
 
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -25,6 +26,12 @@ DEFAULT_PACKS = ("default",)
 MANAGED_RULES = Path("/etc/gate/rules.yaml")
 MANAGED_DIR = Path("/etc/gate/rules.d")  # more managed files, as a deployment mounts them
 PROJECT_FILES = (".gate/rules.yaml", ".gate/rules.local.yaml")
+# How long (seconds) the serving gate trusts its last look at the rule files: within it a
+# request reuses the policy without a stat; after it the next request looks again. Every
+# request looking cost 4% of gate's CPU under load (bench/latency.py --concurrent), and a
+# rule file edited by a person is in force for every request that arrives more than this
+# after the edit. A loosening edit never takes effect by itself anyway (a person is asked).
+RECHECK_AFTER = 0.1
 
 
 def packs_dir() -> Path:
@@ -242,6 +249,7 @@ class _Cached:
     env: tuple[str | None, ...]  # the variables that say where layers are
     facts: probe.Facts  # every path looked at to find the layers
     policy: Policy
+    checked: float = 0.0  # when the facts were last found unchanged (the store's clock)
     # The layers it was built from, files removed since whose rules are held included
     layers: tuple[Layer, ...] = ()
     fresh: bool = True  # False: rebuild it (a person confirmed loosening a file's rules)
@@ -257,9 +265,20 @@ class PolicyStore:
     as to loosen the rules keeps what it loosens until `confirm` says a person agreed.
     """
 
-    def __init__(self, packs: tuple[str, ...] = DEFAULT_PACKS, *, warn: bool = True):
+    def __init__(
+        self,
+        packs: tuple[str, ...] = DEFAULT_PACKS,
+        *,
+        warn: bool = True,
+        recheck_after: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        """`recheck_after`: seconds a look at the rule files is trusted (0: every call
+        looks; the serving gate passes RECHECK_AFTER)."""
         self._packs = packs
         self._warn = warn
+        self._recheck_after = recheck_after
+        self._clock = clock
         self._lock = threading.Lock()
         self._cache: dict[str | None, _Cached] = {}
         self._good: dict[LayerKey, tuple[probe.Fact, _Loaded]] = {}
@@ -301,15 +320,24 @@ class PolicyStore:
         with self._lock:
             hit = self._cache.get(project_root)
         # Every request asks; while the files the layers were found from are unchanged,
-        # the answer is a few stats (no time bound: a changed file is seen at once).
-        if hit and hit.fresh and hit.env == env and probe.unchanged(hit.facts):
-            return hit.policy
+        # the answer is a few stats, and none while the last look is recent enough.
+        if hit and hit.fresh and hit.env == env:
+            now = self._clock()
+            if now - hit.checked < self._recheck_after:
+                return hit.policy
+            if probe.unchanged(hit.facts):
+                if self._recheck_after > 0:
+                    with self._lock:
+                        if self._cache.get(project_root) is hit:
+                            self._cache[project_root] = replace(hit, checked=now)
+                return hit.policy
+        started = self._clock()
         with probe.recording() as facts:
             layers = layers_for(project_root, self._packs)
             stamp = tuple((str(layer.path), probe.version(layer.path)) for layer in layers)
         if hit and hit.fresh and hit.stamp == stamp:
             with self._lock:
-                self._cache[project_root] = replace(hit, env=env, facts=facts)
+                self._cache[project_root] = replace(hit, env=env, facts=facts, checked=started)
             return hit.policy
         loaded = [
             self._load(layer, version) for layer, (_, version) in zip(layers, stamp, strict=True)
@@ -326,7 +354,12 @@ class PolicyStore:
         policy = _merge(layers, loaded)
         with self._lock:
             self._cache[project_root] = _Cached(
-                stamp=stamp, env=env, facts=facts, policy=policy, layers=tuple(layers)
+                stamp=stamp,
+                env=env,
+                facts=facts,
+                policy=policy,
+                layers=tuple(layers),
+                checked=started,
             )
         self._report(policy)
         logger.debug("policy loaded: {} rules from {} files", len(policy.rules), len(layers))

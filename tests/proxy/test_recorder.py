@@ -71,3 +71,23 @@ def test_usage_is_recorded_whether_the_stream_ends_or_the_client_leaves(
     assert row["input_tokens"] == 1234
     assert row["output_tokens"] == (1 if client_closes else 56)
     assert (row["error"] == "client disconnected") is client_closes
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 100_000])
+def test_usage_is_read_however_the_stream_is_cut(audit: AuditStore, size: int) -> None:
+    """The taps look only at the lines that hold their marker: a usage event cut across
+    chunks (or many events in one chunk) is read all the same, and every byte relayed."""
+    recorder = ResponseRecorder(audit, chains.ResponseCalls())
+    flow = _flow(audit)
+    text = _sse("content_block_delta", {"type": "content_block_delta", "delta": {"text": "x"}})
+    end = _sse("message_delta", {"type": "message_delta", "usage": {"output_tokens": 77}})
+    stream = START + text * 40 + end
+    with taddons.context(recorder):
+        recorder.responseheaders(flow)
+        relay = flow.response.stream
+        assert callable(relay)
+        out = b"".join(relay(stream[i : i + size]) for i in range(0, len(stream), size))
+        recorder.response(flow)
+    assert out == stream
+    row = next(audit.rows(1))
+    assert (row["input_tokens"], row["output_tokens"]) == (1234, 77)

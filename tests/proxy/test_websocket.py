@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -150,11 +151,23 @@ def test_outputs_are_screened_the_first_time_they_are_sent(
     sent = json.loads(fake.frames[1])
     assert sent["type"] == "response.create" and sent["previous_response_id"] == "resp_1"
     assert f"reads {project}/.env" in sent["input"][0]["output"]
-    rows = list(AuditStore(gate_dirs["data"] / "audit.db").rows(5))
-    ws_rows = [r for r in rows if r["method"] == "WS"]
+    ws_rows = _completed_ws_rows(gate_dirs["data"], 2)
     assert [r["verdict"] for r in ws_rows] == ["modified", "forwarded"]
     assert ws_rows[0]["input_tokens"] == 22 and ws_rows[1]["input_tokens"] == 11
     assert secret not in (ws_rows[0]["body"] or "")
+
+
+def _completed_ws_rows(data: Path, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The WebSocket rows once the audit's worker has completed them with their usage (it
+    writes responses in batches, a moment after the events passed)."""
+    store = AuditStore(data / "audit.db")
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = [r for r in store.rows(5) if r["method"] == "WS"]
+        done = len(rows) >= n and all(r["input_tokens"] is not None for r in rows)
+        if done or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.02)
 
 
 @pytest.mark.parametrize(

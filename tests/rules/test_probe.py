@@ -1,5 +1,6 @@
 """A policy is re-checked with a few stats per request: every change to where rules come
-from is still seen on the very next request, with no time bound."""
+from is still seen on the very next request, with no time bound (a store without a recheck
+window, the default; the serving gate's window is tested in test_recheck.py)."""
 
 from __future__ import annotations
 
