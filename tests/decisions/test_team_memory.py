@@ -75,7 +75,12 @@ def machines(
     started: list[subprocess.Popen[str]] = []
 
     def start(
-        name: str, key: Path | None, url: str = pg_url, audit: bool = True, origin: str = ORIGIN
+        name: str,
+        key: Path | None,
+        url: str = pg_url,
+        audit: bool = True,
+        origin: str = ORIGIN,
+        lock_timeout_ms: int | None = None,
     ) -> Machine:
         root = tmp_path / name
         m = Machine(root, None)  # type: ignore[arg-type]
@@ -92,8 +97,11 @@ def machines(
             "ask": {"timeout_seconds": 60},
             "decisions": decisions,
         }
-        if audit:
-            config["audit"] = {"url": pg_url}
+        audit_config: dict[str, object] = {"url": pg_url} if audit else {}
+        if lock_timeout_ms is not None:  # how long a database may keep gate waiting
+            audit_config["lock_timeout_ms"] = lock_timeout_ms
+        if audit_config:
+            config["audit"] = audit_config
         if url != pg_url or not audit:
             decisions["url"] = url
         (root / "config" / "config.yaml").write_text(yaml.safe_dump(config))
@@ -213,7 +221,11 @@ def test_an_unreachable_team_database_means_asking(
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         closed = f"postgresql://gate@127.0.0.1:{s.getsockname()[1]}/gate"
-    a = machines("alice", _key(tmp_path / "team.key"), url=closed, audit=False)
+    # It waits lock_timeout_ms for a connection before giving up on each lookup and store
+    # (5 s by default, three times here): the same path, shorter.
+    a = machines(
+        "alice", _key(tmp_path / "team.key"), url=closed, audit=False, lock_timeout_ms=1000
+    )
     token = github_token()
     _ask_and_answer(a, token, "approve", "team")  # not stored: the log says why
     _ask_and_answer(a, token, "redact", "once")  # so asked again
