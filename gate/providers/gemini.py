@@ -84,6 +84,10 @@ def walk(body: dict[str, Any]) -> Walk:
     )
 
 
+def _system(value: Any, at: JsonPath) -> tuple[Segment, ...]:
+    return tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(value, at))
+
+
 def _requests(
     node: dict[str, Any], at: JsonPath, depth: int
 ) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
@@ -143,7 +147,9 @@ def _walk_request(
 ) -> None:
     for name in ("systemInstruction", "tools"):
         key, value = _field(req, name)
-        segs.extend(Segment(p, t, Role.SYSTEM) for p, t in strings(value, (*at, key)))
+        # Remembered (providers.history): resent unchanged every turn.
+        where = (*at, key)
+        segs += remembered((FORMAT, "system", where), value, partial(_system, value, where))
     key, contents = _field(req, "contents")
     if not isinstance(contents, list | None):
         raise ValueError("contents is not a list")

@@ -87,6 +87,12 @@ def _calls(msg: dict[str, Any], i: int) -> tuple[tuple[str, str, Any], ...]:
     """_uses; inputs parsed from the arguments' text are new objects nothing edits, so an
     unchanged message's are reused. Any other input holds the body's own objects (which
     screening may edit in place): those are always taken from this body."""
+    parsed, uses = remembered((FORMAT, "uses", i), msg, partial(_parsed_uses, msg))
+    return uses if parsed else _uses(msg)
+
+
+def _parsed_uses(msg: dict[str, Any]) -> tuple[bool, tuple[tuple[str, str, Any], ...]]:
+    """Whether every input is parsed from the arguments' text, and then the uses."""
     calls = msg.get("tool_calls") or ()
     parsed = isinstance(calls, list) and all(
         isinstance(c, dict)
@@ -96,8 +102,8 @@ def _calls(msg: dict[str, Any], i: int) -> tuple[tuple[str, str, Any], ...]:
     )
     fc = msg.get("function_call")
     if parsed and (fc is None or (isinstance(fc, dict) and isinstance(fc.get("arguments"), str))):
-        return remembered((FORMAT, "uses", i), msg, partial(_uses, msg))
-    return _uses(msg)
+        return True, _uses(msg)
+    return False, ()
 
 
 def _uses(msg: dict[str, Any]) -> tuple[tuple[str, str, Any], ...]:

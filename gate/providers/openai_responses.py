@@ -53,7 +53,12 @@ def walk(body: dict[str, Any]) -> Walk:
     segs: list[Segment] = []
     if isinstance(body.get("instructions"), str):
         segs.append(Segment(("instructions",), body["instructions"], Role.SYSTEM))
-    segs.extend(Segment(p, t, Role.SYSTEM) for p, t in strings(body.get("tools"), ("tools",)))
+    tools = body.get("tools")
+    segs += remembered(
+        (FORMAT, "tools"),
+        tools,
+        lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
+    )
     uses: list[tuple[str, str, Any]] = []
     results: dict[str, JsonPath] = {}
     items = body.get("input")

@@ -159,7 +159,11 @@ class Body:
         except (orjson.JSONEncodeError, TypeError):
             return dump(self.value)
         head, tail = split
-        return head + b",".join(outs) + tail
+        if not outs:
+            return head + tail
+        outs[0] = head + outs[0]  # the body copied once, not three times
+        outs[-1] += tail
+        return b",".join(outs)
 
 
 class BodyItems:

@@ -12,6 +12,12 @@ place) and the same answers: exactly what screening it again would give.
 Strings no walker knows (new fields, unknown blocks) are kept per top-level item: the item's
 strings, and which of them the walk covered, must be equal for its outcomes to be reused.
 A lookup that would raise (a denied value used as a key) is never kept, so it raises again.
+
+An item resent unchanged is walked from the walk memo (gate/providers/history.py): its
+strings and segments are the very objects of the turn before. They are immutable, so the
+same object is an equal string: it is found by identity first (held, so that its id is
+never another's), without hashing its text and path again, and an item's strings without
+comparing them one by one (which of them the walk covered is still checked, as a set).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from gate.screen.fingerprints import DeniedIndex
 MAX_CHARS = 16 << 20  # text of the strings remembered per context
 MAX_CONTEXTS = 4  # rules, denied values and answers remembered at once (agents side by side)
 
-_MISSING = object()
+Paths = frozenset[JsonPath]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -67,28 +73,39 @@ class Kept:
         self.context = context
         self._cache = cache
         self.outcomes: dict[Segment, Outcome | None] = {}
-        # unit → (its strings, the ones no walker covered, their outcomes)
-        self.units: dict[Unit, tuple[Strings, tuple[JsonPath, ...], tuple[Outcome, ...]]] = {}
+        # id() of a segment → (the segment, its outcome)
+        self.same: dict[int, tuple[Segment, Outcome | None]] = {}
+        # unit → (its strings, the ones no walker covered, their outcomes; as sets: the
+        # strings' paths, the uncovered ones)
+        self.units: dict[
+            Unit, tuple[Strings, tuple[JsonPath, ...], tuple[Outcome, ...], Paths, Paths]
+        ] = {}
         self.chars = 0
 
     def screened(self, segs: Iterable[Segment], done: Container[str | None]) -> list[Outcome]:
         """content.screened, each string's outcome reused when it was worked out before."""
         c = self.context
-        outcomes = self.outcomes
+        outcomes, same = self.outcomes, self.same
         out: list[Outcome] = []
         added = reused = 0
         for s in segs:
             if s.role is Role.TOOL_RESULT and s.call_id in done:
                 continue  # withheld whole: gone from the body
-            o = outcomes.get(s, _MISSING)
-            if o is _MISSING:
-                o = content.outcome(s, c.index, c.secrets, c.policy, c.approved)
-                outcomes[s] = o
-                added += len(s.text)
-            else:
+            held = same.get(id(s))
+            o: Outcome | None
+            if held is not None and held[0] is s:
+                o = held[1]
                 reused += 1
+            else:
+                if s in outcomes:  # an equal segment, walked anew: by identity from now on
+                    o = outcomes[s]
+                    reused += 1
+                else:
+                    o = outcomes[s] = content.outcome(s, c.index, c.secrets, c.policy, c.approved)
+                same[id(s)] = (s, o)
+                added += len(s.text)  # held: its own text
             if o is not None:
-                out.append(o)  # type: ignore[arg-type]
+                out.append(o)
         self._cache.reused += reused
         if added:
             self._grow(added)
@@ -100,20 +117,29 @@ class Kept:
         """The outcomes of one top-level item's strings no walker knows: content.unknown,
         then content.screened (they are attachments, never a withheld result)."""
         c = self.context
-        uncovered = tuple(p for p, _ in strings[0] if p not in covered)
         hit = self.units.get(unit)
+        if (
+            hit is not None
+            and hit[0] is strings
+            and isinstance(covered, set | frozenset)
+            and hit[3].difference(covered) == hit[4]  # the same strings, the same uncovered
+        ):
+            return hit[2]
+        uncovered = tuple(p for p, _ in strings[0] if p not in covered)
         if hit is not None and hit[1] == uncovered and hit[0] == strings:
+            self.units[unit] = (strings, *hit[1:])  # found by identity from now on
             return hit[2]
         extra = content.unknown(strings, covered, c.index, c.secrets)  # may raise Blocked
         found = tuple(content.screened(extra, (), c.index, c.secrets, c.policy, c.approved))
-        self.units[unit] = (strings, uncovered, found)
+        paths = frozenset(p for p, _ in strings[0])
+        self.units[unit] = (strings, uncovered, found, paths, frozenset(uncovered))
         self._grow(sum(len(t) for _, t in strings[0]) + sum(map(len, strings[1])))
         return found
 
     def _grow(self, chars: int) -> None:
         self.chars += chars
         if self.chars > self._cache.max_chars:  # new dicts: a reader elsewhere keeps its own
-            self.outcomes, self.units, self.chars = {}, {}, 0
+            self.outcomes, self.same, self.units, self.chars = {}, {}, {}, 0
 
 
 class ItemCache:

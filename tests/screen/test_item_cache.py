@@ -14,11 +14,12 @@ from typing import Any
 import orjson
 import pytest
 
+from gate import providers
 from gate.rules.layers import PolicyStore
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore
 from gate.screen.item_cache import ItemCache
-from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
+from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen, screen_object
 from messages import system
 from screen.secrets_corpus import Gen
 from screen.session_steps import common_call
@@ -342,3 +343,60 @@ def test_two_gates_share_nothing(gate_dirs: dict[str, Path]) -> None:
     _, screens, _ = _setup(gate_dirs)
     other = Screens(screens.indexes, screens.secrets)
     assert screens.items is not other.items and screens.turns is not other.turns
+
+
+# -- an item resent unchanged is found by identity, never a changed one ----------------
+
+
+def test_an_item_found_by_identity_is_swept_for_what_the_walk_covers_now(
+    gate_dirs: dict[str, Path],
+) -> None:
+    """The same strings object (an unchanged item, from the walk memo) is reused only while
+    the walk covers the same of its strings: one it covered before and covers no longer (a
+    walker that stopped knowing a field) is screened as an unknown string."""
+    _, screens, policies = _setup(gate_dirs)
+    assert screens.items is not None and screens.secrets is not None
+    token = Gen(5).crc_token("ghp_")
+    at = ("messages", 1, "x_note")
+    strings = (((at, f"token {token}"),), ())
+    kept = screens.items.under(policies.policy_for(None), None, screens.secrets, frozenset())
+    assert kept.unknown(("messages", 1), strings, {at}) == ()  # the walk screens it
+    found = kept.unknown(("messages", 1), strings, set())
+    assert [o.seg.path for o in found] == [at] and token not in found[0].text
+    assert kept.unknown(("messages", 1), strings, {at}) == ()
+    assert kept.unknown(("messages", 1), strings, {("messages", 0)}) == found
+
+
+@pytest.mark.parametrize("fmt", list(PATHS))
+def test_an_item_edited_in_place_is_screened_again(gate_dirs: dict[str, Path], fmt: str) -> None:
+    """A parsed body its caller keeps and edits in place between requests (a WebSocket
+    payload, say): an edited item's strings are new, never an earlier outcome reused, in
+    walked fields and unknown ones; each screening is the one a screening keeping nothing
+    gives."""
+    project, screens, policies = _setup(gate_dirs)
+    talk = Talk(fmt, project, random.Random(6))
+    talk.call("Bash", {"command": "git status"}, "clean", extra={"x_note": {"seen": ["fine"]}})
+    talk.say("thanks")
+    body = orjson.loads(talk.body())
+    token, other = talk.gen.crc_token("ghp_"), talk.gen.crc_token("ghp_")
+    fmt_mod = providers.detect(PATHS[fmt])
+    assert fmt_mod is not None
+    nothing = Screens(screens.indexes, screens.secrets, items=None, walks=None, bodies=None)
+    req = Outbound(path=PATHS[fmt], body=b"{}", agent=None, project_root=None)
+    for edit in (None, "clean", "fine", "thanks", "clean"):
+        if edit is not None:  # the string in place, in the very objects screened before
+            _replace(body, edit, f"{edit} {token}")
+            token, other = other, token
+        want = screen_object(fmt_mod, req, copy.deepcopy(body), PolicyStore(), None, nothing)
+        got = screen_object(fmt_mod, req, body, policies, None, screens)
+        assert got == want and (edit is None) == (got.body is None), edit
+
+
+def _replace(node: Any, old: str, new: str) -> None:
+    """Every string starting with `old` in `node` set to `new`, in place."""
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    for k, v in list(items):
+        if isinstance(v, str) and v.startswith(old):
+            node[k] = new
+        elif isinstance(v, dict | list):
+            _replace(v, old, new)
