@@ -63,19 +63,7 @@ def days(rows: Sequence[Traffic]) -> list[Traffic]:
     out = []
     while day <= last:
         key = day.isoformat()
-        out.append(
-            by_key.get(key)
-            or Traffic(
-                key=key,
-                requests=0,
-                blocked=0,
-                bytes_sent=0,
-                input_tokens=0,
-                output_tokens=0,
-                cache_read_tokens=0,
-                cache_creation_tokens=0,
-            )
-        )
+        out.append(by_key.get(key) or Traffic.none(key))
         day += dt.timedelta(days=1)
     return out
 

@@ -100,6 +100,20 @@ class Traffic:
     cache_read_tokens: int
     cache_creation_tokens: int
 
+    @classmethod
+    def none(cls, key: str | None) -> Traffic:
+        """A group that sent nothing."""
+        return cls(
+            key=key,
+            requests=0,
+            blocked=0,
+            bytes_sent=0,
+            input_tokens=0,
+            output_tokens=0,
+            cache_read_tokens=0,
+            cache_creation_tokens=0,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WithheldCount:
@@ -218,21 +232,7 @@ def build(db: sqlite3.Connection | None, since: float | None = None) -> Report:
         generated=time.time(),
         first_ts=first,
         last_ts=last,
-        totals=(
-            traffic["all"]
-            or [
-                Traffic(
-                    key="all",
-                    requests=0,
-                    blocked=0,
-                    bytes_sent=0,
-                    input_tokens=0,
-                    output_tokens=0,
-                    cache_read_tokens=0,
-                    cache_creation_tokens=0,
-                )
-            ]
-        )[0],
+        totals=(traffic["all"] or [Traffic.none("all")])[0],
         verdicts=dict(sorted(verdicts.items())),
         by_day=tuple(sorted(traffic["day"], key=lambda t: t.key or "")),
         by_host=_busiest(traffic["host"]),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from audit.session_kit import bodies
+from audit_rows import messages_row
 from click.testing import CliRunner
 
 from gate.audit import chain
@@ -22,14 +23,9 @@ def filled(path: Path, n: int = 6) -> AuditStore:
     store = AuditStore(path)
     for body in bodies(n):
         rid = store.record_request(
-            RequestRow(
-                upstream="anthropic",
-                host="h",
-                method="POST",
-                path="/v1/messages",
-                request_bytes=len(body),
+            messages_row(
+                body,
                 verdict="modified",
-                body=body,
                 session="s:1",
                 withheld=[
                     {

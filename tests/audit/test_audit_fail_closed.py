@@ -17,11 +17,11 @@ from pathlib import Path
 import anthropic
 import pytest
 from audit import serve_kit
+from audit_rows import messages_row
 from loguru import logger
 
 from fake_provider import FakeProvider
 from gate.audit import chain
-from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.config import AuditSettings, Config, parse_upstream
 from gate.proxy.server import BackgroundGate, Listening
@@ -136,15 +136,7 @@ def test_a_read_only_database_blocks_the_request_in_a_real_gate_serve(
 ) -> None:
     path = gate_dirs["data"] / "audit.db"
     AuditStore(path).record_request(
-        RequestRow(
-            upstream="anthropic",
-            host="h",
-            method="POST",
-            path="/v1/messages",
-            request_bytes=2,
-            verdict="forwarded",
-            body=b"{}",
-        ),
+        messages_row(b"{}"),
     )
     if shutil.which("chattr") is None or not _immutable(path, True):
         pytest.skip("chattr +i is not available on this file system")

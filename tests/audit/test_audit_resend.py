@@ -14,28 +14,17 @@ from typing import Any
 import anthropic
 import pytest
 from audit.session_kit import _WORDS
+from audit_rows import messages_row
 
 from fake_provider import FakeProvider
 from gate.audit import blocks, chain, chunks, index, retention
-from gate.audit.records import RequestRow
 from gate.audit.store import AuditError, AuditStore
 from gate.proxy.server import Listening
 
 
 def record(store: AuditStore, body: bytes, session: str | None, ts: float, **extra: Any) -> int:
     return store.record_request(
-        RequestRow(
-            upstream="anthropic",
-            host="h",
-            method="POST",
-            path="/v1/messages",
-            request_bytes=len(body),
-            verdict="forwarded",
-            body=body,
-            session=session,
-            ts=ts,
-            **extra,
-        ),
+        messages_row(body, session=session, ts=ts, **extra),
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+from audit_rows import messages_row
 from click.testing import CliRunner
 
 from gate.audit.records import RequestRow, Response, Usage
@@ -72,16 +73,7 @@ def test_show_masks_an_approved_secret_unless_revealed_and_raw_is_exact(
         {"model": "m", "messages": [{"role": "user", "content": f"approved: {token}"}]}
     ).encode()
     rid = AuditStore(gate_dirs["data"] / "audit.db").record_request(
-        RequestRow(
-            upstream="anthropic",
-            host="h",
-            method="POST",
-            path="/v1/messages",
-            request_bytes=len(body),
-            verdict="forwarded",
-            body=body,
-            session="s:abc",
-        ),
+        messages_row(body, session="s:abc"),
     )
     masked = invoke("show", str(rid), "--body").stdout
     assert token not in masked and "chars masked" in masked

@@ -8,9 +8,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from audit_rows import messages_row
 
 from gate.audit import chain
-from gate.audit.records import Disposition, RequestRow, Response, Usage
+from gate.audit.records import Disposition, Response, Usage
 from gate.audit.store import AuditStore
 from gate.audit.worker import Worker
 from gate.config import AuditSettings
@@ -54,15 +55,7 @@ class _Store:
 
 
 def _rows(store: AuditStore, n: int) -> list[int]:
-    row = RequestRow(
-        upstream="anthropic",
-        host="h",
-        method="POST",
-        path="/v1/messages",
-        request_bytes=2,
-        verdict=Disposition.FORWARDED,
-        body=b"{}",
-    )
+    row = messages_row(b"{}", verdict=Disposition.FORWARDED)
     return [store.record_request(row) for _ in range(n)]
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import anthropic
+from audit_rows import messages_row
 from click.testing import CliRunner
 
 from gate.cli import cli
@@ -114,7 +115,6 @@ def test_reading_an_unreadable_audit_is_a_clear_error_and_moves_nothing(
 
 
 def test_log_counts_approved_findings_apart_from_withheld_ones(gate_dirs: dict[str, Path]) -> None:
-    from gate.audit.records import RequestRow
     from gate.audit.store import AuditStore
 
     def finding(answer: str | None) -> dict[str, object]:
@@ -130,14 +130,10 @@ def test_log_counts_approved_findings_apart_from_withheld_ones(gate_dirs: dict[s
 
     store = AuditStore(gate_dirs["data"] / "audit.db")
     store.record_request(
-        RequestRow(
-            upstream="anthropic",
-            host="h",
-            method="POST",
-            path="/v1/messages",
+        messages_row(
+            b"{}",
             request_bytes=2,
             verdict="modified",
-            body=b"{}",
             withheld=[finding("approve"), finding("redact"), finding(None)],
         ),
     )

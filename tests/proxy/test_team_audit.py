@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from audit_rows import messages_row
 from click.testing import CliRunner
 from proxy.test_websocket import FakeWsProvider
 from team_kit import make_pki, start_shared
@@ -123,16 +124,7 @@ def test_postgresql_keeps_the_user_too(pg_url: str, tmp_path: Path) -> None:
     try:
         for user in ("alice", None, "bob"):
             store.record_request(
-                RequestRow(
-                    upstream="anthropic",
-                    host="h",
-                    method="POST",
-                    path="/v1/messages",
-                    request_bytes=2,
-                    verdict="forwarded",
-                    body=b"{}",
-                    user_name=user,
-                ),
+                messages_row(b"{}", user_name=user),
             )
         assert [r["user_name"] for r in store.rows(10, user="alice")] == ["alice"]
         assert [r["user_name"] for r in store.rows(10)] == ["bob", None, "alice"]
