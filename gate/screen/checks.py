@@ -61,12 +61,12 @@ _PLACEHOLDER = re.compile(  # matched against the lower-cased value
     r"example|sample|dummy|placeholder|change_?me|replace_?me|your[_-]|<your|redacted"
     r"|not[_-]?a[_-]?real|x{5}|\*{3}|\.{3}|#{4}|0{10}|^\$[{(]|^\{\{|^%(?:\(\w+\))?s$"
     r"|^\$[a-z_]\w*$|(?:token|key|secret|string|value|id)[_-]?here$|[_-]here$"
-    # A printf verb ending the value or a part of it (`"sk_live_%s"`, `%v-%v`): a format
-    # string that makes a value, not one. A URL escape (`%3d`, `%c3`) or a `%` inside a
-    # token's body (`%tjH`) runs on with a letter or digit; a password's `%d!` or `%s#` runs
-    # on with a symbol no format string separates its parts with.
-    r"|(?<!%)%[svqtcd](?=$|[-_./:\s])"
 )
+# A printf verb ending the value or a part of it (`"sk_live_%s"`, `%v-%v`): a format
+# string that makes a value, not one. A URL escape (`%3d`, `%c3`) or a `%` inside a
+# token's body (`%tjH`) runs on with a letter or digit; a password's `%d!` or `%s#` runs
+# on with a symbol no format string separates its parts with.
+_PRINTF = re.compile(r"(?<!%)%[svqtcd](?=$|[-_./:\s])", re.IGNORECASE)
 # No issued token holds these (API tokens are hex, base32/58/62/64 or url-safe, with `-_.~`
 # separators): a `?` or `^` in a value under a token's or key's name marks a hand-edited
 # or corrupted one. A password may hold anything, so not under its names.
@@ -411,13 +411,29 @@ def is_example(value: str) -> bool:
     return any(e in value for e in DOC_EXAMPLES)
 
 
-def is_placeholder(value: str) -> bool:
-    """Template syntax (`${VAR}`, `{{ x }}`, `<token>`, `$API_KEY`), masks, `YOUR_...`."""
+def is_placeholder(value: str, password: bool = False) -> bool:
+    """Template syntax (`${VAR}`, `{{ x }}`, `<token>`, `$API_KEY`), masks, `YOUR_...`,
+    printf formats. Under a password's name (`password`) a format is read more narrowly."""
     return (
         bool(_PLACEHOLDER.search(value.lower()))
+        or _is_format(value, password)
         or _mostly_runs(value)
         or is_templated_secret(value)
     )
+
+
+def _is_format(value: str, password: bool) -> bool:
+    """A printf format string (`sk_live_%s`, `%v-%v`, `"Bearer <30 chars>%s"`). People
+    choose passwords of any characters, and a random one ends in a verb (`...%d`, `...%S`)
+    about once in 400 at 16 characters: under a password's name a value is a format only
+    when what is left without its verbs is a prefix or separators, not eight or more
+    characters a password is made of."""
+    if not _PRINTF.search(value):
+        return False
+    if not password:
+        return True
+    rest = _PRINTF.sub("", value)
+    return not (len(rest) >= 8 and entropy(rest) >= 2.5 and is_plausible_value(rest, 8))
 
 
 def _mostly_runs(value: str) -> bool:
@@ -576,7 +592,7 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
     if not strength:
         return None
     if _never_plausible(value, 6 if strength == 2 else 16) and not (
-        strength == 2 and value.isalpha() and _says_password(name)
+        strength == 2 and value.isalpha() and says_password(name)
     ):
         return None  # decided by length and alphabet (only a passphrase gets past that)
     if "quote" in m.re.groupindex and m.group("quote") is None:
@@ -589,12 +605,12 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
     elif _opens_before(m):
         return None
     if not is_plausible_value(value, 6 if strength == 2 else 16) and not (
-        strength == 2 and _says_password(name) and is_passphrase(value)
+        strength == 2 and says_password(name) and is_passphrase(value)
     ):
         return None
     if strength == 1 and (entropy(value) < 3.0 or is_potential_uuid(value)):
         return None
-    if _spells(name, value) or (_NOT_ISSUED.search(value) and not _says_password(name)):
+    if _spells(name, value) or (_NOT_ISSUED.search(value) and not says_password(name)):
         return None
     return "keep"
 
@@ -628,15 +644,15 @@ def _keyword(m: re.Match[str], value: str) -> Verdict:
     strength = name_strength(name)
     if not strength or _spells(head + word, value):
         return None
-    if _NOT_ISSUED.search(value) and not _says_password(name):
+    if _NOT_ISSUED.search(value) and not says_password(name):
         return None
     if strength == 1 and (len(value) < 16 or is_potential_uuid(value) or entropy(value) < 3.0):
         return None
-    minimum = 8 if _says_password(name) else 12
+    minimum = 8 if says_password(name) else 12
     return "keep" if is_plausible_value(value, minimum) else None
 
 
-def _says_password(name: str) -> bool:
+def says_password(name: str) -> bool:
     lower = name.lower()
     return any(w in lower for w in ("pass", "pwd", "secret"))
 

@@ -233,7 +233,9 @@ class Detector:
         self, m: re.Match[str], value: str, end: int, verdict: checks.Verdict
     ) -> Tier | None:
         """The filters after a check that kept the value, and the tier."""
-        if checks.is_example(value) or checks.is_placeholder(value):
+        name = (m.group("name") or "").lower() if "name" in m.re.groupindex else ""
+        password = "pass" in name or "pwd" in name  # not `secret`: `"<key>%s"` is code
+        if checks.is_example(value) or checks.is_placeholder(value, password):
             return None
         if checks.is_masked(m, end):
             return None
