@@ -42,6 +42,8 @@ class FakeProvider(LoopbackServer):
     hold: threading.Event | None = None
     fail_status: int | None = None
     seen: list[Seen] = field(default_factory=list)
+    # Requests whose body was cut short (the sender died mid-request): never received.
+    cut: list[Seen] = field(default_factory=list)
     streams_finished: list[float] = field(default_factory=list)  # monotonic time of each end
     reply_text: str = "Hello from the fake provider."
     script: Callable[[str, dict[str, Any]], list[dict[str, Any]] | None] | None = None
@@ -70,6 +72,10 @@ class FakeProvider(LoopbackServer):
             def do_POST(self) -> None:
                 n = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(n)
+                if len(body) < n:  # a server drops a request whose body never came whole
+                    provider.cut.append(Seen(self.command, self.path, dict(self.headers), body))
+                    self.close_connection = True
+                    return
                 self._record(body)
                 if provider.fail_status:
                     self._json(

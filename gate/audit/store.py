@@ -133,6 +133,21 @@ class AuditStore:
             db = self._local.db = self.engine.connect(self._background)
         return db
 
+    def begin(self) -> sqlite3.Connection:
+        """This thread's connection, inside a new write transaction. A PostgreSQL
+        connection held since before the server restarted is found broken only when used;
+        its BEGIN sent nothing, so it is begun once more on a fresh one (a request is not
+        refused because another thread saw the restart first)."""
+        db = self.conn()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except self.engine.errors:
+            if not getattr(db, "broken", False):
+                raise
+            db = self.conn()  # the broken one is replaced
+            db.execute("BEGIN IMMEDIATE")
+        return db
+
     def close_thread(self) -> None:
         db = getattr(self._local, "db", None)
         if db is not None:
@@ -161,8 +176,7 @@ class AuditStore:
         turn, prev, keep = (
             self._recent.split(body, fields.get("session")) if body is not None else (None, None, 0)
         )
-        db = self.conn()
-        db.execute("BEGIN IMMEDIATE")
+        db = self.begin()
         try:
             self._check_generation(db)
             self.engine.before_link(db, fields)
@@ -207,8 +221,7 @@ class AuditStore:
     def record_responses(self, batch: list[tuple[int, Response]]) -> None:
         """Complete several rows in one transaction (the worker's batch); raises, and
         writes none of them, when one cannot be written."""
-        db = self.conn()
-        db.execute("BEGIN IMMEDIATE")
+        db = self.begin()
         try:
             for row_id, response in batch:
                 self.record_response(row_id, response)

@@ -187,6 +187,38 @@ def test_a_database_that_goes_away_blocks_writes_until_it_is_back(
     store.close()
 
 
+def test_a_connection_held_across_a_restart_is_replaced_not_a_refused_request(
+    pg_server: postgres.Server, tmp_path: Path
+) -> None:
+    """Each thread keeps its connection. A restart breaks them all, but only the thread
+    that writes next learns it: a thread that last wrote before the restart must write
+    on a fresh connection, not refuse its request (CI saw a gate answer 400 so)."""
+    url = pg_server.new_database()
+    store = AuditStore(tmp_path / "a.db", AuditSettings(url=url, lock_timeout_ms=2000))
+    row = _rows(1, 1)[0]
+    written: list[int | BaseException] = []
+
+    def write() -> None:
+        try:
+            written.append(store.record_request(RequestRow(**dict(row))))
+        except BaseException as exc:  # noqa: BLE001 (handed to the test thread)
+            written.append(exc)
+
+    store.record_request(RequestRow(**dict(row)))
+    held = store.conn()
+    postgres.restart(pg_server, stop=True)
+    postgres.restart(pg_server, stop=False)
+    other = threading.Thread(target=write)  # a thread with no connection yet
+    other.start()
+    other.join()
+    assert written == [2]
+    assert store.conn() is held and not held.broken  # not yet known
+    write()  # this thread's connection is stale
+    assert written == [2, 3]
+    assert store.conn() is not held and chain.verify(store.conn()).ok
+    store.close()
+
+
 def _session_bodies(seed: int, turns: int, token: str) -> list[bytes]:
     rand = random.Random(seed)
     done: list[list[dict[str, Any]]] = []
@@ -247,6 +279,8 @@ def test_two_gates_write_at_once_one_is_killed_and_nothing_is_lost(
     assert verdict.requests == len(rows) >= len(provider.seen) > 16
     recorded = {store.body_of(r["id"]) for r in rows if r["verdict"] != "blocked"}
     assert {p.body for p in provider.seen} <= recorded
+    # a request cut short by the kill was on its way: what of it left was recorded too
+    assert all(any(r.startswith(c.body) for r in recorded) for c in provider.cut)
     assert all(token.encode() not in p.body for p in provider.seen)
     assert token not in _everything(pg_url)
     store.close()
