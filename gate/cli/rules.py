@@ -19,7 +19,7 @@ from gate.cli.common import echo_json, json_option
 from gate.errors import GateError, RuleError
 from gate.rules import names
 from gate.rules.engine import Decision, Policy
-from gate.rules.layers import PolicyStore, repository_root
+from gate.rules.layers import PolicyStore, find_root
 from gate.rules.model import Effect, Kind, Rule
 
 _ORDER = {Effect.DENY: 0, Effect.ASK: 1, Effect.ALLOW: 2}
@@ -48,7 +48,7 @@ def _walk_incomplete(policy: Policy, root: str) -> list[str]:
 def _policy(project: str | None) -> tuple[str, Policy, list[dict[str, Any]]]:
     """The rules the files say, and what each running gate enforces instead (a file kept
     at its last good rules, rules held until a person confirms loosening them)."""
-    root = repository_root(project or os.getcwd())
+    root = find_root(project or os.getcwd())
     try:
         policy = PolicyStore(warn=False).policy_for(root)
     except RuleError:

@@ -23,7 +23,7 @@ from gate.cli.common import load_config
 from gate.config import Config, TlsSettings, base_url
 from gate.errors import GateError
 from gate.lock.run import locked, wait
-from gate.rules.layers import RECHECK_AFTER, PolicyStore, find_root, repository_root
+from gate.rules.layers import RECHECK_AFTER, PolicyStore, find_root
 
 if TYPE_CHECKING:
     from gate.proxy.server import BackgroundGate
@@ -174,7 +174,7 @@ def _tls(config: Config, cert: str | None, key: str | None) -> TlsSettings:
 def _known_projects(configured: tuple[str, ...], given: tuple[str, ...]) -> tuple[str, ...]:
     """Configured projects, `--project` ones, and the repository gate serve starts in (a
     directory holding `.git` or `.gate`, not any directory it happens to start in)."""
-    here = repository_root(os.getcwd())
+    here = find_root(os.getcwd())
     started = (
         (here,) if any(os.path.exists(os.path.join(here, d)) for d in (".git", ".gate")) else ()
     )

@@ -74,10 +74,10 @@ def gate_reachable(data: Path) -> Check:
 
 
 def rules_load(cwd: str) -> Check:
-    from gate.rules.layers import PolicyStore, repository_root
+    from gate.rules.layers import PolicyStore, find_root
 
     name = "rules load"
-    root = repository_root(cwd)
+    root = find_root(cwd)
     try:
         policy = PolicyStore(warn=False).policy_for(root)
     except GateError as exc:

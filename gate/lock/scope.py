@@ -12,7 +12,7 @@ from gate import dirs
 from gate.errors import GateError
 from gate.lock.plan import Plan
 from gate.rules import claude
-from gate.rules.layers import gate_dirs, managed_places, repository_root
+from gate.rules.layers import find_root, gate_dirs, managed_places
 
 
 def plan_for(
@@ -32,7 +32,7 @@ def plan_for(
                 hint=f"move it into {hidden[0]}, which a lock hides, and set"
                 " decisions.team_key_file to the new path",
             )
-    here, root = _real(cwd), _real(repository_root(cwd))
+    here, root = _real(cwd), _real(find_root(cwd))
     for d in hidden:
         if _under(here, d):
             raise GateError(

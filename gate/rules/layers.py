@@ -138,34 +138,39 @@ def layers_for(project_root: str | None, packs: tuple[str, ...] = DEFAULT_PACKS)
 
 
 MAX_ROOTS = 256  # working directories whose root is remembered
-# cwd -> (its root, and each directory from cwd up to that root with its mtime then).
-_ROOTS: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
-_ROOTS_LOCK = threading.Lock()
 
 
-def repository_root(cwd: str) -> str:
-    """The directory rules anchor to: the nearest ancestor of `cwd` holding `.gate/` or
-    `.git` (an agent started in a subdirectory is still in its repository), else `cwd`.
+class Roots:
+    """The directory rules anchor to, per working directory, remembered by the store that
+    owns it (PolicyStore.roots): the nearest ancestor of `cwd` holding `.gate/` or `.git`
+    (an agent started in a subdirectory is still in its repository), else `cwd`.
 
     Remembered, but never past a change: a `.git` or `.gate/` made (or removed) in any
     directory between `cwd` and its root changes that directory's mtime, and each call
     checks those mtimes (a few stats, against the walk up with a `.git` and `.gate` probe
     per ancestor). The mtimes are read before the walk, so a change during it is seen by
     the next call."""
-    hit = _ROOTS.get(cwd)
-    if hit is not None and all(_mtime(d) == m for d, m in hit[1]):
-        return hit[0]
-    chain = dirs.owned_ancestors(Path(cwd))
-    before = [_mtime(str(d)) for d in chain]
-    upto = next((i + 1 for i, d in enumerate(chain) if _marks_root(d)), None)
-    root = str(chain[upto - 1]) if upto else cwd
-    # Up to the root found; every directory up to the first one anyone may write in if none.
-    stamp = tuple(zip(map(str, chain[:upto]), before[:upto], strict=True))
-    with _ROOTS_LOCK:
-        if len(_ROOTS) >= MAX_ROOTS:
-            _ROOTS.clear()
-        _ROOTS[cwd] = (root, stamp)
-    return root
+
+    def __init__(self) -> None:
+        # cwd -> (its root, and each directory from cwd up to that root with its mtime then)
+        self._known: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, cwd: str) -> str:
+        hit = self._known.get(cwd)
+        if hit is not None and all(_mtime(d) == m for d, m in hit[1]):
+            return hit[0]
+        chain = dirs.owned_ancestors(Path(cwd))
+        before = [_mtime(str(d)) for d in chain]
+        upto = next((i + 1 for i, d in enumerate(chain) if _marks_root(d)), None)
+        root = str(chain[upto - 1]) if upto else cwd
+        # Up to the root found; every directory up to the first one anyone may write in.
+        stamp = tuple(zip(map(str, chain[:upto]), before[:upto], strict=True))
+        with self._lock:
+            if len(self._known) >= MAX_ROOTS:
+                self._known.clear()
+            self._known[cwd] = (root, stamp)
+        return root
 
 
 def _mtime(path: str) -> int:
@@ -176,10 +181,11 @@ def _mtime(path: str) -> int:
 
 
 def find_root(cwd: str) -> str:
-    """`repository_root` looked up now, never from a cache: what `gate run` anchors a run
-    to when it starts. A run's requests are screened with that root's rules whatever is
-    created below it later (a `.gate/` the agent makes in a subdirectory is never read by
-    this run; a later run started there reads it as well as every `.gate/` above it)."""
+    """The directory rules anchor to (as `Roots.of`), looked up now, never from a cache:
+    what a command run once, and `gate run` when it starts, anchor to. A run's requests
+    are screened with that root's rules whatever is created below it later (a `.gate/` the
+    agent makes in a subdirectory is never read by this run; a later run started there
+    reads it as well as every `.gate/` above it)."""
     return next((str(d) for d in dirs.owned_ancestors(Path(cwd)) if _marks_root(d)), cwd)
 
 
@@ -295,6 +301,7 @@ class PolicyStore:
         self.on_loosen: Callable[[LayerKey, Loosening | None], None] | None = None
         self._warned: set[str] = set()
         self._joined: dict[tuple[tuple[int, str | None], ...], Policy] = {}
+        self.roots = Roots()  # each request's working directory's root
         self.policy_for(None)
 
     def stated(self, root: str, projects: tuple[str, ...]) -> Policy:

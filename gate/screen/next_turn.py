@@ -22,7 +22,7 @@ from gate.agents import background, shell_state, tools
 from gate.providers import anthropic
 from gate.providers.segments import Role, Segment, ToolCall, item_strings, set_at
 from gate.rules.engine import Policy, identity, stamp_of, targets
-from gate.rules.layers import PolicyStore, repository_root
+from gate.rules.layers import PolicyStore
 from gate.screen import calls as tool_calls
 from gate.screen import content, layout
 from gate.screen.calls import SHORTEST
@@ -87,7 +87,7 @@ def step(
     )
     if cwd != turn.cwd:
         raise Miss("the working directory changed")
-    root = req.root or (repository_root(cwd) if cwd else None)
+    root = req.root or (policies.roots.of(cwd) if cwd else None)
     policy = tool_calls.policy_for(
         policies,
         indexes,

@@ -19,7 +19,7 @@ from gate.providers.format import Format
 from gate.providers.history import Memo
 from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
 from gate.rules.engine import Decision, Policy
-from gate.rules.layers import PolicyStore, repository_root
+from gate.rules.layers import PolicyStore
 from gate.rules.model import Effect
 from gate.screen import calls, content, incomplete, layout, upload
 from gate.screen.body_items import Body, BodyItems
@@ -218,7 +218,7 @@ def _decide(
     read: Body | None = None,
 ) -> Worked:
     cwd = req.project_root or calls.working_directory(walk)
-    root = req.root or (repository_root(cwd) if cwd else None)
+    root = req.root or (policies.roots.of(cwd) if cwd else None)
     policy = calls.policy_for(
         policies,
         screens.indexes if screens else None,

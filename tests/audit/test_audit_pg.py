@@ -201,7 +201,7 @@ def test_a_connection_held_across_a_restart_is_replaced_not_a_refused_request(
     def write() -> None:
         try:
             written.append(store.record_request(RequestRow(**dict(row))))
-        except BaseException as exc:  # noqa: BLE001 (handed to the test thread)
+        except BaseException as exc:  # handed to the test thread
             written.append(exc)
 
     store.record_request(RequestRow(**dict(row)))

@@ -9,7 +9,7 @@ import pytest
 
 from gate.agents.actions import Action, Verb
 from gate.errors import RuleError
-from gate.rules.layers import PolicyStore, find_root
+from gate.rules.layers import PolicyStore, Roots, find_root
 from gate.rules.loader import load_file, load_text
 from gate.rules.model import Effect
 
@@ -174,19 +174,20 @@ def test_a_gate_dir_in_a_directory_anyone_may_write_in_is_nobody_s_project(
 
 
 def test_rules_anchor_at_the_repository_top(gate_dirs: dict[str, Path]) -> None:
-    from gate.rules.layers import repository_root
-
     repo = gate_dirs["project"]
     (repo / ".git").mkdir()
     (repo / "pkg" / "a").mkdir(parents=True)
-    assert repository_root(str(repo / "pkg" / "a")) == str(repo)
-    assert repository_root(str(gate_dirs["home"])) == str(gate_dirs["home"])
+    for root_of in (Roots().of, find_root):
+        assert root_of(str(repo / "pkg" / "a")) == str(repo)
+        assert root_of(str(gate_dirs["home"])) == str(gate_dirs["home"])
 
 
 def test_a_repository_made_while_gate_runs_moves_the_root(gate_dirs: dict[str, Path]) -> None:
     """The root is remembered, but a `.git` or `.gate/` made or removed in any directory
-    between the working directory and its root is seen by the next lookup."""
-    from gate.rules.layers import repository_root
+    between the working directory and its root is seen by the next lookup. Two stores
+    remember apart (no cache shared across the process)."""
+    roots, other = Roots(), Roots()
+    repository_root = roots.of
 
     top = gate_dirs["project"] / "outer"
     sub = top / "pkg" / "a"
@@ -205,6 +206,7 @@ def test_a_repository_made_while_gate_runs_moves_the_root(gate_dirs: dict[str, P
     assert repository_root(str(sub)) == str(sub)
     (top / ".git").write_text("gitdir: elsewhere\n")  # a worktree's .git is a file
     assert repository_root(str(sub)) == str(top)
+    assert other.of(str(sub)) == str(top) and other._known.keys() == {str(sub)}
 
 
 def test_only_rules_gate_cannot_enforce_are_warned(
