@@ -50,32 +50,49 @@ def matches(path: str) -> bool:
 
 
 def walk(body: dict[str, Any]) -> Walk:
+    outer = _walk(body, ())
+    inner = body.get("response")
+    if not isinstance(inner, dict):
+        return outer
+    # A request wrapped as `{"type": "response.create", "response": {...}}` (a WebSocket
+    # frame may be): what the provider may read there is walked as a request too.
+    wrapped = _walk(inner, ("response",))
+    return Walk(
+        format=FORMAT,
+        model=outer.model or wrapped.model,
+        segments=outer.segments + wrapped.segments,
+        calls=outer.calls + wrapped.calls,
+        orphans=outer.orphans + wrapped.orphans,
+    )
+
+
+def _walk(body: dict[str, Any], at: JsonPath) -> Walk:
     segs: list[Segment] = []
     if isinstance(body.get("instructions"), str):
-        segs.append(Segment(("instructions",), body["instructions"], Role.SYSTEM))
+        segs.append(Segment((*at, "instructions"), body["instructions"], Role.SYSTEM))
     tools = body.get("tools")
     segs += remembered(
-        (FORMAT, "tools"),
+        (FORMAT, *at, "tools"),
         tools,
-        lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
+        lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, (*at, "tools"))),
     )
     uses: list[tuple[str, str, Any]] = []
     results: dict[str, JsonPath] = {}
     items = body.get("input")
     if isinstance(items, str):
-        segs.append(Segment(("input",), items, Role.USER_TEXT))
+        segs.append(Segment((*at, "input"), items, Role.USER_TEXT))
         items = []
     for i, item in enumerate(items or ()):
         if not isinstance(item, dict):
-            raise ValueError(f"input[{i}] is not an object")
+            raise ValueError(f"{'.'.join(map(str, (*at, 'input')))}[{i}] is not an object")
         # Remembered (providers.history): an item resent unchanged is not walked again.
         i_segs, i_results = remembered(
-            (FORMAT, "item", i), item, partial(_item, item, ("input", i))
+            (FORMAT, *at, "item", i), item, partial(_item, item, (*at, "input", i))
         )
         segs += i_segs
-        for call_id, at in i_results:
-            add_result(results, call_id, at)
-        if (call := _call(item, i)) is not None:
+        for call_id, at_result in i_results:
+            add_result(results, call_id, at_result)
+        if (call := _call(item, i, at)) is not None:
             uses.append(call)
     stateful = bool(body.get("previous_response_id") or body.get("conversation"))
     model = body.get("model")
@@ -114,12 +131,12 @@ def _item(
     return tuple(segs), ()
 
 
-def _call(item: dict[str, Any], i: int) -> tuple[str, str, dict[str, Any]] | None:
+def _call(item: dict[str, Any], i: int, at: JsonPath) -> tuple[str, str, dict[str, Any]] | None:
     """call_of; a function call's input parsed from its arguments' text is a new object
     nothing edits, so an unchanged item's is reused. Any other input holds the body's own
     objects (which screening may edit in place): it is always taken from this body."""
     if item.get("type") == "function_call" and isinstance(item.get("arguments"), str):
-        return remembered((FORMAT, "call", i), item, partial(call_of, item))
+        return remembered((FORMAT, *at, "call", i), item, partial(call_of, item))
     return call_of(item)
 
 

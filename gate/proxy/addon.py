@@ -9,7 +9,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -206,38 +206,48 @@ class GateAddon:
             except Exception as exc:  # bookkeeping only: the event itself is relayed as is
                 logger.warning("flow {}: provider event not read ({})", flow.id, type(exc).__name__)
             return
+        # The frame is screened as an HTTP body is, by the same steps (_screened, _sendable):
+        # the connection's route, run, agent, user and session stand for its headers.
+        job = _Job(
+            route=conn.route,
+            headers=http.Headers(),  # a frame has none; the upgrade's were checked as it left
+            raw=message.content,
+            method="WS",
+            user=conn.user,
+            from_lock=_from_lock(flow),
+            ws=conn,
+            is_text=message.is_text,
+        )
         # Fail closed: a frame that could not be screened is dropped, and the agent told.
         try:
-            content = await self.offload.run(self._frame, conn, message.content, message.is_text)
-        except (Blocked, GateError) as exc:
-            reason = exc.diagnostics() if isinstance(exc, GateError) else str(exc)
-            await self._refuse_frame(flow, conn, message, reason)
+            ready = await self._frame(job)
+        except Blocked as exc:
+            await self._refuse_frame(flow, job, message, str(exc), exc.withheld)
+        except GateError as exc:
+            await self._refuse_frame(flow, job, message, exc.diagnostics())
         except Exception as exc:
             logger.error("flow {} frame dropped: internal error {}", flow.id, type(exc).__name__)
             await self._refuse_frame(
                 flow,
-                conn,
+                job,
                 message,
                 f"gate could not screen this message ({type(exc).__name__}); it was not sent",
             )
         else:
-            if content is not None:
-                message.content = content
+            conn.row = ready.row
+            if ready.content is not None:
+                message.content = ready.content
 
-    def _frame(self, conn: websocket.Connection, content: bytes, is_text: bool) -> bytes | None:
-        """On a worker thread: the frame to send instead (None: as it is); raises to refuse it."""
-        if self._let_go(conn):
-            raise Blocked(f"user {conn.user!r} is no longer let in")
-        return conn.from_client(
-            content,
-            is_text,
-            self.policies,
-            self.screens,
-            self.asker.settle_now,
-            lambda origin, verdict, sent, modified: pipeline.record_sent(
-                self.audit, self._scrub(), origin, verdict, sent, modified=modified
-            ),
-        )
+    async def _frame(self, job: _Job) -> _Ready:
+        """A frame's first verdict, settled and recorded; raises to refuse it. It cannot be
+        parked while a person is asked (the connection carries the whole turn, and waiting
+        would hold the provider's events too), so ask findings get the default at once."""
+        screened = await self._screened(job)
+        verdict = screened.verdict
+        if verdict.asks:
+            info = pipeline.question_info(screened.origin, verdict)
+            verdict = await self.offload.run(self.asker.settle_now, verdict, info)
+        return await self.offload.run(self._sendable, screened, verdict)
 
     def _let_go(self, conn: websocket.Connection) -> bool:
         """Whether a shared gate's user was revoked since the connection opened (or the
@@ -252,23 +262,25 @@ class GateAddon:
     async def _refuse_frame(
         self,
         flow: http.HTTPFlow,
-        conn: websocket.Connection,
+        job: _Job,
         message: WebSocketMessage,
         reason: str,
+        withheld: tuple[dict[str, object], ...] = (),
     ) -> None:
         message.drop()
-        route = conn.route
+        conn, route = job.ws, job.route
+        assert conn is not None
         refusal = pipeline.Refusal(
             name=route.upstream.name,
             host=route.upstream.host,
             path=route.path,
             method="WS",
             size=len(message.content),
-            who=pipeline.of_origin(conn.origin()),
+            who=job.notes.who or pipeline.of_origin(conn.origin()),
             user=conn.user,
-            body=None,
+            body=job.notes.body,
         )
-        reason = await self._refused(flow, refusal, replies.BLOCK_STATUS, reason, ())
+        reason = await self._refused(flow, refusal, replies.BLOCK_STATUS, reason, withheld)
         logger.warning("flow {} frame blocked: {}", flow.id, reason)
         ctx.master.commands.call(
             "inject.websocket",
@@ -334,7 +346,12 @@ class GateAddon:
 
     def _screen(self, job: _Job) -> _Screened:
         """On a worker thread: the request's first verdict; raises when it must not leave."""
-        route, headers, notes = job.route, job.headers, job.notes
+        route, headers, notes, conn = job.route, job.headers, job.notes, job.ws
+        if conn is not None:
+            if self._let_go(conn):
+                raise Blocked(f"user {conn.user!r} is no longer let in")
+            if not job.is_text:  # the provider reads text frames: JSON is text
+                raise Blocked("gate cannot screen a binary WebSocket message")
         run = None
         if route.run_id is not None:
             run = self.runs.lookup(route.run_id)
@@ -350,6 +367,13 @@ class GateAddon:
                 "a request from inside `gate run --lock` must name its run (the base"
                 " URL's /_run/ID, or the proxy URL gate run set); it was not sent"
             )
+        if conn is not None:
+            agent, session = conn.agent, conn.session  # the upgrade's, for each of its frames
+        else:
+            agent = run.agent if run else registry.from_user_agent(headers.get("user-agent", ""))
+            session = session_key(
+                headers, run.id if run else None, agent, route.upstream.name, job.user
+            )
         if headers.get("upgrade"):
             # Fail closed: only upgrades whose frames gate can screen are let through.
             if not websocket.screenable(headers.get("upgrade", ""), route.path):
@@ -358,15 +382,9 @@ class GateAddon:
                     " configure the agent to use HTTP (agents fall back when the"
                     " upgrade is refused)"
                 )
-            notes.ws = websocket.Connection(
-                route=route, run=run, agent=run.agent if run else None, user=job.user
-            )
-        agent = run.agent if run else registry.from_user_agent(headers.get("user-agent", ""))
+            notes.ws = websocket.Connection(route=route, run=run, agent=agent, user=job.user)
         # Who sent it, kept for the audit whatever the verdict (a blocked row too, one whose
         # body gate could not read included).
-        session = session_key(
-            headers, run.id if run else None, agent, route.upstream.name, job.user
-        )
         notes.who = Attribution(
             run_id=run.id if run else None,
             agent=agent,
@@ -386,21 +404,28 @@ class GateAddon:
             root=run.root if run else None,
             session=session,
         )
-        verdict = self.screener(outbound, self.policies, self.screens, self.chains.known)
+        known = conn.known if conn is not None else self.chains.known
+        verdict = self.screener(outbound, self.policies, self.screens, known)
         notes.who = replace(notes.who, model=verdict.model, project_root=verdict.project_root)
         up = route.upstream
-        refusal = Envelope(self._scrub()).refusal(
-            route.path,
-            list(headers.items(multi=True)),
-            google_upstream(up.name, up.host),
-            credential_headers(up.name, up.host),
-        )
+        # A frame carries no path or headers of its own: the upgrade's were checked here as
+        # it left, and cannot be taken back.
+        refusal = None
+        if conn is None:
+            refusal = Envelope(self._scrub()).refusal(
+                route.path,
+                list(headers.items(multi=True)),
+                google_upstream(up.name, up.host),
+                credential_headers(up.name, up.host),
+            )
         if refusal is not None:
             raise Blocked(refusal)
         origin = pipeline.Origin(
             route=route, run=run, agent=agent, session=session, user=job.user, method=job.method
         )
-        return _Screened(addon=self, origin=origin, req=outbound, verdict=verdict, job=job)
+        return _Screened(
+            addon=self, origin=origin, req=outbound, verdict=verdict, job=job, known=known
+        )
 
     def _scrub(self) -> Scrub:
         indexes = self.screens.indexes.known() if self.screens.indexes else []
@@ -614,6 +639,8 @@ class _Job:
     user: str | None
     from_lock: bool
     notes: _Notes = field(default_factory=_Notes)
+    ws: websocket.Connection | None = None  # a frame's connection (the frame is `raw`)
+    is_text: bool = True  # a frame's kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -631,9 +658,8 @@ class _Screened:
     req: Outbound
     verdict: Verdict
     job: _Job
+    known: Callable[[str], Mapping[str, tuple[str, Mapping[str, Any]]]]  # calls made before
 
     def rescreen(self, approved: frozenset[str]) -> Verdict:
         a = self.addon
-        return a.screener(
-            replace(self.req, approved=approved), a.policies, a.screens, a.chains.known
-        )
+        return a.screener(replace(self.req, approved=approved), a.policies, a.screens, self.known)

@@ -1,4 +1,5 @@
-"""Responses over WebSocket (Codex's built-in provider): screen each frame the agent sends.
+"""Responses over WebSocket (Codex's built-in provider): what a connection remembers while
+each frame the agent sends is screened as an HTTP body is (gate/proxy/addon.py).
 
 Later frames carry only new items plus `previous_response_id`, so each tool output is
 screened the first time it is sent. The calls it answers arrived in the provider's events
@@ -10,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from gate import runs
@@ -19,21 +20,9 @@ from gate.audit.records import Response
 from gate.audit.store import AuditStore
 from gate.audit.usage import UsageTap
 from gate.providers import openai_responses
-from gate.proxy.pipeline import Origin, question_info
+from gate.proxy.pipeline import Origin
 from gate.proxy.recorder import complete
 from gate.proxy.routing import Route
-from gate.rules.layers import PolicyStore
-from gate.screen.codec import Ambiguous
-from gate.screen.request import (
-    Blocked,
-    Outbound,
-    Screens,
-    Verdict,
-    dump,
-    parse,
-    screen_object,
-    screen_strings,
-)
 
 _DONE = ("response.completed", "response.failed", "response.incomplete", "response.done")
 
@@ -78,56 +67,10 @@ class Connection:
             method="WS",
         )
 
-    def from_client(
-        self,
-        content: bytes,
-        is_text: bool,
-        policies: PolicyStore,
-        screens: Screens,
-        settle: Callable[[Verdict, dict[str, Any]], Verdict],
-        record: Callable[[Origin, Verdict, bytes, bool], int],
-    ) -> bytes | None:
-        """The frame to send instead (None: send it unchanged). Raises to block it.
-
-        A frame cannot be parked while a person is asked (the connection carries the
-        whole turn), so `settle` applies ask findings' default at once. `record` writes
-        its audit row as an HTTP request's is written (gate/proxy/pipeline.py)."""
-        if not is_text:
-            raise Blocked("gate cannot screen a binary WebSocket message")
-        try:
-            frame = parse(content)
-        except Ambiguous as exc:  # JSON with two meanings: which key, as an HTTP body's says
-            raise Blocked(f"gate cannot screen this message: {exc}") from exc
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise Blocked("gate cannot screen this message: it is not JSON") from exc
-        if not isinstance(frame, dict):
-            raise Blocked("gate cannot screen this message: it is not a JSON object")
-        req = Outbound(
-            path=self.route.path,
-            body=content,
-            agent=self.agent,
-            project_root=self.run.cwd if self.run else None,
-            root=self.run.root if self.run else None,
-            session=self.session,
-        )
-        if isinstance(frame.get("response"), dict):
-            # The request sits under `response`; whatever else the frame carries is still
-            # screened, as strings of no known format.
-            verdict = screen_object(
-                openai_responses, req, frame["response"], policies, self.calls, screens
-            )
-            rest = {k: v for k, v in frame.items() if k != "response"}
-            extra = screen_strings(req, rest, policies, screens).withheld
-            frame.update(rest)
-            verdict = replace(verdict, withheld=verdict.withheld + extra)
-        else:
-            verdict = screen_object(openai_responses, req, frame, policies, self.calls, screens)
-        origin = self.origin()
-        if verdict.asks:
-            verdict = settle(verdict, question_info(origin, verdict))
-        sent = dump(frame) if verdict.withheld else content
-        self.row = record(origin, verdict, sent, bool(verdict.withheld))
-        return sent if verdict.withheld else None
+    def known(self, previous: str) -> Mapping[str, tuple[str, Mapping[str, Any]]]:
+        """The calls a frame's outputs may answer: every call the provider made on this
+        connection (a frame's `previous_response_id` names a response of it)."""
+        return self.calls
 
     def from_server(self, content: bytes, audit: AuditStore) -> None:
         """Remember the calls the model makes; put a finished response's usage in the audit."""

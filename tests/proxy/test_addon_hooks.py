@@ -23,6 +23,7 @@ from mitmproxy.test import taddons, tflow
 from mitmproxy.websocket import WebSocketMessage
 
 from ask.ask_kit import github_token
+from gate import runs
 from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
 from gate.config import AskConfig, Config, parse_upstream
@@ -453,20 +454,24 @@ class Injected:
         self.sent.append((to_client, message))
 
 
-def _ws_addon(audit: AuditStore, data: Path, users: Users | None = None) -> GateAddon:
+def _ws_addon(audit: AuditStore, data: Path, users: Users | None = None, **parts: Any) -> GateAddon:
     config = replace(Config(), ask=AskConfig(mode="never"), shared=users is not None)
     config = config.with_upstreams({"openai": parse_upstream("openai", UPSTREAM)})
-    screens = Screens(None, SecretScreen(Scanner(), b"unit-test-key"))
-    return GateAddon(config, data, PolicyStore(), audit, users, screens=screens)
+    parts.setdefault("screens", Screens(None, SecretScreen(Scanner(), b"unit-test-key")))
+    return GateAddon(config, data, PolicyStore(), audit, users, **parts)
 
 
 def _frames(
-    addon: GateAddon, *frames: tuple[bytes, bool] | Callable[[], object], user: str | None = None
+    addon: GateAddon,
+    *frames: tuple[bytes, bool] | Callable[[], object],
+    user: str | None = None,
+    path: str = "/openai/v1/responses",
+    **headers: str,
 ) -> tuple[Any, Injected]:
     """An upgrade to the Responses WebSocket through the request hook, then each frame (its
     bytes, whether text) from the agent through the message hook; a callable in between is
-    called there. `user`: who a shared gate signed in."""
-    flow = _flow("/openai/v1/responses", body=b"", upgrade="websocket", connection="upgrade")
+    called there. `user`: who a shared gate signed in; `headers`: the upgrade's own."""
+    flow = _flow(path, body=b"", upgrade="websocket", connection="upgrade", **headers)
     flow.request.method = "GET"
     if user is not None:
         flow.metadata["gate_user"] = user
@@ -545,7 +550,7 @@ def test_a_frame_with_a_secret_leaves_redacted(
     [
         (b"\x00\x01binary", False, "binary WebSocket message"),
         (b"not json {", True, "not JSON"),
-        (b"[1, 2]", True, "not a JSON object"),
+        (b"[1, 2]", True, "must be an object"),
         (b'{"type": "response.create", "a": 1, "a": 2}', True, "more than once"),
     ],
     ids=["binary", "not-json", "not-an-object", "repeated-key"],
@@ -611,6 +616,147 @@ def test_a_frame_from_a_user_revoked_since_the_upgrade_is_dropped(
     [(_, event)] = injected.sent
     assert "no longer let in" in json.loads(event)["error"]["message"]
     assert [r["verdict"] for r in _ws_rows(audit)] == ["blocked", "forwarded"]  # newest first
+
+
+def _same_as_http_cases() -> list[Any]:
+    """Frames, each also sent as an HTTP body to the same Responses path (built at run time:
+    the secrets are fake, made fresh)."""
+    token = github_token()
+    create = {"type": "response.create", "model": "m"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+    cases = {
+        "clean": _create("hello"),
+        "secret": _create(f"GITHUB_TOKEN={token}"),
+        "secret-spaced-json": json.dumps(
+            create | {"input": [{"role": "user", "content": f"GITHUB_TOKEN={token}"}]}, indent=1
+        ).encode(),
+        "secret-in-a-key": json.dumps(create | {token: 1}).encode(),
+        "secret-in-a-wrapper": json.dumps(
+            create | {"response": {"input": [{"role": "user", "content": f"T={token}"}]}}
+        ).encode(),
+        "repeated-key": b'{"type": "response.create", "input": [], "input": []}',
+        "repeated-key-in-an-item": b'{"type":"response.create","input":[{"a":1,"a":2}]}',
+        "not-json": b"not json {",
+        "empty": b"",
+        "only-whitespace": b"  \n ",
+        "not-an-object": b"[1, 2]",
+        "nan": b'{"type": "response.create", "temperature": NaN}',
+        "trailing-bytes": b'{"type": "response.create"} {"input": "more"}',
+        "lone-surrogate": b'{"type": "response.create", "input": "\\ud800"}',
+        "item-not-an-object": b'{"type": "response.create", "input": [1]}',
+        "output-of-no-call": json.dumps(create | {"input": [output]}).encode(),
+        "output-of-no-call-in-a-wrapper": json.dumps(
+            create | {"response": {"input": [output]}}
+        ).encode(),
+        "two-outputs-one-call": json.dumps(
+            create | {"previous_response_id": "r", "input": [output, output]}
+        ).encode(),
+    }
+    return [pytest.param(body, id=name) for name, body in cases.items()]
+
+
+def _fate(row: Any, audit: AuditStore) -> tuple[Any, ...]:
+    return (
+        row["verdict"],
+        row["reason"],
+        row["model"],
+        row["request_bytes"],
+        audit.body_of(row["id"]) if row["body"] is not None else None,
+    )
+
+
+@pytest.mark.parametrize("body", _same_as_http_cases())
+def test_a_frame_is_screened_as_the_same_body_over_http(
+    audit: AuditStore, gate_dirs: dict[str, Path], body: bytes
+) -> None:
+    """One pipeline: a frame leaves (byte for byte), or is refused (for the same reason),
+    exactly as the same bytes would as an HTTP body, and its audit row says the same."""
+    post = _run(_ws_addon(audit, gate_dirs["data"]), _flow("/openai/v1/responses", body=body))
+    [http_row] = [r for r in audit.rows(10) if r["method"] == "POST"]
+    flow, injected = _frames(_ws_addon(audit, gate_dirs["data"]), (body, True))
+    [message] = flow.websocket.messages
+    [ws_row] = _ws_rows(audit)
+    assert _fate(ws_row, audit) == _fate(http_row, audit)
+    if post.response is not None:
+        [(_, event)] = injected.sent
+        said = json.loads(post.response.content)["error"]["message"]
+        assert message.dropped and json.loads(event)["error"]["message"] == said
+    else:
+        assert not message.dropped and injected.sent == []
+        assert message.content == post.request.content
+
+
+def test_a_frame_is_decided_by_the_gate_s_own_screener(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    """The screener passed in decides frames as it decides requests: one that crashes drops
+    the frame (fail closed), and the agent is told."""
+
+    def screener(req: Outbound, *rest: Any) -> Verdict:
+        if req.body:  # the upgrade has none
+            raise RuntimeError("boom")
+        return screen(req, *rest)
+
+    flow, injected = _frames(
+        _ws_addon(audit, gate_dirs["data"], screener=screener), (_create("hello"), True)
+    )
+    assert flow.websocket.messages[0].dropped
+    [(_, event)] = injected.sent
+    assert "could not screen this message (RuntimeError)" in json.loads(event)["error"]["message"]
+    [row] = _ws_rows(audit)
+    assert row["verdict"] == "blocked"
+
+
+@pytest.mark.parametrize(("size", "on_loop"), [(100, True), (300 * 1024, False)])
+def test_a_small_frame_is_screened_on_the_loop_a_large_one_on_a_thread(
+    audit: AuditStore, gate_dirs: dict[str, Path], size: int, on_loop: bool
+) -> None:
+    """Frames are handed to a thread as HTTP bodies are: only when large."""
+    where: list[str] = []
+
+    def screener(req: Outbound, *rest: Any) -> Verdict:
+        if req.body:
+            where.append(threading.current_thread().name)
+        return screen(req, *rest)
+
+    addon = _ws_addon(audit, gate_dirs["data"], screener=screener)
+    flow, _ = _frames(addon, (_create("x" * size), True))
+    assert not flow.websocket.messages[0].dropped
+    assert [name.startswith("gate-screen") for name in where] == [not on_loop]
+
+
+def test_a_frame_s_row_names_the_agent_as_the_upgrade_s_does(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    """Without a run, the agent is told by the upgrade's user-agent, for its frames too."""
+    _frames(
+        _ws_addon(audit, gate_dirs["data"]),
+        (_create("hello"), True),
+        **{"user-agent": "codex_cli_rs/0.50.0"},
+    )
+    [upgrade] = [r for r in audit.rows(10) if r["method"] == "GET"]
+    [frame] = _ws_rows(audit)
+    assert upgrade["agent"] == frame["agent"] == "codex"
+
+
+def test_a_frame_after_its_run_ended_is_refused_as_a_request_is(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    """A run's connection outliving its `gate run`: the next frame is refused, as the next
+    HTTP request of that run is."""
+    data = gate_dirs["data"]
+    run = runs.register(data, str(gate_dirs["project"]), "codex")
+    flow, injected = _frames(
+        _ws_addon(audit, data),
+        (_create("before"), True),
+        lambda: runs.unregister(data, run),
+        (_create("after"), True),
+        path=f"/_run/{run.id}/openai/v1/responses",
+    )
+    first, second = flow.websocket.messages
+    assert not first.dropped and second.dropped
+    [(_, event)] = injected.sent
+    assert f"does not know run {run.id!r}" in json.loads(event)["error"]["message"]
 
 
 def test_a_request_whose_agent_leaves_while_gate_asks_is_withdrawn(

@@ -177,7 +177,8 @@ def test_a_frame_sent_while_the_one_before_is_screened_leaves_after_it(
 
 
 class _Gated(pipeline.Offload):
-    """The gate's worker threads, with the first frame held until the test lets it go."""
+    """The gate's worker threads, with the first frame's audit write held until the test
+    lets it go (a small frame is screened on the loop, then recorded on a thread)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -185,8 +186,8 @@ class _Gated(pipeline.Offload):
         self.release = asyncio.Event()
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        if getattr(fn, "__name__", "") == "_frame":
-            self.frames.append(args[1])
+        if getattr(fn, "__name__", "") == "_sendable":
+            self.frames.append(args[0].job.raw)
             if len(self.frames) == 1:
                 await self.release.wait()
         return await super().run(fn, *args)
