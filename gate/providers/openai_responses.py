@@ -51,8 +51,14 @@ def matches(path: str) -> bool:
 
 def walk(body: dict[str, Any]) -> Walk:
     segs: list[Segment] = []
-    if isinstance(body.get("instructions"), str):
-        segs.append(Segment(("instructions",), body["instructions"], Role.SYSTEM))
+    if isinstance(said := body.get("instructions"), str):
+        # Remembered: the same Segment object each turn, so a conversation's strings start
+        # with the very objects of its last turn (gate/screen/prefix.py).
+        segs += remembered(
+            (FORMAT, "instructions"),
+            said,
+            lambda: (Segment(("instructions",), said, Role.SYSTEM),),
+        )
     tools = body.get("tools")
     segs += remembered(
         (FORMAT, "tools"),
