@@ -68,8 +68,14 @@ def walk(body: dict[str, Any]) -> Walk:
 
 def _walk(body: dict[str, Any], at: JsonPath) -> Walk:
     segs: list[Segment] = []
-    if isinstance(body.get("instructions"), str):
-        segs.append(Segment((*at, "instructions"), body["instructions"], Role.SYSTEM))
+    if isinstance(said := body.get("instructions"), str):
+        # Remembered: the same Segment object each turn, so a conversation's strings start
+        # with the very objects of its last turn (gate/screen/prefix.py).
+        segs += remembered(
+            (FORMAT, *at, "instructions"),
+            said,
+            lambda: (Segment((*at, "instructions"), said, Role.SYSTEM),),
+        )
     tools = body.get("tools")
     segs += remembered(
         (FORMAT, *at, "tools"),

@@ -185,6 +185,34 @@ def unit_strings(body: Any, min_len: int) -> list[tuple[Unit, Strings]]:
     return out
 
 
+def unit_strings_after(
+    body: dict[str, Any], min_len: int, key: str, k: int
+) -> list[tuple[Unit, Strings] | None]:
+    """unit_strings(body, min_len), the first k items of the list at `key` left out and one
+    None in their place."""
+    out: list[tuple[Unit, Strings] | None] = [
+        ((), ((), tuple(n for n in body if isinstance(n, str) and len(n) >= min_len)))
+    ]
+    for name, value in body.items():
+        if isinstance(value, list):
+            if name == key:
+                out.append(None)
+            out += [
+                ((name, i), list_item_strings(name, i, item, min_len))
+                for i, item in (enumerate(value[k:], k) if name == key else enumerate(value))
+            ]
+        else:
+            out.append(((name,), _long_strings(value, (name,), min_len)))
+    return out
+
+
+def list_item_strings(key: str, i: int, item: Any, min_len: int) -> Strings:
+    """The strings of a top-level list's item, as unit_strings gives them."""
+    return remembered(
+        ("long_strings", min_len, key, i), item, partial(_long_strings, item, (key, i), min_len)
+    )
+
+
 def long_strings(body: Any, min_len: int) -> tuple[list[tuple[JsonPath, str]], list[str]]:
     """unit_strings, all units together."""
     found_all: list[tuple[JsonPath, str]] = []

@@ -115,6 +115,15 @@ class Body:
         """Where the items are."""
         return self._path
 
+    def as_read(self) -> tuple[Any, ...]:
+        """The items as read (shared, never edited), whatever screening edited since."""
+        return tuple(i.value for i in self._items)
+
+    @property
+    def owned(self) -> frozenset[int]:
+        """The items this body edits (its own copies)."""
+        return frozenset(self._owned)
+
     def frozen(self) -> list[Any]:
         """The shared objects of this body: items, and the frame's values and list items."""
         out: list[Any] = [i.value for i in self._items]

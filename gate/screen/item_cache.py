@@ -111,6 +111,10 @@ class Kept:
             self._grow(added)
         return out
 
+    def took(self, n: int) -> None:
+        """n outcomes were reused from a conversation's last turn (gate/screen/prefix.py)."""
+        self._cache.reused += n
+
     def unknown(
         self, unit: Unit, strings: Strings, covered: Container[JsonPath]
     ) -> tuple[Outcome, ...]:

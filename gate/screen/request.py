@@ -17,7 +17,17 @@ from gate.agents.actions import Action
 from gate.providers import anthropic, history, openai_assistants
 from gate.providers.format import Format
 from gate.providers.history import Memo
-from gate.providers.segments import UNSEEN, Segment, ToolCall, Walk, set_at, unit_strings
+from gate.providers.segments import (
+    UNSEEN,
+    JsonPath,
+    Segment,
+    ToolCall,
+    Walk,
+    list_item_strings,
+    set_at,
+    unit_strings,
+    unit_strings_after,
+)
 from gate.rules.engine import Decision, Policy
 from gate.rules.layers import PolicyStore
 from gate.rules.model import Effect
@@ -27,7 +37,8 @@ from gate.screen.calls import SHORTEST
 from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
 from gate.screen.fingerprints import DeniedIndex, IndexStore
-from gate.screen.item_cache import ItemCache
+from gate.screen.item_cache import ItemCache, Kept
+from gate.screen.prefix import Conversation, Conversations
 from gate.screen.turns import Turns
 from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
 from gate.screen.worked import Worked
@@ -60,6 +71,8 @@ class Screens:
     walks: Memo | None = field(default_factory=Memo)
     # Each body's items as read before (None: every body parsed whole).
     bodies: BodyItems | None = field(default_factory=BodyItems)
+    # Each conversation's last turn, its outcomes in order (None: each string looked up).
+    conversations: Conversations | None = field(default_factory=Conversations)
     # Anthropic conversations kept for their next turn (None: every body screened whole).
     turns: Turns | None = field(default_factory=Turns)
 
@@ -266,7 +279,13 @@ def _decide(
         )
     withheld = [item for *_, item in decided if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
-    outcomes, extras = _content(walk, body, done, index, secrets, policy, req.approved, items)
+    convs = screens.conversations if screens and items else None
+    conv = convs.of(req.session) if convs is not None else None
+    outcomes, extras = _content(
+        walk, body, done, index, secrets, policy, req.approved, items, conv, read
+    )
+    if convs is not None and conv is not None:
+        convs.put(req.session, conv, len(req.body))
     withheld += content.tally([*outcomes, *extras], {c.id: c.name for c in walk.calls})
     for o in (*outcomes, *extras):
         if o.text != o.seg.text:
@@ -299,9 +318,12 @@ def _content(
     policy: Policy,
     approved: frozenset[str],
     items: ItemCache | None,
+    conv: Conversation | None = None,
+    read: Body | None = None,
 ) -> tuple[list[Outcome], list[Outcome]]:
     """The outcomes of the walked strings, then of the strings no walker knows, in body
-    order (`items`: what earlier requests' strings gave, reused where nothing changed)."""
+    order (`items`: what earlier requests' strings gave, reused where nothing changed;
+    `conv`: the conversation's last turn, its frozen prefix's outcomes taken whole)."""
     extras: list[Outcome] = []
     if items is None:
         extra: list[Segment] = []
@@ -314,10 +336,43 @@ def _content(
         return outcomes, extras
     kept = items.under(policy, index, secrets, approved)
     if index or secrets:
-        covered = {s.path for s in walk.segments}
-        for unit, strings in unit_strings(body, SHORTEST):
-            extras += kept.unknown(unit, strings, covered)
+        walked = frozenset(s.path for s in walk.segments)
+        if conv is not None and read is not None and len(read.path) == 1:
+            extras = _swept(kept, conv, body, read, walked)
+        else:
+            for unit, strings in unit_strings(body, SHORTEST):
+                extras += kept.unknown(unit, strings, walked)
+    if conv is not None:
+        return conv.screened(kept, walk.segments, done), extras
     return kept.screened(walk.segments, done), extras
+
+
+def _swept(
+    kept: Kept, conv: Conversation, body: Any, read: Body, covered: frozenset[JsonPath]
+) -> list[Outcome]:
+    """The outcomes of the strings no walker knows, in body order; the conversation list's
+    leading items' taken from its last turn where nothing they depend on changed."""
+    key = read.path[0]
+    as_read, owned = read.as_read(), read.owned
+    k = conv.reusable(kept, key, as_read, covered)
+    lst = body[key]
+    extras: list[Outcome] = []
+    units: list[tuple[Outcome, ...]] = []
+    for entry in unit_strings_after(body, SHORTEST, key, k):
+        if entry is None:  # the leading k items
+            for j, u in enumerate(conv.units_before(k, owned)):
+                if u is None:  # edited now or last turn: swept again
+                    u = kept.unknown((key, j), list_item_strings(key, j, lst[j], SHORTEST), covered)
+                units.append(u)
+                extras += u
+            continue
+        unit, strings = entry
+        found = kept.unknown(unit, strings, covered)
+        if len(unit) == 2 and unit[0] == key:
+            units.append(found)
+        extras += found
+    conv.keep_units(key, as_read, owned, units, covered)
+    return extras
 
 
 def _walked(

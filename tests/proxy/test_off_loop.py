@@ -215,6 +215,12 @@ def test_the_addon_screens_one_frame_of_a_connection_at_a_time(
             for frame in frames:  # each hook reads the message that was last when it ran
                 flow.websocket.messages.append(WebSocketMessage(Opcode.TEXT, True, frame))
                 tasks.append(asyncio.ensure_future(addon.websocket_message(flow)))
+                # The first frame goes to a thread (the project's denied index is built
+                # first): wait until it is held at its audit write, however long that takes.
+                for _ in range(1000):
+                    if gated.frames:
+                        break
+                    await asyncio.sleep(0.01)
                 for _ in range(50):  # the loop runs the new hook as far as it can go
                     await asyncio.sleep(0)
             assert gated.frames == frames[:1]  # the second waits for the first

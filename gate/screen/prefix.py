@@ -1,0 +1,196 @@
+"""What the content screens made of a conversation's frozen prefix, kept for its next turn.
+
+Agents resend the whole conversation every turn, so a next turn's walked strings start with
+the very segments of the turn before (the walk memo's objects: immutable, so the same
+object is an equal value), and its conversation list starts with the very items read
+before (gate/screen/body_items.py: shared, never edited). Per conversation
+(`Outbound.session`), the outcomes of the last turn's segments and of its items' strings no
+walker knows are kept in order, and the next turn takes the ones before the first segment
+(item) that is not the same object, as one slice, instead of looking each up again:
+
+- a segment's outcome is a function of the segment, the screens it met (the item cache's
+  `Kept`, held: the same object is the same rules, denied values, secret screen and
+  answers) and whether its result is withheld whole (`done`): reused only while `done` is
+  the same set;
+- an item's unknown strings' outcomes are a function of the item, the screens, and which
+  of its strings the walk covered: reused only for the same item object at the same index,
+  neither edited by this screening nor the last (a withheld result is swept as edited), and
+  while no covered path under it came or went.
+
+Anything else is screened as before, string by string (gate/screen/item_cache.py), so the
+outcomes are the ones a whole-body screening gives, in the same order.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Sequence
+from itertools import chain
+from typing import Any
+
+from gate.providers.segments import JsonPath, Segment
+from gate.screen.content import Outcome
+from gate.screen.item_cache import Kept
+
+MAX_CONVERSATIONS = 64  # conversations remembered (agents and their subagents side by side)
+MAX_BYTES = 64 << 20  # of the bodies they were read from
+
+
+def same_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading elements of a and b are the same objects."""
+    same = list(map(operator.is_, a, b))  # in C: a next turn's 700 strings in microseconds
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
+
+
+class Conversation:
+    """One conversation's last turn, as the content screens saw it."""
+
+    __slots__ = (
+        "covered",
+        "done",
+        "ends",
+        "items",
+        "kept",
+        "key",
+        "outcomes",
+        "owned",
+        "segs",
+        "taken",
+        "units",
+    )
+
+    def __init__(self) -> None:
+        self.kept: Kept | None = None
+        self.done: frozenset[str | None] = frozenset()
+        self.segs: tuple[Segment, ...] = ()
+        self.ends: list[int] = [0]  # ends[i]: how many outcomes segs[:i] gave
+        self.outcomes: list[Outcome] = []
+        self.key: str | None = None  # the conversation list's key in the body
+        self.items: tuple[Any, ...] = ()  # its items as read (frozen), before any edit
+        self.owned: frozenset[int] = frozenset()  # the items that screening edited
+        self.units: list[tuple[Outcome, ...]] = []  # each item's unknown strings' outcomes
+        self.covered: frozenset[JsonPath] = frozenset()
+        self.taken = 0  # outcomes (segments' and items') the last screening took whole
+
+    def screened(
+        self, kept: Kept, segs: tuple[Segment, ...], done: Collection[str | None]
+    ) -> list[Outcome]:
+        """kept.screened(segs, done), the leading segments of the last turn's taken as one
+        slice of its outcomes; remembers this turn's."""
+        frozen_done = frozenset(done)
+        n = 0
+        if kept is self.kept and frozen_done == self.done:
+            n = same_prefix(self.segs, segs)
+        ends = self.ends[: n + 1]
+        out = self.outcomes[: ends[-1]]
+        for s in segs[n:]:
+            out += kept.screened((s,), frozen_done)
+            ends.append(len(out))
+        if n:
+            kept.took(n)
+            self.taken += n
+        self.kept, self.done, self.segs, self.ends, self.outcomes = (
+            kept,
+            frozen_done,
+            segs,
+            ends,
+            out,
+        )
+        return list(out)
+
+    def reusable(
+        self, kept: Kept, key: str, items: tuple[Any, ...], covered: frozenset[JsonPath]
+    ) -> int:
+        """How many leading items' unknown strings' outcomes the last turn's are (before
+        this turn's edits are known: `owned` says which of them to sweep again)."""
+        if kept is not self.kept or key != self.key:
+            return 0
+        k = min(same_prefix(self.items, items), len(self.units))
+        if k:
+            for p in covered.symmetric_difference(self.covered):  # a path covered now, or not
+                if len(p) > 1 and p[0] == key and isinstance(p[1], int) and p[1] < k:
+                    k = p[1]
+        return k
+
+    def units_before(self, k: int, owned: Collection[int]) -> list[tuple[Outcome, ...] | None]:
+        """The first k items' outcomes; None for one edited by this screening or the last."""
+        self.taken += k
+        return [
+            None if (j in owned or j in self.owned) else u for j, u in enumerate(self.units[:k])
+        ]
+
+    def keep_units(
+        self,
+        key: str,
+        items: tuple[Any, ...],
+        owned: Collection[int],
+        units: list[tuple[Outcome, ...]],
+        covered: frozenset[JsonPath],
+    ) -> None:
+        self.key, self.items, self.owned, self.units, self.covered = (
+            key,
+            items,
+            frozenset(owned),
+            units,
+            covered,
+        )
+
+
+def flat(units: list[tuple[Outcome, ...]]) -> list[Outcome]:
+    return list(chain.from_iterable(units))
+
+
+class Conversations:
+    """The last turn of each conversation; one per gate (None: every string looked up).
+    Bounded by count and by the bytes of the bodies they were read from: a conversation
+    keeps its items' parse alive after the body and walk memos let it go, so at most
+    `max_bytes` of bodies' worth is held (the oldest dropped first; one larger is not kept)."""
+
+    def __init__(
+        self, max_conversations: int = MAX_CONVERSATIONS, max_bytes: int = MAX_BYTES
+    ) -> None:
+        self.max = max_conversations
+        self.max_bytes = max_bytes
+        self._by: OrderedDict[str | None, tuple[Conversation, int]] = OrderedDict()
+        self._bytes = 0
+        self.taken = 0  # outcomes taken whole from a last turn (a figure for tests, benches)
+        self._lock = threading.Lock()
+
+    def of(self, session: str | None) -> Conversation:
+        """The conversation's last turn (taken out while its request screens: a request of
+        the same conversation side by side starts from nothing), or a new one."""
+        with self._lock:
+            conv, size = self._by.pop(session, (None, 0))
+            self._bytes -= size
+        conv = conv or Conversation()
+        conv.taken = 0
+        return conv
+
+    def put(self, session: str | None, conv: Conversation, size: int) -> None:
+        """Keep `conv`, read from a body of `size` bytes, as the conversation's last turn."""
+        with self._lock:
+            self.taken += conv.taken
+            if size > self.max_bytes:
+                return
+            self._by[session] = (conv, size)
+            self._bytes += size
+            while len(self._by) > self.max or self._bytes > self.max_bytes:
+                _, (_, dropped) = self._by.popitem(last=False)
+                self._bytes -= dropped
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._by)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by.clear()
+            self._bytes = 0
