@@ -67,6 +67,18 @@ def _history(talk: Talk) -> None:
         talk.say(f"and now step {n}")
 
 
+def _bound(gate_dirs: dict[str, Path], fmt: str, seed: str) -> tuple[Path, _Gate, Talk, str]:
+    """A gate, and a session with a history whose project denies its `.env` (a password in
+    it), and another password to put in the session."""
+    project, gate = _gate(gate_dirs)
+    talk = Talk(fmt, project, random.Random(f"{seed}{fmt}"))
+    talk.bound = True
+    password = talk.gen.password(20)
+    (project / ".env").write_text(f"DATABASE_PASSWORD={talk.gen.password(20)}\n")
+    _history(talk)
+    return project, gate, talk, password
+
+
 def _withholds(v: Verdict | str, value: str) -> bool:
     return isinstance(v, str) or (v.body is not None and value.encode() not in v.body)
 
@@ -103,12 +115,7 @@ def test_an_edit_inside_the_prefix_is_screened_again(
 def test_a_changed_rule_file_or_denied_file_screens_the_prefix_again(
     gate_dirs: dict[str, Path], fmt: str
 ) -> None:
-    project, gate = _gate(gate_dirs)
-    talk = Talk(fmt, project, random.Random(f"ctx{fmt}"))
-    talk.bound = True
-    password = talk.gen.password(20)
-    (project / ".env").write_text(f"DATABASE_PASSWORD={talk.gen.password(20)}\n")
-    _history(talk)
+    project, gate, talk, password = _bound(gate_dirs, fmt, "ctx")
     talk.call("Bash", {"command": "cat config.txt"}, f"password is {password}")
     talk.say("fine")
     first = gate.both(talk.outbound())
@@ -232,12 +239,7 @@ def test_body_bytes_are_those_of_a_whole_screening(gate_dirs: dict[str, Path]) -
 def test_a_changed_denied_file_sweeps_the_prefix_unknown_fields_again(
     gate_dirs: dict[str, Path], fmt: str
 ) -> None:
-    project, gate = _gate(gate_dirs)
-    talk = Talk(fmt, project, random.Random(f"sweep{fmt}"))
-    talk.bound = True
-    password = talk.gen.password(20)
-    (project / ".env").write_text(f"DATABASE_PASSWORD={talk.gen.password(20)}\n")
-    _history(talk)
+    project, gate, talk, password = _bound(gate_dirs, fmt, "sweep")
     talk.events[5]["extra"] = {"x_note": f"it printed {password}"}
     talk.say("fine")
     gate.both(talk.outbound())
