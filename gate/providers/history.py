@@ -2,9 +2,10 @@
 
 Agents resend the whole conversation every turn, so most of a large request is items gate
 walked on the previous turn. An item is looked up by where it is (which walk, top-level
-key, index) and recognised by its exact serialisation: a remembered result is reused only
-for an identical item (same types, values and key order), so it is the result a fresh walk
-would give. Results must
+key, index) and its exact serialisation: a remembered result is reused only for an
+identical item at the same place (same types, values and key order), so it is the result a
+fresh walk would give. Many conversations side by side each find their own items (a memo
+holding one item per place had them displace each other's at every index). Results must
 hold immutable values only (paths, strings, roles); anything the screens may edit in place
 (a tool call's input) is fetched from the current body by the caller.
 
@@ -88,48 +89,57 @@ def _snapshot(item: Any) -> bytes:
     return snap
 
 
+_MISSING = object()
+
+
 class Memo:
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        # key → (serialisation, value, the frozen item it was worked out from, if one was)
-        self._entries: dict[Hashable, tuple[bytes, Any, Any]] = {}
-        self._bytes = 0
+        # (key, serialisation) → what the walk gave
+        self._by_snap: dict[tuple[Hashable, bytes], Any] = {}
+        # (key, id of a frozen item) → (that item, what the walk gave): found without
+        # serialising it; the entry holds the item, so its id is not reused meanwhile.
+        self._by_item: dict[tuple[Hashable, int], tuple[Any, Any]] = {}
+        self._bytes = 0  # serialisations kept, counted once per entry of either map
         self._max = max_bytes
         self._lock = threading.Lock()
+        self.walked = 0  # items walked (not remembered), for tests and benchmarks
 
     def remembered(self, key: Hashable, item: Any, compute: Callable[[], T]) -> T:
         """`compute()`, or what it gave for a byte-identical item at the same `key`."""
-        hit = self._entries.get(key)
         frozen = _FROZEN.get()
         held = item if frozen and frozen.get(id(item)) is item else None
-        if hit is not None and held is not None and hit[2] is held:
-            found: T = hit[1]
-            return found
+        if held is not None:
+            hit = self._by_item.get((key, id(held)))
+            if hit is not None and hit[0] is held:
+                found: T = hit[1]
+                return found
         try:
             snap = _snapshot(item)
         except ValueError:  # not plain data (marshal refuses it): never remembered
             return compute()
-        if hit is not None and hit[0] == snap:
-            found = hit[1]
-            if held is not None:
-                with self._lock:
-                    if self._entries.get(key) is hit:
-                        self._entries[key] = (snap, found, held)
-            return found
-        value = compute()
+        value = self._by_snap.get((key, snap), _MISSING)
+        if value is _MISSING:
+            value = compute()
+            self.walked += 1
+            self._keep(len(snap), self._by_snap, (key, snap), value)
+        if held is not None:
+            self._keep(len(snap), self._by_item, (key, id(held)), (held, value))
+        return value  # type: ignore[no-any-return]
+
+    def _keep(self, size: int, table: dict[Any, Any], k: Hashable, v: Any) -> None:
         with self._lock:
-            old = self._entries.pop(key, None)
-            self._bytes -= len(old[0]) if old else 0
-            if self._bytes + len(snap) > self._max:
-                self._entries.clear()
+            if self._bytes + size > self._max:  # all forgotten: the next turns walk again
+                self._by_snap.clear()
+                self._by_item.clear()
                 self._bytes = 0
-            self._entries[key] = (snap, value, held)
-            self._bytes += len(snap)
-        return value
+            table[k] = v
+            self._bytes += size
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._by_snap)
 
     def clear(self) -> None:
         with self._lock:
-            self._entries.clear()
+            self._by_snap.clear()
+            self._by_item.clear()
             self._bytes = 0

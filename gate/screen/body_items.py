@@ -34,7 +34,12 @@ from gate.screen.codec import dump, unique
 # are forgotten past it.
 MAX_BYTES = 64 << 20
 MAX_HEADS = 16  # heads remembered per list (conversations side by side)
-PER_INDEX = 8  # items remembered per index of a list, to recognise in the next body
+# Items remembered per index of a list, to recognise in the next body: by their first HEAD
+# bytes, or whole when shorter, so many conversations side by side each find their own at
+# once (an index that kept its last 8 items had twenty agents push each other's out).
+HEAD = 64
+PER_HEAD = 64  # items kept under one index and head (a shared prefix), newest first
+PER_INDEX = 256  # heads (and short items of one length) kept per index, oldest forgotten
 
 # Where each format keeps its conversation: the first of these paths found in document
 # order is read item by item (the rest of the body, another copy included, is frame).
@@ -82,7 +87,10 @@ class _List:
     def __init__(self, depth: int) -> None:
         self.depth = depth  # containers around each item: the body object, the list...
         self.items: dict[bytes, _Item] = {}
-        self.at: dict[int, list[bytes]] = {}
+        # index → an item's first HEAD bytes → items, newest first
+        self.at: dict[int, dict[bytes, list[bytes]]] = {}
+        # index → length → the items shorter than HEAD of that length seen there
+        self.short: dict[int, dict[int, dict[bytes, None]]] = {}
         self.heads: list[bytes] = []
 
 
@@ -181,6 +189,7 @@ class BodyItems:
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
         self.max_bytes = max_bytes
         self.parsed = 0  # items parsed (a figure for tests and benches)
+        self.scanned = 0  # items whose end was found by scanning them (not recognised)
         self._lists: dict[tuple[str, ...], _List] = {}
         self._frames: dict[bytes, _Frame] = {}
         self._bytes = 0
@@ -229,6 +238,7 @@ class BodyItems:
             if seen is not None:
                 end = i + len(seen)
             else:
+                self.scanned += 1
                 if text is None:  # from here on only: new items are mostly the last ones
                     text, base = raw[i:].decode("latin-1"), i
                 end = _DECODER.raw_decode(text, i - base)[1] + base
@@ -287,20 +297,13 @@ class BodyItems:
             if head not in lst.heads:
                 lst.heads.insert(0, head)
                 del lst.heads[MAX_HEADS:]
-            at = lst.at
             for j, it in enumerate(items):
-                recent = at.get(j)
-                if recent and recent[0] is it.raw:
-                    continue  # the item last seen here: kept already
-                if it.raw not in lst.items:
-                    lst.items[it.raw] = it
-                    added += len(it.raw)
-                if it.raw[:1] in (b"{", b"["):  # ends where its own bytes end
-                    recent = at.setdefault(j, [])
-                    if it.raw in recent:
-                        recent.remove(it.raw)
-                    recent.insert(0, it.raw)
-                    del recent[PER_INDEX:]
+                raw = it.raw
+                if raw not in lst.items:
+                    lst.items[raw] = it
+                    added += len(raw)
+                if raw[:1] in (b"{", b"["):  # ends where its own bytes end
+                    _remember_at(lst, j, raw)
             self._bytes += added
             if self._bytes > self.max_bytes:  # new dicts: a reader elsewhere keeps its own
                 self._lists, self._frames, self._bytes = {}, {}, 0
@@ -317,12 +320,41 @@ class BodyItems:
             self._lists, self._frames, self._bytes = {}, {}, 0
 
 
+def _remember_at(lst: _List, j: int, raw: bytes) -> None:
+    """The item `raw` was the j-th: where the next body is looked in first."""
+    if len(raw) < HEAD:
+        lengths = lst.short.setdefault(j, {})
+        same = lengths.setdefault(len(raw), {})
+        if raw not in same:
+            same[raw] = None
+            if len(same) > PER_INDEX:
+                del same[next(iter(same))]
+        return
+    heads = lst.at.setdefault(j, {})
+    recent = heads.get(raw[:HEAD])
+    if recent is None:
+        recent = heads[raw[:HEAD]] = []
+        if len(heads) > PER_INDEX:
+            del heads[next(iter(heads))]
+    elif recent[0] is raw:
+        return  # the item last seen here: kept already
+    elif raw in recent:
+        recent.remove(raw)
+    recent.insert(0, raw)
+    del recent[PER_HEAD:]
+
+
 def _recognised(raw: bytes, i: int, j: int, shift: int, lst: _List) -> tuple[bytes | None, int]:
     """An item seen before whose bytes start at i (the j-th item, near index j + shift)."""
+    head = raw[i : i + HEAD]
     for k in (j + shift, j) if shift else (j,):
-        for seen in lst.at.get(k, ()):
+        heads = lst.at.get(k)
+        for seen in heads.get(head, ()) if heads else ():
             if raw.startswith(seen, i):
                 return seen, k - j
+        for n, same in lst.short.get(k, {}).items():
+            if (short := head[:n]) in same:
+                return short, k - j
     return None, shift
 
 

@@ -3,10 +3,14 @@
 Agents resend the whole conversation every turn, so a next turn's walked strings start with
 the very segments of the turn before (the walk memo's objects: immutable, so the same
 object is an equal value), and its conversation list starts with the very items read
-before (gate/screen/body_items.py: shared, never edited). Per conversation
-(`Outbound.session`), the outcomes of the last turn's segments and of its items' strings no
-walker knows are kept in order, and the next turn takes the ones before the first segment
-(item) that is not the same object, as one slice, instead of looking each up again:
+before (gate/screen/body_items.py: shared, never edited). Per conversation, the outcomes of
+the last turn's segments and of its items' strings no walker knows are kept in order, and
+the next turn takes the ones before the first segment (item) that is not the same object,
+as one slice, instead of looking each up again. A conversation is found among those of its
+session (`Outbound.session`; another session's are never used) by its segments: the last
+turn whose segments this one's start with. Many conversations can share one session (an
+agent that names none sends all of a run's, or of a base URL's, under one), and each finds
+its own.
 
 - a segment's outcome is a function of the segment, the screens it met (the item cache's
   `Kept`, held: the same object is the same rules, denied values, secret screen and
@@ -60,6 +64,8 @@ class Conversation:
         "outcomes",
         "owned",
         "segs",
+        "shared",
+        "source",
         "taken",
         "units",
     )
@@ -76,6 +82,16 @@ class Conversation:
         self.units: list[tuple[Outcome, ...]] = []  # each item's unknown strings' outcomes
         self.covered: frozenset[JsonPath] = frozenset()
         self.taken = 0  # outcomes (segments' and items') the last screening took whole
+        self.source: int | None = None  # the kept last turn this one was copied from
+        self.shared = 0  # how many leading segments this turn shares with it
+
+    def copy(self) -> Conversation:
+        """The same last turn, to screen a next one with: screening replaces a
+        conversation's fields, never edits them, so the kept one stays as it was."""
+        new = Conversation()
+        for name in self.__slots__:
+            setattr(new, name, getattr(self, name))
+        return new
 
     def screened(
         self, kept: Kept, segs: tuple[Segment, ...], done: Collection[str | None]
@@ -156,31 +172,52 @@ class Conversations:
     ) -> None:
         self.max = max_conversations
         self.max_bytes = max_bytes
-        self._by: OrderedDict[str | None, tuple[Conversation, int]] = OrderedDict()
+        # each kept last turn, oldest first: its session, the turn, its body's size
+        self._by: OrderedDict[int, tuple[str | None, Conversation, int]] = OrderedDict()
+        self._next = 0
         self._bytes = 0
         self.taken = 0  # outcomes taken whole from a last turn (a figure for tests, benches)
         self._lock = threading.Lock()
 
-    def of(self, session: str | None) -> Conversation:
-        """The conversation's last turn (taken out while its request screens: a request of
-        the same conversation side by side starts from nothing), or a new one."""
+    def of(self, session: str | None, segs: Sequence[Segment]) -> Conversation:
+        """A copy of the session's last turn whose segments `segs` start with the most of,
+        or a new conversation."""
         with self._lock:
-            conv, size = self._by.pop(session, (None, 0))
-            self._bytes -= size
-        conv = conv or Conversation()
-        conv.taken = 0
-        return conv
+            # A candidate that differs where the best so far still agreed cannot share
+            # more: it is not compared whole.
+            best, most = None, 0
+            for token, (whose, conv, _) in self._by.items():
+                last = conv.segs
+                if whose != session or not last or not segs or last[0] is not segs[0]:
+                    continue
+                if most and (
+                    most >= len(last) or most >= len(segs) or last[most] is not segs[most]
+                ):
+                    continue
+                if (k := same_prefix(last, segs)) > most:
+                    best, most = token, k
+            found = self._by[best][1].copy() if best is not None else Conversation()
+        found.taken, found.source, found.shared = 0, best, most
+        return found
 
     def put(self, session: str | None, conv: Conversation, size: int) -> None:
-        """Keep `conv`, read from a body of `size` bytes, as the conversation's last turn."""
+        """Keep `conv`, read from a body of `size` bytes, as a last turn of the session's:
+        in place of the one it was copied from when it goes on from it (shares at least
+        half of its segments: another conversation that only shares its start, a system
+        prompt and tools, say, is kept beside it)."""
         with self._lock:
             self.taken += conv.taken
+            src = self._by.get(conv.source) if conv.source is not None else None
+            if src is not None and conv.shared * 2 >= len(src[1].segs):
+                del self._by[conv.source]  # type: ignore[arg-type]
+                self._bytes -= src[2]
             if size > self.max_bytes:
                 return
-            self._by[session] = (conv, size)
+            self._next += 1
+            self._by[self._next] = (session, conv, size)
             self._bytes += size
             while len(self._by) > self.max or self._bytes > self.max_bytes:
-                _, (_, dropped) = self._by.popitem(last=False)
+                _, (_, _, dropped) = self._by.popitem(last=False)
                 self._bytes -= dropped
 
     @property

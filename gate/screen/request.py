@@ -280,7 +280,7 @@ def _decide(
     withheld = [item for *_, item in decided if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
     convs = screens.conversations if screens and items else None
-    conv = convs.of(req.session) if convs is not None else None
+    conv = convs.of(req.session, walk.segments) if convs is not None else None
     outcomes, extras = _content(
         walk, body, done, index, secrets, policy, req.approved, items, conv, read
     )

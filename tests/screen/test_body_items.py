@@ -312,3 +312,37 @@ def test_a_repeated_key_in_an_item_seen_before_is_refused(
             screens,
         )
         assert isinstance(got, str) and "appears more than once" in got, got
+
+
+@pytest.mark.parametrize("fmt", list(PATHS))
+def test_conversations_side_by_side_are_each_read_and_walked_only_where_they_are_new(
+    gate_dirs: dict[str, Path], fmt: str
+) -> None:
+    """Twenty agents on one gate, their turns interleaved and nothing naming their sessions
+    (no session headers, no run): each body's unchanged items are recognised by their bytes
+    and their walks remembered, so only what is new is scanned and walked (before, an
+    index kept its last 8 items, any conversation's, and the walk memo one item per index:
+    every item was read and walked again), and each verdict is still that of a screening
+    that keeps nothing."""
+    project, data, _ = _project(gate_dirs, random.Random(8))
+    index, secrets = IndexStore(projects=(str(project),)), SecretScreen.load(data)
+    screens = Screens(index, secrets, turns=None)
+    nothing = Screens(index, secrets, items=None, turns=None, walks=None, bodies=None)
+    assert screens.bodies is not None and screens.walks is not None
+    talks = [Talk(fmt, project, random.Random(f"side{k}")) for k in range(20)]
+    for turn in range(6):
+        for k, talk in enumerate(talks):
+            before = len(_items(talk.body(), fmt))
+            talk.call("Bash", {"command": f"ls src/{k}/{turn}"}, f"main.py\nutil_{k}_{turn}.py")
+            talk.say(f"and now step {turn} of agent {k}")
+            raw = talk.body()
+            new = len(_items(raw, fmt)) - before
+            req = Outbound(path=PATHS[fmt], body=raw, agent=None, project_root=None)
+            scanned, walked = screens.bodies.scanned, screens.walks.walked
+            got = _verdict(req, PolicyStore(), screens)
+            assert got == _verdict(req, PolicyStore(), nothing), (turn, k)
+            if turn:  # each conversation's first body is all new
+                assert screens.bodies.scanned - scanned <= new, (turn, k)
+                # a walk per new item and key it is remembered under (a message, its calls,
+                # its strings no walker knows)
+                assert screens.walks.walked - walked <= 3 * new, (turn, k)

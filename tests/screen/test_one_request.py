@@ -122,8 +122,11 @@ def test_an_item_edited_in_place_is_serialised_again() -> None:
         assert memo.remembered("a", item, lambda: "walked before") == "walked before"
         item["k"] = "after"
         history.edited([item])
-        assert memo.remembered("a", item, lambda: "fresh") == "fresh"
-        # Not reported: the request keeps its first serialisation of the item. Screens
+        # Serialised again: it is now the item walked as "walked after", not "before".
+        assert memo.remembered("a", item, lambda: "fresh") == "walked after"
+        # Not reported: the request keeps its last serialisation of the item. Screens
         # report every in-place edit they make between two lookups (request._decide).
         item["k"] = "third"
-        assert memo.remembered("a", item, lambda: "unreported") == "fresh"
+        assert memo.remembered("a", item, lambda: "unreported") == "walked after"
+        history.edited([item])
+        assert memo.remembered("a", item, lambda: "third") == "third"
