@@ -415,6 +415,10 @@ def test_a_value_that_spells_its_name_is_an_identifier(scanner: Scanner) -> None
         "acme-token {v}\n",
         "ACME_CLIENT_ID=x\nacmeKEY: '{v}'",
         "my password is {v}",
+        # Go: a short declaration and a typed one, under a camelCase name.
+        'apiMaticKey := "{v}"',
+        '\tconst fastlyKey string = "{v}"',
+        "stripeKey :={v}\n",
     ],
 )
 def test_a_secret_named_in_words_is_found(scanner: Scanner, form: str) -> None:
@@ -434,6 +438,9 @@ def test_a_secret_named_in_words_is_found(scanner: Scanner, form: str) -> None:
         "the token limit was reached after {v}",
         "cache miss for key request_id={v}",
         "Using KEY={v}:c*X",
+        "for key := range {v} {{",
+        'primaryKey := "{v}"',
+        'publicKey string = "{v}"',
     ],
 )
 def test_words_beside_a_value_that_is_not_a_secret(scanner: Scanner, form: str) -> None:
