@@ -57,6 +57,8 @@ _TEXT_TABLE = bytes(ord("a") if 32 <= c < 127 or c in b"\t\n\r" else ord(" ") fo
 _TEXT_RUN = b"a" * 16
 PRINTABLE = 0.95  # share of printable characters for decoded bytes to count as text
 _URL_SAFE = bytes.maketrans(b"-_", b"+/")
+_HEX_WIDTHS = frozenset({32, 60, 64})  # a hex dump's full lines: xxd -p, openssl, od
+_HEX_LINE = re.compile(r" ?\r?\n([0-9A-Fa-f]{2,65})(?![0-9A-Za-z+/=_-])")
 _IN_UTF8 = bytes(c for c in range(256) if c not in (0xC0, 0xC1) and c < 0xF5)
 
 Scan = Callable[[str, int], Sequence[Finding]]
@@ -193,15 +195,23 @@ def base64_runs(view: str, raw: bytes | None = None) -> Iterator[tuple[int, int]
 
 
 def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None) -> list[Finding]:
-    """A base64 run whose decoded text holds a secret is that secret: the whole run is
-    the finding, with the inner finding's kind, id and tier."""
+    """A base64 or hex run (a hex dump's lines taken as one) whose decoded text holds a
+    secret is that secret: the whole run is the finding, with the inner finding's kind,
+    id and tier. Hex is tried first (its alphabet is inside base64's)."""
     if depth >= LAYERS:
         return []
     found = []
+    block_end = 0  # the last hex dump's end: its lines are no runs of their own
     # No cap on how many runs or how long: junk runs first, or a secret after a megabyte
     # of padding, would walk past one. The string's time budget bounds the work instead.
     for start, end in base64_runs(view, raw):
-        text = decode(view[start:end])
+        if start < block_end:
+            continue
+        if (block := hex_block(view, start, end)) is not None:
+            end, text = block
+            block_end = end
+        else:
+            text = decode(view[start:end])
         if text is None:
             continue
         inner = scan(text, depth + 1)
@@ -209,6 +219,31 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
             best = min(inner, key=lambda f: (f.tier != "high", f.start - f.end))
             found.append(Finding(start, end, best.kind, best.rule_id, best.tier))
     return found
+
+
+def hex_block(view: str, start: int, end: int) -> tuple[int, str] | None:
+    """Where a hex run ends, with the lines that continue it when it is a full line of a
+    dump (`xxd -p` wraps at 60 characters), and the text it encodes; None when the run is
+    not hex or encodes no text (a digest, a key id)."""
+    try:
+        data = bytes.fromhex(view[start:end])
+    except ValueError:
+        return None
+    width = end - start
+    if width in _HEX_WIDTHS:
+        parts = [data]
+        # The next line: after a newline (in the unescaped view a JSON `\\n` is " \n").
+        while (line := _HEX_LINE.match(view, end)) is not None:
+            digits = line.group(1)
+            if len(digits) > width or len(digits) % 2:
+                break  # not this dump's
+            parts.append(bytes.fromhex(digits))
+            end = line.end()
+            if len(digits) < width:  # the dump's last line
+                break
+        data = b"".join(parts)
+    text = _text(data)
+    return None if text is None else (end, text)
 
 
 def decode(run: str) -> str | None:
@@ -223,6 +258,11 @@ def decode(run: str) -> str | None:
         data = binascii.a2b_base64(raw.translate(_URL_SAFE) if url else raw, strict_mode=True)
     except (binascii.Error, ValueError):
         return None
+    return _text(data)
+
+
+def _text(data: bytes) -> str | None:
+    """Decoded bytes as text: all of it when it is text, else its printable stretches."""
     marked = data.translate(_TEXT_TABLE)  # printable bytes to "a": runs found by find()
     if data.isascii():  # the common case, counted at C speed
         if data and marked.count(97) >= PRINTABLE * len(data):

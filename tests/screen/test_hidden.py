@@ -98,6 +98,47 @@ def test_base64_layers_are_decoded_up_to_two(scanner: Scanner) -> None:
     assert scanner.scan(f"creds: {thrice}") == []
 
 
+def _dump(data: bytes, width: int) -> str:
+    """`xxd -p` (width 60) and the like: hex, wrapped at `width` characters."""
+    text = data.hex()
+    return "\n".join(text[i : i + width] for i in range(0, len(text), width))
+
+
+@pytest.mark.parametrize("form", ["line", "upper", "xxd -p", "64 wide", "escaped", "in base64"])
+def test_hex_encoded_text_is_read_like_base64(scanner: Scanner, form: str) -> None:
+    """`xxd -p ~/.config/acme/creds`, `.hex()`, `od`: a command that prints a file as hex
+    hides every token in it from the detectors, so hex runs (a dump's lines taken as one)
+    are decoded like base64 runs; the whole run is the finding."""
+    g = Gen(31)
+    token = "sk_live_" + g.chars(ALNUM, 40)
+    data = f"# acme\nuser = bob\nSTRIPE_SECRET_KEY={token}\nregion = eu\n".encode()
+    blob = {
+        "line": data.hex(),
+        "upper": data.hex().upper(),
+        "xxd -p": _dump(data, 60),
+        "64 wide": _dump(data, 64),
+        "escaped": json.dumps(_dump(data, 60))[1:-1],  # inside a JSON string, escapes kept
+        "in base64": base64.b64encode(data.hex().encode()).decode(),
+    }[form]
+    text = f"$ cat creds.hex\n{blob}\n$ echo done"
+    (f,) = scanner.scan(text)
+    assert (text[f.start : f.end], f.rule_id, f.tier) == (blob, "stripe.live-key", Tier.HIGH)
+    assert not _leaks(token, _redact(text, scanner))
+
+
+def test_hex_that_is_not_text_finds_nothing(scanner: Scanner) -> None:
+    """Digests, ids and binary dumps (most hex an agent sees) decode to no text."""
+    g = Gen(32)
+    text = "\n".join(
+        [
+            *(f"commit {g.rng.randbytes(20).hex()}" for _ in range(50)),
+            *(f"sha256:{g.rng.randbytes(32).hex()}  pkg-{i}.tgz" for i in range(50)),
+            _dump(g.rng.randbytes(4000), 60),
+        ]
+    )
+    assert Scanner(scanner.detectors).scan(text) == []
+
+
 def test_base64_that_is_not_text_costs_little_and_finds_nothing(scanner: Scanner) -> None:
     g = Gen(4)
     image = base64.b64encode(g.rng.randbytes(200_000)).decode()
