@@ -572,3 +572,31 @@ def test_an_entra_secret_runs_on_with_no_tilde(scanner: Scanner) -> None:
         "azure.entra-client-secret"
     ]
     assert scanner.scan(f"USK@x,{secret[:-1]}~yk0,AQACAAE/WebOfTrust/2") == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "root:$y${params}${salt22}${hash43}:19700:0:99999:7:::",  # yescrypt, /etc/shadow
+        " enable secret 9 $9${salt14}${hash43}",  # Cisco IOS type 9
+        "username admin privilege 15 secret 8 $8${salt14}${hash43}",  # Cisco IOS type 8
+    ],
+)
+def test_password_hashes_of_current_systems_are_found(scanner: Scanner, line: str) -> None:
+    """`sudo cat /etc/shadow` on a current Debian, Ubuntu or Fedora shows yescrypt
+    hashes, a router's running config type 8 and 9 ones: each falls to an offline attack."""
+    g = Gen(41)
+    crypt64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    text = line.format(
+        params="j9T",
+        salt22=g.chars(crypt64, 22),
+        salt14=g.chars(crypt64, 14),
+        hash43=g.chars(crypt64, 43),
+    )
+    (f,) = scanner.scan(text)
+    assert f.rule_id == "password-hash.crypt"
+    assert text[f.start : f.end].startswith("$") and text[f.end :] in ("", ":19700:0:99999:7:::")
+
+
+def test_a_dollar_amount_is_no_password_hash(scanner: Scanner) -> None:
+    assert scanner.scan("costs $9$ or $8$ per seat, $y$ later") == []
