@@ -207,6 +207,7 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
     for start, end in base64_runs(view, raw):
         if start < block_end:
             continue
+        text: str | None
         if (block := hex_block(view, start, end)) is not None:
             end, text = block
             block_end = end
