@@ -142,7 +142,9 @@ class FakeProvider(LoopbackServer):
                         send(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
                         if provider.sse_delay:
                             time.sleep(provider.sse_delay)
-                provider.streams_finished.append(time.monotonic())
+                    # Before the stream's end is written: once a client has seen the end,
+                    # the time is there to read.
+                    provider.streams_finished.append(time.monotonic())
 
         self.serve(Handler)
         return self

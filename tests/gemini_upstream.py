@@ -127,7 +127,9 @@ class FakeGemini(LoopbackServer):
                         send(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
                         if fake.sse_delay:
                             time.sleep(fake.sse_delay)
-                fake.streams_finished.append(time.monotonic())
+                    # Before the stream's end is written: once a client has seen the end,
+                    # the time is there to read.
+                    fake.streams_finished.append(time.monotonic())
 
         self.serve(Handler)
         return self
