@@ -10,8 +10,11 @@ requests and never edited: screening edits its own copy of an item (`Body.own`) 
 
 Where the list starts is found by scanning the frame's keys, or by a head (the bytes up to
 the list's "[") seen before: a JSON text's bytes up to a point fix what that point is.
-Where each item ends is found by recognising an item seen at about the same index (its
-bytes start there; an object ends where its own bytes do), or by scanning it. The frame,
+A body that starts with the same bytes as one read before, up to the end of some item,
+holds that body's leading items at the same offsets: they are taken as one (one compare
+of bytes, the next turn of a conversation costs what it added). Where each other item
+ends is found by recognising an item seen at about the same index (its bytes start there;
+an object ends where its own bytes do), or by scanning it. The frame,
 with an empty list in place, is parsed whole: a repeated key in it (the list's key twice,
 say) or anything else it gets wrong makes `read` give None, and the caller parses the body
 whole, which says why as it always has.
@@ -40,6 +43,7 @@ MAX_HEADS = 16  # heads remembered per list (conversations side by side)
 HEAD = 64
 PER_HEAD = 64  # items kept under one index and head (a shared prefix), newest first
 PER_INDEX = 256  # heads (and short items of one length) kept per index, oldest forgotten
+RECENT = 64  # bodies kept whole, to find a next one's leading items by one compare of bytes
 
 # Where each format keeps its conversation: the first of these paths found in document
 # order is read item by item (the rest of the body, another copy included, is frame).
@@ -92,6 +96,45 @@ class _List:
         # index → length → the items shorter than HEAD of that length seen there
         self.short: dict[int, dict[int, dict[bytes, None]]] = {}
         self.heads: list[bytes] = []
+
+
+class _Recent:
+    """A body read before: its bytes and where its items end in them."""
+
+    __slots__ = ("ends", "items", "path", "raw", "start")
+
+    def __init__(
+        self, raw: bytes, path: tuple[str, ...], start: int, ends: list[int], items: list[_Item]
+    ) -> None:
+        self.raw = raw
+        self.path = path
+        self.start = start  # just past the list's "["
+        self.ends = ends  # just past each item
+        self.items = items
+
+    def shared(self, raw: bytes) -> int:
+        """How many leading items `raw` holds at the same offsets, byte for byte (bytes up
+        to a point fix what everything before it is: the head, then each item)."""
+        ends, n = self.ends, len(self.ends)
+        view = memoryview(self.raw)
+        if not n or not raw.startswith(view[: self.start]):
+            return 0
+
+        def same(
+            k: int, checked: int
+        ) -> bool:  # the first k items; bytes before `checked` known same
+            return raw.startswith(view[checked : ends[k - 1]], checked)
+
+        k = max(n - 2, 1)  # the usual: all but the last one or two (a moved cache mark)
+        if same(k, self.start):
+            while k < n and same(k + 1, ends[k - 1]):
+                k += 1
+            return k
+        lo, hi = 0, k - 1  # the largest k that holds, given same(lo)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if same(mid, self.start) else (lo, mid - 1)
+        return lo
 
 
 class Body:
@@ -190,8 +233,10 @@ class BodyItems:
         self.max_bytes = max_bytes
         self.parsed = 0  # items parsed (a figure for tests and benches)
         self.scanned = 0  # items whose end was found by scanning them (not recognised)
+        self.taken = 0  # items found as a body read before's, by one compare of its bytes
         self._lists: dict[tuple[str, ...], _List] = {}
         self._frames: dict[bytes, _Frame] = {}
+        self._recent: list[_Recent] = []  # newest first
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -230,7 +275,24 @@ class BodyItems:
         lst = self._lists.get(path) or self._lists.setdefault(path, _List(len(path) + 1))
         spans: list[tuple[int, int, bytes | None]] = []
         i, shift = start, 0
-        while True:
+        # The leading items of the body read before that shares the most with this one:
+        # their bytes at the same offsets are those items (and the head before them).
+        prev, k = None, 0
+        for r in self._recent:
+            if r.path == path and r.start == start and (n := r.shared(raw)) > k:
+                prev, k = r, n
+        more = True  # items (or an unexpected byte, which raw_decode refuses) follow
+        if prev is not None:
+            self.taken += k
+            spans += [(0, b, it.raw) for b, it in zip(prev.ends[:k], prev.items[:k], strict=True)]
+            i = _WS_BYTES.match(raw, prev.ends[k - 1]).end()  # type: ignore[union-attr]
+            if raw[i] == 0x2C:  # ","
+                i += 1
+            elif raw[i] == 0x5D:
+                more = False
+            else:
+                return None
+        while more:
             i = _WS_BYTES.match(raw, i).end()  # type: ignore[union-attr]
             if raw[i] == 0x5D and not spans:  # "]": no items
                 break
@@ -259,8 +321,10 @@ class BodyItems:
             if not isinstance(value, dict) or _at(value, path) != []:
                 return None
             frame = _Frame(value)
-        items = [self._item(raw, a, b, seen, lst) for a, b, seen in spans]
-        self._keep(raw[:start], frame_raw, frame, items, lst)
+        items = prev.items[:k] if prev is not None else []
+        items += [self._item(raw, a, b, seen, lst) for a, b, seen in spans[k:]]
+        self._keep(raw[:start], frame_raw, frame, items, lst, k)
+        self._remember(_Recent(raw, path, start, [b for _, b, _ in spans], items), prev, k)
         value = _with(frame.value, path, [it.value for it in items])
         body = Body(value, path, frame_raw, frame, items, self)
         body.spans = (start, close, tuple(b for _, b, _ in spans))
@@ -288,7 +352,10 @@ class BodyItems:
         frame: _Frame,
         items: list[_Item],
         lst: _List,
+        known: int = 0,
     ) -> None:
+        """Keep the frame, head and items (the first `known` kept already, by a body read
+        before whose bytes this one starts with)."""
         with self._lock:
             added = 0
             if frame_raw not in self._frames:
@@ -297,7 +364,7 @@ class BodyItems:
             if head not in lst.heads:
                 lst.heads.insert(0, head)
                 del lst.heads[MAX_HEADS:]
-            for j, it in enumerate(items):
+            for j, it in enumerate(items[known:], known):
                 raw = it.raw
                 if raw not in lst.items:
                     lst.items[raw] = it
@@ -306,7 +373,23 @@ class BodyItems:
                     _remember_at(lst, j, raw)
             self._bytes += added
             if self._bytes > self.max_bytes:  # new dicts: a reader elsewhere keeps its own
-                self._lists, self._frames, self._bytes = {}, {}, 0
+                self._lists, self._frames, self._recent, self._bytes = {}, {}, [], 0
+
+    def _remember(self, read: _Recent, prev: _Recent | None, k: int) -> None:
+        """Keep a body's bytes and items' ends: in place of the one it shares k items with
+        when it goes on from it (shares at least half of them), else beside it."""
+        with self._lock:
+            gone = prev if prev is not None and 2 * k >= len(prev.ends) else None
+            recent = [r for r in self._recent if r is not gone]
+            if read.ends:
+                recent.insert(0, read)
+            total = 0
+            for j, r in enumerate(recent):
+                total += len(r.raw)
+                if j >= RECENT or total > self.max_bytes:
+                    del recent[j:]
+                    break
+            self._recent = recent
 
     def out(self, item: _Item) -> bytes:
         """The item as orjson writes it (its own bytes when it was written so)."""
@@ -317,7 +400,7 @@ class BodyItems:
 
     def clear(self) -> None:
         with self._lock:
-            self._lists, self._frames, self._bytes = {}, {}, 0
+            self._lists, self._frames, self._recent, self._bytes = {}, {}, [], 0
 
 
 def _remember_at(lst: _List, j: int, raw: bytes) -> None:
