@@ -11,19 +11,19 @@ from functools import partial
 from typing import Any
 
 from gate.providers import openai_chat
-from gate.providers.history import remembered
+from gate.providers.history import Items, remembered
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
     Role,
     Segment,
     Walk,
-    add_result,
     arguments,
     get_at,
     orphans,
     pair,
     replace_text,
+    results_of,
     strings,
 )
 
@@ -82,32 +82,37 @@ def _walk(body: dict[str, Any], at: JsonPath) -> Walk:
         tools,
         lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, (*at, "tools"))),
     )
-    uses: list[tuple[str, str, Any]] = []
-    results: dict[str, JsonPath] = {}
     items = body.get("input")
     if isinstance(items, str):
         segs.append(Segment((*at, "input"), items, Role.USER_TEXT))
         items = []
-    for i, item in enumerate(items or ()):
+    items = items or ()
+    if not isinstance(items, list):
+        items = list(items)  # walked as it iterates, to say which item is not an object
+    # A conversation's next turn: the items its last turn walked are taken up whole.
+    walked = Items((FORMAT, *at, "input"), items)
+    for i in range(walked.start, len(items)):
+        item = items[i]
         if not isinstance(item, dict):
             raise ValueError(f"{'.'.join(map(str, (*at, 'input')))}[{i}] is not an object")
         # Remembered (providers.history): an item resent unchanged is not walked again.
         i_segs, i_results = remembered(
             (FORMAT, *at, "item", i), item, partial(_item, item, (*at, "input", i))
         )
-        segs += i_segs
-        for call_id, at_result in i_results:
-            add_result(results, call_id, at_result)
-        if (call := _call(item, i, at)) is not None:
-            uses.append(call)
+        call = _call(item, i, at)
+        walked.add(i_segs, () if call is None else (call,), i_results)
+    segs += walked.segs
     stateful = bool(body.get("previous_response_id") or body.get("conversation"))
+    results = results_of(walked)
+    calls = pair(walked.uses, results, orphans_allowed=stateful, made=walked.calls)
+    walked.keep(items, calls)
     model = body.get("model")
     return Walk(
         format=FORMAT,
         model=model if isinstance(model, str) else None,
         segments=tuple(segs),
-        calls=pair(uses, results, orphans_allowed=stateful),
-        orphans=orphans(uses, results),
+        calls=calls,
+        orphans=orphans(walked.uses, results),
     )
 
 

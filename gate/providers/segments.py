@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
 from typing import Any
 
-from gate.providers.history import remembered
+from gate.providers.history import Items, remembered
 
 JsonPath = tuple[str | int, ...]
 
@@ -55,22 +55,43 @@ class Walk:
 
 
 def pair(
-    uses: list[tuple[str, str, Any]], results: dict[str, JsonPath], *, orphans_allowed: bool = False
+    uses: list[tuple[str, str, Any]],
+    results: dict[str, JsonPath],
+    *,
+    orphans_allowed: bool = False,
+    made: Sequence[ToolCall] = (),
 ) -> tuple[ToolCall, ...]:
     """Tool calls with the result that answers each; unpairable bodies raise ValueError.
 
     Two calls sharing an id, or a result answering no call, would leave a result that no
     rule looked at (orphans are allowed only where earlier calls live on the server).
+    `made[i]`: the call made before from the very object `uses[i]` is (a conversation's
+    last turn): it is that call again when its result is where it was.
     """
     ids = [id_ for id_, _, _ in uses]
     if len(set(ids)) != len(ids):
         raise ValueError("two tool calls share an id")
     if not orphans_allowed and (orphans := sorted(set(results) - set(ids))):
         raise ValueError(f"tool result {orphans[0]} answers no tool call in this request")
-    return tuple(
-        ToolCall(id_, name, inp if isinstance(inp, dict) else {}, results.get(id_))
-        for id_, name, inp in uses
-    )
+    out = [
+        c if c.result == results.get(c.id) else _call(c.id, c.name, c.input, results.get(c.id))
+        for c in made
+    ]
+    out += (_call(id_, name, inp, results.get(id_)) for id_, name, inp in uses[len(made) :])
+    return tuple(out)
+
+
+def _call(id_: str, name: str, inp: Any, result: JsonPath | None) -> ToolCall:
+    return ToolCall(id_, name, inp if isinstance(inp, dict) else {}, result)
+
+
+def results_of(walked: Items) -> dict[str, JsonPath]:
+    """The results a walk through a list found, by the call each answers; two answering
+    one call raise ValueError."""
+    out: dict[str, JsonPath] = dict(walked.results[: walked.known])
+    for call_id, at in walked.results[walked.known :]:
+        add_result(out, call_id, at)
+    return out
 
 
 def orphans(

@@ -27,13 +27,13 @@ outcomes are the ones a whole-body screening gives, in the same order.
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from itertools import chain
 from typing import Any
 
+from gate.providers.history import Walks, same_prefix
 from gate.providers.segments import JsonPath, Segment
 from gate.screen.content import Outcome
 from gate.screen.item_cache import Kept
@@ -42,13 +42,7 @@ MAX_CONVERSATIONS = 64  # conversations remembered (agents and their subagents s
 MAX_BYTES = 64 << 20  # of the bodies they were read from
 
 
-def same_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many leading elements of a and b are the same objects."""
-    same = list(map(operator.is_, a, b))  # in C: a next turn's 700 strings in microseconds
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
+__all__ = ["Conversation", "Conversations", "same_prefix"]
 
 
 class Conversation:
@@ -61,6 +55,7 @@ class Conversation:
         "items",
         "kept",
         "key",
+        "listed",
         "outcomes",
         "owned",
         "segs",
@@ -68,6 +63,7 @@ class Conversation:
         "source",
         "taken",
         "units",
+        "walks",
     )
 
     def __init__(self) -> None:
@@ -83,14 +79,18 @@ class Conversation:
         self.covered: frozenset[JsonPath] = frozenset()
         self.taken = 0  # outcomes (segments' and items') the last screening took whole
         self.source: int | None = None  # the kept last turn this one was copied from
-        self.shared = 0  # how many leading segments this turn shares with it
+        self.shared = 0  # how many leading segments (or listed items) this turn shares with it
+        self.listed: tuple[Any, ...] = ()  # the conversation list's items as read (frozen)
+        self.walks = Walks()  # how its lists were walked (gate/providers/history.py)
 
     def copy(self) -> Conversation:
         """The same last turn, to screen a next one with: screening replaces a
-        conversation's fields, never edits them, so the kept one stays as it was."""
+        conversation's fields, never edits them (the walks are copied), so the kept one
+        stays as it was."""
         new = Conversation()
         for name in self.__slots__:
             setattr(new, name, getattr(self, name))
+        new.walks = self.walks.copy()
         return new
 
     def screened(
@@ -179,15 +179,18 @@ class Conversations:
         self.taken = 0  # outcomes taken whole from a last turn (a figure for tests, benches)
         self._lock = threading.Lock()
 
-    def of(self, session: str | None, segs: Sequence[Segment]) -> Conversation:
-        """A copy of the session's last turn whose segments `segs` start with the most of,
-        or a new conversation."""
+    def of(
+        self, session: str | None, segs: Sequence[Segment], listed: bool = False
+    ) -> Conversation:
+        """A copy of the session's last turn whose segments `segs` start with the most of
+        (`listed`: `segs` are the conversation list's items as read, and are compared with
+        its items), or a new conversation."""
         with self._lock:
             # A candidate that differs where the best so far still agreed cannot share
             # more: it is not compared whole.
             best, most = None, 0
             for token, (whose, conv, _) in self._by.items():
-                last = conv.segs
+                last: Sequence[Any] = conv.listed if listed else conv.segs
                 if whose != session or not last or not segs or last[0] is not segs[0]:
                     continue
                 if most and (
@@ -208,7 +211,9 @@ class Conversations:
         with self._lock:
             self.taken += conv.taken
             src = self._by.get(conv.source) if conv.source is not None else None
-            if src is not None and conv.shared * 2 >= len(src[1].segs):
+            if src is not None and conv.shared * 2 >= len(
+                src[1].listed if conv.listed else src[1].segs  # what `of` compared
+            ):
                 del self._by[conv.source]  # type: ignore[arg-type]
                 self._bytes -= src[2]
             if size > self.max_bytes:

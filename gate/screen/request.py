@@ -202,7 +202,17 @@ def _screen(
     screens: Screens | None,
     read: Body | None = None,
 ) -> Worked:
-    with history.one_request(screens.walks if screens else None, read.frozen() if read else ()):
+    convs = screens.conversations if screens and screens.items else None
+    conv = None
+    if convs is not None and read is not None:  # found by its items: its walks go on
+        listed = read.as_read()
+        conv = convs.of(req.session, listed, listed=True)
+        conv.listed = listed
+    with history.one_request(
+        screens.walks if screens else None,
+        read.frozen() if read else (),
+        conv.walks if conv is not None else None,
+    ):
         try:
             walk = fmt.walk(body)
         except ValueError as exc:
@@ -218,7 +228,7 @@ def _screen(
                 for i, path in walk.orphans
             )
             walk = replace(walk, calls=walk.calls + extra)
-        return _decide(walk, fmt, req, body, policies, screens, read)
+        return _decide(walk, fmt, req, body, policies, screens, read, conv)
 
 
 def _decide(
@@ -229,6 +239,7 @@ def _decide(
     policies: PolicyStore,
     screens: Screens | None,
     read: Body | None = None,
+    conv: Conversation | None = None,
 ) -> Worked:
     cwd = req.project_root or calls.working_directory(walk)
     root = req.root or (policies.roots.of(cwd) if cwd else None)
@@ -280,7 +291,8 @@ def _decide(
     withheld = [item for *_, item in decided if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
     convs = screens.conversations if screens and items else None
-    conv = convs.of(req.session, walk.segments) if convs is not None else None
+    if conv is None and convs is not None:
+        conv = convs.of(req.session, walk.segments)
     outcomes, extras = _content(
         walk, body, done, index, secrets, policy, req.approved, items, conv, read
     )
