@@ -36,6 +36,7 @@ from typing import Any
 from gate.providers.history import Walks, same_prefix
 from gate.providers.segments import JsonPath, Segment
 from gate.screen.content import Outcome
+from gate.screen.decided import Decided
 from gate.screen.item_cache import Kept
 
 MAX_CONVERSATIONS = 64  # conversations remembered (agents and their subagents side by side)
@@ -50,6 +51,7 @@ class Conversation:
 
     __slots__ = (
         "covered",
+        "decided",
         "done",
         "ends",
         "items",
@@ -82,6 +84,7 @@ class Conversation:
         self.shared = 0  # how many leading segments (or listed items) this turn shares with it
         self.listed: tuple[Any, ...] = ()  # the conversation list's items as read (frozen)
         self.walks = Walks()  # how its lists were walked (gate/providers/history.py)
+        self.decided = Decided()  # what was made of its tool calls (gate/screen/decided.py)
 
     def copy(self) -> Conversation:
         """The same last turn, to screen a next one with: screening replaces a

@@ -12,11 +12,9 @@ import orjson
 from loguru import logger
 
 from gate import providers
-from gate.agents import background, shell_state, tools
-from gate.agents.actions import Action
 from gate.providers import anthropic, history, openai_assistants
 from gate.providers.format import Format
-from gate.providers.history import Memo
+from gate.providers.history import Memo, same_prefix
 from gate.providers.segments import (
     UNSEEN,
     JsonPath,
@@ -28,14 +26,14 @@ from gate.providers.segments import (
     unit_strings,
     unit_strings_after,
 )
-from gate.rules.engine import Decision, Policy
+from gate.rules.engine import Policy
 from gate.rules.layers import PolicyStore
-from gate.rules.model import Effect
-from gate.screen import calls, content, incomplete, layout, upload
+from gate.screen import calls, content, decided, layout, upload
 from gate.screen.body_items import Body, BodyItems
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
+from gate.screen.decided import Decided
 from gate.screen.fingerprints import DeniedIndex, IndexStore
 from gate.screen.item_cache import ItemCache, Kept
 from gate.screen.prefix import Conversation, Conversations
@@ -241,7 +239,17 @@ def _decide(
     read: Body | None = None,
     conv: Conversation | None = None,
 ) -> Worked:
-    cwd = req.project_root or calls.working_directory(walk)
+    items = screens.items if screens else None
+    convs = screens.conversations if screens and items else None
+    if conv is None and convs is not None:
+        conv = convs.of(req.session, walk.segments)
+    # What the conversation's last turn made of the segments and calls this one starts with.
+    prev = conv.decided if conv is not None else Decided()
+    new = Decided()
+    n = same_prefix(prev.segs, walk.segments) if prev.segs else 0
+    new.segs = walk.segments
+    said = decided.working_directory(walk, prev, n, new)
+    cwd = req.project_root or said
     root = req.root or (policies.roots.of(cwd) if cwd else None)
     policy = calls.policy_for(
         policies,
@@ -257,42 +265,24 @@ def _decide(
         stated=req.project_root is None,
     )
     secrets = screens.secrets if screens else None
-    decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
-    same_name = calls.same_name_candidates(walk)
-    items = screens.items if screens else None
-    # A background task's output: decided as its command.
-    started = background.producers(walk, items.quiet if items else None)
-    unwalked = screens.indexes.unwalked(root) if screens and screens.indexes else ()
-    actions = shell_state.carry([tools.action(c.name, c.input, cwd) for c in walk.calls])
-    for call, action in zip(walk.calls, actions, strict=True):
-        if call.result is None:
-            decided.append((call, action, None, None))
-            continue
-        decision = policy.decide(action, root)
-        if (wide := incomplete.widened(action, unwalked, cwd)) is not None and (
-            (wider := policy.decide(wide, root)).effect in (Effect.DENY, Effect.ASK)
-            and decision.effect not in (Effect.DENY, Effect.ASK)
-        ):
-            decision, action = wider, wide  # a search over files not indexed yet
-        for other in (*same_name.get(call.id, ()), *started.get(call.id, ())):
-            # Paired by name and order only, or a later output of a command started earlier:
-            # the strictest call it could answer decides.
-            decision, action = calls.stricter((decision, action), policy, root, cwd, other)
-        if read is not None and decision.effect in (Effect.DENY, Effect.ASK):
-            read.own(call.result)  # withholding edits it: this body's copy, no other
-        decided.append(
-            (
-                call,
-                action,
-                decision,
-                calls.withhold(fmt, body, call, action, decision, req.approved, secrets),
-            )
-        )
-    withheld = [item for *_, item in decided if item is not None]
+    actions = decided.actions(walk, cwd, prev, new)
+    ctx = decided.Context(
+        policy=policy,
+        root=root,
+        cwd=cwd,
+        unwalked=screens.indexes.unwalked(root) if screens and screens.indexes else (),
+        same_name=calls.same_name_candidates(walk),
+        # A background task's output: decided as its command.
+        started=decided.started(walk, items.quiet if items else None, prev, n, new),
+        approved=req.approved,
+        secrets=secrets,
+        read=read,
+    )
+    entries = decided.decide(walk, actions, fmt, body, ctx, prev, new)
+    if conv is not None:
+        conv.decided = new
+    withheld = [item for *_, item in entries if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
-    convs = screens.conversations if screens and items else None
-    if conv is None and convs is not None:
-        conv = convs.of(req.session, walk.segments)
     outcomes, extras = _content(
         walk, body, done, index, secrets, policy, req.approved, items, conv, read
     )
@@ -312,7 +302,7 @@ def _decide(
         root,
         policy,
         index,
-        tuple(decided),
+        tuple(entries),
         tuple(outcomes),
         tuple(extras),
         tuple(withheld),
