@@ -155,6 +155,7 @@ class Body:
         self._frame = frame
         self._items = items
         self._list: list[Any] = _at(value, path)
+        self._read = tuple(self._list)  # the items as read (shared, never edited)
         self._owned: set[int] = set()
         self._frame_owned = False
         self._store = store
@@ -168,7 +169,13 @@ class Body:
 
     def as_read(self) -> tuple[Any, ...]:
         """The items as read (shared, never edited), whatever screening edited since."""
-        return tuple(i.value for i in self._items)
+        return self._read
+
+    @property
+    def frame(self) -> object | None:
+        """The frame as read (shared with every body of the same frame bytes), or None once
+        this body edits it."""
+        return None if self._frame_owned else self._frame
 
     @property
     def owned(self) -> frozenset[int]:
@@ -177,7 +184,7 @@ class Body:
 
     def frozen(self) -> list[Any]:
         """The shared objects of this body: items, and the frame's values and list items."""
-        out: list[Any] = [i.value for i in self._items]
+        out: list[Any] = list(self._read)
         if not self._frame_owned:
             for v in self._frame.value.values():
                 out.append(v)
@@ -212,10 +219,10 @@ class Body:
                 split = self._frame.split or None
             if not split:
                 return dump(self.value)
-            outs = [
-                orjson.dumps(v) if j in self._owned else self._store.out(self._items[j])
-                for j, v in enumerate(self._list)
-            ]
+            out = self._store.out
+            outs = [it.out or out(it) for it in self._items]
+            for j in self._owned:
+                outs[j] = orjson.dumps(self._list[j])
         except (orjson.JSONEncodeError, TypeError):
             return dump(self.value)
         head, tail = split

@@ -54,12 +54,16 @@ class Conversation:
         "decided",
         "done",
         "ends",
+        "frame",
+        "framed",
         "items",
         "kept",
         "key",
         "listed",
         "outcomes",
         "owned",
+        "paths",
+        "paths_of",
         "segs",
         "shared",
         "source",
@@ -85,6 +89,11 @@ class Conversation:
         self.listed: tuple[Any, ...] = ()  # the conversation list's items as read (frozen)
         self.walks = Walks()  # how its lists were walked (gate/providers/history.py)
         self.decided = Decided()  # what was made of its tool calls (gate/screen/decided.py)
+        self.frame: object | None = None  # the body's frame as read, when nothing edited it
+        # the outcomes of the strings no walker knows outside the list: before it, after it
+        self.framed: tuple[list[Outcome], list[Outcome]] = ([], [])
+        self.paths: frozenset[JsonPath] | None = None  # the walked strings' paths, each once
+        self.paths_of: tuple[Segment, ...] = ()  # ... of these walked strings
 
     def copy(self) -> Conversation:
         """The same last turn, to screen a next one with: screening replaces a
@@ -122,16 +131,46 @@ class Conversation:
         )
         return list(out)
 
+    def walked(
+        self, segs: tuple[Segment, ...]
+    ) -> tuple[frozenset[JsonPath], frozenset[JsonPath] | None]:
+        """The paths of the walked strings `segs`; and which paths are covered now and were
+        not, or the other way round (None: not known). Worked out from the last turn's for
+        the strings it did not share, while every path was one string's only."""
+        last, changed = self.paths, None
+        n = same_prefix(self.paths_of, segs) if last is not None else 0
+        if last is not None and n:
+            gone = frozenset(s.path for s in self.paths_of[n:])
+            new = frozenset(s.path for s in segs[n:])
+            # The last turn's paths were distinct: its first n strings' are `last - gone`.
+            covered = (last - gone) | new
+            if self.covered is last:  # what the items' outcomes were kept under
+                changed = gone ^ new
+        else:
+            covered = frozenset(s.path for s in segs)
+        unique = len(covered) == len(segs)  # so the next turn may work out its paths so
+        self.paths, self.paths_of = (covered if unique else None), segs
+        return covered, changed if unique else None
+
     def reusable(
-        self, kept: Kept, key: str, items: tuple[Any, ...], covered: frozenset[JsonPath]
+        self,
+        kept: Kept,
+        key: str,
+        items: tuple[Any, ...],
+        covered: frozenset[JsonPath],
+        changed: frozenset[JsonPath] | None = None,
     ) -> int:
         """How many leading items' unknown strings' outcomes the last turn's are (before
-        this turn's edits are known: `owned` says which of them to sweep again)."""
+        this turn's edits are known: `owned` says which of them to sweep again);
+        `changed`: the paths covered now or then, not both, when `covered` is worked out
+        from the last turn's."""
         if kept is not self.kept or key != self.key:
             return 0
         k = min(same_prefix(self.items, items), len(self.units))
         if k:
-            for p in covered.symmetric_difference(self.covered):  # a path covered now, or not
+            if changed is None:
+                changed = covered.symmetric_difference(self.covered)
+            for p in changed:  # a path covered now, or not
                 if len(p) > 1 and p[0] == key and isinstance(p[1], int) and p[1] < k:
                     k = p[1]
         return k
@@ -139,9 +178,11 @@ class Conversation:
     def units_before(self, k: int, owned: Collection[int]) -> list[tuple[Outcome, ...] | None]:
         """The first k items' outcomes; None for one edited by this screening or the last."""
         self.taken += k
-        return [
-            None if (j in owned or j in self.owned) else u for j, u in enumerate(self.units[:k])
-        ]
+        out: list[tuple[Outcome, ...] | None] = list(self.units[:k])
+        for j in (*owned, *self.owned):
+            if j < k:
+                out[j] = None
+        return out
 
     def keep_units(
         self,
@@ -158,6 +199,27 @@ class Conversation:
             units,
             covered,
         )
+
+    def frame_units(
+        self, kept: Kept, frame: object | None, key: str, changed: frozenset[JsonPath] | None
+    ) -> tuple[list[Outcome], list[Outcome]] | None:
+        """The outcomes of the last turn's unknown strings outside the list (before it,
+        after it), for the same frame object (same bytes, edited by neither screening),
+        screens, and walked paths outside the list; else None."""
+        if (
+            frame is None
+            or frame is not self.frame
+            or kept is not self.kept
+            or key != self.key
+            or changed is None
+            or any(p[0] != key for p in changed)
+        ):
+            return None
+        self.taken += len(self.framed[0]) + len(self.framed[1])
+        return self.framed
+
+    def keep_frame(self, frame: object | None, before: list[Outcome], after: list[Outcome]) -> None:
+        self.frame, self.framed = frame, (before, after)
 
 
 def flat(units: list[tuple[Outcome, ...]]) -> list[Outcome]:

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -19,7 +20,9 @@ from gate.providers.segments import (
     UNSEEN,
     JsonPath,
     Segment,
+    Strings,
     ToolCall,
+    Unit,
     Walk,
     list_item_strings,
     set_at,
@@ -338,9 +341,12 @@ def _content(
         return outcomes, extras
     kept = items.under(policy, index, secrets, approved)
     if index or secrets:
-        walked = frozenset(s.path for s in walk.segments)
+        if conv is not None:
+            walked, changed = conv.walked(walk.segments)
+        else:
+            walked, changed = frozenset(s.path for s in walk.segments), None
         if conv is not None and read is not None and len(read.path) == 1:
-            extras = _swept(kept, conv, body, read, walked)
+            extras = _swept(kept, conv, body, read, walked, changed)
         else:
             for unit, strings in unit_strings(body, SHORTEST):
                 extras += kept.unknown(unit, strings, walked)
@@ -350,30 +356,54 @@ def _content(
 
 
 def _swept(
-    kept: Kept, conv: Conversation, body: Any, read: Body, covered: frozenset[JsonPath]
+    kept: Kept,
+    conv: Conversation,
+    body: Any,
+    read: Body,
+    covered: frozenset[JsonPath],
+    changed: frozenset[JsonPath] | None,
 ) -> list[Outcome]:
     """The outcomes of the strings no walker knows, in body order; the conversation list's
     leading items' taken from its last turn where nothing they depend on changed."""
     key = read.path[0]
     as_read, owned = read.as_read(), read.owned
-    k = conv.reusable(kept, key, as_read, covered)
+    k = conv.reusable(kept, key, as_read, covered, changed)
     lst = body[key]
     extras: list[Outcome] = []
     units: list[tuple[Outcome, ...]] = []
-    for entry in unit_strings_after(body, SHORTEST, key, k):
+    framed = conv.frame_units(kept, read.frame, key, changed)
+    if framed is not None:  # the frame's strings as the last turn found them
+        entries: list[tuple[Unit, Strings] | None] = [None]
+        entries += (
+            ((key, j), list_item_strings(key, j, lst[j], SHORTEST)) for j in range(k, len(lst))
+        )
+        before, after = framed
+    else:
+        entries = unit_strings_after(body, SHORTEST, key, k)
+        before, after = [], []
+    frame = before
+    for entry in entries:
         if entry is None:  # the leading k items
-            for j, u in enumerate(conv.units_before(k, owned)):
+            extras += before
+            frame = after
+            prefix = conv.units_before(k, owned)
+            for j, u in enumerate(prefix):
                 if u is None:  # edited now or last turn: swept again
-                    u = kept.unknown((key, j), list_item_strings(key, j, lst[j], SHORTEST), covered)
-                units.append(u)
-                extras += u
+                    strings = list_item_strings(key, j, lst[j], SHORTEST)
+                    prefix[j] = kept.unknown((key, j), strings, covered)
+            units += prefix  # type: ignore[arg-type]  # no None left
+            extras.extend(chain.from_iterable(prefix))  # type: ignore[arg-type]
             continue
         unit, strings = entry
         found = kept.unknown(unit, strings, covered)
         if len(unit) == 2 and unit[0] == key:
             units.append(found)
-        extras += found
+            extras += found
+        elif framed is None:
+            frame += found
+    extras += after
     conv.keep_units(key, as_read, owned, units, covered)
+    conv.keep_frame(read.frame, before, after)
     return extras
 
 
