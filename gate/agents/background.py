@@ -99,6 +99,9 @@ def producers(
     found to start none)."""
     if found is None or isinstance(found, Quiet):
         found = starts(walk.segments, found)
+    names = {c.name for c in walk.calls}
+    if not found and names.isdisjoint(FOLLOW_UPS):
+        return {}  # no task started, and no call that follows one up
     started: dict[str, list[ToolCall]] = {}  # task or session id → the calls that started it
     files: dict[str, list[ToolCall]] = {}  # a task's output file → the same
     by_id = {c.id: c for c in walk.calls} if found else {}
@@ -112,7 +115,7 @@ def producers(
                 files.setdefault(path, []).append(call)
     # Another agent's tool may be called `wait`: it is code mode's when it names a cell or
     # the request holds code-mode cells.
-    cells = any(c.name == "exec" for c in walk.calls)
+    cells = "exec" in names
     out: dict[str, tuple[ToolCall, ...]] = {}
     for call in walk.calls:
         if call.result is None:

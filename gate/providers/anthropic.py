@@ -51,19 +51,20 @@ def walk(body: dict[str, Any]) -> Walk:
     its serialisation, not a walk. Tool inputs are always taken from this body.
     """
     system, tools = body.get("system"), body.get("tools")
-    segs = [
-        *remembered((FORMAT, "system"), system, lambda: _system(system)),
-        *remembered(
+    head = (
+        remembered((FORMAT, "system"), system, lambda: _system(system)),
+        remembered(
             (FORMAT, "tools"),
             tools,
             lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
         ),
-    ]
+    )
+    segs = [*head[0], *head[1]]
     messages = body.get("messages") or ()
     if not isinstance(messages, list):
         messages = list(messages)  # walked as it iterates, to say which item is not a message
     # A conversation's next turn: the messages its last turn walked are taken up whole.
-    walked = Items((FORMAT, "messages"), messages)
+    walked = Items((FORMAT, "messages"), messages, head)
     for i in range(walked.start, len(messages)):
         msg = messages[i]
         if not isinstance(msg, dict):
@@ -84,6 +85,7 @@ def walk(body: dict[str, Any]) -> Walk:
         model=model if isinstance(model, str) else None,
         segments=tuple(segs),
         calls=calls,
+        shared=walked.shared,
     )
 
 

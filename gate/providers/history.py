@@ -61,7 +61,8 @@ def one_request(
     its lists in its last turn (their items frozen too), taken up and replaced by this
     request's."""
     snaps, remembers = _SNAPS.set({}), _MEMO.set(memo)
-    held = _FROZEN.set({id(x): x for x in frozen})
+    frozen = list(frozen)
+    held = _FROZEN.set(dict(zip(map(id, frozen), frozen, strict=True)))
     taken = _WALKS.set(walks)
     try:
         yield
@@ -88,10 +89,11 @@ class Walked:
     """A list's items walked in one request: their segments, calls and results in order,
     and where each item's end (immutable once kept)."""
 
-    __slots__ = ("calls", "ends", "items", "results", "segs", "uses")
+    __slots__ = ("calls", "ends", "head", "items", "results", "segs", "uses")
 
     def __init__(
         self,
+        head: tuple[Sequence[Any], ...],
         items: tuple[Any, ...],
         segs: tuple[Any, ...],
         uses: tuple[Use, ...],
@@ -99,6 +101,7 @@ class Walked:
         ends: tuple[tuple[int, int, int], ...],
         calls: tuple[Any, ...],
     ) -> None:
+        self.head = head  # the walk's segments before the list's, in parts
         self.items = items
         self.segs = segs
         self.uses = uses
@@ -108,14 +111,20 @@ class Walked:
 
 
 class Walks:
-    """A conversation's walks of its lists in its last turn, by walk (a format and where
-    its list is); one per conversation, copied for each turn, never shared."""
+    """A conversation's walks of its lists, by walk (a format and where its list is): its
+    last turn's (`last`), taken up by this turn's (`by`); one per conversation, never
+    shared (each turn starts from a new one, `next`)."""
 
-    def __init__(self, by: dict[Hashable, Walked] | None = None) -> None:
-        self.by: dict[Hashable, Walked] = dict(by or {})
+    def __init__(self, last: dict[Hashable, Walked] | None = None) -> None:
+        self.last: dict[Hashable, Walked] = last or {}
+        self.by: dict[Hashable, Walked] = {}
         self.taken = 0  # items taken up from the last turn's walk (a figure for tests)
+        # How many leading segments of this turn's walk are the very ones of the last
+        # turn's (None: not known yet; the first list walked tells).
+        self.shared: int | None = None
 
-    def copy(self) -> Walks:
+    def next(self) -> Walks:
+        """The walks a next turn takes up: this turn's."""
         return Walks(self.by)
 
 
@@ -125,14 +134,22 @@ class Items:
     gave (`segs`, `uses`, `results`, `calls`); each further item is `add`ed, and `keep`
     leaves the walk to the next turn once it is complete."""
 
-    def __init__(self, key: Hashable, items: Any) -> None:
-        self._key = key
-        self._walks = _WALKS.get()
-        prev = self._walks.by.get(key) if self._walks is not None else None
+    def __init__(self, key: Hashable, items: Any, head: tuple[Sequence[Any], ...] = ()) -> None:
+        self._key, self._head = key, head
+        self._walks = walks = _WALKS.get()
+        prev = walks.last.get(key) if walks is not None else None
         n = 0
         if prev is not None and isinstance(items, list):
             n = min(same_prefix(prev.items, items), len(prev.ends) - 1)
         self.start = n
+        self.shared = 0  # leading segments of the walk known to be the last turn's
+        if walks is not None and walks.shared is None:
+            # The walk's segments start with `head` (its parts remembered: the same objects
+            # while unchanged), then these items' segments.
+            same = prev is not None and len(prev.head) == len(head)
+            if prev is not None and same and all(map(operator.is_, prev.head, head)):
+                self.shared = sum(map(len, head)) + prev.ends[n][0]
+            walks.shared = self.shared
         self.known = 0  # results taken up: no two of them answer one call (checked then)
         if prev is None or not n:
             self.segs: list[Any] = []
@@ -167,6 +184,7 @@ class Items:
         (one per use): kept for the conversation's next turn."""
         if self._walks is not None and isinstance(items, list) and len(calls) == len(self.uses):
             self._walks.by[self._key] = Walked(
+                self._head,
                 tuple(items),
                 tuple(self.segs),
                 tuple(self.uses),

@@ -36,18 +36,17 @@ def matches(path: str) -> bool:
 
 def walk(body: dict[str, Any]) -> Walk:
     tools = body.get("tools")
-    segs = list(
-        remembered(
-            (FORMAT, "tools"),
-            tools,
-            lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
-        )
+    head = remembered(
+        (FORMAT, "tools"),
+        tools,
+        lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
     )
+    segs = list(head)
     messages = body.get("messages") or ()
     if not isinstance(messages, list):
         messages = list(messages)  # walked as it iterates, to say which item is not a message
     # A conversation's next turn: the messages its last turn walked are taken up whole.
-    walked = Items((FORMAT, "messages"), messages)
+    walked = Items((FORMAT, "messages"), messages, (head,))
     for i in range(walked.start, len(messages)):
         msg = messages[i]
         if not isinstance(msg, dict):
@@ -65,6 +64,7 @@ def walk(body: dict[str, Any]) -> Walk:
         model=model if isinstance(model, str) else None,
         segments=tuple(segs),
         calls=calls,
+        shared=walked.shared,
     )
 
 

@@ -63,34 +63,39 @@ def walk(body: dict[str, Any]) -> Walk:
         segments=outer.segments + wrapped.segments,
         calls=outer.calls + wrapped.calls,
         orphans=outer.orphans + wrapped.orphans,
+        shared=outer.shared,
     )
 
 
 def _walk(body: dict[str, Any], at: JsonPath) -> Walk:
-    segs: list[Segment] = []
+    head: list[tuple[Segment, ...]] = []  # the segments before the items', in parts
     if isinstance(said := body.get("instructions"), str):
         # Remembered: the same Segment object each turn, so a conversation's strings start
         # with the very objects of its last turn (gate/screen/prefix.py).
-        segs += remembered(
-            (FORMAT, *at, "instructions"),
-            said,
-            lambda: (Segment((*at, "instructions"), said, Role.SYSTEM),),
+        head.append(
+            remembered(
+                (FORMAT, *at, "instructions"),
+                said,
+                lambda: (Segment((*at, "instructions"), said, Role.SYSTEM),),
+            )
         )
     tools = body.get("tools")
-    segs += remembered(
-        (FORMAT, *at, "tools"),
-        tools,
-        lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, (*at, "tools"))),
+    head.append(
+        remembered(
+            (FORMAT, *at, "tools"),
+            tools,
+            lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, (*at, "tools"))),
+        )
     )
     items = body.get("input")
     if isinstance(items, str):
-        segs.append(Segment((*at, "input"), items, Role.USER_TEXT))
+        head.append((Segment((*at, "input"), items, Role.USER_TEXT),))
         items = []
     items = items or ()
     if not isinstance(items, list):
         items = list(items)  # walked as it iterates, to say which item is not an object
     # A conversation's next turn: the items its last turn walked are taken up whole.
-    walked = Items((FORMAT, *at, "input"), items)
+    walked = Items((FORMAT, *at, "input"), items, tuple(head))
     for i in range(walked.start, len(items)):
         item = items[i]
         if not isinstance(item, dict):
@@ -101,6 +106,7 @@ def _walk(body: dict[str, Any], at: JsonPath) -> Walk:
         )
         call = _call(item, i, at)
         walked.add(i_segs, () if call is None else (call,), i_results)
+    segs = [seg for part in head for seg in part]
     segs += walked.segs
     stateful = bool(body.get("previous_response_id") or body.get("conversation"))
     results = results_of(walked)
@@ -113,6 +119,7 @@ def _walk(body: dict[str, Any], at: JsonPath) -> Walk:
         segments=tuple(segs),
         calls=calls,
         orphans=orphans(walked.uses, results),
+        shared=walked.shared,
     )
 
 

@@ -49,6 +49,9 @@ class Walk:
     calls: tuple[ToolCall, ...]
     # Results answering a call this body does not hold (stateful APIs keep it upstream).
     orphans: tuple[tuple[str, JsonPath], ...] = ()
+    # How many leading segments are known to be the very objects of the conversation's
+    # last turn's walk (gate/providers/history.py: Items); more may be.
+    shared: int = 0
 
     def texts(self, *roles: Role) -> Iterator[str]:
         return (s.text for s in self.segments if not roles or s.role in roles)

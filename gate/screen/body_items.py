@@ -101,16 +101,33 @@ class _List:
 class _Recent:
     """A body read before: its bytes and where its items end in them."""
 
-    __slots__ = ("ends", "items", "path", "raw", "start")
+    __slots__ = ("close", "ends", "frame", "frame_raw", "items", "path", "raw", "start")
 
     def __init__(
-        self, raw: bytes, path: tuple[str, ...], start: int, ends: list[int], items: list[_Item]
+        self,
+        raw: bytes,
+        path: tuple[str, ...],
+        start: int,
+        ends: list[int],
+        items: list[_Item],
+        close: int,
+        frame_raw: bytes,
+        frame: _Frame,
     ) -> None:
         self.raw = raw
         self.path = path
         self.start = start  # just past the list's "["
         self.ends = ends  # just past each item
         self.items = items
+        self.close = close  # the list's "]"
+        self.frame_raw = frame_raw  # the bytes before the list's items and after them
+        self.frame = frame
+
+    def same_tail(self, raw: bytes, close: int) -> bool:
+        """Whether `raw`, its list closing at `close`, ends with this body's bytes from its
+        list's "]" on."""
+        tail = len(self.raw) - self.close
+        return len(raw) - close == tail and raw.endswith(memoryview(self.raw)[self.close :])
 
     def shared(self, raw: bytes) -> int:
         """How many leading items `raw` holds at the same offsets, byte for byte (bytes up
@@ -160,7 +177,7 @@ class Body:
         self._frame_owned = False
         self._store = store
         # Where the items sit in the raw bytes: just past the "[", its "]", just past each.
-        self.spans: tuple[int, int, tuple[int, ...]] = (0, 0, ())
+        self.spans: tuple[int, int, list[int]] = (0, 0, [])
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -280,7 +297,8 @@ class BodyItems:
                 return None
         path, start = found
         lst = self._lists.get(path) or self._lists.setdefault(path, _List(len(path) + 1))
-        spans: list[tuple[int, int, bytes | None]] = []
+        ends: list[int] = []  # where each item ends
+        spans: list[tuple[int, int, bytes | None]] = []  # the items not taken as below
         i, shift = start, 0
         # The leading items of the body read before that shares the most with this one:
         # their bytes at the same offsets are those items (and the head before them).
@@ -291,8 +309,8 @@ class BodyItems:
         more = True  # items (or an unexpected byte, which raw_decode refuses) follow
         if prev is not None:
             self.taken += k
-            spans += [(0, b, it.raw) for b, it in zip(prev.ends[:k], prev.items[:k], strict=True)]
-            i = _WS_BYTES.match(raw, prev.ends[k - 1]).end()  # type: ignore[union-attr]
+            ends += prev.ends[:k]
+            i = _WS_BYTES.match(raw, ends[-1]).end()  # type: ignore[union-attr]
             if raw[i] == 0x2C:  # ","
                 i += 1
             elif raw[i] == 0x5D:
@@ -301,9 +319,9 @@ class BodyItems:
                 return None
         while more:
             i = _WS_BYTES.match(raw, i).end()  # type: ignore[union-attr]
-            if raw[i] == 0x5D and not spans:  # "]": no items
+            if raw[i] == 0x5D and not ends:  # "]": no items
                 break
-            seen, shift = _recognised(raw, i, len(spans), shift, lst)
+            seen, shift = _recognised(raw, i, len(ends), shift, lst)
             if seen is not None:
                 end = i + len(seen)
             else:
@@ -312,6 +330,7 @@ class BodyItems:
                     text, base = raw[i:].decode("latin-1"), i
                 end = _DECODER.raw_decode(text, i - base)[1] + base
             spans.append((i, end, seen))
+            ends.append(end)
             i = _WS_BYTES.match(raw, end).end()  # type: ignore[union-attr]
             if raw[i] == 0x2C:  # ","
                 i += 1
@@ -320,21 +339,25 @@ class BodyItems:
             else:
                 return None
         close = i
-        frame_raw = raw[:start] + raw[close:]
-        frame = self._frames.get(frame_raw)
-        if frame is None:
-            value = orjson.loads(frame_raw)
-            unique(frame_raw, value)  # the list's key twice, say: Ambiguous, read whole
-            if not isinstance(value, dict) or _at(value, path) != []:
-                return None
-            frame = _Frame(value)
+        if prev is not None and prev.same_tail(raw, close):  # and head: the same frame
+            frame_raw, frame = prev.frame_raw, prev.frame
+        else:
+            frame_raw = raw[:start] + raw[close:]
+            found_frame = self._frames.get(frame_raw)
+            if found_frame is None:
+                value = orjson.loads(frame_raw)
+                unique(frame_raw, value)  # the list's key twice, say: Ambiguous, read whole
+                if not isinstance(value, dict) or _at(value, path) != []:
+                    return None
+                found_frame = _Frame(value)
+            frame = found_frame
         items = prev.items[:k] if prev is not None else []
-        items += [self._item(raw, a, b, seen, lst) for a, b, seen in spans[k:]]
+        items += [self._item(raw, a, b, seen, lst) for a, b, seen in spans]
         self._keep(raw[:start], frame_raw, frame, items, lst, k)
-        self._remember(_Recent(raw, path, start, [b for _, b, _ in spans], items), prev, k)
+        self._remember(_Recent(raw, path, start, ends, items, close, frame_raw, frame), prev, k)
         value = _with(frame.value, path, [it.value for it in items])
         body = Body(value, path, frame_raw, frame, items, self)
-        body.spans = (start, close, tuple(b for _, b, _ in spans))
+        body.spans = (start, close, ends)
         return body
 
     def _item(self, raw: bytes, a: int, b: int, seen: bytes | None, lst: _List) -> _Item:

@@ -61,6 +61,7 @@ class Decided:
         "sourced",
         "sourced_ends",
         "started",
+        "strict",
         "system",
         "texts",
         "tied",
@@ -86,6 +87,7 @@ class Decided:
         self.whole = False  # the denied index was complete (no search decided wider)
         self.files: Files = {}
         self.entries: list[Entry] = []
+        self.strict: list[int] = []  # the entries decided deny or ask
         self.tied: frozenset[str] = frozenset()  # calls decided with others they may be
 
 
@@ -166,9 +168,11 @@ def decide(
                     break
     files: Files = dict(prev.files) if m else {}
     out: list[Entry] = prev.entries[:m]
-    for i, (call, action, decision, _) in enumerate(out):
-        if decision is not None and decision.effect in _STRICT:
-            out[i] = _entry(call, action, decision, fmt, body, ctx)  # withheld in this body
+    new.strict = [i for i in prev.strict if i < m]
+    for i in new.strict:
+        call, action, decision, _ = out[i]
+        assert decision is not None
+        out[i] = _entry(call, action, decision, fmt, body, ctx)  # withheld in this body
     for call, action in zip(walk.calls[m:], acts[m:], strict=True):
         if call.result is None:
             out.append((call, action, None, None))
@@ -183,6 +187,8 @@ def decide(
             # Paired by name and order only, or a later output of a command started earlier:
             # the strictest call it could answer decides.
             decision, action = calls.stricter((decision, action), policy, root, ctx.cwd, other)
+        if decision.effect in _STRICT:
+            new.strict.append(len(out))
         out.append(_entry(call, action, decision, fmt, body, ctx))
     new.files, new.entries = files, out
     return out

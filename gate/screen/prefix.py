@@ -97,23 +97,24 @@ class Conversation:
 
     def copy(self) -> Conversation:
         """The same last turn, to screen a next one with: screening replaces a
-        conversation's fields, never edits them (the walks are copied), so the kept one
+        conversation's fields, never edits them (the walks start anew), so the kept one
         stays as it was."""
         new = Conversation()
         for name in self.__slots__:
             setattr(new, name, getattr(self, name))
-        new.walks = self.walks.copy()
+        new.walks = self.walks.next()
         return new
 
     def screened(
-        self, kept: Kept, segs: tuple[Segment, ...], done: Collection[str | None]
+        self, kept: Kept, segs: tuple[Segment, ...], done: Collection[str | None], same: int
     ) -> list[Outcome]:
-        """kept.screened(segs, done), the leading segments of the last turn's taken as one
-        slice of its outcomes; remembers this turn's."""
+        """kept.screened(segs, done), the leading segments of the last turn's (the first
+        `same` of `segs` are its very objects) taken as one slice of its outcomes;
+        remembers this turn's."""
         frozen_done = frozenset(done)
         n = 0
         if kept is self.kept and frozen_done == self.done:
-            n = same_prefix(self.segs, segs)
+            n = same
         ends = self.ends[: n + 1]
         out = self.outcomes[: ends[-1]]
         for s in segs[n:]:
@@ -132,13 +133,16 @@ class Conversation:
         return list(out)
 
     def walked(
-        self, segs: tuple[Segment, ...]
+        self, segs: tuple[Segment, ...], same: int
     ) -> tuple[frozenset[JsonPath], frozenset[JsonPath] | None]:
-        """The paths of the walked strings `segs`; and which paths are covered now and were
-        not, or the other way round (None: not known). Worked out from the last turn's for
-        the strings it did not share, while every path was one string's only."""
+        """The paths of the walked strings `segs` (the first `same` the last turn's very
+        objects); and which paths are covered now and were not, or the other way round
+        (None: not known). Worked out from the last turn's for the strings it did not
+        share, while every path was one string's only."""
         last, changed = self.paths, None
-        n = same_prefix(self.paths_of, segs) if last is not None else 0
+        n = 0
+        if last is not None:  # the last turn's, or an earlier one's
+            n = same if self.paths_of is self.segs else same_prefix(self.paths_of, segs)
         if last is not None and n:
             gone = frozenset(s.path for s in self.paths_of[n:])
             new = frozenset(s.path for s in segs[n:])
@@ -175,14 +179,13 @@ class Conversation:
                     k = p[1]
         return k
 
-    def units_before(self, k: int, owned: Collection[int]) -> list[tuple[Outcome, ...] | None]:
-        """The first k items' outcomes; None for one edited by this screening or the last."""
+    def units_before(
+        self, k: int, owned: Collection[int]
+    ) -> tuple[list[tuple[Outcome, ...]], list[int]]:
+        """The first k items' outcomes, and which of them to sweep again (edited by this
+        screening or the last: their entries are the last turn's, to be replaced)."""
         self.taken += k
-        out: list[tuple[Outcome, ...] | None] = list(self.units[:k])
-        for j in (*owned, *self.owned):
-            if j < k:
-                out[j] = None
-        return out
+        return list(self.units[:k]), sorted(j for j in {*owned, *self.owned} if j < k)
 
     def keep_units(
         self,

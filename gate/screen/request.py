@@ -150,7 +150,8 @@ def screen(
         fmt is anthropic and exact and kept is not None
     ):  # where each message ends, before screening edits them
         if read is not None and read.path == (layout.KEY,):
-            where = layout.Layout(*read.spans)  # found as it was read
+            start, close, ends = read.spans  # found as it was read
+            where = layout.Layout(start, close, tuple(ends))
         else:
             messages = body.get(layout.KEY)
             where = layout.layout(req.body, messages if isinstance(messages, list) else None)
@@ -249,7 +250,8 @@ def _decide(
     # What the conversation's last turn made of the segments and calls this one starts with.
     prev = conv.decided if conv is not None else Decided()
     new = Decided()
-    n = same_prefix(prev.segs, walk.segments) if prev.segs else 0
+    # Known from the walk (its lists taken up), else found by comparing.
+    n = walk.shared or (same_prefix(prev.segs, walk.segments) if prev.segs else 0)
     new.segs = walk.segments
     said = decided.working_directory(walk, prev, n, new)
     cwd = req.project_root or said
@@ -287,12 +289,15 @@ def _decide(
     withheld = [item for *_, item in entries if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
     outcomes, extras = _content(
-        walk, body, done, index, secrets, policy, req.approved, items, conv, read
+        walk, body, done, index, secrets, policy, req.approved, items, conv, read, n
     )
     if convs is not None and conv is not None:
         convs.put(req.session, conv, len(req.body))
-    withheld += content.tally([*outcomes, *extras], {c.id: c.name for c in walk.calls})
-    for o in (*outcomes, *extras):
+    found = [*outcomes, *extras]
+    # Call id → tool name, for a secret found in a tool's output.
+    names = {c.id: c.name for c in walk.calls} if any(o.secrets for o in found) else {}
+    withheld += content.tally(found, names)
+    for o in found:
         if o.text != o.seg.text:
             if read is not None:
                 read.own(o.seg.path)
@@ -325,10 +330,12 @@ def _content(
     items: ItemCache | None,
     conv: Conversation | None = None,
     read: Body | None = None,
+    n: int = 0,
 ) -> tuple[list[Outcome], list[Outcome]]:
     """The outcomes of the walked strings, then of the strings no walker knows, in body
     order (`items`: what earlier requests' strings gave, reused where nothing changed;
-    `conv`: the conversation's last turn, its frozen prefix's outcomes taken whole)."""
+    `conv`: the conversation's last turn, its frozen prefix's outcomes taken whole; the
+    first n walked strings are the very ones it walked)."""
     extras: list[Outcome] = []
     if items is None:
         extra: list[Segment] = []
@@ -342,7 +349,7 @@ def _content(
     kept = items.under(policy, index, secrets, approved)
     if index or secrets:
         if conv is not None:
-            walked, changed = conv.walked(walk.segments)
+            walked, changed = conv.walked(walk.segments, n)
         else:
             walked, changed = frozenset(s.path for s in walk.segments), None
         if conv is not None and read is not None and len(read.path) == 1:
@@ -351,7 +358,7 @@ def _content(
             for unit, strings in unit_strings(body, SHORTEST):
                 extras += kept.unknown(unit, strings, walked)
     if conv is not None:
-        return conv.screened(kept, walk.segments, done), extras
+        return conv.screened(kept, walk.segments, done, n), extras
     return kept.screened(walk.segments, done), extras
 
 
@@ -386,13 +393,12 @@ def _swept(
         if entry is None:  # the leading k items
             extras += before
             frame = after
-            prefix = conv.units_before(k, owned)
-            for j, u in enumerate(prefix):
-                if u is None:  # edited now or last turn: swept again
-                    strings = list_item_strings(key, j, lst[j], SHORTEST)
-                    prefix[j] = kept.unknown((key, j), strings, covered)
-            units += prefix  # type: ignore[arg-type]  # no None left
-            extras.extend(chain.from_iterable(prefix))  # type: ignore[arg-type]
+            prefix, again = conv.units_before(k, owned)
+            for j in again:  # edited now or last turn: swept again
+                strings = list_item_strings(key, j, lst[j], SHORTEST)
+                prefix[j] = kept.unknown((key, j), strings, covered)
+            units += prefix
+            extras.extend(chain.from_iterable(prefix))
             continue
         unit, strings = entry
         found = kept.unknown(unit, strings, covered)
