@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from gate.providers.history import Items, remembered
@@ -71,16 +73,21 @@ def pair(
     `made[i]`: the call made before from the very object `uses[i]` is (a conversation's
     last turn): it is that call again when its result is where it was.
     """
-    ids = [id_ for id_, _, _ in uses]
+    ids = list(map(itemgetter(0), uses))
     if len(set(ids)) != len(ids):
         raise ValueError("two tool calls share an id")
     if not orphans_allowed and (orphans := sorted(set(results) - set(ids))):
         raise ValueError(f"tool result {orphans[0]} answers no tool call in this request")
-    out = [
-        c if c.result == results.get(c.id) else _call(c.id, c.name, c.input, results.get(c.id))
-        for c in made
-    ]
-    out += (_call(id_, name, inp, results.get(id_)) for id_, name, inp in uses[len(made) :])
+    found = list(map(results.get, ids))
+    out = list(made)
+    # A call made before is itself again where its result is where it was (in C: a next
+    # turn's hundred calls in microseconds).
+    for i, same in enumerate(map(operator.eq, map(attrgetter("result"), made), found)):
+        if not same:
+            c = made[i]
+            out[i] = _call(c.id, c.name, c.input, found[i])
+    n = len(made)
+    out += (_call(*use, r) for use, r in zip(uses[n:], found[n:], strict=True))
     return tuple(out)
 
 

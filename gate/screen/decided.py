@@ -95,18 +95,25 @@ def working_directory(walk: Walk, prev: Decided, n: int, new: Decided) -> str | 
     """calls.working_directory(walk), the prompt texts of the first n segments (the last
     turn's) found where they were; recorded in `new`."""
     segs = walk.segments
-    new.system = [p for p in prev.system if p < n]
-    new.system += [i for i in range(n, len(segs)) if segs[i].role is Role.SYSTEM]
+    kept = not prev.system or prev.system[-1] < n  # every system text of the last turn's
+    new.system = prev.system if kept else [p for p in prev.system if p < n]
+    more = [i for i in range(n, len(segs)) if segs[i].role is Role.SYSTEM]
     new.users = [p for p in prev.users if p < n]
     i = n
     while len(new.users) < 3 and i < len(segs):
         if segs[i].role is Role.USER_TEXT:
             new.users.append(i)
         i += 1
+    if kept and not more and new.users == prev.users and prev.texts:
+        new.texts, new.said = prev.texts, prev.said  # the same strings: what they said
+        return new.said
+    new.system = new.system + more
     new.texts = [segs[p].text for p in (*new.system, *new.users)]
     if len(new.texts) == len(prev.texts) and same_prefix(prev.texts, new.texts) == len(new.texts):
-        return prev.cwd
-    return tools.working_directory(new.texts)
+        new.said = prev.said
+    else:
+        new.said = tools.working_directory(new.texts)
+    return new.said
 
 
 def actions(walk: Walk, cwd: str | None, prev: Decided, new: Decided) -> list[Action]:
