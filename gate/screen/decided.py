@@ -62,6 +62,7 @@ class Decided:
         "sourced_ends",
         "started",
         "strict",
+        "taken",
         "system",
         "texts",
         "tied",
@@ -88,6 +89,7 @@ class Decided:
         self.files: Files = {}
         self.entries: list[Entry] = []
         self.strict: list[int] = []  # the entries decided deny or ask
+        self.taken = 0  # decisions taken from the last turn (a figure for tests, benches)
         self.tied: frozenset[str] = frozenset()  # calls decided with others they may be
 
 
@@ -173,6 +175,7 @@ def decide(
                 if c.id == cid:
                     m = i
                     break
+    new.taken = m
     files: Files = dict(prev.files) if m else {}
     out: list[Entry] = prev.entries[:m]
     new.strict = [i for i in prev.strict if i < m]

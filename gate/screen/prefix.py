@@ -245,6 +245,8 @@ class Conversations:
         self._next = 0
         self._bytes = 0
         self.taken = 0  # outcomes taken whole from a last turn (a figure for tests, benches)
+        self.walked = 0  # list items whose walk was taken up from a last turn (the same)
+        self.decided = 0  # tool calls whose decision was taken from a last turn (the same)
         self._lock = threading.Lock()
 
     def of(
@@ -278,6 +280,8 @@ class Conversations:
         prompt and tools, say, is kept beside it)."""
         with self._lock:
             self.taken += conv.taken
+            self.walked += conv.walks.taken
+            self.decided += conv.decided.taken
             src = self._by.get(conv.source) if conv.source is not None else None
             if src is not None and conv.shared * 2 >= len(
                 src[1].listed if conv.listed else src[1].segs  # what `of` compared
