@@ -69,7 +69,7 @@ def walk(body: dict[str, Any]) -> Walk:
         msg = messages[i]
         if not isinstance(msg, dict):
             raise ValueError(f"messages[{i}] is not an object")
-        m_segs, m_uses, m_results = remembered(
+        m_segs, m_uses, m_results = walked.remembered(
             (FORMAT, "message", i), msg, partial(walk_message, msg, ("messages", i))
         )
         content: Any = msg.get("content")

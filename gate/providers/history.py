@@ -170,6 +170,11 @@ class Items:
         assert self._walks is not None
         self._walks.taken += n
 
+    def remembered[R](self, key: Hashable, item: Any, compute: Callable[[], R]) -> R:
+        """remembered(key, item, compute) for an item after those taken up: on a next turn
+        they are the items it added, new (not looked up: it would only cost a serialisation)."""
+        return compute() if self.start else remembered(key, item, compute)
+
     def add(
         self, segs: Iterable[Any], uses: Iterable[Use], results: Iterable[tuple[str, Any]]
     ) -> None:

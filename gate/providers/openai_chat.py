@@ -53,7 +53,9 @@ def walk(body: dict[str, Any]) -> Walk:
             raise ValueError(f"messages[{i}] is not an object")
         at: JsonPath = ("messages", i)
         # Remembered (providers.history): a message resent unchanged is not walked again.
-        m_segs, m_result = remembered((FORMAT, "message", i), msg, partial(_message, msg, at))
+        m_segs, m_result = walked.remembered(
+            (FORMAT, "message", i), msg, partial(_message, msg, at)
+        )
         walked.add(m_segs, _calls(msg, i), () if m_result is None else ((m_result, at),))
     calls = pair(walked.uses, results_of(walked), made=walked.calls)
     walked.keep(messages, calls)

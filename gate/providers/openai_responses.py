@@ -101,7 +101,7 @@ def _walk(body: dict[str, Any], at: JsonPath) -> Walk:
         if not isinstance(item, dict):
             raise ValueError(f"{'.'.join(map(str, (*at, 'input')))}[{i}] is not an object")
         # Remembered (providers.history): an item resent unchanged is not walked again.
-        i_segs, i_results = remembered(
+        i_segs, i_results = walked.remembered(
             (FORMAT, *at, "item", i), item, partial(_item, item, (*at, "input", i))
         )
         call = _call(item, i, at)

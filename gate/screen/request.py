@@ -24,6 +24,7 @@ from gate.providers.segments import (
     ToolCall,
     Unit,
     Walk,
+    item_strings,
     list_item_strings,
     set_at,
     unit_strings,
@@ -381,8 +382,9 @@ def _swept(
     framed = conv.frame_units(kept, read.frame, key, changed)
     if framed is not None:  # the frame's strings as the last turn found them
         entries: list[tuple[Unit, Strings] | None] = [None]
+        # The items after the last turn's: new (not looked up in the walk memo either).
         entries += (
-            ((key, j), list_item_strings(key, j, lst[j], SHORTEST)) for j in range(k, len(lst))
+            ((key, j), item_strings(lst[j], (key, j), SHORTEST)) for j in range(k, len(lst))
         )
         before, after = framed
     else:
