@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
+from itertools import compress
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -80,13 +81,13 @@ def pair(
         raise ValueError(f"tool result {orphans[0]} answers no tool call in this request")
     found = list(map(results.get, ids))
     out = list(made)
-    # A call made before is itself again where its result is where it was (in C: a next
-    # turn's hundred calls in microseconds).
-    for i, same in enumerate(map(operator.eq, map(attrgetter("result"), made), found)):
-        if not same:
-            c = made[i]
-            out[i] = _call(c.id, c.name, c.input, found[i])
     n = len(made)
+    # A call made before is itself again where its result is where it was (in C: a next
+    # turn's hundred calls in microseconds; only the others are made anew).
+    moved = map(operator.ne, map(attrgetter("result"), made), found)
+    for i in compress(range(n), moved):
+        c = made[i]
+        out[i] = _call(c.id, c.name, c.input, found[i])
     out += (_call(*use, r) for use, r in zip(uses[n:], found[n:], strict=True))
     return tuple(out)
 
