@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gate.agents import background, shell_state, tools
@@ -204,37 +205,19 @@ def decide(
     return out
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Context:
     """What every call of one body is decided under."""
 
-    __slots__ = (
-        "approved",
-        "cwd",
-        "policy",
-        "read",
-        "root",
-        "same_name",
-        "secrets",
-        "started",
-        "unwalked",
-    )
-
-    def __init__(
-        self,
-        *,
-        policy: Policy,
-        root: str | None,
-        cwd: str | None,
-        unwalked: tuple[str, ...],
-        same_name: Mapping[str, tuple[ToolCall, ...]],
-        started: Mapping[str, tuple[ToolCall, ...]],
-        approved: frozenset[str],
-        secrets: SecretScreen | None,
-        read: Body | None,
-    ) -> None:
-        self.policy, self.root, self.cwd, self.unwalked = policy, root, cwd, unwalked
-        self.same_name, self.started = same_name, started
-        self.approved, self.secrets, self.read = approved, secrets, read
+    policy: Policy
+    root: str | None
+    cwd: str | None
+    unwalked: tuple[str, ...]
+    same_name: Mapping[str, tuple[ToolCall, ...]]
+    started: Mapping[str, tuple[ToolCall, ...]]
+    approved: frozenset[str]
+    secrets: SecretScreen | None
+    read: Body | None
 
 
 def _entry(
