@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -45,7 +46,12 @@ def child(fmt: str, size: int, turns: int, root: Path) -> list[float]:
     data = root / "data"
     data.mkdir(mode=0o700)
     policies = PolicyStore()
-    screens = Screens(IndexStore(), SecretScreen.load(data))
+    # `anthropic-one`: Anthropic bodies through the one engine alone (a tree that still has
+    # the next-turn path, Screens.turns, is run without it).
+    one = fmt.endswith("-one")
+    fmt = fmt.removesuffix("-one")
+    kw: dict[str, Any] = {"turns": None} if one and "turns" in Screens.__dataclass_fields__ else {}
+    screens = Screens(IndexStore(), SecretScreen.load(data), **kw)
     bodies = Conversation(project).turns(size)
     out = []
     for _, raw in zip(range(turns), bodies, strict=False):
@@ -78,7 +84,12 @@ def run_tree(tree: Path, fmt: str, size: int, turns: int) -> list[float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
-    ap.add_argument("--format", default="all", help="anthropic,chat,responses,gemini or all")
+    ap.add_argument(
+        "--format",
+        default="all",
+        help="anthropic,anthropic-one,chat,responses,gemini or all (anthropic-one: Anthropic"
+        " through the one engine, without the next-turn path where a tree has one)",
+    )
     ap.add_argument("--size", type=int, default=500_000, help="bytes of the first body")
     ap.add_argument("--turns", type=int, default=40, help="turns per session")
     ap.add_argument("--rounds", type=int, default=2, help="sessions per tree, interleaved")
@@ -89,7 +100,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.size, args.turns, Path(args.tmp))))
         return
-    formats = ["anthropic", "chat", "responses", "gemini"]
+    formats = ["anthropic", "anthropic-one", "chat", "responses", "gemini"]
     formats = formats if args.format == "all" else args.format.split(",")
     trees = {"this": REPO, **({"baseline": Path(args.baseline)} if args.baseline else {})}
     print(
@@ -97,7 +108,7 @@ def main() -> None:
         f" {args.rounds} rounds (first: the first body; next: median of turns 2..n)"
     )
     print(
-        f"{'format':>10} | " + " | ".join(f"{t + ' first':>15} | {t + ' next':>14}" for t in trees)
+        f"{'format':>13} | " + " | ".join(f"{t + ' first':>15} | {t + ' next':>14}" for t in trees)
     )
     for fmt in formats:
         got: dict[str, list[list[float]]] = {t: [] for t in trees}
@@ -110,7 +121,7 @@ def main() -> None:
             first = min(x[0] for x in runs)
             nxt = min(statistics.median(x[1:]) for x in runs)
             cells.append(f"{first:15.2f} | {nxt:14.2f}")
-        print(f"{fmt:>10} | " + " | ".join(cells))
+        print(f"{fmt:>13} | " + " | ".join(cells))
 
 
 if __name__ == "__main__":

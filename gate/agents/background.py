@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from gate.agents.actions import Action
-from gate.providers.segments import UNSEEN, Role, ToolCall, Walk
+from gate.providers.segments import UNSEEN, Role, Segment, ToolCall, Walk
 
 # Follow-up tool → the input keys that name the task (first present wins).
 FOLLOW_UPS: Mapping[str, tuple[str, ...]] = {
@@ -60,18 +60,18 @@ class Quiet:
         self._texts.add(text)
 
 
-def producers(walk: Walk, quiet: Quiet | None = None) -> dict[str, tuple[ToolCall, ...]]:
-    """For each answered follow-up call (and each Read of a task's output file), the calls
-    that started its task; a call gate cannot tie to a start gets an unseen call, which is
-    decided as the strictest (`quiet`: outputs searched before, and found to start none)."""
-    started: dict[str, list[ToolCall]] = {}  # task or session id → the calls that started it
-    files: dict[str, list[ToolCall]] = {}  # a task's output file → the same
-    by_id = {c.id: c for c in walk.calls}
-    for seg in walk.segments:
-        if seg.role is not Role.TOOL_RESULT or seg.call_id not in by_id:
-            continue
-        call = by_id[seg.call_id]
-        if call.name in FOLLOW_UPS and call.name not in _RESUMING:
+# A result that says it started tasks: where its segment is, the call it answers, and each
+# task's key (with the file its output is written to, if it says).
+Start = tuple[int, str, tuple[tuple[str, str | None], ...]]
+
+
+def starts(segments: Sequence[Segment], quiet: Quiet | None = None, first: int = 0) -> list[Start]:
+    """The tool results from `segments[first]` on that say they started a task (`quiet`:
+    outputs searched before, and found to start none)."""
+    out: list[Start] = []
+    for i in range(first, len(segments)):
+        seg = segments[i]
+        if seg.role is not Role.TOOL_RESULT or seg.call_id is None:
             continue
         text = seg.text
         if quiet is not None and text in quiet:
@@ -80,17 +80,42 @@ def producers(walk: Walk, quiet: Quiet | None = None) -> dict[str, tuple[ToolCal
             if quiet is not None:
                 quiet.add(text)
             continue  # a plain substring test first: this runs over every result resent
-        for m in _STARTED.finditer(text):
-            started.setdefault(m.group("id"), []).append(call)
-            if m.group("path"):
-                files.setdefault(m.group("path"), []).append(call)
-        for m in _SESSION.finditer(text):
-            started.setdefault("session:" + m.group("id"), []).append(call)
-        for m in _CELL.finditer(text):
-            started.setdefault("cell:" + m.group("id"), []).append(call)
+        tasks: list[tuple[str, str | None]] = [
+            (m.group("id"), m.group("path")) for m in _STARTED.finditer(text)
+        ]
+        tasks += (("session:" + m.group("id"), None) for m in _SESSION.finditer(text))
+        tasks += (("cell:" + m.group("id"), None) for m in _CELL.finditer(text))
+        if tasks:
+            out.append((i, seg.call_id, tuple(tasks)))
+    return out
+
+
+def producers(
+    walk: Walk, found: Quiet | Sequence[Start] | None = None
+) -> dict[str, tuple[ToolCall, ...]]:
+    """For each answered follow-up call (and each Read of a task's output file), the calls
+    that started its task; a call gate cannot tie to a start gets an unseen call, which is
+    decided as the strictest (`found`: the walk's starts, or outputs searched before and
+    found to start none)."""
+    if found is None or isinstance(found, Quiet):
+        found = starts(walk.segments, found)
+    names = {c.name for c in walk.calls}
+    if not found and names.isdisjoint(FOLLOW_UPS):
+        return {}  # no task started, and no call that follows one up
+    started: dict[str, list[ToolCall]] = {}  # task or session id → the calls that started it
+    files: dict[str, list[ToolCall]] = {}  # a task's output file → the same
+    by_id = {c.id: c for c in walk.calls} if found else {}
+    for _, call_id, tasks in found:
+        call = by_id.get(call_id)
+        if call is None or (call.name in FOLLOW_UPS and call.name not in _RESUMING):
+            continue
+        for key, path in tasks:
+            started.setdefault(key, []).append(call)
+            if path:
+                files.setdefault(path, []).append(call)
     # Another agent's tool may be called `wait`: it is code mode's when it names a cell or
     # the request holds code-mode cells.
-    cells = any(c.name == "exec" for c in walk.calls)
+    cells = "exec" in names
     out: dict[str, tuple[ToolCall, ...]] = {}
     for call in walk.calls:
         if call.result is None:
@@ -102,8 +127,8 @@ def producers(walk: Walk, quiet: Quiet | None = None) -> dict[str, tuple[ToolCal
             out[call.id] = tuple(others) or (
                 ToolCall(call.id, UNKNOWN_TASK, {UNSEEN: True}, call.result),
             )
-        elif started and (found := _reads_output(call, files, started)):
-            out[call.id] = found
+        elif started and (reads := _reads_output(call, files, started)):
+            out[call.id] = reads
     return out
 
 

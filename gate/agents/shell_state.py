@@ -23,14 +23,23 @@ _BEFORE = shell._SEPARATORS | frozenset(
 _ENVIRON = re.compile(r"environ\b|process\.env\b|\bENV\b|%ENV|\bgetenv\b|Deno\.env")
 
 
-def carry(actions: Sequence[Action]) -> list[Action]:
+def carry(
+    actions: Sequence[Action],
+    sourced: dict[str, None] | None = None,
+    ends: list[int] | None = None,
+) -> list[Action]:
     """`actions` in call order, each later environment dump reading the files the calls
-    before it sourced (the safe side: any command setting variables that read a file)."""
+    before it sourced (the safe side: any command setting variables that read a file).
+    `sourced`: the files sourced before the first of them (the shell state calls before
+    them left), updated in place; `ends`: how many files are sourced after each call is
+    appended to it."""
     out: list[Action] = []
-    sourced: dict[str, None] = {}
+    sourced = {} if sourced is None else sourced
     for action in actions:
         out.append(after(action, tuple(sourced)))
         sourced.update(dict.fromkeys(sourcing(action)))
+        if ends is not None:
+            ends.append(len(sourced))
     return out
 
 

@@ -6,16 +6,16 @@ import re
 from functools import partial
 from typing import Any
 
-from gate.providers.history import remembered
+from gate.providers.history import Items, remembered
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
     Role,
     Segment,
     Walk,
-    add_result,
     get_at,
     pair,
+    results_of,
     strings,
 )
 
@@ -51,33 +51,41 @@ def walk(body: dict[str, Any]) -> Walk:
     its serialisation, not a walk. Tool inputs are always taken from this body.
     """
     system, tools = body.get("system"), body.get("tools")
-    segs = [
-        *remembered((FORMAT, "system"), system, lambda: _system(system)),
-        *remembered(
+    head = (
+        remembered((FORMAT, "system"), system, lambda: _system(system)),
+        remembered(
             (FORMAT, "tools"),
             tools,
             lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
         ),
-    ]
-    results: dict[str, JsonPath] = {}
-    uses: list[tuple[str, str, Any]] = []
-    for i, msg in enumerate(body.get("messages") or ()):
+    )
+    segs = [*head[0], *head[1]]
+    messages = body.get("messages") or ()
+    if not isinstance(messages, list):
+        messages = list(messages)  # walked as it iterates, to say which item is not a message
+    # A conversation's next turn: the messages its last turn walked are taken up whole.
+    walked = Items((FORMAT, "messages"), messages, head)
+    for i in range(walked.start, len(messages)):
+        msg = messages[i]
         if not isinstance(msg, dict):
             raise ValueError(f"messages[{i}] is not an object")
-        m_segs, m_uses, m_results = remembered(
+        m_segs, m_uses, m_results = walked.remembered(
             (FORMAT, "message", i), msg, partial(walk_message, msg, ("messages", i))
         )
-        segs += m_segs
-        uses += [(id_, name, msg["content"][j].get("input")) for id_, name, j in m_uses]
-        for call_id, at in m_results:
-            add_result(results, call_id, at)
-    calls = pair(uses, results)
+        content: Any = msg.get("content")
+        walked.add(
+            m_segs, [(id_, name, content[j].get("input")) for id_, name, j in m_uses], m_results
+        )
+    calls = pair(walked.uses, results_of(walked), made=walked.calls)
+    walked.keep(messages, calls)
+    segs += walked.segs
     model = body.get("model")
     return Walk(
         format=FORMAT,
         model=model if isinstance(model, str) else None,
         segments=tuple(segs),
         calls=calls,
+        shared=walked.shared,
     )
 
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from gate.providers.history import remembered
+from gate.providers.history import Items, remembered
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
     Role,
     Segment,
     Walk,
-    add_result,
     arguments,
     get_at,
     pair,
     replace_text,
+    results_of,
     strings,
 )
 
@@ -36,31 +36,37 @@ def matches(path: str) -> bool:
 
 def walk(body: dict[str, Any]) -> Walk:
     tools = body.get("tools")
-    segs = list(
-        remembered(
-            (FORMAT, "tools"),
-            tools,
-            lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
-        )
+    head = remembered(
+        (FORMAT, "tools"),
+        tools,
+        lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, ("tools",))),
     )
-    uses: list[tuple[str, str, Any]] = []
-    results: dict[str, JsonPath] = {}
-    for i, msg in enumerate(body.get("messages") or ()):
+    segs = list(head)
+    messages = body.get("messages") or ()
+    if not isinstance(messages, list):
+        messages = list(messages)  # walked as it iterates, to say which item is not a message
+    # A conversation's next turn: the messages its last turn walked are taken up whole.
+    walked = Items((FORMAT, "messages"), messages, (head,))
+    for i in range(walked.start, len(messages)):
+        msg = messages[i]
         if not isinstance(msg, dict):
             raise ValueError(f"messages[{i}] is not an object")
         at: JsonPath = ("messages", i)
         # Remembered (providers.history): a message resent unchanged is not walked again.
-        m_segs, m_result = remembered((FORMAT, "message", i), msg, partial(_message, msg, at))
-        segs += m_segs
-        if m_result is not None:
-            add_result(results, m_result, at)
-        uses += _calls(msg, i)
+        m_segs, m_result = walked.remembered(
+            (FORMAT, "message", i), msg, partial(_message, msg, at)
+        )
+        walked.add(m_segs, _calls(msg, i), () if m_result is None else ((m_result, at),))
+    calls = pair(walked.uses, results_of(walked), made=walked.calls)
+    walked.keep(messages, calls)
+    segs += walked.segs
     model = body.get("model")
     return Walk(
         format=FORMAT,
         model=model if isinstance(model, str) else None,
         segments=tuple(segs),
-        calls=pair(uses, results),
+        calls=calls,
+        shared=walked.shared,
     )
 
 

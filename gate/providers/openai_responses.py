@@ -11,19 +11,19 @@ from functools import partial
 from typing import Any
 
 from gate.providers import openai_chat
-from gate.providers.history import remembered
+from gate.providers.history import Items, remembered
 from gate.providers.paths import normalise
 from gate.providers.segments import (
     JsonPath,
     Role,
     Segment,
     Walk,
-    add_result,
     arguments,
     get_at,
     orphans,
     pair,
     replace_text,
+    results_of,
     strings,
 )
 
@@ -63,51 +63,63 @@ def walk(body: dict[str, Any]) -> Walk:
         segments=outer.segments + wrapped.segments,
         calls=outer.calls + wrapped.calls,
         orphans=outer.orphans + wrapped.orphans,
+        shared=outer.shared,
     )
 
 
 def _walk(body: dict[str, Any], at: JsonPath) -> Walk:
-    segs: list[Segment] = []
+    head: list[tuple[Segment, ...]] = []  # the segments before the items', in parts
     if isinstance(said := body.get("instructions"), str):
         # Remembered: the same Segment object each turn, so a conversation's strings start
         # with the very objects of its last turn (gate/screen/prefix.py).
-        segs += remembered(
-            (FORMAT, *at, "instructions"),
-            said,
-            lambda: (Segment((*at, "instructions"), said, Role.SYSTEM),),
+        head.append(
+            remembered(
+                (FORMAT, *at, "instructions"),
+                said,
+                lambda: (Segment((*at, "instructions"), said, Role.SYSTEM),),
+            )
         )
     tools = body.get("tools")
-    segs += remembered(
-        (FORMAT, *at, "tools"),
-        tools,
-        lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, (*at, "tools"))),
+    head.append(
+        remembered(
+            (FORMAT, *at, "tools"),
+            tools,
+            lambda: tuple(Segment(p, t, Role.SYSTEM) for p, t in strings(tools, (*at, "tools"))),
+        )
     )
-    uses: list[tuple[str, str, Any]] = []
-    results: dict[str, JsonPath] = {}
     items = body.get("input")
     if isinstance(items, str):
-        segs.append(Segment((*at, "input"), items, Role.USER_TEXT))
+        head.append((Segment((*at, "input"), items, Role.USER_TEXT),))
         items = []
-    for i, item in enumerate(items or ()):
+    items = items or ()
+    if not isinstance(items, list):
+        items = list(items)  # walked as it iterates, to say which item is not an object
+    # A conversation's next turn: the items its last turn walked are taken up whole.
+    walked = Items((FORMAT, *at, "input"), items, tuple(head))
+    for i in range(walked.start, len(items)):
+        item = items[i]
         if not isinstance(item, dict):
             raise ValueError(f"{'.'.join(map(str, (*at, 'input')))}[{i}] is not an object")
         # Remembered (providers.history): an item resent unchanged is not walked again.
-        i_segs, i_results = remembered(
+        i_segs, i_results = walked.remembered(
             (FORMAT, *at, "item", i), item, partial(_item, item, (*at, "input", i))
         )
-        segs += i_segs
-        for call_id, at_result in i_results:
-            add_result(results, call_id, at_result)
-        if (call := _call(item, i, at)) is not None:
-            uses.append(call)
+        call = _call(item, i, at)
+        walked.add(i_segs, () if call is None else (call,), i_results)
+    segs = [seg for part in head for seg in part]
+    segs += walked.segs
     stateful = bool(body.get("previous_response_id") or body.get("conversation"))
+    results = results_of(walked)
+    calls = pair(walked.uses, results, orphans_allowed=stateful, made=walked.calls)
+    walked.keep(items, calls)
     model = body.get("model")
     return Walk(
         format=FORMAT,
         model=model if isinstance(model, str) else None,
         segments=tuple(segs),
-        calls=pair(uses, results, orphans_allowed=stateful),
-        orphans=orphans(uses, results),
+        calls=calls,
+        orphans=orphans(walked.uses, results),
+        shared=walked.shared,
     )
 
 

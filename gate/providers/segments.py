@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import operator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
+from itertools import compress
+from operator import attrgetter, itemgetter
 from typing import Any
 
-from gate.providers.history import remembered
+from gate.providers.history import Items, remembered
 
 JsonPath = tuple[str | int, ...]
 
@@ -49,28 +52,57 @@ class Walk:
     calls: tuple[ToolCall, ...]
     # Results answering a call this body does not hold (stateful APIs keep it upstream).
     orphans: tuple[tuple[str, JsonPath], ...] = ()
+    # How many leading segments are known to be the very objects of the conversation's
+    # last turn's walk (gate/providers/history.py: Items); more may be.
+    shared: int = 0
 
     def texts(self, *roles: Role) -> Iterator[str]:
         return (s.text for s in self.segments if not roles or s.role in roles)
 
 
 def pair(
-    uses: list[tuple[str, str, Any]], results: dict[str, JsonPath], *, orphans_allowed: bool = False
+    uses: list[tuple[str, str, Any]],
+    results: dict[str, JsonPath],
+    *,
+    orphans_allowed: bool = False,
+    made: Sequence[ToolCall] = (),
 ) -> tuple[ToolCall, ...]:
     """Tool calls with the result that answers each; unpairable bodies raise ValueError.
 
     Two calls sharing an id, or a result answering no call, would leave a result that no
     rule looked at (orphans are allowed only where earlier calls live on the server).
+    `made[i]`: the call made before from the very object `uses[i]` is (a conversation's
+    last turn): it is that call again when its result is where it was.
     """
-    ids = [id_ for id_, _, _ in uses]
+    ids = list(map(itemgetter(0), uses))
     if len(set(ids)) != len(ids):
         raise ValueError("two tool calls share an id")
     if not orphans_allowed and (orphans := sorted(set(results) - set(ids))):
         raise ValueError(f"tool result {orphans[0]} answers no tool call in this request")
-    return tuple(
-        ToolCall(id_, name, inp if isinstance(inp, dict) else {}, results.get(id_))
-        for id_, name, inp in uses
-    )
+    found = list(map(results.get, ids))
+    out = list(made)
+    n = len(made)
+    # A call made before is itself again where its result is where it was (in C: a next
+    # turn's hundred calls in microseconds; only the others are made anew).
+    moved = map(operator.ne, map(attrgetter("result"), made), found)
+    for i in compress(range(n), moved):
+        c = made[i]
+        out[i] = _call(c.id, c.name, c.input, found[i])
+    out += (_call(*use, r) for use, r in zip(uses[n:], found[n:], strict=True))
+    return tuple(out)
+
+
+def _call(id_: str, name: str, inp: Any, result: JsonPath | None) -> ToolCall:
+    return ToolCall(id_, name, inp if isinstance(inp, dict) else {}, result)
+
+
+def results_of(walked: Items) -> dict[str, JsonPath]:
+    """The results a walk through a list found, by the call each answers; two answering
+    one call raise ValueError."""
+    out: dict[str, JsonPath] = dict(walked.results[: walked.known])
+    for call_id, at in walked.results[walked.known :]:
+        add_result(out, call_id, at)
+    return out
 
 
 def orphans(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar
 
 from gate.agents.actions import Action, Verb
 from gate.rules import commands, domains, globs, names
@@ -34,6 +35,10 @@ class Decision:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
+    # A decision is a function of the rules, the action and which files its targets name
+    # (stamp_of): one made before holds while those are the same files.
+    BY_STAMP: ClassVar[bool] = True
+
     rules: tuple[Rule, ...]
     ignored: tuple[Rule, ...] = ()  # allow rules set aside by a managed `lockdown: true`
     warnings: tuple[str, ...] = ()  # rule files gate read only in part, or not at all
@@ -66,9 +71,16 @@ class Policy:
         )
         return _strictest_action([base, *said["project"]]) or base
 
-    def decide(self, action: Action, project_root: str | None) -> Decision:
+    def decide(
+        self,
+        action: Action,
+        project_root: str | None,
+        seen: dict[tuple[str, str | None], object] | None = None,
+    ) -> Decision:
+        """The first matching rule's effect (deny, then ask, then allow). `seen`: the files
+        other decisions of the same moment looked at (stat'ed once), added to."""
         key = (action, project_root)
-        stamp = stamp_of(action, project_root)
+        stamp = stamp_of(action, project_root, seen)
         hit = self._cache.get(key)
         if hit is not None and hit[0] == stamp:
             return hit[1]

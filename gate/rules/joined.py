@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from gate.agents import shell
 from gate.agents.actions import Action, Verb
@@ -24,12 +25,21 @@ class Joined(Policy):
     way (each project's file can only tighten; the user's and managed files are the same
     in every part)."""
 
+    # Each part decides the action as run in its root, which reads the files that exist
+    # there: more than the action's own targets.
+    BY_STAMP: ClassVar[bool] = False
+
     parts: tuple[tuple[Policy, str | None], ...] = ()
 
-    def decide(self, action: Action, project_root: str | None) -> Decision:
+    def decide(
+        self,
+        action: Action,
+        project_root: str | None,
+        seen: dict[tuple[str, str | None], object] | None = None,
+    ) -> Decision:
         best: Decision | None = None
         for policy, root in self.parts:
-            decision = policy.decide(_as_run_in(action, root), root)
+            decision = policy.decide(_as_run_in(action, root), root, seen)
             if best is None or _RANK[decision.effect] < _RANK[best.effect]:
                 best = decision
         return best if best is not None else Decision(None, None)

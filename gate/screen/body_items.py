@@ -10,8 +10,11 @@ requests and never edited: screening edits its own copy of an item (`Body.own`) 
 
 Where the list starts is found by scanning the frame's keys, or by a head (the bytes up to
 the list's "[") seen before: a JSON text's bytes up to a point fix what that point is.
-Where each item ends is found by recognising an item seen at about the same index (its
-bytes start there; an object ends where its own bytes do), or by scanning it. The frame,
+A body that starts with the same bytes as one read before, up to the end of some item,
+holds that body's leading items at the same offsets: they are taken as one (one compare
+of bytes, the next turn of a conversation costs what it added). Where each other item
+ends is found by recognising an item seen at about the same index (its bytes start there;
+an object ends where its own bytes do), or by scanning it. The frame,
 with an empty list in place, is parsed whole: a repeated key in it (the list's key twice,
 say) or anything else it gets wrong makes `read` give None, and the caller parses the body
 whole, which says why as it always has.
@@ -40,6 +43,7 @@ MAX_HEADS = 16  # heads remembered per list (conversations side by side)
 HEAD = 64
 PER_HEAD = 64  # items kept under one index and head (a shared prefix), newest first
 PER_INDEX = 256  # heads (and short items of one length) kept per index, oldest forgotten
+RECENT = 64  # bodies kept whole, to find a next one's leading items by one compare of bytes
 
 # Where each format keeps its conversation: the first of these paths found in document
 # order is read item by item (the rest of the body, another copy included, is frame).
@@ -94,6 +98,62 @@ class _List:
         self.heads: list[bytes] = []
 
 
+class _Recent:
+    """A body read before: its bytes and where its items end in them."""
+
+    __slots__ = ("close", "ends", "frame", "frame_raw", "items", "path", "raw", "start")
+
+    def __init__(
+        self,
+        raw: bytes,
+        path: tuple[str, ...],
+        start: int,
+        ends: list[int],
+        items: list[_Item],
+        close: int,
+        frame_raw: bytes,
+        frame: _Frame,
+    ) -> None:
+        self.raw = raw
+        self.path = path
+        self.start = start  # just past the list's "["
+        self.ends = ends  # just past each item
+        self.items = items
+        self.close = close  # the list's "]"
+        self.frame_raw = frame_raw  # the bytes before the list's items and after them
+        self.frame = frame
+
+    def same_tail(self, raw: bytes, close: int) -> bool:
+        """Whether `raw`, its list closing at `close`, ends with this body's bytes from its
+        list's "]" on."""
+        tail = len(self.raw) - self.close
+        return len(raw) - close == tail and raw.endswith(memoryview(self.raw)[self.close :])
+
+    def shared(self, raw: bytes) -> int:
+        """How many leading items `raw` holds at the same offsets, byte for byte (bytes up
+        to a point fix what everything before it is: the head, then each item)."""
+        ends, n = self.ends, len(self.ends)
+        view = memoryview(self.raw)
+        if not n or not raw.startswith(view[: self.start]):
+            return 0
+
+        def same(
+            k: int, checked: int
+        ) -> bool:  # the first k items; bytes before `checked` known same
+            return raw.startswith(view[checked : ends[k - 1]], checked)
+
+        k = max(n - 2, 1)  # the usual: all but the last one or two (a moved cache mark)
+        if same(k, self.start):
+            while k < n and same(k + 1, ends[k - 1]):
+                k += 1
+            return k
+        lo, hi = 0, k - 1  # the largest k that holds, given same(lo)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if same(mid, self.start) else (lo, mid - 1)
+        return lo
+
+
 class Body:
     """A body read item by item: `value` is what screening reads; edit only after own()."""
 
@@ -112,11 +172,12 @@ class Body:
         self._frame = frame
         self._items = items
         self._list: list[Any] = _at(value, path)
+        self._read = tuple(self._list)  # the items as read (shared, never edited)
         self._owned: set[int] = set()
         self._frame_owned = False
         self._store = store
         # Where the items sit in the raw bytes: just past the "[", its "]", just past each.
-        self.spans: tuple[int, int, tuple[int, ...]] = (0, 0, ())
+        self.spans: tuple[int, int, list[int]] = (0, 0, [])
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -125,7 +186,13 @@ class Body:
 
     def as_read(self) -> tuple[Any, ...]:
         """The items as read (shared, never edited), whatever screening edited since."""
-        return tuple(i.value for i in self._items)
+        return self._read
+
+    @property
+    def frame(self) -> object | None:
+        """The frame as read (shared with every body of the same frame bytes), or None once
+        this body edits it."""
+        return None if self._frame_owned else self._frame
 
     @property
     def owned(self) -> frozenset[int]:
@@ -134,7 +201,7 @@ class Body:
 
     def frozen(self) -> list[Any]:
         """The shared objects of this body: items, and the frame's values and list items."""
-        out: list[Any] = [i.value for i in self._items]
+        out: list[Any] = list(self._read)
         if not self._frame_owned:
             for v in self._frame.value.values():
                 out.append(v)
@@ -169,10 +236,10 @@ class Body:
                 split = self._frame.split or None
             if not split:
                 return dump(self.value)
-            outs = [
-                orjson.dumps(v) if j in self._owned else self._store.out(self._items[j])
-                for j, v in enumerate(self._list)
-            ]
+            out = self._store.out
+            outs = [it.out or out(it) for it in self._items]
+            for j in self._owned:
+                outs[j] = orjson.dumps(self._list[j])
         except (orjson.JSONEncodeError, TypeError):
             return dump(self.value)
         head, tail = split
@@ -190,8 +257,10 @@ class BodyItems:
         self.max_bytes = max_bytes
         self.parsed = 0  # items parsed (a figure for tests and benches)
         self.scanned = 0  # items whose end was found by scanning them (not recognised)
+        self.taken = 0  # items found as a body read before's, by one compare of its bytes
         self._lists: dict[tuple[str, ...], _List] = {}
         self._frames: dict[bytes, _Frame] = {}
+        self._recent: list[_Recent] = []  # newest first
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -228,13 +297,31 @@ class BodyItems:
                 return None
         path, start = found
         lst = self._lists.get(path) or self._lists.setdefault(path, _List(len(path) + 1))
-        spans: list[tuple[int, int, bytes | None]] = []
+        ends: list[int] = []  # where each item ends
+        spans: list[tuple[int, int, bytes | None]] = []  # the items not taken as below
         i, shift = start, 0
-        while True:
+        # The leading items of the body read before that shares the most with this one:
+        # their bytes at the same offsets are those items (and the head before them).
+        prev, k = None, 0
+        for r in self._recent:
+            if r.path == path and r.start == start and (n := r.shared(raw)) > k:
+                prev, k = r, n
+        more = True  # items (or an unexpected byte, which raw_decode refuses) follow
+        if prev is not None:
+            self.taken += k
+            ends += prev.ends[:k]
+            i = _WS_BYTES.match(raw, ends[-1]).end()  # type: ignore[union-attr]
+            if raw[i] == 0x2C:  # ","
+                i += 1
+            elif raw[i] == 0x5D:
+                more = False
+            else:
+                return None
+        while more:
             i = _WS_BYTES.match(raw, i).end()  # type: ignore[union-attr]
-            if raw[i] == 0x5D and not spans:  # "]": no items
+            if raw[i] == 0x5D and not ends:  # "]": no items
                 break
-            seen, shift = _recognised(raw, i, len(spans), shift, lst)
+            seen, shift = _recognised(raw, i, len(ends), shift, lst)
             if seen is not None:
                 end = i + len(seen)
             else:
@@ -243,6 +330,7 @@ class BodyItems:
                     text, base = raw[i:].decode("latin-1"), i
                 end = _DECODER.raw_decode(text, i - base)[1] + base
             spans.append((i, end, seen))
+            ends.append(end)
             i = _WS_BYTES.match(raw, end).end()  # type: ignore[union-attr]
             if raw[i] == 0x2C:  # ","
                 i += 1
@@ -251,19 +339,25 @@ class BodyItems:
             else:
                 return None
         close = i
-        frame_raw = raw[:start] + raw[close:]
-        frame = self._frames.get(frame_raw)
-        if frame is None:
-            value = orjson.loads(frame_raw)
-            unique(frame_raw, value)  # the list's key twice, say: Ambiguous, read whole
-            if not isinstance(value, dict) or _at(value, path) != []:
-                return None
-            frame = _Frame(value)
-        items = [self._item(raw, a, b, seen, lst) for a, b, seen in spans]
-        self._keep(raw[:start], frame_raw, frame, items, lst)
+        if prev is not None and prev.same_tail(raw, close):  # and head: the same frame
+            frame_raw, frame = prev.frame_raw, prev.frame
+        else:
+            frame_raw = raw[:start] + raw[close:]
+            found_frame = self._frames.get(frame_raw)
+            if found_frame is None:
+                value = orjson.loads(frame_raw)
+                unique(frame_raw, value)  # the list's key twice, say: Ambiguous, read whole
+                if not isinstance(value, dict) or _at(value, path) != []:
+                    return None
+                found_frame = _Frame(value)
+            frame = found_frame
+        items = prev.items[:k] if prev is not None else []
+        items += [self._item(raw, a, b, seen, lst) for a, b, seen in spans]
+        self._keep(raw[:start], frame_raw, frame, items, lst, k)
+        self._remember(_Recent(raw, path, start, ends, items, close, frame_raw, frame), prev, k)
         value = _with(frame.value, path, [it.value for it in items])
         body = Body(value, path, frame_raw, frame, items, self)
-        body.spans = (start, close, tuple(b for _, b, _ in spans))
+        body.spans = (start, close, ends)
         return body
 
     def _item(self, raw: bytes, a: int, b: int, seen: bytes | None, lst: _List) -> _Item:
@@ -288,7 +382,10 @@ class BodyItems:
         frame: _Frame,
         items: list[_Item],
         lst: _List,
+        known: int = 0,
     ) -> None:
+        """Keep the frame, head and items (the first `known` kept already, by a body read
+        before whose bytes this one starts with)."""
         with self._lock:
             added = 0
             if frame_raw not in self._frames:
@@ -297,7 +394,7 @@ class BodyItems:
             if head not in lst.heads:
                 lst.heads.insert(0, head)
                 del lst.heads[MAX_HEADS:]
-            for j, it in enumerate(items):
+            for j, it in enumerate(items[known:], known):
                 raw = it.raw
                 if raw not in lst.items:
                     lst.items[raw] = it
@@ -306,7 +403,23 @@ class BodyItems:
                     _remember_at(lst, j, raw)
             self._bytes += added
             if self._bytes > self.max_bytes:  # new dicts: a reader elsewhere keeps its own
-                self._lists, self._frames, self._bytes = {}, {}, 0
+                self._lists, self._frames, self._recent, self._bytes = {}, {}, [], 0
+
+    def _remember(self, read: _Recent, prev: _Recent | None, k: int) -> None:
+        """Keep a body's bytes and items' ends: in place of the one it shares k items with
+        when it goes on from it (shares at least half of them), else beside it."""
+        with self._lock:
+            gone = prev if prev is not None and 2 * k >= len(prev.ends) else None
+            recent = [r for r in self._recent if r is not gone]
+            if read.ends:
+                recent.insert(0, read)
+            total = 0
+            for j, r in enumerate(recent):
+                total += len(r.raw)
+                if j >= RECENT or total > self.max_bytes:
+                    del recent[j:]
+                    break
+            self._recent = recent
 
     def out(self, item: _Item) -> bytes:
         """The item as orjson writes it (its own bytes when it was written so)."""
@@ -317,7 +430,7 @@ class BodyItems:
 
     def clear(self) -> None:
         with self._lock:
-            self._lists, self._frames, self._bytes = {}, {}, 0
+            self._lists, self._frames, self._recent, self._bytes = {}, {}, [], 0
 
 
 def _remember_at(lst: _List, j: int, raw: bytes) -> None:

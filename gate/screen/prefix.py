@@ -27,28 +27,23 @@ outcomes are the ones a whole-body screening gives, in the same order.
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from itertools import chain
 from typing import Any
 
+from gate.providers.history import Walks, same_prefix
 from gate.providers.segments import JsonPath, Segment
 from gate.screen.content import Outcome
+from gate.screen.decided import Decided
 from gate.screen.item_cache import Kept
 
 MAX_CONVERSATIONS = 64  # conversations remembered (agents and their subagents side by side)
 MAX_BYTES = 64 << 20  # of the bodies they were read from
 
 
-def same_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many leading elements of a and b are the same objects."""
-    same = list(map(operator.is_, a, b))  # in C: a next turn's 700 strings in microseconds
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
+__all__ = ["Conversation", "Conversations", "same_prefix"]
 
 
 class Conversation:
@@ -56,18 +51,25 @@ class Conversation:
 
     __slots__ = (
         "covered",
+        "decided",
         "done",
         "ends",
+        "frame",
+        "framed",
         "items",
         "kept",
         "key",
+        "listed",
         "outcomes",
         "owned",
+        "paths",
+        "paths_of",
         "segs",
         "shared",
         "source",
         "taken",
         "units",
+        "walks",
     )
 
     def __init__(self) -> None:
@@ -83,25 +85,36 @@ class Conversation:
         self.covered: frozenset[JsonPath] = frozenset()
         self.taken = 0  # outcomes (segments' and items') the last screening took whole
         self.source: int | None = None  # the kept last turn this one was copied from
-        self.shared = 0  # how many leading segments this turn shares with it
+        self.shared = 0  # how many leading segments (or listed items) this turn shares with it
+        self.listed: tuple[Any, ...] = ()  # the conversation list's items as read (frozen)
+        self.walks = Walks()  # how its lists were walked (gate/providers/history.py)
+        self.decided = Decided()  # what was made of its tool calls (gate/screen/decided.py)
+        self.frame: object | None = None  # the body's frame as read, when nothing edited it
+        # the outcomes of the strings no walker knows outside the list: before it, after it
+        self.framed: tuple[list[Outcome], list[Outcome]] = ([], [])
+        self.paths: frozenset[JsonPath] | None = None  # the walked strings' paths, each once
+        self.paths_of: tuple[Segment, ...] = ()  # ... of these walked strings
 
     def copy(self) -> Conversation:
         """The same last turn, to screen a next one with: screening replaces a
-        conversation's fields, never edits them, so the kept one stays as it was."""
+        conversation's fields, never edits them (the walks start anew), so the kept one
+        stays as it was."""
         new = Conversation()
         for name in self.__slots__:
             setattr(new, name, getattr(self, name))
+        new.walks = self.walks.next()
         return new
 
     def screened(
-        self, kept: Kept, segs: tuple[Segment, ...], done: Collection[str | None]
+        self, kept: Kept, segs: tuple[Segment, ...], done: Collection[str | None], same: int
     ) -> list[Outcome]:
-        """kept.screened(segs, done), the leading segments of the last turn's taken as one
-        slice of its outcomes; remembers this turn's."""
+        """kept.screened(segs, done), the leading segments of the last turn's (the first
+        `same` of `segs` are its very objects) taken as one slice of its outcomes;
+        remembers this turn's."""
         frozen_done = frozenset(done)
         n = 0
         if kept is self.kept and frozen_done == self.done:
-            n = same_prefix(self.segs, segs)
+            n = same
         ends = self.ends[: n + 1]
         out = self.outcomes[: ends[-1]]
         for s in segs[n:]:
@@ -119,26 +132,60 @@ class Conversation:
         )
         return list(out)
 
+    def walked(
+        self, segs: tuple[Segment, ...], same: int
+    ) -> tuple[frozenset[JsonPath], frozenset[JsonPath] | None]:
+        """The paths of the walked strings `segs` (the first `same` the last turn's very
+        objects); and which paths are covered now and were not, or the other way round
+        (None: not known). Worked out from the last turn's for the strings it did not
+        share, while every path was one string's only."""
+        last, changed = self.paths, None
+        n = 0
+        if last is not None:  # the last turn's, or an earlier one's
+            n = same if self.paths_of is self.segs else same_prefix(self.paths_of, segs)
+        if last is not None and n:
+            gone = frozenset(s.path for s in self.paths_of[n:])
+            new = frozenset(s.path for s in segs[n:])
+            # The last turn's paths were distinct: its first n strings' are `last - gone`.
+            covered = (last - gone) | new
+            if self.covered is last:  # what the items' outcomes were kept under
+                changed = gone ^ new
+        else:
+            covered = frozenset(s.path for s in segs)
+        unique = len(covered) == len(segs)  # so the next turn may work out its paths so
+        self.paths, self.paths_of = (covered if unique else None), segs
+        return covered, changed if unique else None
+
     def reusable(
-        self, kept: Kept, key: str, items: tuple[Any, ...], covered: frozenset[JsonPath]
+        self,
+        kept: Kept,
+        key: str,
+        items: tuple[Any, ...],
+        covered: frozenset[JsonPath],
+        changed: frozenset[JsonPath] | None = None,
     ) -> int:
         """How many leading items' unknown strings' outcomes the last turn's are (before
-        this turn's edits are known: `owned` says which of them to sweep again)."""
+        this turn's edits are known: `owned` says which of them to sweep again);
+        `changed`: the paths covered now or then, not both, when `covered` is worked out
+        from the last turn's."""
         if kept is not self.kept or key != self.key:
             return 0
         k = min(same_prefix(self.items, items), len(self.units))
         if k:
-            for p in covered.symmetric_difference(self.covered):  # a path covered now, or not
+            if changed is None:
+                changed = covered.symmetric_difference(self.covered)
+            for p in changed:  # a path covered now, or not
                 if len(p) > 1 and p[0] == key and isinstance(p[1], int) and p[1] < k:
                     k = p[1]
         return k
 
-    def units_before(self, k: int, owned: Collection[int]) -> list[tuple[Outcome, ...] | None]:
-        """The first k items' outcomes; None for one edited by this screening or the last."""
+    def units_before(
+        self, k: int, owned: Collection[int]
+    ) -> tuple[list[tuple[Outcome, ...]], list[int]]:
+        """The first k items' outcomes, and which of them to sweep again (edited by this
+        screening or the last: their entries are the last turn's, to be replaced)."""
         self.taken += k
-        return [
-            None if (j in owned or j in self.owned) else u for j, u in enumerate(self.units[:k])
-        ]
+        return list(self.units[:k]), sorted(j for j in {*owned, *self.owned} if j < k)
 
     def keep_units(
         self,
@@ -155,6 +202,27 @@ class Conversation:
             units,
             covered,
         )
+
+    def frame_units(
+        self, kept: Kept, frame: object | None, key: str, changed: frozenset[JsonPath] | None
+    ) -> tuple[list[Outcome], list[Outcome]] | None:
+        """The outcomes of the last turn's unknown strings outside the list (before it,
+        after it), for the same frame object (same bytes, edited by neither screening),
+        screens, and walked paths outside the list; else None."""
+        if (
+            frame is None
+            or frame is not self.frame
+            or kept is not self.kept
+            or key != self.key
+            or changed is None
+            or any(p[0] != key for p in changed)
+        ):
+            return None
+        self.taken += len(self.framed[0]) + len(self.framed[1])
+        return self.framed
+
+    def keep_frame(self, frame: object | None, before: list[Outcome], after: list[Outcome]) -> None:
+        self.frame, self.framed = frame, (before, after)
 
 
 def flat(units: list[tuple[Outcome, ...]]) -> list[Outcome]:
@@ -177,17 +245,22 @@ class Conversations:
         self._next = 0
         self._bytes = 0
         self.taken = 0  # outcomes taken whole from a last turn (a figure for tests, benches)
+        self.walked = 0  # list items whose walk was taken up from a last turn (the same)
+        self.decided = 0  # tool calls whose decision was taken from a last turn (the same)
         self._lock = threading.Lock()
 
-    def of(self, session: str | None, segs: Sequence[Segment]) -> Conversation:
-        """A copy of the session's last turn whose segments `segs` start with the most of,
-        or a new conversation."""
+    def of(
+        self, session: str | None, segs: Sequence[Segment], listed: bool = False
+    ) -> Conversation:
+        """A copy of the session's last turn whose segments `segs` start with the most of
+        (`listed`: `segs` are the conversation list's items as read, and are compared with
+        its items), or a new conversation."""
         with self._lock:
             # A candidate that differs where the best so far still agreed cannot share
             # more: it is not compared whole.
             best, most = None, 0
             for token, (whose, conv, _) in self._by.items():
-                last = conv.segs
+                last: Sequence[Any] = conv.listed if listed else conv.segs
                 if whose != session or not last or not segs or last[0] is not segs[0]:
                     continue
                 if most and (
@@ -207,8 +280,12 @@ class Conversations:
         prompt and tools, say, is kept beside it)."""
         with self._lock:
             self.taken += conv.taken
+            self.walked += conv.walks.taken
+            self.decided += conv.decided.taken
             src = self._by.get(conv.source) if conv.source is not None else None
-            if src is not None and conv.shared * 2 >= len(src[1].segs):
+            if src is not None and conv.shared * 2 >= len(
+                src[1].listed if conv.listed else src[1].segs  # what `of` compared
+            ):
                 del self._by[conv.source]  # type: ignore[arg-type]
                 self._bytes -= src[2]
             if size > self.max_bytes:

@@ -6,36 +6,38 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any
 
 import orjson
 from loguru import logger
 
 from gate import providers
-from gate.agents import background, shell_state, tools
-from gate.agents.actions import Action
 from gate.providers import anthropic, history, openai_assistants
 from gate.providers.format import Format
-from gate.providers.history import Memo
+from gate.providers.history import Memo, same_prefix
 from gate.providers.segments import (
     UNSEEN,
     JsonPath,
     Segment,
+    Strings,
     ToolCall,
+    Unit,
     Walk,
+    item_strings,
     list_item_strings,
     set_at,
     unit_strings,
     unit_strings_after,
 )
-from gate.rules.engine import Decision, Policy
+from gate.rules.engine import Policy
 from gate.rules.layers import PolicyStore
-from gate.rules.model import Effect
-from gate.screen import calls, content, incomplete, layout, upload
+from gate.screen import calls, content, decided, layout, upload
 from gate.screen.body_items import Body, BodyItems
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import Ambiguous, dump, parse, unique
 from gate.screen.content import Outcome, SecretScreen
+from gate.screen.decided import Decided
 from gate.screen.fingerprints import DeniedIndex, IndexStore
 from gate.screen.item_cache import ItemCache, Kept
 from gate.screen.prefix import Conversation, Conversations
@@ -149,7 +151,8 @@ def screen(
         fmt is anthropic and exact and kept is not None
     ):  # where each message ends, before screening edits them
         if read is not None and read.path == (layout.KEY,):
-            where = layout.Layout(*read.spans)  # found as it was read
+            start, close, ends = read.spans  # found as it was read
+            where = layout.Layout(start, close, tuple(ends))
         else:
             messages = body.get(layout.KEY)
             where = layout.layout(req.body, messages if isinstance(messages, list) else None)
@@ -202,7 +205,17 @@ def _screen(
     screens: Screens | None,
     read: Body | None = None,
 ) -> Worked:
-    with history.one_request(screens.walks if screens else None, read.frozen() if read else ()):
+    convs = screens.conversations if screens and screens.items else None
+    conv = None
+    if convs is not None and read is not None:  # found by its items: its walks go on
+        listed = read.as_read()
+        conv = convs.of(req.session, listed, listed=True)
+        conv.listed = listed
+    with history.one_request(
+        screens.walks if screens else None,
+        read.frozen() if read else (),
+        conv.walks if conv is not None else None,
+    ):
         try:
             walk = fmt.walk(body)
         except ValueError as exc:
@@ -218,7 +231,7 @@ def _screen(
                 for i, path in walk.orphans
             )
             walk = replace(walk, calls=walk.calls + extra)
-        return _decide(walk, fmt, req, body, policies, screens, read)
+        return _decide(walk, fmt, req, body, policies, screens, read, conv)
 
 
 def _decide(
@@ -229,8 +242,20 @@ def _decide(
     policies: PolicyStore,
     screens: Screens | None,
     read: Body | None = None,
+    conv: Conversation | None = None,
 ) -> Worked:
-    cwd = req.project_root or calls.working_directory(walk)
+    items = screens.items if screens else None
+    convs = screens.conversations if screens and items else None
+    if conv is None and convs is not None:
+        conv = convs.of(req.session, walk.segments)
+    # What the conversation's last turn made of the segments and calls this one starts with.
+    prev = conv.decided if conv is not None else Decided()
+    new = Decided()
+    # Known from the walk (its lists taken up), else found by comparing.
+    n = walk.shared or (same_prefix(prev.segs, walk.segments) if prev.segs else 0)
+    new.segs = walk.segments
+    said = decided.working_directory(walk, prev, n, new)
+    cwd = req.project_root or said
     root = req.root or (policies.roots.of(cwd) if cwd else None)
     policy = calls.policy_for(
         policies,
@@ -246,48 +271,34 @@ def _decide(
         stated=req.project_root is None,
     )
     secrets = screens.secrets if screens else None
-    decided: list[tuple[ToolCall, Action, Decision | None, Withheld | None]] = []
-    same_name = calls.same_name_candidates(walk)
-    items = screens.items if screens else None
-    # A background task's output: decided as its command.
-    started = background.producers(walk, items.quiet if items else None)
-    unwalked = screens.indexes.unwalked(root) if screens and screens.indexes else ()
-    actions = shell_state.carry([tools.action(c.name, c.input, cwd) for c in walk.calls])
-    for call, action in zip(walk.calls, actions, strict=True):
-        if call.result is None:
-            decided.append((call, action, None, None))
-            continue
-        decision = policy.decide(action, root)
-        if (wide := incomplete.widened(action, unwalked, cwd)) is not None and (
-            (wider := policy.decide(wide, root)).effect in (Effect.DENY, Effect.ASK)
-            and decision.effect not in (Effect.DENY, Effect.ASK)
-        ):
-            decision, action = wider, wide  # a search over files not indexed yet
-        for other in (*same_name.get(call.id, ()), *started.get(call.id, ())):
-            # Paired by name and order only, or a later output of a command started earlier:
-            # the strictest call it could answer decides.
-            decision, action = calls.stricter((decision, action), policy, root, cwd, other)
-        if read is not None and decision.effect in (Effect.DENY, Effect.ASK):
-            read.own(call.result)  # withholding edits it: this body's copy, no other
-        decided.append(
-            (
-                call,
-                action,
-                decision,
-                calls.withhold(fmt, body, call, action, decision, req.approved, secrets),
-            )
-        )
-    withheld = [item for *_, item in decided if item is not None]
+    actions = decided.actions(walk, cwd, prev, new)
+    ctx = decided.Context(
+        policy=policy,
+        root=root,
+        cwd=cwd,
+        unwalked=screens.indexes.unwalked(root) if screens and screens.indexes else (),
+        same_name=calls.same_name_candidates(walk),
+        # A background task's output: decided as its command.
+        started=decided.started(walk, items.quiet if items else None, prev, n, new),
+        approved=req.approved,
+        secrets=secrets,
+        read=read,
+    )
+    entries = decided.decide(walk, actions, fmt, body, ctx, prev, new)
+    if conv is not None:
+        conv.decided = new
+    withheld = [item for *_, item in entries if item is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
-    convs = screens.conversations if screens and items else None
-    conv = convs.of(req.session, walk.segments) if convs is not None else None
     outcomes, extras = _content(
-        walk, body, done, index, secrets, policy, req.approved, items, conv, read
+        walk, body, done, index, secrets, policy, req.approved, items, conv, read, n
     )
     if convs is not None and conv is not None:
         convs.put(req.session, conv, len(req.body))
-    withheld += content.tally([*outcomes, *extras], {c.id: c.name for c in walk.calls})
-    for o in (*outcomes, *extras):
+    found = [*outcomes, *extras]
+    # Call id → tool name, for a secret found in a tool's output.
+    names = {c.id: c.name for c in walk.calls} if any(o.secrets for o in found) else {}
+    withheld += content.tally(found, names)
+    for o in found:
         if o.text != o.seg.text:
             if read is not None:
                 read.own(o.seg.path)
@@ -300,7 +311,7 @@ def _decide(
         root,
         policy,
         index,
-        tuple(decided),
+        tuple(entries),
         tuple(outcomes),
         tuple(extras),
         tuple(withheld),
@@ -320,10 +331,12 @@ def _content(
     items: ItemCache | None,
     conv: Conversation | None = None,
     read: Body | None = None,
+    n: int = 0,
 ) -> tuple[list[Outcome], list[Outcome]]:
     """The outcomes of the walked strings, then of the strings no walker knows, in body
     order (`items`: what earlier requests' strings gave, reused where nothing changed;
-    `conv`: the conversation's last turn, its frozen prefix's outcomes taken whole)."""
+    `conv`: the conversation's last turn, its frozen prefix's outcomes taken whole; the
+    first n walked strings are the very ones it walked)."""
     extras: list[Outcome] = []
     if items is None:
         extra: list[Segment] = []
@@ -336,42 +349,69 @@ def _content(
         return outcomes, extras
     kept = items.under(policy, index, secrets, approved)
     if index or secrets:
-        walked = frozenset(s.path for s in walk.segments)
+        if conv is not None:
+            walked, changed = conv.walked(walk.segments, n)
+        else:
+            walked, changed = frozenset(s.path for s in walk.segments), None
         if conv is not None and read is not None and len(read.path) == 1:
-            extras = _swept(kept, conv, body, read, walked)
+            extras = _swept(kept, conv, body, read, walked, changed)
         else:
             for unit, strings in unit_strings(body, SHORTEST):
                 extras += kept.unknown(unit, strings, walked)
     if conv is not None:
-        return conv.screened(kept, walk.segments, done), extras
+        return conv.screened(kept, walk.segments, done, n), extras
     return kept.screened(walk.segments, done), extras
 
 
 def _swept(
-    kept: Kept, conv: Conversation, body: Any, read: Body, covered: frozenset[JsonPath]
+    kept: Kept,
+    conv: Conversation,
+    body: Any,
+    read: Body,
+    covered: frozenset[JsonPath],
+    changed: frozenset[JsonPath] | None,
 ) -> list[Outcome]:
     """The outcomes of the strings no walker knows, in body order; the conversation list's
     leading items' taken from its last turn where nothing they depend on changed."""
     key = read.path[0]
     as_read, owned = read.as_read(), read.owned
-    k = conv.reusable(kept, key, as_read, covered)
+    k = conv.reusable(kept, key, as_read, covered, changed)
     lst = body[key]
     extras: list[Outcome] = []
     units: list[tuple[Outcome, ...]] = []
-    for entry in unit_strings_after(body, SHORTEST, key, k):
+    framed = conv.frame_units(kept, read.frame, key, changed)
+    if framed is not None:  # the frame's strings as the last turn found them
+        entries: list[tuple[Unit, Strings] | None] = [None]
+        # The items after the last turn's: new (not looked up in the walk memo either).
+        entries += (
+            ((key, j), item_strings(lst[j], (key, j), SHORTEST)) for j in range(k, len(lst))
+        )
+        before, after = framed
+    else:
+        entries = unit_strings_after(body, SHORTEST, key, k)
+        before, after = [], []
+    frame = before
+    for entry in entries:
         if entry is None:  # the leading k items
-            for j, u in enumerate(conv.units_before(k, owned)):
-                if u is None:  # edited now or last turn: swept again
-                    u = kept.unknown((key, j), list_item_strings(key, j, lst[j], SHORTEST), covered)
-                units.append(u)
-                extras += u
+            extras += before
+            frame = after
+            prefix, again = conv.units_before(k, owned)
+            for j in again:  # edited now or last turn: swept again
+                strings = list_item_strings(key, j, lst[j], SHORTEST)
+                prefix[j] = kept.unknown((key, j), strings, covered)
+            units += prefix
+            extras.extend(chain.from_iterable(prefix))
             continue
         unit, strings = entry
         found = kept.unknown(unit, strings, covered)
         if len(unit) == 2 and unit[0] == key:
             units.append(found)
-        extras += found
+            extras += found
+        elif framed is None:
+            frame += found
+    extras += after
     conv.keep_units(key, as_read, owned, units, covered)
+    conv.keep_frame(read.frame, before, after)
     return extras
 
 

@@ -257,7 +257,7 @@ def _conv_with_units(kept: Any) -> tuple[Conversation, tuple[Any, ...]]:
     items = ({"a": 1}, {"b": 2}, {"c": 3})
     units: list[tuple[Any, ...]] = [(), (), ()]
     covered = frozenset({("messages", 0, "a"), ("messages", 2, "c")})
-    conv.screened(kept, (), ())
+    conv.screened(kept, (), (), 0)
     conv.keep_units("messages", items, {1}, units, covered)
     return conv, items
 
@@ -276,4 +276,5 @@ def test_an_item_is_taken_only_for_the_same_screens_item_and_covered_paths() -> 
     more = covered | {("messages", 1, "b")}
     assert conv.reusable(kept, "messages", items, more) == 1  # type: ignore[arg-type]
     # Item 1 was edited by the last screening, item 2 by this one: both swept again.
-    assert conv.units_before(3, {2}) == [(), None, None]
+    assert conv.units_before(3, {2}) == ([(), (), ()], [1, 2])
+    assert conv.units_before(2, {2}) == ([(), ()], [1])
