@@ -52,7 +52,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)  # stable: the rest keep their order
 
 
-_MODULE = pytest.StashKey[str]()
+_WIDER_ENDED = pytest.StashKey[bool]()
+
+
+def pytest_fixture_post_finalizer(
+    fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest
+) -> None:
+    """A module- or session-scoped fixture's value was frozen while its tests ran: the
+    next test's collection looks at everything again, so what it let go is checked too."""
+    if fixturedef.scope != "function":
+        request.config.stash[_WIDER_ENDED] = True
 
 
 @pytest.fixture(autouse=True)
@@ -62,15 +71,12 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     not at some later test's; and no background gate may outlive its test.
 
     The teardown's collection looks only at what this test made: what is alive when it
-    starts (the test modules' imports, gate's lazily built tables, earlier tests'
-    module-scoped fixtures) is frozen first, after collecting what the last test let go
-    once its teardown ended (its fixtures' values). Collecting all of it after each test
-    cost ~0.1 s of CPU, a sixth of the suite's. At each new test module everything is
-    unfrozen once, so what an earlier module kept and let go (a module-scoped fixture)
-    is still collected and checked, in the next module's first test as before."""
-    module = request.node.nodeid.split("::")[0]
-    if request.config.stash.get(_MODULE, None) != module:
-        request.config.stash[_MODULE] = module
+    starts (the test modules' imports, gate's lazily built tables, a module-scoped
+    fixture's value) is frozen first, after collecting what the last test let go once its
+    teardown ended (its fixtures' values). Collecting all of it after each test cost ~0.1 s
+    of CPU, a sixth of the suite's."""
+    if request.config.stash.get(_WIDER_ENDED, False):
+        request.config.stash[_WIDER_ENDED] = False
         gc.unfreeze()
     gc.collect()
     gc.freeze()
