@@ -61,10 +61,13 @@ def run_through_gate(
     extra: tuple[str, ...] = (),
     lock: bool = False,
     allow: tuple[str, ...] = (),
+    also: tuple[str, ...] = (),
 ) -> Outcome:
     """`gate run [--forward] [--lock] [--upstream NAME=fake] -- AGENT ARGS` in a project
     whose .env is a fake. In forward mode the agent talks to the real provider host names
-    through gate's proxy, and gate's egress policy is `block`: nothing else leaves."""
+    through gate's proxy, and gate's egress policy is `block`: nothing else leaves. `also`:
+    other gate upstreams the agent calls besides its model's, delivered to the same fake
+    (gate would forward them to the real host)."""
     binary = case.binary()
     if binary is None:
         pytest.skip(f"no `{case.exe}` on PATH and {case.bin_env} unset")
@@ -87,6 +90,8 @@ def run_through_gate(
             upstream = ["--forward", "--upstream", f"{name}={models.url}"]
             for more in extra:  # other hosts the test delivers to loopback fakes
                 upstream += ["--upstream", more]
+            for other in also:
+                upstream += ["--upstream", f"{other}={models.url}"]
             if case.inherit:  # the user's own provider, by its real host name
                 env[case.inherit] = FORWARD_BASE[case.upstream]
         elif case.inherit:  # the user's own provider: gate forwards there
@@ -167,10 +172,11 @@ def check(
     fake: FakeModels | FakeWsModels | FakeGemini | None = None,
     extra: tuple[str, ...] = (),
     lock: bool = False,
+    also: tuple[str, ...] = (),
 ) -> Outcome:
     """Run the case through gate (locked or not) and make every check; returns the outcome."""
     out = run_through_gate(
-        case, gate_dirs, forward=forward, argv=argv, fake=fake, extra=extra, lock=lock
+        case, gate_dirs, forward=forward, argv=argv, fake=fake, extra=extra, lock=lock, also=also
     )
     assert_never_sent(out)
     assert_audited(out, gate_dirs, dict(os.environ))

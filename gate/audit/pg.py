@@ -165,7 +165,12 @@ def local_zone() -> str:
 def pool(url: str, size: int, timeout_s: float) -> ConnectionPool[Any]:
     """A pool of autocommit connections, each checked before it is handed out (a database
     restarted meanwhile costs a reconnect, not a failed request). A write that waits longer
-    than `timeout_s` for the write lock fails, as on SQLite (audit.lock_timeout_ms)."""
+    than `timeout_s` for the write lock fails, as on SQLite (audit.lock_timeout_ms).
+
+    A failed connect is retried for `timeout_s` only, then the next write starts again at
+    once: the pool's own retries double their wait for up to 5 minutes, so a database back
+    after a minute's outage was not tried again for up to another minute, and every request
+    meanwhile was refused."""
 
     def configure(conn: psycopg.Connection[Any]) -> None:
         conn.autocommit = True
@@ -182,5 +187,6 @@ def pool(url: str, size: int, timeout_s: float) -> ConnectionPool[Any]:
         open=True,
         configure=configure,
         check=ConnectionPool.check_connection,
+        reconnect_timeout=timeout_s,
         kwargs={"connect_timeout": max(1, int(timeout_s)), "application_name": "gate"},
     )

@@ -63,8 +63,16 @@ def test_codex_custom_provider_over_http(gate_dirs: dict[str, Path]) -> None:
 
 
 def test_codex_built_in_provider_over_websocket(gate_dirs: dict[str, Path]) -> None:
-    """Codex's own provider, as a user runs it: Responses over wss://api.openai.com."""
-    out = check(case("codex", "exec-command"), gate_dirs, forward=True, fake=FakeWsModels())
+    """Codex's own provider, as a user runs it: Responses over wss://api.openai.com. It
+    also asks chatgpt.com for its model list: the fake answers that too (gate forwarded it
+    to the real host, and Codex retried for ~6 s where the name does not resolve)."""
+    out = check(
+        case("codex", "exec-command"),
+        gate_dirs,
+        forward=True,
+        fake=FakeWsModels(),
+        also=("chatgpt",),
+    )
     assert out.models.seen and all(s.method == "WS" for s in out.models.seen)
 
 

@@ -370,7 +370,13 @@ def test_a_real_gate_blocks_while_its_database_is_down_and_serves_once_it_is_bac
     monkeypatch: pytest.MonkeyPatch,
     gate_dirs: dict[str, Path],
 ) -> None:
+    """While the database is down each request waits audit.lock_timeout_ms for it, twice
+    (its row, then the blocked row): 2 s here, not the default 5 s. Once it is back the next
+    request is served, however long the outage was (the pool's retries give up after the
+    same time, and the next write connects at once)."""
     monkeypatch.setenv("GATE_AUDIT_URL", pg_server.new_database())
+    gate_dirs["config"].mkdir(exist_ok=True)
+    (gate_dirs["config"] / "config.yaml").write_text("audit:\n  lock_timeout_ms: 2000\n")
     proc, base = serve_kit.start(provider.url)
     body = b'{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}'
     try:

@@ -53,7 +53,12 @@ def test_codex_works_locked_in_forward_mode(gate_dirs: dict[str, Path]) -> None:
 
 def test_codex_built_in_provider_works_locked_over_websocket(gate_dirs: dict[str, Path]) -> None:
     out = check(
-        case("codex", "exec-command"), gate_dirs, forward=True, fake=FakeWsModels(), lock=True
+        case("codex", "exec-command"),
+        gate_dirs,
+        forward=True,
+        fake=FakeWsModels(),
+        lock=True,
+        also=("chatgpt",),  # its model list, as in tests/agents/test_forward_clis.py
     )
     assert out.models.seen and all(s.method == "WS" for s in out.models.seen)
 
