@@ -44,10 +44,22 @@ def test_an_agent_that_goes_away_withdraws_its_question(
     with pytest.raises(GateError, match=r"already answered \(withdrawn, by agent"):
         gate.control().answer(question["id"], "approve")
     assert gate.provider.seen == []  # nothing was forwarded
-    rows = list(AuditStore(gate_dirs["data"] / "audit.db", reader=True).rows(5, body=False))
+    # The row is written once the question is withdrawn (on a worker thread, after the
+    # question left the pending list): wait for it, as `gate log` would show it.
+    store, deadline = AuditStore(gate_dirs["data"] / "audit.db", reader=True), time.monotonic() + 5
+    while not (rows := list(store.rows(5, body=False))):
+        assert time.monotonic() < deadline, "no audit row for the withdrawn request"
+        time.sleep(0.05)
     assert [r["verdict"] for r in rows] == ["withdrawn"]
     assert "disconnected" in rows[0]["reason"] and rows[0]["status"] is None
     assert token not in json.dumps(rows)
-    lines = (gate_dirs["data"] / "decisions" / "dataset").glob("*.jsonl")
-    records = [json.loads(line) for f in lines for line in f.read_text().splitlines()]
-    assert [r.get("answer") for r in records if r.get("id") == question["id"]] == ["withdrawn"]
+
+    def answers() -> list[Any]:  # in the dataset: written just after the question closed
+        lines = (gate_dirs["data"] / "decisions" / "dataset").glob("*.jsonl")
+        records = [json.loads(line) for f in lines for line in f.read_text().splitlines()]
+        return [r.get("answer") for r in records if r.get("id") == question["id"]]
+
+    while not answers():
+        assert time.monotonic() < deadline, "the withdrawal is not in the dataset"
+        time.sleep(0.05)
+    assert answers() == ["withdrawn"]
