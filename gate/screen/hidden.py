@@ -57,8 +57,7 @@ _TEXT_TABLE = bytes(ord("a") if 32 <= c < 127 or c in b"\t\n\r" else ord(" ") fo
 _TEXT_RUN = b"a" * 16
 PRINTABLE = 0.95  # share of printable characters for decoded bytes to count as text
 _URL_SAFE = bytes.maketrans(b"-_", b"+/")
-_HEX_WIDTHS = frozenset({32, 60, 64})  # a hex dump's full lines: xxd -p, openssl, od
-_HEX_LINE = re.compile(r" ?\r?\n([0-9A-Fa-f]{2,65})(?![0-9A-Za-z+/=_-])")
+_HEX_LINE = re.compile(r" ?\r?\n([0-9A-Fa-f]{2,})(?![0-9A-Za-z+/=_-])")
 _IN_UTF8 = bytes(c for c in range(256) if c not in (0xC0, 0xC1) and c < 0xF5)
 
 Scan = Callable[[str, int], Sequence[Finding]]
@@ -201,18 +200,23 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
     if depth >= LAYERS:
         return []
     found = []
-    block_end = 0  # the last hex dump's end: its lines are no runs of their own
+    # The last hex dump read: where it ends, and whether it was text. Its lines are read
+    # with it, never as a dump's start again (10,000 digests are joined once, not per line).
+    dump_end, dump_text = 0, False
     # No cap on how many runs or how long: junk runs first, or a secret after a megabyte
     # of padding, would walk past one. The string's time budget bounds the work instead.
     for start, end in base64_runs(view, raw):
-        if start < block_end:
-            continue
-        text: str | None
-        if (block := hex_block(view, start, end)) is not None:
-            end, text = block
-            block_end = end
-        else:
-            text = decode(view[start:end])
+        text: str | None = None
+        if start < dump_end:
+            if dump_text:
+                continue  # a line of a dump found as text: read with it
+        elif (block := hex_block(view, start, end)) is not None:
+            dump_end, text = block
+            dump_text = text is not None
+            if dump_text:
+                end = dump_end  # the whole dump is the finding
+        if text is None:
+            text = decode(view[start:end])  # as base64
         if text is None:
             continue
         inner = scan(text, depth + 1)
@@ -222,29 +226,25 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
     return found
 
 
-def hex_block(view: str, start: int, end: int) -> tuple[int, str] | None:
-    """Where a hex run ends, with the lines that continue it when it is a full line of a
-    dump (`xxd -p` wraps at 60 characters), and the text it encodes; None when the run is
-    not hex or encodes no text (a digest, a key id)."""
+def hex_block(view: str, start: int, end: int) -> tuple[int, str | None] | None:
+    """Where a hex run ends, with the lines that continue it (a dump wrapped at the run's
+    width: `xxd -p` at 60 characters, `fold -w N`), and the text it encodes (None for no
+    text: a digest, a key id); None when the run is not hex."""
     try:
         data = bytes.fromhex(view[start:end])
     except ValueError:
         return None
-    width = end - start
-    if width in _HEX_WIDTHS:
-        parts = [data]
-        # The next line: after a newline (in the unescaped view a JSON `\\n` is " \n").
-        while (line := _HEX_LINE.match(view, end)) is not None:
-            digits = line.group(1)
-            if len(digits) > width or len(digits) % 2:
-                break  # not this dump's
-            parts.append(bytes.fromhex(digits))
-            end = line.end()
-            if len(digits) < width:  # the dump's last line
-                break
-        data = b"".join(parts)
-    text = _text(data)
-    return None if text is None else (end, text)
+    width, parts = end - start, [data]
+    # The next line: after a newline (in the unescaped view a JSON `\\n` is " \n").
+    while (line := _HEX_LINE.match(view, end)) is not None:
+        digits = line.group(1)
+        if len(digits) > width or len(digits) % 2:
+            break  # not this dump's
+        parts.append(bytes.fromhex(digits))
+        end = line.end()
+        if len(digits) < width:  # the dump's last line
+            break
+    return end, _text(b"".join(parts) if len(parts) > 1 else data)
 
 
 def decode(run: str) -> str | None:

@@ -104,7 +104,9 @@ def _dump(data: bytes, width: int) -> str:
     return "\n".join(text[i : i + width] for i in range(0, len(text), width))
 
 
-@pytest.mark.parametrize("form", ["line", "upper", "xxd -p", "64 wide", "escaped", "in base64"])
+@pytest.mark.parametrize(
+    "form", ["line", "upper", "xxd -p", "64 wide", "fold -w 50", "escaped", "in base64"]
+)
 def test_hex_encoded_text_is_read_like_base64(scanner: Scanner, form: str) -> None:
     """`xxd -p ~/.config/acme/creds`, `.hex()`, `od`: a command that prints a file as hex
     hides every token in it from the detectors, so hex runs (a dump's lines taken as one)
@@ -117,6 +119,7 @@ def test_hex_encoded_text_is_read_like_base64(scanner: Scanner, form: str) -> No
         "upper": data.hex().upper(),
         "xxd -p": _dump(data, 60),
         "64 wide": _dump(data, 64),
+        "fold -w 50": _dump(data, 50),
         "escaped": json.dumps(_dump(data, 60))[1:-1],  # inside a JSON string, escapes kept
         "in base64": base64.b64encode(data.hex().encode()).decode(),
     }[form]
@@ -134,9 +137,22 @@ def test_hex_that_is_not_text_finds_nothing(scanner: Scanner) -> None:
             *(f"commit {g.rng.randbytes(20).hex()}" for _ in range(50)),
             *(f"sha256:{g.rng.randbytes(32).hex()}  pkg-{i}.tgz" for i in range(50)),
             _dump(g.rng.randbytes(4000), 60),
+            *(g.rng.randbytes(20).hex() for _ in range(50)),  # `git log --format=%H`
         ]
     )
     assert Scanner(scanner.detectors).scan(text) == []
+
+
+def test_a_long_hex_dump_of_no_text_costs_its_length(scanner: Scanner) -> None:
+    """Each line of a dump starts a run: joining the rest of the dump from every line
+    again would cost the square of its length (and hold the string for a person)."""
+    g = Gen(33)
+    dump = _dump(g.rng.randbytes(300_000), 60)  # 10,000 lines of `xxd -p`
+    digests = "\n".join(g.rng.randbytes(32).hex() for _ in range(10_000))
+    for text in (dump, digests):
+        t0 = time.thread_time()
+        assert Scanner(scanner.detectors).scan(text) == []
+        assert time.thread_time() - t0 < 2.0
 
 
 def test_base64_that_is_not_text_costs_little_and_finds_nothing(scanner: Scanner) -> None:
