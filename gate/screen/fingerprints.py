@@ -26,7 +26,7 @@ from loguru import logger
 from gate.rules.engine import Policy
 from gate.rules.held import identity
 from gate.rules.layers import PolicyStore
-from gate.screen import blobs, unpack
+from gate.screen import blobs, dumps, unpack
 from gate.screen.denied_walk import (
     DEFAULT_LIMITS,
     UNSCREENED,
@@ -36,6 +36,7 @@ from gate.screen.denied_walk import (
     collect,
 )
 from gate.screen.git_history import history_units
+from gate.screen.hidden import as_text
 from gate.screen.secrets import content_key
 from gate.screen.units import MIN_UNIT, is_word, units_of
 
@@ -124,11 +125,28 @@ class DeniedIndex:
         if self._ac is None or len(text) < MIN_UNIT:
             return []
         found = self.find(text)
-        if len(text) > 120 and _WRAPPED_LINE.search(text) is not None:
+        if len(text) > _WRAPPED_MIN and _WRAPPED_LINE.search(text) is not None:
             found += self._wrapped(text)
         if len(text) >= blobs.MIN_RUN:
             found += self._decoded(text, unpack.Budget(), 0)
+        if len(text) >= dumps.MIN_VIEW:
+            found += self._dumped(text)
         return _merged(found)
+
+    def _dumped(self, text: str) -> list[Hit]:
+        """Bytes printed one by one (`xxd`, `od`, `hexdump`, characters spelled out:
+        gate/screen/dumps.py) that spell a unit: the whole run is withheld."""
+        out = []
+        for start, end, data in dumps.spans(text):
+            spelled = as_text(data)
+            if spelled is None:
+                continue
+            inner = self.find(spelled)
+            if not inner and len(spelled) > _WRAPPED_MIN and _WRAPPED_LINE.search(spelled):
+                inner = self._wrapped(spelled)
+            if inner:
+                out.append(Hit(start, end, inner[0].source))
+        return out
 
     def _decoded(self, text: str, budget: unpack.Budget, depth: int) -> list[Hit]:
         """Runs whose decoded text holds a unit, whole; one that inflates past the bound
@@ -139,7 +157,7 @@ class DeniedIndex:
                 out.append(Hit(blob.start, blob.end, UNSCREENED))
                 continue
             inner = self.find(blob.text)
-            if not inner and len(blob.text) > 120 and _WRAPPED_LINE.search(blob.text):
+            if not inner and len(blob.text) > _WRAPPED_MIN and _WRAPPED_LINE.search(blob.text):
                 inner = self._wrapped(blob.text)
             if not inner and depth + 1 < DECODED_LAYERS:  # base64 of gzip of base64 ...
                 inner = self._decoded(blob.text, budget, depth + 1)
@@ -176,6 +194,7 @@ def _inside_word(text: str, start: int, end: int) -> bool:
 
 # Two or more lines of base64 or hex, as `base64`, `openssl base64` and `xxd -p` print them.
 # Anchored at line starts so a scan stays linear; the cheap line test runs first.
+_WRAPPED_MIN = 57  # the shortest text _WRAPPED_LINE can match
 _WRAPPED_LINE = re.compile(r"^[A-Za-z0-9+/]{56,}={0,2}\r?\n[A-Za-z0-9+/]", re.M)
 _WRAPPED_BLOCK = re.compile(r"^(?:[A-Za-z0-9+/]{20,}={0,2}\r?\n)+[A-Za-z0-9+/]+={0,2}$", re.M)
 

@@ -244,7 +244,7 @@ def hex_block(view: str, start: int, end: int) -> tuple[int, str | None] | None:
         end = line.end()
         if len(digits) < width:  # the dump's last line
             break
-    return end, _text(b"".join(parts) if len(parts) > 1 else data)
+    return end, as_text(b"".join(parts) if len(parts) > 1 else data)
 
 
 def decode(run: str) -> str | None:
@@ -259,10 +259,10 @@ def decode(run: str) -> str | None:
         data = binascii.a2b_base64(raw.translate(_URL_SAFE) if url else raw, strict_mode=True)
     except (binascii.Error, ValueError):
         return None
-    return _text(data)
+    return as_text(data)
 
 
-def _text(data: bytes) -> str | None:
+def as_text(data: bytes) -> str | None:
     """Decoded bytes as text: all of it when it is text, else its printable stretches."""
     marked = data.translate(_TEXT_TABLE)  # printable bytes to "a": runs found by find()
     if data.isascii():  # the common case, counted at C speed

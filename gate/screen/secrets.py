@@ -25,7 +25,7 @@ from pathlib import Path
 import ahocorasick_rs
 
 from gate import dirs
-from gate.screen import hidden
+from gate.screen import dumps, hidden
 from gate.screen.detectors import Detector, Finding, Tier, load_detectors
 
 __all__ = [
@@ -60,6 +60,11 @@ _PLAIN = {
 _ESCAPES = re.compile(r"""(\\\\n?|\\["'nrt])""")
 
 
+# The hidden-form passes' triggers, found by the keyword pass: invisible characters and
+# their escapes (hidden.py), what bytes printed one by one hold (dumps.py).
+_TRIGGERS = tuple(dict.fromkeys((*hidden.TRIGGERS, *dumps.TRIGGERS)))
+
+
 class Scanner:
     """Finds secrets in decoded strings. Thread-safe; one per process is enough."""
 
@@ -86,7 +91,7 @@ class Scanner:
         # (their UTF-8) and their JSON escapes.
         self._triggers = len(words)
         self._prefilter = ahocorasick_rs.BytesAhoCorasick(
-            [w.encode() for w in words] + [w.encode() for w in hidden.TRIGGERS],
+            [w.encode() for w in words] + [w.encode() for w in _TRIGGERS],
             implementation=ahocorasick_rs.Implementation.DFA,
         )
         self._cache: OrderedDict[Hashable, tuple[Finding, ...]] = OrderedDict()
@@ -143,6 +148,16 @@ class Scanner:
         extra = [
             *hidden.split_findings(view, regions, inner, depth, found.triggers),
             *hidden.base64_findings(view, inner, depth, found.data),
+            # Dumps as printed (od -c's `\n` cells are escapes the view would undo), and
+            # as the view reads them (a dump inside JSON-escaped text); same offsets.
+            *dumps.findings(
+                text, inner, depth, found.data if view is text else None, found.triggers
+            ),
+            *(
+                dumps.findings(view, inner, depth, found.data, found.triggers)
+                if view is not text
+                else ()
+            ),
         ]
         if deadline.passed():
             return (self._over_budget(text),)
@@ -206,7 +221,7 @@ class Scanner:
         return _Keywords(
             data,
             {i: sorted(spans) if len(spans) > 1 else spans for i, spans in hits.items()},
-            frozenset(hidden.TRIGGERS[w - triggers] for w in by_word if w >= triggers),
+            frozenset(_TRIGGERS[w - triggers] for w in by_word if w >= triggers),
         )
 
 

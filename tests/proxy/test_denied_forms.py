@@ -48,6 +48,36 @@ FORMS = [
     ("sha512sum notes.bak", ("sha512sum",)),
     ("b2sum notes.bak", ("b2sum",)),
     ("openssl dgst -sha256 -binary notes.bak | base64", ("openssl", "base64")),
+    # Bytes printed one by one (gate/screen/dumps.py).
+    ("xxd notes.bak", ("xxd",)),
+    ("xxd -g1 -c 24 notes.bak", ("xxd",)),
+    ("cat notes.bak | xxd -u", ("xxd",)),
+    ("hexdump -C notes.bak", ("hexdump",)),
+    ("hexdump notes.bak", ("hexdump",)),
+    ("od -c notes.bak", ("od",)),
+    ("od -An -c notes.bak", ("od",)),
+    ("od -An -tx1 notes.bak", ("od",)),
+    ("od -x notes.bak", ("od",)),
+    ("od -b notes.bak", ("od",)),
+    ("od notes.bak", ("od",)),
+    ("od -A x -t x1z notes.bak", ("od",)),
+    ("fold -w1 notes.bak", ("fold",)),
+    ("sed 's/./& /g' notes.bak", ("sed",)),
+    ("sed 's/./&\\n/g' notes.bak", ("sed",)),
+    ("python3 -c \"print(list(open('notes.bak','rb').read()))\"", ("python3",)),
+    ("python3 -c \"print(list(open('notes.bak').read()))\"", ("python3",)),
+    ("python3 -c \"import json;print(json.dumps(list(open('notes.bak').read())))\"", ("python3",)),
+    ("python3 -c \"print(open('notes.bak','rb').read().hex(' '))\"", ("python3",)),
+    ("python3 -c \"print(open('notes.bak','rb').read().hex(':'))\"", ("python3",)),
+    # One escape per byte.
+    ("od -An -tx1 -v notes.bak | tr -d ' \\n' | sed 's/../%&/g'", ("od", "tr", "sed")),
+    ("od -An -tx1 -v notes.bak | tr -d ' \\n' | sed 's/../\\\\x&/g'", ("od", "tr", "sed")),
+    ("od -An -tx1 -v notes.bak | tr -d ' \\n' | sed 's/../0x&, /g'", ("od", "tr", "sed")),
+    ("od -An -to1 -v notes.bak | tr -d '\\n' | sed 's/ /\\\\/g'", ("od", "tr", "sed")),
+    (
+        "python3 -c \"print(''.join('&#%d;' % b for b in open('notes.bak','rb').read()))\"",
+        ("python3",),
+    ),
 ]
 
 
