@@ -38,6 +38,7 @@ from gate.screen.denied_walk import (
 from gate.screen.git_history import history_units
 from gate.screen.hidden import as_text
 from gate.screen.secrets import content_key
+from gate.screen.turned import TURNS
 from gate.screen.units import MIN_UNIT, is_word, units_of
 
 __all__ = ["MIN_UNIT", "DeniedIndex", "IndexStore", "Limits", "Source", "collect", "units_of"]
@@ -203,14 +204,15 @@ def encoded_forms(unit: str) -> Iterator[str]:
     """The unit as written and as the usual encodings would carry it."""
     yield unit
     raw = unit.encode()
-    # Reversed too (`rev .env`, `[::-1]`): long enough not to be a word read backwards.
-    backwards = (unit[::-1],) if len(unit) >= 10 else ()
+    # Reversed and rot13-ed too (`rev .env`, `[::-1]`, `tr A-Za-z N-ZA-Mn-za-m`): long
+    # enough not to be a word read backwards or rotated.
+    turned = tuple(t.apply(unit) for t in TURNS) if len(unit) >= 10 else ()
     for form in (
         json.dumps(unit)[1:-1],
         quote(unit, safe=""),
         raw.hex(),
         raw.hex().upper(),
-        *backwards,
+        *turned,
     ):
         if form != unit:
             yield form

@@ -19,13 +19,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import ahocorasick_rs
 
 from gate import dirs
-from gate.screen import dumps, hidden
+from gate.screen import dumps, hidden, turned
 from gate.screen.detectors import Detector, Finding, Tier, load_detectors
 
 __all__ = [
@@ -90,8 +90,20 @@ class Scanner:
         # The hidden-form passes' triggers ride on the same pass: invisible characters
         # (their UTF-8) and their JSON escapes.
         self._triggers = len(words)
+        # Keywords written backwards (`rev`) or rot13-ed (`tr A-Za-z N-ZA-Mn-za-m`): a hit
+        # has its line turned back and scanned (turned.py). Short ones would hit ordinary
+        # text; the turned keywords hit about 10 times in 2 MB of it.
+        self._turned = [
+            (turn, k)
+            for turn in turned.TURNS
+            for k in dict.fromkeys(turn.apply(w) for w in words if len(w) >= turned.MIN_KEYWORD)
+            if k not in words
+        ]
+        self._turned_at = self._triggers + len(_TRIGGERS)
         self._prefilter = ahocorasick_rs.BytesAhoCorasick(
-            [w.encode() for w in words] + [w.encode() for w in _TRIGGERS],
+            [w.encode() for w in words]
+            + [w.encode() for w in _TRIGGERS]
+            + [k.encode() for _, k in self._turned],
             implementation=ahocorasick_rs.Implementation.DFA,
         )
         self._cache: OrderedDict[Hashable, tuple[Finding, ...]] = OrderedDict()
@@ -158,6 +170,7 @@ class Scanner:
                 if view is not text
                 else ()
             ),
+            *turned.findings(view, found.turned, inner, depth),
         ]
         if deadline.passed():
             return (self._over_budget(text),)
@@ -221,8 +234,19 @@ class Scanner:
         return _Keywords(
             data,
             {i: sorted(spans) if len(spans) > 1 else spans for i, spans in hits.items()},
-            frozenset(_TRIGGERS[w - triggers] for w in by_word if w >= triggers),
+            frozenset(_TRIGGERS[w - triggers] for w in by_word if triggers <= w < self._turned_at),
+            self._turned_hits(by_word),
         )
+
+    def _turned_hits(
+        self, by_word: dict[int, list[tuple[int, int]]]
+    ) -> dict[turned.Turn, list[int]]:
+        out: dict[turned.Turn, list[int]] = {}
+        for w, spans in by_word.items():
+            if w >= self._turned_at:
+                turn = self._turned[w - self._turned_at][0]
+                out.setdefault(turn, []).extend(start for start, _ in spans)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +258,7 @@ class _Keywords:
     data: bytes
     hits: dict[int, list[tuple[int, int]]]
     triggers: frozenset[str]
+    turned: dict[turned.Turn, list[int]] = field(default_factory=dict)  # where, per turn
 
 
 class _Deadline:

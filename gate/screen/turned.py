@@ -1,0 +1,67 @@
+"""Text turned so that no detector reads it: written backwards (`rev`, `[::-1]`) or rot13-ed
+(`tr A-Za-z N-ZA-Mn-za-m`). The secret scanner's keyword pass also looks for every keyword
+turned each way; a hit has the line around it turned back and scanned, and what is found
+there is reported at its place in the turned text."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gate.screen.detectors import Finding
+from gate.screen.hidden import Scan
+
+MIN_KEYWORD = 4  # shorter keywords turned would hit ordinary text
+REACH = 4096  # characters of a line read on each side of a hit
+
+_ROT13 = str.maketrans(
+    string.ascii_lowercase + string.ascii_uppercase,
+    string.ascii_lowercase[13:]
+    + string.ascii_lowercase[:13]
+    + string.ascii_uppercase[13:]
+    + string.ascii_uppercase[:13],
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    name: str
+    backwards: bool
+
+    def apply(self, text: str) -> str:
+        """`text` turned (each turn is its own inverse)."""
+        return text[::-1] if self.backwards else text.translate(_ROT13)
+
+    def back(self, start: int, end: int, length: int) -> tuple[int, int]:
+        """Where a span of the turned text is in the text it was turned from."""
+        return (length - end, length - start) if self.backwards else (start, end)
+
+
+REVERSED = Turn("reversed", backwards=True)
+ROT13 = Turn("rot13", backwards=False)
+TURNS = (REVERSED, ROT13)
+
+
+def findings(
+    view: str, hits: Mapping[Turn, Sequence[int]], scan: Scan, depth: int
+) -> list[Finding]:
+    """Findings in the lines around turned keywords' hits, turned back; only in text as
+    sent (depth 0), never in a decoded or already turned view."""
+    if depth > 0:
+        return []
+    out = []
+    for turn, starts in hits.items():
+        done = -1
+        for pos in sorted(starts):
+            if pos < done:
+                continue  # this line was read
+            start = max(view.rfind("\n", 0, pos) + 1, pos - REACH)
+            end = view.find("\n", pos)
+            end = min(len(view) if end == -1 else end, pos + REACH)
+            line = view[start:end]
+            for f in scan(turn.apply(line), depth + 1):
+                s, e = turn.back(f.start, f.end, len(line))
+                out.append(Finding(start + s, start + e, f.kind, f.rule_id, f.tier))
+            done = end
+    return out

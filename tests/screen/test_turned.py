@@ -1,0 +1,84 @@
+"""Text turned so that no detector reads it (gate/screen/turned.py): a token written
+backwards or rot13-ed is found at its place, at the tier it has as written; ordinary text
+turned is not a finding; a denied value of 10+ characters is found turned either way."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import string
+import subprocess
+
+import pytest
+
+from conftest import fake_secret
+from gate.rules.model import Effect, Rule
+from gate.screen.denied_walk import Source
+from gate.screen.detectors import Tier
+from gate.screen.fingerprints import DeniedIndex
+from gate.screen.secrets import Scanner
+from gate.screen.turned import REVERSED, ROT13, TURNS
+
+SCANNER = Scanner()
+SOURCE = Source(
+    "/p/.env",
+    Rule(effect=Effect.DENY, tool="Read", specifier="./.env", source="test", line=1, root=None),
+)
+
+
+def _tokens() -> dict[str, str]:
+    rand = random.SystemRandom()
+    alnum = string.ascii_letters + string.digits
+    return {
+        "aws.access-key-id": "AKIA"
+        + "".join(rand.choice(string.ascii_uppercase + "234567") for _ in range(16)),
+        "anthropic.api-key": "sk-ant-api03-"
+        + "".join(rand.choice(alnum + "-_") for _ in range(93))
+        + "AA",
+        "github.token": "ghp_" + "".join(rand.choice(alnum) for _ in range(36)),
+    }
+
+
+@pytest.mark.parametrize("turn", TURNS, ids=[t.name for t in TURNS])
+def test_a_turned_token_is_found_where_it_is_at_its_tier(turn: object) -> None:
+    for rule, token in _tokens().items():
+        plain = [f for f in SCANNER.scan(f"export KEY={token}\n") if f.rule_id == rule]
+        assert plain, rule
+        line = turn.apply(f"export KEY={token}")  # type: ignore[attr-defined]
+        text = f"$ cat notes | {turn.name}\n{line}\ndone\n"  # type: ignore[attr-defined]
+        found = [f for f in SCANNER.scan(text) if f.rule_id == rule]
+        assert found and found[0].tier is plain[0].tier, (rule, text)
+        # Reported over the turned token itself.
+        assert text[found[0].start : found[0].end] == turn.apply(token)  # type: ignore[attr-defined]
+
+
+def test_the_real_rev_and_tr_are_read() -> None:
+    token = _tokens()["aws.access-key-id"]
+    env = f"# settings\nAWS_ACCESS_KEY_ID={token}\nREGION=eu-west-1\n".encode()
+    for command, tool in (("rev", "rev"), ("tr A-Za-z N-ZA-Mn-za-m", "tr")):
+        if shutil.which(tool) is None:
+            continue
+        out = subprocess.run(command.split(), input=env, capture_output=True, check=True)
+        found = [f for f in SCANNER.scan(out.stdout.decode()) if f.tier is Tier.HIGH]
+        assert [f.rule_id for f in found] == ["aws.access-key-id"], command
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The quick brown fox jumps over the lazy dog. " * 20,
+        "def main():\n    return parse(argv)[::-1]\n" * 20,
+        "".join(reversed("lockfile-resolved: sha512-" + "ab" * 40)),
+    ],
+)
+def test_ordinary_text_turned_is_not_a_finding(text: str) -> None:
+    for turn in TURNS:
+        assert SCANNER.scan(turn.apply(text)) == [], turn.name
+
+
+def test_a_denied_value_is_found_reversed_and_rot13ed() -> None:
+    value = fake_secret("Pass-")
+    index = DeniedIndex({value: SOURCE})
+    for turn in (REVERSED, ROT13):
+        out, hits = index.redact(f"x {turn.apply('DB_PASSWORD=' + value)} y")
+        assert hits and value not in out and turn.apply(value) not in out, turn.name
