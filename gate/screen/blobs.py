@@ -15,7 +15,7 @@ import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gate.screen.hidden import base64_runs
+from gate.screen.hidden import WRAPS, base64_runs
 from gate.screen.unpack import Budget, TooLarge, inflate, magic_at
 
 MIN_RUN = 40  # the shortest run looked at (hidden.base64_runs)
@@ -28,7 +28,6 @@ _B64_LINE = re.compile(r"[A-Za-z0-9+/_-]+")
 _HEX_LINE = re.compile(r"[0-9A-Fa-f]+")
 _B32_LINE = re.compile(r"[A-Z0-9]+")
 _NL = re.compile(r"\r?\n|\\r?\\n")  # a newline may be JSON-escaped in a tool's output
-WRAPS = frozenset({60, 64, 76})  # `base64`, `base32`: 76 columns; `xxd -p`: 60; PEM: 64
 
 
 @dataclass(frozen=True, slots=True)

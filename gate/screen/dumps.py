@@ -18,7 +18,8 @@ from collections.abc import Collection, Iterator, Sequence
 import ahocorasick_rs
 
 from gate.screen.detectors import Finding
-from gate.screen.hidden import LAYERS, Scan, as_text
+from gate.screen.hidden import INFLATE_PER_STRING, LAYERS, Scan, payload
+from gate.screen.unpack import Budget
 
 MIN_BYTES = 8  # shorter runs cannot hold a value gate looks for
 # A string shorter than this cannot hold a run long enough to be read.
@@ -340,8 +341,9 @@ def findings(
     if depth >= LAYERS:
         return []
     out = []
+    budget = Budget(INFLATE_PER_STRING)
     for start, end, data in spans(view, raw, present):
-        text = as_text(data)
+        text = payload(data, budget)  # a dump of compressed data inflated
         inner: Sequence[Finding] = scan(text, depth + 1) if text is not None else ()
         if inner:
             best = min(inner, key=lambda f: (f.tier != "high", f.start - f.end))

@@ -136,15 +136,27 @@ class DeniedIndex:
 
     def _dumped(self, text: str) -> list[Hit]:
         """Bytes printed one by one (`xxd`, `od`, `hexdump`, characters spelled out:
-        gate/screen/dumps.py) that spell a unit: the whole run is withheld."""
+        gate/screen/dumps.py) that spell a unit: the whole run is withheld. A dump of
+        compressed data is inflated; past the bound it is withheld unread."""
         out = []
+        budget = unpack.Budget()
         for start, end, data in dumps.spans(text):
+            if (at := unpack.magic_at(data[:48])) != -1:
+                try:
+                    data = unpack.inflate(data[at:], budget)
+                except unpack.TooLarge:
+                    out.append(Hit(start, end, UNSCREENED))
+                    continue
+                except Exception:  # noqa: S110 (not what it seemed: read as it is)
+                    pass
             spelled = as_text(data)
             if spelled is None:
                 continue
             inner = self.find(spelled)
             if not inner and len(spelled) > _WRAPPED_MIN and _WRAPPED_LINE.search(spelled):
                 inner = self._wrapped(spelled)
+            if not inner and len(spelled) >= blobs.MIN_RUN:  # base64 spelled out
+                inner = self._decoded(spelled, budget, 1)
             if inner:
                 out.append(Hit(start, end, inner[0].source))
         return out

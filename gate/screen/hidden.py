@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 
 from gate.screen.detectors import Finding
+from gate.screen.unpack import Budget, inflate, magic_at
 
 # Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible in a terminal or a
 # diff, and enough to break every token regex.
@@ -52,11 +53,18 @@ _B64_TABLE = bytes(ord("a") if c in _B64_CHARS else ord(" ") for c in range(256)
 _RUN = b"a" * 40
 REACH = 512  # characters rescanned on each side of a cut
 LAYERS = 2  # base64 inside base64, no deeper
+# Compressed data inside one string's runs is inflated to at most this much, in all (a
+# larger blob is read as it is; the denied-file screen withholds such a blob whole).
+INFLATE_PER_STRING = 16 << 20
+_HEAD = 48  # bytes of a decoded run looked at for a compression signature
 # In binary data, a token could hide in a stretch of 16+ printable bytes.
 _TEXT_TABLE = bytes(ord("a") if 32 <= c < 127 or c in b"\t\n\r" else ord(" ") for c in range(256))
 _TEXT_RUN = b"a" * 16
 PRINTABLE = 0.95  # share of printable characters for decoded bytes to count as text
 _URL_SAFE = bytes.maketrans(b"-_", b"+/")
+WRAPS = frozenset({60, 64, 76})  # `base64`, `base32`: 76 columns; `xxd -p`: 60; PEM: 64
+_B64_STANDARD = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+_B64_LINE = re.compile(r" ?\r?\n([A-Za-z0-9+/]+={0,2})(?![A-Za-z0-9+/=_-])")
 _HEX_LINE = re.compile(r" ?\r?\n([0-9A-Fa-f]{2,})(?![0-9A-Za-z+/=_-])")
 _IN_UTF8 = bytes(c for c in range(256) if c not in (0xC0, 0xC1) and c < 0xF5)
 
@@ -200,6 +208,7 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
     if depth >= LAYERS:
         return []
     found = []
+    budget = Budget(INFLATE_PER_STRING)  # what the string's compressed runs may inflate to
     # The last hex dump read: where it ends, and whether it was text. Its lines are read
     # with it, never as a dump's start again (10,000 digests are joined once, not per line).
     dump_end, dump_text = 0, False
@@ -210,13 +219,20 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
         if start < dump_end:
             if dump_text:
                 continue  # a line of a dump found as text: read with it
-        elif (block := hex_block(view, start, end)) is not None:
+        elif (block := hex_block(view, start, end, budget)) is not None:
             dump_end, text = block
             dump_text = text is not None
             if dump_text:
                 end = dump_end  # the whole dump is the finding
+        elif end - start in WRAPS and (wrapped := _wrapped_base64(view, start, end)):
+            # `base64` (76 columns), PEM (64), `openssl base64` (64): a line decodes to a
+            # part of what the block holds (a compressed stream cut short, a token cut).
+            block_end, joined = wrapped
+            text = _wrapped_text(joined, budget)
+            if text is not None:
+                dump_end, dump_text, end = block_end, True, block_end
         if text is None:
-            text = decode(view[start:end])  # as base64
+            text = decode(view[start:end], budget)  # as base64
         if text is None:
             continue
         inner = scan(text, depth + 1)
@@ -226,7 +242,40 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
     return found
 
 
-def hex_block(view: str, start: int, end: int) -> tuple[int, str | None] | None:
+def _wrapped_text(joined: str, budget: Budget) -> str | None:
+    """What a wrapped block holds read whole: text, or compressed data inflated; None for
+    anything else (lines of tokens that only look wrapped are read one by one)."""
+    try:
+        data = binascii.a2b_base64(joined.encode("ascii"), strict_mode=True)
+    except (binascii.Error, ValueError):
+        return None
+    if magic_at(data[:_HEAD]) != -1:
+        return payload(data, budget)
+    if data.isascii() and data.translate(_TEXT_TABLE).count(97) >= PRINTABLE * len(data):
+        return data.decode("ascii")
+    return None
+
+
+def _wrapped_base64(view: str, start: int, end: int) -> tuple[int, str] | None:
+    """A base64 block (standard alphabet) wrapped at the width of its first line: where it
+    ends and its lines joined; None when no line continues it."""
+    if _B64_STANDARD.fullmatch(view, start, end) is None:
+        return None
+    width, parts = end - start, [view[start:end]]
+    while (line := _B64_LINE.match(view, end)) is not None:
+        part = line.group(1)
+        if len(part) > width:
+            break
+        parts.append(part)
+        end = line.end()
+        if len(part) < width:
+            break
+    return (end, "".join(parts)) if len(parts) > 1 else None
+
+
+def hex_block(
+    view: str, start: int, end: int, budget: Budget | None = None
+) -> tuple[int, str | None] | None:
     """Where a hex run ends, with the lines that continue it (a dump wrapped at the run's
     width: `xxd -p` at 60 characters, `fold -w N`), and the text it encodes (None for no
     text: a digest, a key id); None when the run is not hex."""
@@ -244,10 +293,10 @@ def hex_block(view: str, start: int, end: int) -> tuple[int, str | None] | None:
         end = line.end()
         if len(digits) < width:  # the dump's last line
             break
-    return end, as_text(b"".join(parts) if len(parts) > 1 else data)
+    return end, payload(b"".join(parts) if len(parts) > 1 else data, budget)
 
 
-def decode(run: str) -> str | None:
+def decode(run: str, budget: Budget | None = None) -> str | None:
     """The text a base64 (or base64url) run encodes; for binary data (an image, a key, or
     a secret behind a few bytes of junk) its printable stretches; None when it has none."""
     url = "-" in run or "_" in run
@@ -259,6 +308,19 @@ def decode(run: str) -> str | None:
         data = binascii.a2b_base64(raw.translate(_URL_SAFE) if url else raw, strict_mode=True)
     except (binascii.Error, ValueError):
         return None
+    return payload(data, budget)
+
+
+def payload(data: bytes, budget: Budget | None) -> str | None:
+    """Decoded bytes as text (as_text); compressed data (`gzip | base64`, `tar cz | xxd
+    -p`: a signature in its first bytes) inflated first, within `budget` (None: not)."""
+    if budget is not None and data:
+        at = magic_at(data[:_HEAD])
+        if at != -1:
+            try:
+                return as_text(inflate(data[at:], budget))
+            except Exception:  # noqa: S110 (past the budget, or not what it seemed)
+                pass  # read as it is: its printable stretches
     return as_text(data)
 
 

@@ -4,13 +4,18 @@ string that cannot be screened in time is held for a person, never passed."""
 from __future__ import annotations
 
 import base64
+import bz2
+import gzip
 import json
+import lzma
 import random
 import sys
 import time
+import zlib
 from collections.abc import Callable
 
 import pytest
+import zstandard
 
 from gate.screen.detectors import Tier
 from gate.screen.secrets import UNSCREENED_ID, Scanner, _Deadline
@@ -288,3 +293,51 @@ def test_decoding_a_run_reads_what_the_reference_reads() -> None:
     ]
     runs += ["sha512-" + base64.b64encode(rnd.randbytes(64)).decode() for _ in range(100)]
     assert [hidden.decode(r) for r in runs] == [reference_scanner.decode(r) for r in runs]
+
+
+def _aws_key() -> str:
+    rand = random.SystemRandom()
+    return "AKIA" + "".join(rand.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16))
+
+
+def _wrap(run: str, width: int = 76) -> str:
+    return "\n".join(run[i : i + width] for i in range(0, len(run), width))
+
+
+@pytest.mark.parametrize(
+    "pack",
+    [
+        gzip.compress,
+        bz2.compress,
+        lzma.compress,
+        zlib.compress,
+        zstandard.ZstdCompressor().compress,
+    ],
+    ids=["gzip", "bzip2", "xz", "zlib", "zstd"],
+)
+def test_a_secret_compressed_then_encoded_is_found(
+    scanner: Scanner, pack: Callable[[bytes], bytes]
+) -> None:
+    key = _aws_key()
+    data = pack(f"[default]\naws_access_key_id = {key}\nregion = eu-west-1\n".encode())
+    b64 = base64.b64encode(data).decode()
+    for form in (b64, _wrap(b64), _wrap(data.hex(), 60), json.dumps(_wrap(b64))):
+        found = Scanner(scanner.detectors).scan(f"$ backup\n{form}\ndone\n")
+        assert [f.rule_id for f in found] == ["aws.access-key-id"], form[:40]
+        assert found[0].tier is Tier.HIGH
+
+
+def test_a_wrapped_block_is_read_whole_and_a_compressed_bomb_is_bounded(
+    scanner: Scanner,
+) -> None:
+    key = _aws_key()
+    # A token cut by the 76-column wrap: found in the block read whole.
+    text = "# " + "x" * 40 + f"\nAWS_ACCESS_KEY_ID={key}\n"
+    block = _wrap(base64.b64encode(text.encode()).decode())
+    assert any(f.rule_id == "aws.access-key-id" for f in scanner.scan(block))
+    # 64 MiB of zeros gzip'd: inflated only up to the per-string bound, then read as it
+    # is (nothing), well within the time budget.
+    bomb = base64.b64encode(gzip.compress(b"\0" * (64 << 20) + key.encode())).decode()
+    t0 = time.thread_time()
+    assert Scanner(scanner.detectors).scan(bomb) == []
+    assert time.thread_time() - t0 < 2.0
