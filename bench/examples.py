@@ -47,6 +47,25 @@ class Example:
     # negative of the Segment rule), which the scanner itself reports under that rule.
     other_sharp: bool = False
 
+    @property
+    def stand_in(self) -> bool:
+        """The example's value is a stand-in, neither a secret nor a harmless value: ten
+        characters of the alphabet or the digits in order (`abcdefghij`, `1234567890`),
+        the RFC 4122 sample UUID, or twenty of one character. Hand-written examples use
+        them for either label (`API_SECRET=abcdefghijklmnopqrstuvwxyz123456` is a false
+        positive of one rule, `simfinKEY=abcdefghijklmnopqrstuvwxyz123456` a true positive
+        of another); no scanner can be right on both, so they measure nothing and are set
+        aside, whichever their label. Generated bodies hold such runs about never."""
+        return bool(_STAND_IN.search(self.text))
+
+
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+_STAND_IN = re.compile(
+    "|".join(_ALPHABET[i : i + 10] for i in range(17))
+    + "|0123456789|1234567890|123e4567-e89b-12d3-a456-426614174000|(.)\\1{19}",
+    re.IGNORECASE,
+)
+
 
 class Unknown(Exception):
     """An expression outside the evaluated subset of Go: its example is skipped."""
