@@ -42,6 +42,29 @@ class Example:
     # matches (its regex, run here): the text holds that other vendor's token. None where
     # the scanner's rules are not regexes read here (trufflehog's are Go code).
     other_rule: bool | None = None
+    # Of those, one whose secret starts with a fixed prefix of 3+ characters matches: the
+    # text holds a token of that vendor's distinctive format (`sgp_...` given as a
+    # negative of the Segment rule), which the scanner itself reports under that rule.
+    other_sharp: bool = False
+
+    @property
+    def stand_in(self) -> bool:
+        """The example's value is a stand-in, neither a secret nor a harmless value: ten
+        characters of the alphabet or the digits in order (`abcdefghij`, `1234567890`),
+        the RFC 4122 sample UUID, or twenty of one character. Hand-written examples use
+        them for either label (`API_SECRET=abcdefghijklmnopqrstuvwxyz123456` is a false
+        positive of one rule, `simfinKEY=abcdefghijklmnopqrstuvwxyz123456` a true positive
+        of another); no scanner can be right on both, so they measure nothing and are set
+        aside, whichever their label. Generated bodies hold such runs about never."""
+        return bool(_STAND_IN.search(self.text))
+
+
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+_STAND_IN = re.compile(
+    "|".join(_ALPHABET[i : i + 10] for i in range(17))
+    + "|0123456789|1234567890|123e4567-e89b-12d3-a456-426614174000|(.)\\1{19}",
+    re.IGNORECASE,
+)
 
 
 class Unknown(Exception):
@@ -206,6 +229,11 @@ def from_source(name: str, repo: Path, seed: int = 14) -> tuple[list[Example], i
     if name == "kingfisher":
         for _, text in git_files(repo, folder, ".yml"):
             for rule in (yaml.safe_load(text) or {}).get("rules", []):
+                if rule.get("visible") is False:
+                    # A component another rule depends on (a host name, an account id,
+                    # an email: `visible: false`): kingfisher never reports it alone,
+                    # and its examples are not secrets.
+                    continue
                 patterns[rule["id"]] = rule.get("pattern", "")
                 sharp = distinctive(rule.get("pattern", ""))
                 for key, positive in (("examples", True), ("negative_examples", False)):
@@ -225,6 +253,10 @@ def from_source(name: str, repo: Path, seed: int = 14) -> tuple[list[Example], i
     for _, text in git_files(repo, folder, ".go"):
         for rule in rules(text, rng):
             skipped += rule.skipped
+            if not rule.reported:
+                # `SkipReport: true`: a component another rule requires (an instance
+                # host, a tenant id, a cloud name); never reported alone, not a secret.
+                continue
             patterns[rule.rule_id] = rule.regex
             sharp = distinctive(rule.regex)
             out += [Example(name, rule.rule_id, t, True, sharp) for t in rule.tps]
@@ -254,11 +286,20 @@ def _mark_other_rules(examples: list[Example], patterns: dict[str, str]) -> list
         for rid, p in patterns.items()
         if "generic" not in rid and p and (c := compile_go(p)) is not None
     }
+    sharp = {rid for rid in compiled if distinctive(patterns[rid])}
     out = []
     for e in examples:
         if not e.positive:
-            other = any(rid != e.rule and c.search(e.text) for rid, c in compiled.items())
-            e = Example(e.source, e.rule, e.text, e.positive, e.distinctive, other_rule=other)
+            others = {rid for rid, c in compiled.items() if rid != e.rule and c.search(e.text)}
+            e = Example(
+                e.source,
+                e.rule,
+                e.text,
+                e.positive,
+                e.distinctive,
+                other_rule=bool(others),
+                other_sharp=bool(others & sharp),
+            )
         out.append(e)
     return out
 

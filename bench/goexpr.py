@@ -74,6 +74,7 @@ class Rule:
     fps: list[str] = field(default_factory=list)
     cases: list[tuple[str, bool]] = field(default_factory=list)  # trufflehog: input, wanted
     skipped: int = 0
+    reported: bool = True  # False: `SkipReport: true`, a component another rule requires
 
 
 def tokens(src: str) -> list[tuple[str, str]]:
@@ -264,6 +265,9 @@ class Evaluator:
             if kind == "name" and text in ("RuleID", "Regex") and nxt == ":":
                 self.take()
                 rule = self._field(rule, text)
+            elif kind == "name" and text == "SkipReport" and nxt == ":":
+                self.take()
+                rule.reported = self.peek()[1] != "true"
             elif kind == "name" and text in ("input", "want") and nxt == ":":
                 self.take()
                 self._case(rule, text)

@@ -11,10 +11,19 @@ is missing). Per source it prints:
               leaves out GitHub/npm-format examples whose random body fails the format's
               CRC32 (gate keeps those low on purpose: a real token's checksum holds)
   FP          false-positive examples with any finding; FP high: with a high-tier one
+  held        negatives set aside: another rule of the same scanner whose secret has a
+              fixed prefix of 3+ characters matches the text (its regex run here), so the
+              text holds that vendor's token (one rule's negative example is a sibling
+              rule's key: `sgp_...` under Segment) and the scanner itself reports it
   other       of FP: examples another vendor rule of the same scanner matches (its regex
-              run here; generic rules left out): the text holds that vendor's token, as
-              when one rule's negative example is a sibling rule's key. Counted in FP all
-              the same (trufflehog's rules are Go code, so it has no such column: -)
+              run here; generic rules left out, prefixed ones held): counted in FP
+              (trufflehog's rules are Go code, so it has no such column: -)
+  stand-ins   examples set aside whichever their label: their value is a stand-in
+              (`abcdefghij...`, `1234567890...`, the RFC 4122 sample UUID, one character
+              twenty times), written as a true positive of one rule and a false positive
+              of another (examples.py: Example.stand_in)
+Components that a scanner never reports alone (betterleaks' `SkipReport`, kingfisher's
+`visible: false`: host names, tenant ids) are not read: their examples are not secrets.
   names       of FP: examples only gate's name-based rules flagged (generic.assignment,
               generic.keyword-value...): a random value under a secret's name that fails
               the vendor rule's shape, which gate redacts (low tier) but never asks about
@@ -72,6 +81,9 @@ def measure(examples: list[Example], scanner: Scanner, tmp: Path | None) -> dict
     c: Counter[str] = Counter()
     missed: Counter[str] = Counter()
     for e in examples:
+        if e.stand_in:  # examples.py: a stand-in value, whichever its label
+            c["stand_in"] += 1
+            continue
         found = scanner.scan(e.text)
         high = any(f.tier is Tier.HIGH for f in found)
         ds = bool(ds_findings(e.text, tmp)) if tmp else False
@@ -89,6 +101,11 @@ def measure(examples: list[Example], scanner: Scanner, tmp: Path | None) -> dict
                     bool(found) and not high and all(crc.get(f.rule_id) for f in found)
                 )
                 missed[e.rule] += bool(found) and not high
+        elif e.other_sharp:
+            # A negative of one rule that holds a token of another vendor's distinctive
+            # format (examples.py): the scanner itself reports this text, so it is no
+            # negative of the text. Set aside, counted in `held`.
+            c["held"] += 1
         else:
             c["fp"] += 1
             c["flag"] += bool(found)
@@ -234,7 +251,8 @@ def main() -> None:
                 f"{ratio(r.get('found', 0), r.get('tp', 0)):>8}{ds:>7}"
                 f"{r.get('sharp', 0):>7.0f}{ratio(r.get('sharp_high', 0), r.get('sharp', 0)):>7}"
                 f"{ratio(r.get('sharp_high', 0), r.get('sharp', 0) - r.get('sharp_crc', 0)):>7}"
-                f"{r.get('fp', 0):>6.0f}{ratio(r.get('flag', 0), r.get('fp', 0)):>7}"
+                f"{r.get('fp', 0):>6.0f}{r.get('held', 0):>6.0f}{r.get('stand_in', 0):>6.0f}"
+                f"{ratio(r.get('flag', 0), r.get('fp', 0)):>7}"
                 f"{ratio(r.get('flag_high', 0), r.get('fp', 0)):>8}"
                 f"{ratio(r.get('flag_other', 0), r.get('fp_ruled', 0)):>7}"
                 f"{ratio(r.get('flag_generic', 0), r.get('fp', 0)):>7}{ds_fp:>7}"

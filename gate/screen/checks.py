@@ -446,9 +446,33 @@ def _mostly_runs(value: str) -> bool:
 def is_made_up(value: str) -> bool:
     """A body typed by hand (`abc123xyz-456def789ghij-klmnopqrstuvwx`, `xoxc-888888888888-
     ...`): seven letters or digits in alphabet order, which a random token holds about once
-    in ten million, or twelve of one character. Still redacted (it may be a real value
-    someone chose), never asked about."""
-    return bool(_ASCENDING.search(value.lower()) or _RUN.search(value))
+    in ten million, or twelve of one character; or letters and digits counted up in turn
+    (`a1b2c3d4e5f6a7b8`, `abc123def456ghi789`, `Aa1Bb2Cc3Dd4Ee5`: _interleaved). Still
+    redacted (it may be a real value someone chose), never asked about."""
+    lower = value.lower()
+    return bool(_ASCENDING.search(lower) or _RUN.search(value)) or _interleaved(lower)
+
+
+def _interleaved(lower: str) -> bool:
+    """Read apart, the letters hold seven in alphabet order or the digits eight
+    (`a1b2c3d4e5f6g7h8` -> `abcdefgh`, `12345678`), a letter or digit said twice in a row
+    counted once (`aa1bb2cc3`). In a random body of 64 characters the letters do so about
+    once in ten million, the digits about once in a hundred thousand."""
+    letters = "".join(c for c in lower if "a" <= c <= "z")
+    digits = "".join(c for c in lower if c.isdigit())
+    return _ascends(letters, 7) or _ascends(digits, 8)
+
+
+def _ascends(chars: str, n: int) -> bool:
+    run, last = 1, ""
+    for c in chars:
+        if c == last:
+            continue
+        run = run + 1 if last and ord(c) == ord(last) + 1 else 1
+        if run >= n:
+            return True
+        last = c
+    return False
 
 
 def is_masked(m: re.Match[str], end: int) -> bool:
@@ -737,6 +761,17 @@ def _crc32(m: re.Match[str], value: str) -> Verdict:
     return "keep" if base62(zlib.crc32(body[:-6].encode())) == body[-6:] else "demote"
 
 
+def _atlassian_dc(m: re.Match[str], value: str) -> Verdict:
+    """A Bitbucket Data Center token's body is 33 bytes in base64: the token's id in
+    twelve digits, a colon, the secret. A random body decodes so about once in 10^17: one
+    that does not is a fake or a typo, kept only in the low tier."""
+    try:
+        raw = base64.b64decode(value.split("-", 1)[1], validate=True)
+    except ValueError:
+        return "demote"
+    return "keep" if raw[:12].isdigit() and raw[12:13] == b":" else "demote"
+
+
 def _b64url(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
@@ -770,5 +805,6 @@ CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
     "jwt": _jwt,
     "basic-auth": _basic_auth,
     "crc32": _crc32,
+    "atlassian-dc": _atlassian_dc,
     "firebase": _firebase,
 }

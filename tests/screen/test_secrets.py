@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import RuleError
-from gate.screen import detectors
+from gate.screen import checks, detectors
 from gate.screen.detectors import Detector, load_detectors
 from gate.screen.secrets import (
     Finding,
@@ -287,6 +287,29 @@ def test_hand_typed_bodies_are_redacted_but_never_asked_about(scanner: Scanner) 
     firebase_sample = "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs"
     assert scanner.scan(f'apiKey: "{firebase_sample}"') == []
     assert scanner.scan(f'apiKey: "{firebase_sample[:-1]}J"')[0].tier is Tier.HIGH
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "".join(f"{c}{i % 10}" for i, c in enumerate("abcdefghijklmnop", 1)),  # a1b2c3...
+        "".join(f"{c}{c.upper()}{i}" for i, c in enumerate("abcdefghijk", 1)),  # aA1bB2...
+        "".join("abcdefghij"[i : i + 3] + f"{i:03d}" for i in range(0, 9, 3)) + "xyz7890",
+    ],
+)
+def test_letters_and_digits_counted_up_in_turn_are_hand_typed(scanner: Scanner, body: str) -> None:
+    """`shpss_a1b2c3d4e5f6...`: read apart, the letters and the digits run in alphabet
+    order. Redacted, never asked about; a random hex body of the same shape stays high."""
+    hex_body = "".join(f"{c}{i % 10}" for i, c in enumerate("abcdefabcdefabcdef", 1))[:32]
+    (low,) = scanner.scan(f"SHOPIFY_SECRET=shpss_{hex_body}\n")
+    assert (low.rule_id, low.tier) == ("shopify.token", Tier.LOW)
+    assert checks.is_made_up(body)
+    g = Gen(12)
+    for _ in range(200):
+        random_hex = g.chars("0123456789abcdef", 32)
+        (high,) = scanner.scan(f"SHOPIFY_SECRET=shpss_{random_hex}\n")
+        assert high.tier is Tier.HIGH
+    assert not checks.is_made_up(g.chars("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz2345", 64))
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,9 @@ NEW = (
     "cloudsmith.api-key",
     "minimax.api-key",
     "google.bound-api-key",
+    "bitbucket.datacenter-token",
+    "alchemy.auth-token",
+    "photoroom.api-key",
 )
 # Where an agent meets a token: an env file, a JSON tool result, a log line, a Read tool's
 # numbered line, a shell command.
@@ -280,3 +283,22 @@ def test_a_sonar_token_from_before_the_prefixes_under_sonar_login(scanner: Scann
         assert _by(scanner, text, "sonar.login-token") == [(Tier.HIGH, token)], text
     # A commit hash beside the word sonar is not a login.
     assert _by(scanner, f"sonar scan of commit {token}\n", "sonar.login-token") == []
+
+
+def test_a_bitbucket_datacenter_token_must_decode_to_its_id_and_a_colon(
+    scanner: Scanner,
+) -> None:
+    """BBDC- and 44 base64 characters that do not decode to twelve digits and a colon are
+    a fake: still redacted, never asked about."""
+    g = Gen(61)
+    rule = "bitbucket.datacenter-token"
+    fake = "BBDC-" + base64.b64encode(g.rng.randbytes(33)).decode()
+    assert _by(scanner, f"BITBUCKET_TOKEN={fake}\n", rule) == [(Tier.LOW, fake)]
+    real = TOKENS[rule](g)
+    assert _by(scanner, f"BITBUCKET_TOKEN={real}\n", rule) == [(Tier.HIGH, real)]
+
+
+def test_a_photoroom_sandbox_key_is_found_whole(scanner: Scanner) -> None:
+    g = Gen(62)
+    key = f"sandbox_sk_pr_{g.chars(LOW, 6)}_{g.hex(40)}"
+    assert _by(scanner, f"PHOTOROOM_API_KEY={key}\n", "photoroom.api-key") == [(Tier.HIGH, key)]

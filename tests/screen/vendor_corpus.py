@@ -38,6 +38,14 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     "age.secret-key": lambda g: "AGE-SECRET-KEY-1" + g.chars(BECH32, 58),
     "atlassian.api-token": lambda g: "ATATT3" + g.chars(B64URL, 186),
     "bitbucket.app-password": lambda g: "ATBB" + g.chars(ALNUM, 32),
+    "bitbucket.datacenter-token": lambda g: (
+        "BBDC-"
+        + base64.b64encode(
+            g.chars(string.digits, 12).encode() + b":" + g.rng.randbytes(20)
+        ).decode()
+    ),
+    "alchemy.auth-token": lambda g: "alcht_" + g.chars(ALNUM, 30),
+    "photoroom.api-key": lambda g: f"sk_pr_{g.chars(LOW, 8)}_{g.hex(40)}",
     "clojars.token": lambda g: "CLOJARS_" + g.chars(LOW, 60),
     "databricks.token": lambda g: "dapi" + g.hex(32),
     "digitalocean.token": lambda g: "dop_v1_" + g.hex(64),
