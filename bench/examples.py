@@ -51,7 +51,8 @@ class Example:
     def stand_in(self) -> bool:
         """The example's value is a stand-in, neither a secret nor a harmless value: ten
         characters of the alphabet or the digits in order (`abcdefghij`, `1234567890`),
-        the RFC 4122 sample UUID, or twenty of one character. Hand-written examples use
+        the RFC 4122 sample UUID, or one letter or digit twenty times (not a run of spaces,
+        `=` or `#`: text around a real value holds those). Hand-written examples use
         them for either label (`API_SECRET=abcdefghijklmnopqrstuvwxyz123456` is a false
         positive of one rule, `simfinKEY=abcdefghijklmnopqrstuvwxyz123456` a true positive
         of another); no scanner can be right on both, so they measure nothing and are set
@@ -62,7 +63,7 @@ class Example:
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 _STAND_IN = re.compile(
     "|".join(_ALPHABET[i : i + 10] for i in range(17))
-    + "|0123456789|1234567890|123e4567-e89b-12d3-a456-426614174000|(.)\\1{19}",
+    + "|0123456789|1234567890|123e4567-e89b-12d3-a456-426614174000|([A-Za-z0-9])\\1{19}",
     re.IGNORECASE,
 )
 

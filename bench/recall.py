@@ -18,9 +18,9 @@ is missing). Per source it prints:
   other       of FP: examples another vendor rule of the same scanner matches (its regex
               run here; generic rules left out, prefixed ones held): counted in FP
               (trufflehog's rules are Go code, so it has no such column: -)
-  stand-ins   examples set aside whichever their label: their value is a stand-in
-              (`abcdefghij...`, `1234567890...`, the RFC 4122 sample UUID, one character
-              twenty times), written as a true positive of one rule and a false positive
+  stand       examples set aside whichever their label: their value is a stand-in
+              (`abcdefghij...`, `1234567890...`, the RFC 4122 sample UUID, one letter or
+              digit twenty times), written as a true positive of one rule and a false positive
               of another (examples.py: Example.stand_in)
 Components that a scanner never reports alone (betterleaks' `SkipReport`, kingfisher's
 `visible: false`: host names, tenant ids) are not read: their examples are not secrets.
@@ -231,7 +231,8 @@ def main() -> None:
     scanner = Scanner()
     header = (
         f"{'source':12}{'rules':>6}{'TPs':>7}{'recall':>8}{'ds':>7}{'sharp':>7}"
-        f"{'high':>7}{'high*':>7}{'FPs':>6}{'FP':>7}{'FP high':>8}{'other':>7}{'names':>7}"
+        f"{'high':>7}{'high*':>7}{'FPs':>6}{'held':>6}{'stand':>6}{'FP':>7}{'FP high':>8}"
+        f"{'other':>7}{'names':>7}"
         f"{'ds FP':>7}"
     )
     print(header)
