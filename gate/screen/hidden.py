@@ -258,19 +258,24 @@ def _wrapped_text(joined: str, budget: Budget) -> str | None:
 
 def _wrapped_base64(view: str, start: int, end: int) -> tuple[int, str] | None:
     """A base64 block (standard alphabet) wrapped at the width of its first line: where it
-    ends and its lines joined; None when no line continues it."""
+    ends and its lines joined; None when no line continues it. A line with padding ends
+    the block; a block of full lines only may be followed by a short line that is not its
+    own (a word): it is left out when the block only decodes without it."""
     if _B64_STANDARD.fullmatch(view, start, end) is None:
         return None
-    width, parts = end - start, [view[start:end]]
-    while (line := _B64_LINE.match(view, end)) is not None:
+    width, parts, ends = end - start, [view[start:end]], [end]
+    while not parts[-1].endswith("=") and (line := _B64_LINE.match(view, ends[-1])):
         part = line.group(1)
         if len(part) > width:
             break
         parts.append(part)
-        end = line.end()
+        ends.append(line.end())
         if len(part) < width:
             break
-    return (end, "".join(parts)) if len(parts) > 1 else None
+    if len(parts) > 2 and sum(map(len, parts)) % 4 and not sum(map(len, parts[:-1])) % 4:
+        parts.pop()
+        ends.pop()
+    return (ends[-1], "".join(parts)) if len(parts) > 1 else None
 
 
 def hex_block(
