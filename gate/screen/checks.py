@@ -622,9 +622,11 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
     if "quote" in m.re.groupindex and m.group("quote") is None:
         # Unquoted values are literals in env files, YAML, INI, headers, query strings and
         # connection strings; in code (`e.password=t.pw`, `f(token=tok)`, `key = other_key`)
-        # they are expressions.
+        # they are expressions. A dotted name is a literal's only at a line's start, as in
+        # Java properties (`spring.datasource.password=V`, `app.access_token=V`); indented,
+        # it is an attribute in code (`self.token=tok`).
         before = m.string[m.start("name") - 1] if m.start("name") else "\n"
-        if "." in name or before not in _LITERAL_CONTEXT:
+        if before not in _LITERAL_CONTEXT or ("." in name and before not in "\n\r"):
             return None
     elif _opens_before(m):
         return None

@@ -196,6 +196,8 @@ class Detector:
         rest_from = rest_to = -1
         is_assigned = False
         for hit, end in hits:
+            while end > hit and view[end - 1] not in _NAME_CHARS:  # `key=`, `pass"`: the
+                end -= 1  # name ends before its operator or quote
             if not rest_from <= end < rest_to:
                 # `token||`, `token)`, `token refreshed`: what the match would say
                 after = view[end : end + 2]

@@ -132,6 +132,8 @@ def _search(det: Detector, view: str, windows: list[tuple[int, int]]) -> Iterato
 def _anchored(det: Detector, view: str, hits: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
     done = -1
     for hit, end in hits:
+        while end > hit and view[end - 1] not in _NAME_CHARS:  # `key=`: the name ends first
+            end -= 1
         if not _ASSIGNED.match(view, end):
             continue
         while hit < end and view[hit] not in _NAME_CHARS:

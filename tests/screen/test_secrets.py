@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 import re
 import stat
+import string
 from pathlib import Path
 
 import pytest
@@ -623,3 +625,49 @@ def test_password_hashes_of_current_systems_are_found(scanner: Scanner, line: st
 
 def test_a_dollar_amount_is_no_password_hash(scanner: Scanner) -> None:
     assert scanner.scan("costs $9$ or $8$ per seat, $y$ later") == []
+
+
+def _random_value(n: int = 32) -> str:
+    rand = random.SystemRandom()
+    return "".join(rand.choice(string.ascii_letters + string.digits) for _ in range(n))
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "hubspotKey={v}",  # a camelCase `fooKey` glued to its operator
+        "coinlayerKEY={v}",
+        '{{"stripeKey":"{v}"}}',
+        "const x = {{ hubspotKey: '{v}' }}",
+        "app.access_token={v}",  # Java properties: a dotted name at a line's start
+        "spring.datasource.password={v}",
+        "# settings\nx.api_key={v}\n",
+        "nCvX_AUTH={v}",  # a keyword that ends in its operator (`auth=`)
+    ],
+)
+def test_names_glued_to_their_operator_and_dotted_properties_are_read(
+    scanner: Scanner, template: str
+) -> None:
+    value = _random_value()
+    text = template.format(v=value)
+    found = Scanner(scanner.detectors).scan(text)
+    assert [text[f.start : f.end] for f in found] == [value], text
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "url?key={v}",  # `key` alone names nothing
+        "primaryKey={v}",
+        "publicKey={v}",
+        "monkey={v}",
+        "    self.token=tok",  # an attribute in code, indented, unquoted
+        "  config.api_key=settings.{v}",
+        "obj.password=other.password",
+    ],
+)
+def test_names_that_say_no_secret_and_attributes_in_code_are_not(
+    scanner: Scanner, template: str
+) -> None:
+    text = template.format(v=_random_value())
+    assert Scanner(scanner.detectors).scan(text) == [], text
