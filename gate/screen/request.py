@@ -13,6 +13,8 @@ import orjson
 from loguru import logger
 
 from gate import providers
+from gate.agents import tools
+from gate.agents.action_memo import ActionMemo
 from gate.providers import history, openai_assistants
 from gate.providers.format import Format
 from gate.providers.history import Memo, same_prefix
@@ -73,6 +75,8 @@ class Screens:
     bodies: BodyItems | None = field(default_factory=BodyItems)
     # Each conversation's last turn, its outcomes in order (None: each string looked up).
     conversations: Conversations | None = field(default_factory=Conversations)
+    # The actions tool calls were mapped to (None: every call mapped anew).
+    actions: ActionMemo | None = field(default_factory=ActionMemo)
 
 
 def screen(
@@ -252,7 +256,9 @@ def _decide(
         stated=req.project_root is None,
     )
     secrets = screens.secrets if screens else None
-    actions = decided.actions(walk, cwd, prev, new)
+    memo = screens.actions if screens else None
+    action_of = memo.action if memo is not None else tools.action
+    actions = decided.actions(walk, cwd, prev, new, action_of)
     ctx = decided.Context(
         policy=policy,
         root=root,
@@ -264,6 +270,7 @@ def _decide(
         approved=req.approved,
         secrets=secrets,
         read=read,
+        action_of=action_of,
     )
     entries = decided.decide(walk, actions, fmt, body, ctx, prev, new)
     if conv is not None:
