@@ -6,7 +6,10 @@ a gate sees them, by one Screens kept across turns; the figure is the thread's C
 (time.thread_time), which other processes on a shared machine barely move. With
 `--baseline DIR` (a source tree of an earlier commit, say `git archive main | tar -x -C
 DIR`), that tree runs the same session in its own child process, rounds interleaved
-(A B A B...), and both are printed side by side. Run:
+(A B A B...), and both are printed side by side. Each tree screens as its own gate does: a
+tree from before the one engine (one with `Screens.turns`, the Anthropic next-turn path
+deleted in issue 16) runs `anthropic` through that path, and `anthropic-one` through its
+one engine alone (`Screens(turns=None)`); in a tree without it the two are the same. Run:
 .venv/bin/python bench/screen_turns.py [--format all] [--size 500000] [--baseline DIR]
 """
 
@@ -46,8 +49,8 @@ def child(fmt: str, size: int, turns: int, root: Path) -> list[float]:
     data = root / "data"
     data.mkdir(mode=0o700)
     policies = PolicyStore()
-    # `anthropic-one`: Anthropic bodies through the one engine alone (a tree that still has
-    # the next-turn path, Screens.turns, is run without it).
+    # `anthropic-one`: Anthropic bodies through the one engine alone (a tree from before
+    # issue 16 that still has the next-turn path, Screens.turns, is run without it).
     one = fmt.endswith("-one")
     fmt = fmt.removesuffix("-one")
     kw: dict[str, Any] = {"turns": None} if one and "turns" in Screens.__dataclass_fields__ else {}
@@ -87,8 +90,9 @@ def main() -> None:
     ap.add_argument(
         "--format",
         default="all",
-        help="anthropic,anthropic-one,chat,responses,gemini or all (anthropic-one: Anthropic"
-        " through the one engine, without the next-turn path where a tree has one)",
+        help="anthropic,anthropic-one,chat,responses,gemini or all (the four formats;"
+        " anthropic-one: Anthropic through an older tree's one engine, without its next-turn"
+        " path)",
     )
     ap.add_argument("--size", type=int, default=500_000, help="bytes of the first body")
     ap.add_argument("--turns", type=int, default=40, help="turns per session")
@@ -100,7 +104,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.size, args.turns, Path(args.tmp))))
         return
-    formats = ["anthropic", "anthropic-one", "chat", "responses", "gemini"]
+    formats = ["anthropic", "chat", "responses", "gemini"]
     formats = formats if args.format == "all" else args.format.split(",")
     trees = {"this": REPO, **({"baseline": Path(args.baseline)} if args.baseline else {})}
     print(

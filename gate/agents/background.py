@@ -18,7 +18,6 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from gate.agents.actions import Action
 from gate.providers.segments import UNSEEN, Role, Segment, ToolCall, Walk
 
 # Follow-up tool → the input keys that name the task (first present wins).
@@ -152,9 +151,3 @@ def _task(call: ToolCall) -> str | None:
             prefix = {"write_stdin": "session:", "wait": "cell:"}.get(call.name, "")
             return prefix + str(value)
     return None
-
-
-def output_file(action: Action) -> bool:
-    """Whether a call may read a background task's output file (Claude Code writes it to
-    `<task id>.output`): the next-turn shortcut leaves such a call to the whole request."""
-    return ".output" in (action.target or "") or any(".output" in r for r in action.reads)

@@ -9,14 +9,10 @@ from each agent's shipped tool schemas (../shared/reference/protocols.md §4).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-
-import orjson
 
 from gate.agents import shell
 from gate.agents.actions import Action, Verb
@@ -128,31 +124,7 @@ _CWD_PATTERNS = (
 
 
 def action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action:
-    """Map one tool call to an action; unknown tools become Verb.TOOL.
-
-    Agents resend every earlier call each turn, so actions are remembered by what they are
-    a function of: the tool's name, its whole input (a digest of it, in its key order), the
-    working directory and the home directory (shell paths expand `~`).
-    """
-    try:
-        digest = hashlib.blake2b(orjson.dumps(tool_input), digest_size=16).digest()
-    except (TypeError, orjson.JSONEncodeError):  # not plain JSON: worked out every time
-        return _action(name, tool_input, cwd)
-    key = (name, cwd, os.environ.get("HOME"), digest)
-    found = _ACTIONS.get(key)
-    if found is None:
-        found = _action(name, tool_input, cwd)
-        if len(_ACTIONS) >= _ACTIONS_MAX:
-            _ACTIONS.clear()
-        _ACTIONS[key] = found
-    return found
-
-
-_ACTIONS: dict[tuple[str, str | None, str | None, bytes], Action] = {}
-_ACTIONS_MAX = 20_000
-
-
-def _action(name: str, tool_input: Mapping[str, Any], cwd: str | None) -> Action:
+    """Map one tool call to an action; unknown tools become Verb.TOOL."""
     verb, keys = TOOLS.get(name) or _MCP_FILES.get(_mcp_tool(name), (Verb.TOOL, ()))
     if UNSEEN in tool_input or UNPARSED in tool_input:
         # Fail closed: a target gate cannot know is decided as the strictest one.

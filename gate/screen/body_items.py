@@ -176,8 +176,6 @@ class Body:
         self._owned: set[int] = set()
         self._frame_owned = False
         self._store = store
-        # Where the items sit in the raw bytes: just past the "[", its "]", just past each.
-        self.spans: tuple[int, int, list[int]] = (0, 0, [])
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -356,9 +354,7 @@ class BodyItems:
         self._keep(raw[:start], frame_raw, frame, items, lst, k)
         self._remember(_Recent(raw, path, start, ends, items, close, frame_raw, frame), prev, k)
         value = _with(frame.value, path, [it.value for it in items])
-        body = Body(value, path, frame_raw, frame, items, self)
-        body.spans = (start, close, ends)
-        return body
+        return Body(value, path, frame_raw, frame, items, self)
 
     def _item(self, raw: bytes, a: int, b: int, seen: bytes | None, lst: _List) -> _Item:
         key = seen if seen is not None else raw[a:b]

@@ -1,5 +1,5 @@
-"""A tool call's result withheld by its rule, and what agents say their working directory is:
-shared by screening a whole body (request.py) and a turn's new messages (turns.py)."""
+"""A tool call's result withheld by its rule, the policy and denied-file index a request is
+screened under, and the stricter of two candidate calls' decisions (request.py, decided.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from gate.agents import tools
+from gate.agents.action_memo import ActionOf
 from gate.agents.actions import Action
 from gate.providers import gemini, history
 from gate.providers.format import Format
@@ -180,9 +181,10 @@ def stricter(
     root: str | None,
     cwd: str | None,
     other: ToolCall,
+    action_of: ActionOf,
 ) -> tuple[Decision, Action]:
     """The stricter of a decision and the one another candidate call gets."""
-    action = tools.action(other.name, other.input, cwd)
+    action = action_of(other.name, other.input, cwd)
     decision = policy.decide(action, root)
     if _STRICTNESS[decision.effect] > _STRICTNESS[current[0].effect]:
         return decision, action

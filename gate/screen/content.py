@@ -50,7 +50,7 @@ class Outcome:
     """What the content screens make of one string: the text that leaves in its place, the
     denied values and secrets found in it, and why it must block the request, if it must.
     A function of the string, its role and the screens alone, so a resent string's outcome
-    can be reused (gate/screen/item_cache.py, gate/screen/turns.py)."""
+    can be reused (gate/screen/item_cache.py, gate/screen/prefix.py)."""
 
     seg: Segment
     text: str

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.agents import background, shell_state, tools
+from gate.agents.action_memo import ActionOf
 from gate.agents.actions import Action
 from gate.providers.format import Format
 from gate.providers.history import same_prefix
@@ -119,9 +120,12 @@ def working_directory(walk: Walk, prev: Decided, n: int, new: Decided) -> str | 
     return new.said
 
 
-def actions(walk: Walk, cwd: str | None, prev: Decided, new: Decided) -> list[Action]:
-    """Each call's action in the shell state the calls before it leave; the leading calls
-    the last turn's (the same objects, under the same directories) taken as they were."""
+def actions(
+    walk: Walk, cwd: str | None, prev: Decided, new: Decided, action_of: ActionOf
+) -> list[Action]:
+    """Each call's action (`action_of`: tools.action, or a gate's memo of it) in the shell
+    state the calls before it leave; the leading calls the last turn's (the same objects,
+    under the same directories) taken as they were."""
     home = os.environ.get("HOME")
     m = 0
     if prev.cwd == cwd and prev.home == home and prev.calls:
@@ -129,7 +133,7 @@ def actions(walk: Walk, cwd: str | None, prev: Decided, new: Decided) -> list[Ac
     new.cwd, new.home, new.calls = cwd, home, walk.calls
     sourced = dict.fromkeys(prev.sourced[: prev.sourced_ends[m]]) if m else {}
     new.sourced_ends = prev.sourced_ends[: m + 1] if m else [0]
-    fresh = [tools.action(c.name, c.input, cwd) for c in walk.calls[m:]]
+    fresh = [action_of(c.name, c.input, cwd) for c in walk.calls[m:]]
     new.actions = prev.actions[:m] + shell_state.carry(fresh, sourced, new.sourced_ends)
     new.sourced = tuple(sourced)
     return new.actions
@@ -197,7 +201,9 @@ def decide(
         for other in (*ctx.same_name.get(call.id, ()), *ctx.started.get(call.id, ())):
             # Paired by name and order only, or a later output of a command started earlier:
             # the strictest call it could answer decides.
-            decision, action = calls.stricter((decision, action), policy, root, ctx.cwd, other)
+            decision, action = calls.stricter(
+                (decision, action), policy, root, ctx.cwd, other, ctx.action_of
+            )
         if decision.effect in _STRICT:
             new.strict.append(len(out))
         out.append(_entry(call, action, decision, fmt, body, ctx))
@@ -218,6 +224,7 @@ class Context:
     approved: frozenset[str]
     secrets: SecretScreen | None
     read: Body | None
+    action_of: ActionOf  # tools.action, or the gate's memo of it
 
 
 def _entry(

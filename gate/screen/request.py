@@ -13,7 +13,9 @@ import orjson
 from loguru import logger
 
 from gate import providers
-from gate.providers import anthropic, history, openai_assistants
+from gate.agents import tools
+from gate.agents.action_memo import ActionMemo
+from gate.providers import history, openai_assistants
 from gate.providers.format import Format
 from gate.providers.history import Memo, same_prefix
 from gate.providers.segments import (
@@ -32,7 +34,7 @@ from gate.providers.segments import (
 )
 from gate.rules.engine import Policy
 from gate.rules.layers import PolicyStore
-from gate.screen import calls, content, decided, layout, upload
+from gate.screen import calls, content, decided, upload
 from gate.screen.body_items import Body, BodyItems
 from gate.screen.calls import SHORTEST
 from gate.screen.codec import Ambiguous, dump, parse, unique
@@ -41,9 +43,7 @@ from gate.screen.decided import Decided
 from gate.screen.fingerprints import DeniedIndex, IndexStore
 from gate.screen.item_cache import ItemCache, Kept
 from gate.screen.prefix import Conversation, Conversations
-from gate.screen.turns import Turns
 from gate.screen.verdict import Blocked, Outbound, Verdict, Withheld
-from gate.screen.worked import Worked
 
 UNSEEN_CALL = "a tool call gate did not see"
 
@@ -75,8 +75,8 @@ class Screens:
     bodies: BodyItems | None = field(default_factory=BodyItems)
     # Each conversation's last turn, its outcomes in order (None: each string looked up).
     conversations: Conversations | None = field(default_factory=Conversations)
-    # Anthropic conversations kept for their next turn (None: every body screened whole).
-    turns: Turns | None = field(default_factory=Turns)
+    # The actions tool calls were mapped to (None: every call mapped anew).
+    actions: ActionMemo | None = field(default_factory=ActionMemo)
 
 
 def screen(
@@ -93,25 +93,18 @@ def screen(
     if (how := upload.kind(req)) is not None:  # a file upload: its parts, as text
         return upload.screen(req, how, _upload(policies, screens))
     fmt = providers.detect(req.path)
-    kept = screens.turns if screens else None
-    indexes, secrets = (screens.indexes, screens.secrets) if screens else (None, None)
-    if fmt is anthropic and kept is not None:  # a next turn screened before: only what is new
-        verdict = kept.screen(req, policies, indexes, secrets)
-        if verdict is not None:
-            return verdict
     read = None
     if fmt is not None and screens is not None and screens.bodies is not None:
         read = screens.bodies.read(req.body, fmt.FORMAT)  # None: parsed whole, below
     try:
         if read is not None:
-            body, exact = read.value, True
+            body = read.value
         else:
             body = orjson.loads(req.body)
-            exact = True
             unique(req.body, body)
     except orjson.JSONDecodeError:
         try:
-            body, exact = parse(req.body), False
+            body = parse(req.body)
         except Ambiguous as exc:
             raise Blocked(f"gate cannot screen this request: {exc}") from exc
         except (UnicodeDecodeError, ValueError) as exc:
@@ -146,22 +139,7 @@ def screen(
     ):
         # The calls the run asked outputs for, as gate saw them in an earlier reply.
         known = known_for(openai_assistants.run_key(*run))
-    where = None
-    if (
-        fmt is anthropic and exact and kept is not None
-    ):  # where each message ends, before screening edits them
-        if read is not None and read.path == (layout.KEY,):
-            start, close, ends = read.spans  # found as it was read
-            where = layout.Layout(start, close, tuple(ends))
-        else:
-            messages = body.get(layout.KEY)
-            where = layout.layout(req.body, messages if isinstance(messages, list) else None)
-    worked = _screen(fmt, req, body, policies, known, screens, read)
-    if where is not None and kept is not None:
-        verdict = kept.keep(req, worked, secrets, where)  # for the next turn
-        if verdict is not None:
-            return verdict
-    return worked.verdict()
+    return _screen(fmt, req, body, policies, known, screens, read)
 
 
 def screen_strings(
@@ -177,7 +155,7 @@ def screen_strings(
             body,
             policies,
             screens,
-        ).verdict()
+        )
 
 
 def screen_object(
@@ -193,7 +171,7 @@ def screen_object(
     `known` holds calls seen earlier on the same connection (id → name, input): a result
     that answers one of them is decided like a result paired in the body itself.
     """
-    return _screen(fmt, req, body, policies, known, screens).verdict()
+    return _screen(fmt, req, body, policies, known, screens)
 
 
 def _screen(
@@ -204,12 +182,19 @@ def _screen(
     known: Mapping[str, tuple[str, Mapping[str, Any]]] | None,
     screens: Screens | None,
     read: Body | None = None,
-) -> Worked:
+) -> Verdict:
     convs = screens.conversations if screens and screens.items else None
     conv = None
     if convs is not None and read is not None:  # found by its items: its walks go on
         listed = read.as_read()
         conv = convs.of(req.session, listed, listed=True)
+        if conv.source is not None:
+            logger.debug(
+                "next turn: {} of {} items reused, {} new",
+                conv.shared,
+                len(conv.listed),
+                len(listed) - conv.shared,
+            )
         conv.listed = listed
     with history.one_request(
         screens.walks if screens else None,
@@ -243,7 +228,7 @@ def _decide(
     screens: Screens | None,
     read: Body | None = None,
     conv: Conversation | None = None,
-) -> Worked:
+) -> Verdict:
     items = screens.items if screens else None
     convs = screens.conversations if screens and items else None
     if conv is None and convs is not None:
@@ -271,7 +256,9 @@ def _decide(
         stated=req.project_root is None,
     )
     secrets = screens.secrets if screens else None
-    actions = decided.actions(walk, cwd, prev, new)
+    memo = screens.actions if screens else None
+    action_of = memo.action if memo is not None else tools.action
+    actions = decided.actions(walk, cwd, prev, new, action_of)
     ctx = decided.Context(
         policy=policy,
         root=root,
@@ -283,6 +270,7 @@ def _decide(
         approved=req.approved,
         secrets=secrets,
         read=read,
+        action_of=action_of,
     )
     entries = decided.decide(walk, actions, fmt, body, ctx, prev, new)
     if conv is not None:
@@ -303,20 +291,17 @@ def _decide(
             if read is not None:
                 read.own(o.seg.path)
             set_at(body, o.seg.path, o.text)
-    return Worked(
-        req,
-        walk,
-        body,
-        cwd,
-        root,
-        policy,
-        index,
-        tuple(entries),
-        tuple(outcomes),
-        tuple(extras),
-        tuple(withheld),
-        walk.model or _model_in_path(req.path),
-        read,
+    rewrite = any(not (w.asked and w.asked.approved) for w in withheld)
+    if rewrite:  # findings a person approved leave as they are
+        logger.debug(
+            "withheld {} item(s): {}", len(withheld), ", ".join(sorted({w.rule for w in withheld}))
+        )
+    return Verdict(
+        body=(read.dump() if read is not None else dump(body)) if rewrite else None,
+        format=walk.format,
+        model=walk.model or _model_in_path(req.path),
+        project_root=root,
+        withheld=tuple(withheld),
     )
 
 

@@ -279,7 +279,7 @@ def test_two_gates_in_one_process_share_no_walks(gate_dirs: dict[str, Path]) -> 
     gate_dirs["data"].mkdir(mode=0o700)
     secrets = SecretScreen.load(gate_dirs["data"])
     one, two = Counting(), Counting()
-    gates = [Screens(None, secrets, walks=memo, turns=None) for memo in (one, two)]
+    gates = [Screens(None, secrets, walks=memo) for memo in (one, two)]
     req = Outbound(
         path="/v1/messages",
         body=json.dumps(_bodies()[0]).encode(),

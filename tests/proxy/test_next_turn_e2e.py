@@ -1,6 +1,6 @@
 """A growing conversation through a real gate listener (the anthropic SDK as the client):
-from the second turn on gate screens only what each turn added, and what reaches the
-provider is what screening each body whole sends."""
+from the second turn on gate takes up the last turn's messages and screens what each turn
+added, and what reaches the provider is what screening each body whole sends."""
 
 from __future__ import annotations
 
@@ -51,12 +51,12 @@ def test_each_turn_after_the_first_reuses_the_last_ones_messages(
         client.messages.create(**body)
     assert len(reused) == 4, reused
     # Turn n+1 adds two messages to turn n's: all of turn n's are reused.
-    assert reused == [f"next turn: {n} of {n} messages reused, 2 new" for n in (5, 7, 9, 11)]
+    assert reused == [f"next turn: {n} of {n} items reused, 2 new" for n in (5, 7, 9, 11)]
     sent = [s for s in provider.seen if s.path == "/v1/messages"]
     assert len(sent) == 5 and all(value.encode() not in s.body for s in sent)
     # What a fresh screening of each body sends (tests/screen/test_turns.py compares the
     # bytes; the SDK orders keys its own way, so here the parsed bodies are compared).
-    screens = Screens(IndexStore(), SecretScreen.load(data), items=None, turns=None)
+    screens = Screens(IndexStore(), SecretScreen.load(data), items=None, walks=None, bodies=None)
     for i, seen in enumerate(sent):
         raw = json.dumps(conversation(str(project), *steps[: i + 2])).encode()
         verdict = screen(

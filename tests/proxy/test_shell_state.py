@@ -73,7 +73,7 @@ def test_printenv_after_source_is_withheld_whole_in_one_body_and_the_next_turn(
     dump = tool_turn("toolu_2", "Bash", {"command": "printenv"}, _env_dump(secret))
     client.messages.create(**conversation(str(project), first, dump))
     assert provider.seen[-1].json()["messages"][4]["content"][0]["content"].startswith(WITHHELD)
-    # The same conversation a turn later (gate's next-turn path), and one more dump.
+    # The same conversation a turn later (its last turn taken up), and one more dump.
     again = tool_turn("toolu_3", "Bash", {"command": "env | sort"}, _env_dump(secret))
     client.messages.create(**conversation(str(project), first, dump, again))
     sent = provider.seen[-1].json()["messages"]

@@ -328,7 +328,7 @@ def test_a_project_s_rules_do_not_withhold_what_another_project_reads_elsewhere(
 def test_a_stated_directory_s_next_turns_keep_the_project_s_rules(
     gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], other: Path
 ) -> None:
-    """Each turn resends the earlier ones (the next-turn path reuses their decisions): every
+    """Each turn resends the earlier ones (gate takes their decisions from the last turn): every
     call of the growing conversation stays withheld."""
     notes, encoded = _project_rules(gate_dirs["project"])
     turns: list[list[dict[str, object]]] = []

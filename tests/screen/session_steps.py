@@ -1,5 +1,5 @@
-"""The tool calls random sessions are made of, shared by the differential tests of the
-next-turn store (test_turns) and of the item cache (test_item_cache)."""
+"""The tool calls random sessions are made of, shared by the random-session tests of a
+Claude Code conversation (test_turns) and of the four formats (test_item_cache)."""
 
 from __future__ import annotations
 

@@ -162,7 +162,7 @@ def test_each_turn_and_its_attacks_get_the_verdict_of_a_screening_that_keeps_not
     project, data, env = _project(gate_dirs, rand)
     index, secrets = IndexStore(projects=(str(project),)), SecretScreen.load(data)
     bodies = BodyItems()
-    kept = Screens(index, secrets, items=ItemCache(), bodies=bodies, turns=None)
+    kept = Screens(index, secrets, items=ItemCache(), bodies=bodies)
     talk, policies = Talk(fmt, project, rand), PolicyStore()
     last: Verdict | None = None
     kinds: list[str] = []
@@ -187,7 +187,7 @@ def test_each_turn_and_its_attacks_get_the_verdict_of_a_screening_that_keeps_not
                 path=req.path, body=body, agent=None, project_root=req.root, approved=req.approved
             )
             got = _verdict(sent, policies, kept)
-            nothing = Screens(index, secrets, items=None, turns=None, walks=None, bodies=None)
+            nothing = Screens(index, secrets, items=None, walks=None, bodies=None)
             want = _verdict(sent, PolicyStore(), nothing)
             assert got == want, f"turn {len(kinds)} ({kind}, {attack}) after {kinds}"
         items += len(_items(req.body, fmt))
@@ -272,7 +272,7 @@ def test_an_old_item_changed_in_place_is_screened_again(
     """An item's bytes changed without changing its length (a token where padding was) is
     a new item: its secret is found and withheld."""
     project, data, _ = _project(gate_dirs, random.Random(6))
-    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=None)
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
     talk = Talk(fmt, project, random.Random(6))
     token = talk.gen.crc_token("ghp_")
     pad = "x" * len(token)
@@ -297,7 +297,7 @@ def test_a_repeated_key_in_an_item_seen_before_is_refused(
     """An item that was read (and kept) once, sent again with a key repeated inside it, is
     refused as the whole parse refuses it; so is the list's key twice at the top."""
     project, data, _ = _project(gate_dirs, random.Random(7))
-    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=None)
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
     talk = Talk(fmt, project, random.Random(7))
     talk.call("Bash", {"command": "ls"}, "a.py")
     req = talk.outbound()
@@ -328,8 +328,8 @@ def test_conversations_side_by_side_are_each_read_and_walked_only_where_they_are
     that keeps nothing."""
     project, data, _ = _project(gate_dirs, random.Random(8))
     index, secrets = IndexStore(projects=(str(project),)), SecretScreen.load(data)
-    screens = Screens(index, secrets, turns=None)
-    nothing = Screens(index, secrets, items=None, turns=None, walks=None, bodies=None)
+    screens = Screens(index, secrets)
+    nothing = Screens(index, secrets, items=None, walks=None, bodies=None)
     assert screens.bodies is not None and screens.walks is not None
     talks = [Talk(fmt, project, random.Random(f"side{k}")) for k in range(20)]
     for turn in range(6):

@@ -220,22 +220,16 @@ def _project(gate_dirs: dict[str, Path], rand: random.Random) -> tuple[Path, Pat
     return project, data, env
 
 
-@pytest.mark.parametrize(("fmt", "next_turns"), [*((f, False) for f in PATHS), ("anthropic", True)])
+@pytest.mark.parametrize("fmt", list(PATHS))
 @pytest.mark.parametrize("seed", range(6))
 def test_each_turn_gets_the_verdict_of_a_screening_that_keeps_nothing(
-    gate_dirs: dict[str, Path], fmt: str, next_turns: bool, seed: int
+    gate_dirs: dict[str, Path], fmt: str, seed: int
 ) -> None:
-    """`next_turns`: Anthropic's kept turns too, as a gate runs (tests/screen/test_turns.py
-    checks them alone against the whole body)."""
     rand = random.Random(f"{fmt}{seed}")
     project, data, env = _project(gate_dirs, rand)
     index, secrets = IndexStore(projects=(str(project),)), SecretScreen.load(data)
     items = ItemCache()
-    kept = (
-        Screens(index, secrets, items=items)
-        if next_turns
-        else Screens(index, secrets, items=items, turns=None)
-    )
+    kept = Screens(index, secrets, items=items)
     talk, policies = Talk(fmt, project, rand), PolicyStore()
     last: Verdict | None = None
     kinds = []
@@ -245,13 +239,13 @@ def test_each_turn_gets_the_verdict_of_a_screening_that_keeps_nothing(
             talk.approved = frozenset(w.asked.key for w in last.withheld if w.asked)
         req = talk.outbound()
         got = _verdict(req, policies, kept)
-        nothing = Screens(index, secrets, items=None, turns=None, walks=None, bodies=None)
+        nothing = Screens(index, secrets, items=None, walks=None, bodies=None)
         want = _verdict(req, PolicyStore(), nothing)
         assert got == want, f"turn {len(kinds)} ({kind}) after {kinds}"
         kinds.append(kind)
         last = got if isinstance(got, Verdict) else last
     # The outcomes were reused (not worked out anew each turn), or the test proves nothing.
-    assert next_turns or items.reused > 10 * len(kinds), (items.reused, kinds)
+    assert items.reused > 10 * len(kinds), (items.reused, kinds)
 
 
 # -- a changed context never reuses an outcome -------------------------------------------
@@ -261,7 +255,7 @@ def _setup(gate_dirs: dict[str, Path]) -> tuple[Path, Screens, PolicyStore]:
     project, data = gate_dirs["project"], gate_dirs["data"]
     data.mkdir(mode=0o700)
     (project / ".gate").mkdir()
-    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=None)
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
     return project, screens, PolicyStore()
 
 
@@ -339,10 +333,12 @@ def test_an_answer_of_another_run_is_not_answered_from_the_cache(
 
 
 def test_two_gates_share_nothing(gate_dirs: dict[str, Path]) -> None:
-    """Each Screens holds its own cache: one gate's outcomes are never another's."""
+    """Each Screens holds its own caches: one gate's outcomes are never another's."""
     _, screens, _ = _setup(gate_dirs)
     other = Screens(screens.indexes, screens.secrets)
-    assert screens.items is not other.items and screens.turns is not other.turns
+    for name in ("items", "walks", "bodies", "conversations"):
+        assert getattr(screens, name) is not None
+        assert getattr(screens, name) is not getattr(other, name), name
 
 
 # -- an item resent unchanged is found by identity, never a changed one ----------------

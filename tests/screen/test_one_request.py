@@ -87,8 +87,8 @@ def test_every_turn_is_screened_as_a_fresh_screening_would(
     token = Gen(random.SystemRandom().randrange(1 << 30)).crc_token("ghp_")
     index, secrets = IndexStore(), SecretScreen.load(data)
     screens = Screens(index, secrets)
-    # Nothing remembered: no next-turn store, no strings' outcomes, no walks.
-    nothing = Screens(index, secrets, items=None, turns=None, walks=None)
+    # Nothing remembered: no strings' outcomes, no walks.
+    nothing = Screens(index, secrets, items=None, walks=None)
     for body in _turns(project, token, denied, PLACES[where]) * 2:  # each turn resent too
         remembered = _screen(project, screens, body)
         fresh = _screen(project, nothing, body)

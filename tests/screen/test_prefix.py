@@ -56,8 +56,8 @@ def _gate(gate_dirs: dict[str, Path], convs: Conversations | None = None) -> tup
     (project / ".gate" / "rules.yaml").write_text("ask:\n  - Read(./notes.txt)\n")
     index, secrets = IndexStore(projects=(str(project),)), SecretScreen.load(data)
     convs = Conversations() if convs is None else convs
-    kept = Screens(index, secrets, turns=None, conversations=convs)
-    nothing = Screens(index, secrets, items=None, walks=None, bodies=None, turns=None)
+    kept = Screens(index, secrets, conversations=convs)
+    nothing = Screens(index, secrets, items=None, walks=None, bodies=None)
     return project, _Gate(kept, nothing, convs)
 
 

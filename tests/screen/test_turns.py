@@ -1,7 +1,8 @@
-"""The next turn of a conversation is screened from what it added (gate/screen/turns.py):
-its verdict is the whole-body screening's, byte for byte, turn after turn, whatever the
-agent did in between (new calls, edits of old messages, moved cache marks, retries, rule
-and file changes, bodies that must be blocked)."""
+"""A Claude Code conversation's next turn, screened by a gate that keeps what it made of
+the last one (items read, walks, decisions, outcomes): its verdict is the one a screening
+that keeps nothing gives, byte for byte, turn after turn, whatever the agent did in between
+(new calls, edits of old messages, moved cache marks, retries, rule and file changes,
+bodies that must be blocked, key order and spacing, conversations side by side)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ import orjson
 import pytest
 
 from gate.rules.layers import PolicyStore
-from gate.screen import layout, turns
 from gate.screen.content import SecretScreen
 from gate.screen.fingerprints import IndexStore
+from gate.screen.prefix import Conversations
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
 from messages import system
 from screen.secrets_corpus import Gen
@@ -205,23 +206,14 @@ def _verdict(req: Outbound, screens: Screens, policies: PolicyStore) -> Verdict 
         return f"blocked: {exc}"
 
 
-class Store(turns.Turns):
-    """Counts the verdicts the fast path gave."""
+def _nothing(screens: Screens) -> Screens:
+    """Screens that keep nothing between requests: every body screened whole."""
+    return Screens(screens.indexes, screens.secrets, items=None, walks=None, bodies=None)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.hits = 0
 
-    def screen(
-        self,
-        req: Outbound,
-        policies: PolicyStore,
-        indexes: IndexStore | None,
-        secrets: SecretScreen | None,
-    ) -> Verdict | None:
-        verdict = super().screen(req, policies, indexes, secrets)
-        self.hits += verdict is not None
-        return verdict
+def _convs(screens: Screens) -> Conversations:
+    assert screens.conversations is not None
+    return screens.conversations
 
 
 BLOCKING = ("dup_id", "orphan", "thinking", "dup_result")
@@ -236,9 +228,7 @@ def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed:
     rand = random.Random(seed)
     env_value = "DATABASE_PASSWORD=" + Gen(rand.randrange(1 << 30)).password(20)
     (project / ".env").write_text(env_value + "\n")
-    index, secrets = IndexStore(projects=(str(project),)), SecretScreen.load(data)
-    fast = Store()
-    screens = Screens(index, secrets, items=None, turns=fast)  # strings' outcomes not kept
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
     session, policies = Session(project, rand), PolicyStore()
     kinds: list[str] = []
     last: Verdict | None = None
@@ -254,16 +244,17 @@ def test_each_turn_gets_the_whole_body_verdict(gate_dirs: dict[str, Path], seed:
             approved=session.approved,
         )
         got = _verdict(req, screens, policies)
-        nothing = Screens(index, secrets, items=None, turns=None, walks=None, bodies=None)
-        want = _verdict(req, nothing, PolicyStore())
+        want = _verdict(req, _nothing(screens), PolicyStore())
         assert got == want, f"turn {len(kinds)} ({kind})"
         if added:  # (a denied value is known once gate knows the project's directory)
             assert kind == "thinking" or (isinstance(got, str) and got.startswith("blocked"))
             del session.messages[-added:]
         kinds.append(kind)
         last = got if isinstance(got, Verdict) else last
-    # Most turns took the fast path; the rest (format, rules, symlink...) the whole body.
-    assert fast.hits >= len(kinds) // 3, (fast.hits, kinds)
+    # Most turns took up their last turn's walks; the rest (format, system...) walked anew.
+    convs = _convs(screens)
+    assert convs.walked >= 10 * len(kinds) and convs.taken >= 20 * len(kinds), kinds
+    assert convs.decided >= 4 * len(kinds), kinds
 
 
 def _blocking(s: Session, kind: str, env_value: str) -> int:
@@ -329,10 +320,10 @@ def _blocking(s: Session, kind: str, env_value: str) -> int:
     return 1
 
 
-def test_a_file_edited_between_turns_keeps_the_fast_path(gate_dirs: dict[str, Path]) -> None:
-    """Agents edit files they read: the reused decision on the read is asked again of the
-    rules (the file is another inode now) and holds, so the turn stays on the fast path;
-    a file that now names the .env does not (the whole-body path withholds its read)."""
+def test_a_file_edited_between_turns_is_decided_as_it_is_now(gate_dirs: dict[str, Path]) -> None:
+    """Agents edit files they read: a read of a file that is another inode now is decided
+    again (and holds, the walk still taken up), and a file that now names the .env has its
+    earlier read withheld, as screening the whole body does."""
     project, data = gate_dirs["project"], gate_dirs["data"]
     data.mkdir(mode=0o700)
     env_value = "API_TOKEN=" + Gen(9).password(24)
@@ -340,29 +331,31 @@ def test_a_file_edited_between_turns_keeps_the_fast_path(gate_dirs: dict[str, Pa
     (project / "a.py").write_text("print(1)\n")
     s = Session(project, random.Random(2))
     s.call("Read", {"file_path": f"{project}/a.py"}, "1\tprint(1)")
-    store = Store()
-    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
     policies = PolicyStore()
-    screen(Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens)
+
+    def both() -> Verdict:
+        req = Outbound(path=PATH, body=s.body(), agent=None, project_root=None)
+        got = screen(req, policies, screens)
+        assert got == screen(req, PolicyStore(), _nothing(screens))
+        return got
+
+    both()
     for i in range(3):
         (project / "tmp").write_text(f"print({i})\n")
         os.replace(project / "tmp", project / "a.py")  # a new inode, as editors write
         s.call("Bash", {"command": "python a.py"}, str(i))
-        verdict = screen(
-            Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
-        )
-        assert store.hits == i + 1 and verdict.withheld == ()
+        walked = _convs(screens).walked
+        assert both().withheld == ()
+        assert _convs(screens).walked > walked
     (project / "a.py").unlink()
     os.symlink(project / ".env", project / "a.py")
     s.call("Bash", {"command": "ls"}, "a.py")
-    verdict = screen(
-        Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
-    )
-    assert store.hits == 3  # decided again on the whole body: the old read is withheld now
+    verdict = both()  # the old read is withheld now
     assert [w.call_id for w in verdict.withheld] == [s.messages[1]["content"][1]["id"]]
 
 
-def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]) -> None:
+def test_a_resent_body_takes_up_its_last_turn(gate_dirs: dict[str, Path]) -> None:
     project, data = gate_dirs["project"], gate_dirs["data"]
     data.mkdir(mode=0o700)
     env_value = "API_TOKEN=" + Gen(5).password(24)
@@ -370,17 +363,19 @@ def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]
     s = Session(project, random.Random(1))
     s.call("Read", {"file_path": f"{project}/.env"}, env_value)
     s.call("Read", {"file_path": f"{project}/a.py"}, "print(1)")
-    store = Store()
-    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
     policies = PolicyStore()
     first = screen(
         Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
     )
     s.call("Bash", {"command": "ls"}, "a.py")
+    convs = _convs(screens)
+    walked, decided = convs.walked, convs.decided
     second = screen(
         Outbound(path=PATH, body=s.body(), agent=None, project_root=None), policies, screens
     )
-    assert store.hits == 1
+    # Its first messages' walks and both earlier calls' decisions taken from the first turn.
+    assert convs.walked - walked >= len(s.messages) - 3 and convs.decided - decided == 2
     assert first.body is not None and second.body is not None
     assert env_value.encode() not in second.body
     assert orjson.loads(second.body)["messages"][:-3] == orjson.loads(first.body)["messages"][:-1]
@@ -388,96 +383,36 @@ def test_a_resent_body_is_screened_from_the_kept_turn(gate_dirs: dict[str, Path]
 
 
 def test_conversations_side_by_side_keep_their_own_turns(gate_dirs: dict[str, Path]) -> None:
-    """Agents side by side (or subagents) start with the same messages. Each next turn is
-    screened from its own conversation's kept turn: not from another's that shares only the
-    first message (everything after it screened again), and without evicting the others."""
+    """Agents side by side (or subagents) start with the same messages. Each next turn
+    takes up its own conversation's last turn: not another's that shares only the first
+    messages (everything after them walked again), and without evicting the others."""
     project, data = gate_dirs["project"], gate_dirs["data"]
     data.mkdir(mode=0o700)
     sessions = [Session(project, random.Random(7)) for _ in range(3)]  # the same start
-    store = Store()
-    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
-    policies = PolicyStore()
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
+    convs, policies = _convs(screens), PolicyStore()
     for turn in range(4):
         for i, s in enumerate(sessions):
             s.call("Bash", {"command": f"echo {i}-{turn}"}, f"out {i} {turn}")
             req = Outbound(path=PATH, body=s.body(), agent=None, project_root=None)
-            before = store.hits
+            walked = convs.walked
             got = screen(req, policies, screens)
-            whole = Screens(screens.indexes, screens.secrets, items=None, turns=None, walks=None)
-            assert got == screen(req, policies, whole)
-            if turn:  # from its own kept turn, which it replaced
-                assert store.hits == before + 1
-                assert len(store._turns) == len(sessions)
-                assert max(t.shared(req.body) or 0 for t in store._turns) >= len(s.messages) - 1
-
-
-def _random_value(rand: random.Random, depth: int = 0) -> Any:
-    alphabet = 'ab"\\/\n\t\x00\x1f\u2028\u00e9\U0001f600 {}[],:'
-    kind = rand.randrange(6 if depth < 3 else 3)
-    if kind == 0:
-        return "".join(rand.choice(alphabet) for _ in range(rand.randrange(8)))
-    if kind == 1:
-        return rand.choice([0, -1, 2**63 - 1, 1.5, -2.25e-7, True, False, None])
-    if kind == 2:
-        return rand.randrange(100)
-    if kind == 3:
-        return [_random_value(rand, depth + 1) for _ in range(rand.randrange(4))]
-    return {
-        str(_random_value(rand, 3)) if rand.random() < 0.5 else f"k{i}": _random_value(
-            rand, depth + 1
-        )
-        for i in range(rand.randrange(4))
-    }
-
-
-@pytest.mark.parametrize("seed", range(200))
-def test_layout_and_frame_match_the_bytes(seed: int) -> None:
-    rand = random.Random(seed)
-    body = {str(_random_value(rand, 3)): _random_value(rand) for _ in range(rand.randrange(4))}
-    messages = [{"role": "user", "content": _random_value(rand)} for _ in range(rand.randrange(5))]
-    items = list(body.items())
-    items.insert(rand.randrange(len(items) + 1), ("messages", messages))
-    body = dict(items)
-    # Put together from its parts, a rewritten body is orjson's own, byte for byte.
-    head, tail = layout.frame(body)
-    assert head + b",".join(orjson.dumps(m) for m in messages) + tail == orjson.dumps(body)
-    # Wherever the messages sit and however the body is spaced, each one is found.
-    for raw in (
-        orjson.dumps(body),
-        json.dumps(body).encode(),
-        json.dumps(body, indent=rand.choice([1, 2]), ensure_ascii=False).encode(),
-    ):
-        where = layout.layout(raw)
-        assert where is not None
-        # Found by comparing each message's orjson bytes where they match, scanned elsewhere.
-        assert layout.layout(raw, messages) == where
-        assert layout.layout(raw, [*messages[1:], {"other": 1}]) == where
-        assert raw[where.close : where.close + 1] == b"]"
-        starts = [where.start, *where.ends][: len(where.ends)]
-        spans = [raw[a:b].lstrip(b" \n,") for a, b in zip(starts, where.ends, strict=True)]
-        assert [orjson.loads(x) for x in spans] == messages
-
-
-@pytest.mark.parametrize(
-    "raw", [b"[]", b'{"messages": {}}', b'{"messages": [], "messages": []}', b'"x"', b'{"a": 1']
-)
-def test_layout_declines_other_shapes(raw: bytes) -> None:
-    where = layout.layout(raw)
-    assert where is None or where.ends == ()
-    if raw.startswith(b'{"messages": []'):
-        assert where is None  # a repeated key: which copy counts is the parser's call
+            assert got == screen(req, policies, _nothing(screens))
+            if turn:  # from its own last turn, which it replaced
+                assert convs.walked - walked >= len(s.messages) - 3
+                assert len(convs) == len(sessions)
 
 
 def test_a_turn_is_screened_from_its_own_session_only(gate_dirs: dict[str, Path]) -> None:
     """The same conversation is the audit's session (audit/session.py): a body that another
-    session's kept turn would continue is screened whole, with the verdict it would get."""
+    session's last turn would continue is walked and decided whole, with the verdict it
+    would get."""
     project, data = gate_dirs["project"], gate_dirs["data"]
     data.mkdir(mode=0o700)
     s = Session(project, random.Random(3))
     s.call("Read", {"file_path": f"{project}/a.py"}, "print(1)")
-    store = Store()
-    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data), turns=store)
-    policies = PolicyStore()
+    screens = Screens(IndexStore(projects=(str(project),)), SecretScreen.load(data))
+    convs, policies = _convs(screens), PolicyStore()
 
     def req(session: str) -> Outbound:
         return Outbound(path=PATH, body=s.body(), agent=None, project_root=None, session=session)
@@ -485,9 +420,8 @@ def test_a_turn_is_screened_from_its_own_session_only(gate_dirs: dict[str, Path]
     screen(req("s:one"), policies, screens)
     s.call("Bash", {"command": "ls"}, "a.py")
     got = screen(req("s:two"), policies, screens)
-    assert store.hits == 0  # another conversation's turn: not continued
-    whole = Screens(screens.indexes, screens.secrets, items=None, turns=None, walks=None)
-    assert got == screen(req("s:two"), policies, whole)
+    assert (convs.walked, convs.decided, convs.taken) == (0, 0, 0)  # not continued
+    assert got == screen(req("s:two"), policies, _nothing(screens))
     s.call("Bash", {"command": "pwd"}, str(project))
     screen(req("s:two"), policies, screens)
-    assert store.hits == 1  # its own
+    assert convs.walked and convs.decided and convs.taken  # its own
