@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import socketserver
 import threading
 from collections.abc import Iterator
@@ -52,3 +53,13 @@ def event_stream(handler: BaseHTTPRequestHandler) -> Iterator[Any]:
     yield send
     handler.wfile.write(b"0\r\n\r\n")
     handler.wfile.flush()
+
+
+def read_until(sock: socket.socket, marker: bytes, head: bytes = b"") -> bytes:
+    """What `sock` sends until `marker` (or until it closes), after `head`."""
+    while marker not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return head

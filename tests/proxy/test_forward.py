@@ -34,6 +34,7 @@ from gate.audit.store import AuditStore
 from gate.config import AskConfig, Config, EgressDefault, EgressSettings, parse_upstream
 from gate.proxy import ca
 from gate.proxy.server import BackgroundGate, Listening
+from loopback import read_until
 from screen.secrets_corpus import Gen
 
 
@@ -198,12 +199,7 @@ class TlsEcho:
 def _connect_through(gate: Listening, host: str, port: int) -> tuple[socket.socket, bytes]:
     sock = socket.create_connection((gate.host, gate.port), timeout=10)
     sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = sock.recv(4096)
-        if not chunk:
-            break
-        head += chunk
+    head = read_until(sock, b"\r\n\r\n")
     length = re.search(rb"content-length: (\d+)", head, re.I)
     want = head.index(b"\r\n\r\n") + 4 + (int(length[1]) if length else 0)
     while len(head) < want and (chunk := sock.recv(4096)):

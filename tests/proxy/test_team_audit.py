@@ -25,6 +25,7 @@ from gate.cli import cli
 from gate.config import AuditSettings, Config, TlsSettings, parse_upstream
 from gate.proxy.server import BackgroundGate
 from gate.users import Kind, Users
+from loopback import read_until
 
 MSG = {"model": "claude-test", "max_tokens": 16, "messages": [{"role": "user", "content": "hello"}]}
 
@@ -137,12 +138,7 @@ def _upgrade_status(url: str, context: ssl.SSLContext) -> bytes:
             "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
             "Sec-WebSocket-Version: 13\r\n\r\n".encode()
         )
-        answer = b""
-        while b"\r\n" not in answer:
-            chunk = tls.recv(4096)
-            if not chunk:
-                break
-            answer += chunk
+        answer = read_until(tls, b"\r\n")
     return answer.partition(b"\r\n")[0]
 
 
