@@ -35,7 +35,9 @@ _PAIRS = tuple(
     f"{a}{h}{b}" for h in _MARKS for a, b in ((" ", " "), (" ", "\n"), (":", ":"), (",", ","))
 )
 _OD_CELLS_AT = ("   =   ", "   _   ", "   -   ")
-_SPELLED = (" = ", " _ ", " - ", "\n=\n", "\n_\n", "\n-\n")
+# (` = ` is left out: code holds it everywhere, `x = 1`; a line spelled out with spaces is
+# found by its `_` or `-`, as names and most tokens hold one.)
+_SPELLED = (" _ ", " - ", "\n=\n", "\n_\n", "\n-\n")
 _LISTS = ("', '", '", "', "','", '","')
 _CODES = re.compile(r"(?<![\w.])(?:[0-9]{1,3}, ?){11,}[0-9]{1,3}(?![\w.])")
 _CODES_AT = tuple(f",{s}{n},{s}" for n in (10, 61, 95, 45) for s in ("", " "))
