@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 
 from gate.screen.detectors import Finding
-from gate.screen.unpack import Budget, inflate, magic_at
+from gate.screen.unpack import SIGNATURES, Budget, inflate, magic_at
 
 # Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible in a terminal or a
 # diff, and enough to break every token regex.
@@ -57,6 +57,7 @@ LAYERS = 2  # base64 inside base64, no deeper
 # larger blob is read as it is; the denied-file screen withholds such a blob whole).
 INFLATE_PER_STRING = 16 << 20
 _HEAD = 48  # bytes of a decoded run looked at for a compression signature
+_SIGNATURE_STARTS = frozenset(bytes([s[0]]) for s in SIGNATURES)
 # In binary data, a token could hide in a stretch of 16+ printable bytes.
 _TEXT_TABLE = bytes(ord("a") if 32 <= c < 127 or c in b"\t\n\r" else ord(" ") for c in range(256))
 _TEXT_RUN = b"a" * 16
@@ -249,7 +250,7 @@ def _wrapped_text(joined: str, budget: Budget) -> str | None:
         data = binascii.a2b_base64(joined.encode("ascii"), strict_mode=True)
     except (binascii.Error, ValueError):
         return None
-    if magic_at(data[:_HEAD]) != -1:
+    if data[:1] in _SIGNATURE_STARTS and magic_at(data[:_HEAD]) == 0:
         return payload(data, budget)
     if data.isascii() and data.translate(_TEXT_TABLE).count(97) >= PRINTABLE * len(data):
         return data.decode("ascii")
@@ -262,6 +263,12 @@ def _wrapped_base64(view: str, start: int, end: int) -> tuple[int, str] | None:
     the block; a block of full lines only may be followed by a short line that is not its
     own (a word): it is left out when the block only decodes without it."""
     if _B64_STANDARD.fullmatch(view, start, end) is None:
+        return None
+    try:  # its first line: text, or the start of compressed data (else read line by line)
+        head = binascii.a2b_base64(view[start:end].encode("ascii"))
+    except (binascii.Error, ValueError):
+        return None
+    if not (head.isascii() or head[:1] in _SIGNATURE_STARTS):
         return None
     width, parts, ends = end - start, [view[start:end]], [end]
     while not parts[-1].endswith("=") and (line := _B64_LINE.match(view, ends[-1])):
@@ -318,14 +325,14 @@ def decode(run: str, budget: Budget | None = None) -> str | None:
 
 def payload(data: bytes, budget: Budget | None) -> str | None:
     """Decoded bytes as text (as_text); compressed data (`gzip | base64`, `tar cz | xxd
-    -p`: a signature in its first bytes) inflated first, within `budget` (None: not)."""
-    if budget is not None and data:
-        at = magic_at(data[:_HEAD])
-        if at != -1:
-            try:
-                return as_text(inflate(data[at:], budget))
-            except Exception:  # noqa: S110 (past the budget, or not what it seemed)
-                pass  # read as it is: its printable stretches
+    -p`: a signature at its start) inflated first, within `budget` (None: not). Only the
+    first byte is looked at before that (a compressor's output starts with its
+    signature): a digest or an image is let go after one set lookup."""
+    if budget is not None and data[:1] in _SIGNATURE_STARTS and magic_at(data[:_HEAD]) == 0:
+        try:
+            return as_text(inflate(data, budget))
+        except Exception:  # noqa: S110 (past the budget, or not what it seemed)
+            pass  # read as it is: its printable stretches
     return as_text(data)
 
 

@@ -52,7 +52,7 @@ def magic_at(head: bytes) -> int:
     at the start: see _plausible)."""
     m = _ANY_SIGNATURE.search(head)
     while m:
-        sig = next(s for s in _SIGNATURES if head.startswith(s, m.start()))
+        sig = next(s for s in SIGNATURES if head.startswith(s, m.start()))
         if _plausible(head, m.start(), sig):
             return m.start()
         m = _ANY_SIGNATURE.search(head, m.start() + 1)
@@ -181,6 +181,6 @@ _BY_SIGNATURE: tuple[tuple[bytes, Callable[[bytes, int], bytes]], ...] = (
     # zlib (`zlib.compress`, `openssl zlib`, `pigz -z`): a 32 KiB window, as nearly all are.
     (b"\x78", lambda d, r: _zlib(d, r, 15)[0]),
 )
-_SIGNATURES = tuple(sig for sig, _ in _BY_SIGNATURE)
+SIGNATURES = tuple(sig for sig, _ in _BY_SIGNATURE)
 # One search for them all (a base64 run in ordinary traffic is tested for each).
-_ANY_SIGNATURE = re.compile(b"|".join(re.escape(s) for s in _SIGNATURES if len(s) > 1))
+_ANY_SIGNATURE = re.compile(b"|".join(re.escape(s) for s in SIGNATURES if len(s) > 1))
