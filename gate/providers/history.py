@@ -45,24 +45,28 @@ MAX_BYTES = 64 << 20  # serialisations remembered, in total; all are forgotten p
 _SNAPS: ContextVar[dict[int, tuple[Any, bytes]] | None] = ContextVar("gate_snaps", default=None)
 # The memo the current request's walks are remembered in (its screener's).
 _MEMO: ContextVar[Memo | None] = ContextVar("gate_memo", default=None)
-# The current request's frozen items, by id(); each entry holds the item, as above.
-_FROZEN: ContextVar[dict[int, Any] | None] = ContextVar("gate_frozen", default=None)
+# The current request's frozen items (each held, as above).
+_FROZEN: ContextVar[Frozen | None] = ContextVar("gate_frozen", default=None)
 # The current request's conversation's walks of its lists, by walk (None: walked whole).
 _WALKS: ContextVar[Walks | None] = ContextVar("gate_walks", default=None)
 
 
 @contextmanager
 def one_request(
-    memo: Memo | None, frozen: Iterable[Any] = (), walks: Walks | None = None
+    memo: Memo | None,
+    frozen: Iterable[Any] = (),
+    walks: Walks | None = None,
+    listed: Sequence[Any] = (),
 ) -> Iterator[None]:
     """Until the block ends, remember walks in `memo` (None: walk every item) and serialise
     each item at most once (then forget the serialisations). `frozen`: items nothing edits,
     ever (so an item remembered as one is still one). `walks`: the conversation's walks of
     its lists in its last turn (their items frozen too), taken up and replaced by this
-    request's."""
+    request's. `listed`: more frozen items (a conversation list's), indexed only when an
+    item that is none of `frozen` is looked up (a next turn's walk takes most of them up
+    whole, and looks up none)."""
     snaps, remembers = _SNAPS.set({}), _MEMO.set(memo)
-    frozen = list(frozen)
-    held = _FROZEN.set(dict(zip(map(id, frozen), frozen, strict=True)))
+    held = _FROZEN.set(Frozen(frozen, listed))
     taken = _WALKS.set(walks)
     try:
         yield
@@ -80,6 +84,27 @@ def same_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
         return same.index(False)
     except ValueError:
         return len(same)
+
+
+class Frozen:
+    """The items a request declares frozen, by id(): `first` at once, `more` on the first
+    lookup that misses `first` (each entry holds the item, so its id is not reused)."""
+
+    __slots__ = ("_by", "_more")
+
+    def __init__(self, first: Iterable[Any], more: Sequence[Any] = ()) -> None:
+        first = list(first)
+        self._by: dict[int, Any] = dict(zip(map(id, first), first, strict=True))
+        self._more: Sequence[Any] | None = more or None
+
+    def held(self, item: Any) -> bool:
+        """Whether `item` is one of them (the very object)."""
+        hit = self._by.get(id(item))
+        if hit is None and self._more is not None:
+            more, self._more = self._more, None
+            self._by.update(zip(map(id, more), more, strict=True))
+            hit = self._by.get(id(item))
+        return hit is item
 
 
 Use = tuple[str, str, Any]  # a tool call as a walker finds it: id, name, input
@@ -248,7 +273,7 @@ class Memo:
     def remembered(self, key: Hashable, item: Any, compute: Callable[[], T]) -> T:
         """`compute()`, or what it gave for a byte-identical item at the same `key`."""
         frozen = _FROZEN.get()
-        held = item if frozen and frozen.get(id(item)) is item else None
+        held = item if frozen is not None and frozen.held(item) else None
         if held is not None:
             hit = self._by_item.get((key, id(held)))
             if hit is not None and hit[0] is held:

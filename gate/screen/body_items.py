@@ -198,8 +198,9 @@ class Body:
         return frozenset(self._owned)
 
     def frozen(self) -> list[Any]:
-        """The shared objects of this body: items, and the frame's values and list items."""
-        out: list[Any] = list(self._read)
+        """The shared objects of this body besides its items (`as_read`): the frame's values
+        and list items."""
+        out: list[Any] = []
         if not self._frame_owned:
             for v in self._frame.value.values():
                 out.append(v)

@@ -173,8 +173,7 @@ def decide(
         and all(identity(*key) == was for key, was in prev.files.items())
     ):
         m = same_prefix(prev.calls, walk.calls)
-        m = min(m, len(prev.entries), len(acts))
-        m = same_prefix(prev.actions[:m], acts[:m])
+        m = min(m, len(prev.entries), len(acts), same_prefix(prev.actions, acts))
         for cid in tied | prev.tied:  # decided with others now or then: decided again
             for i, c in enumerate(walk.calls[:m]):
                 if c.id == cid:

@@ -200,6 +200,7 @@ def _screen(
         screens.walks if screens else None,
         read.frozen() if read else (),
         conv.walks if conv is not None else None,
+        read.as_read() if read else (),
     ):
         try:
             walk = fmt.walk(body)
@@ -275,7 +276,8 @@ def _decide(
     entries = decided.decide(walk, actions, fmt, body, ctx, prev, new)
     if conv is not None:
         conv.decided = new
-    withheld = [item for *_, item in entries if item is not None]
+    # Only a call decided deny or ask withholds (new.strict: where, in order).
+    withheld = [item for i in new.strict if (item := entries[i][3]) is not None]
     done = {w.call_id for w in withheld if not (w.asked and w.asked.approved)}
     outcomes, extras = _content(
         walk, body, done, index, secrets, policy, req.approved, items, conv, read, n

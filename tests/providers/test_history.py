@@ -295,3 +295,22 @@ def test_two_gates_in_one_process_share_no_walks(gate_dirs: dict[str, Path]) -> 
         anthropic.walk(_bodies()[0])
     screen(req, PolicyStore(), gates[1])
     assert two.walked == first  # the other gate's walks were not there to reuse
+
+
+def test_a_listed_item_is_found_by_identity_once_a_lookup_misses_the_others() -> None:
+    """`listed` items are frozen like `frozen` ones, indexed only when first needed: the
+    memo finds them again by identity (no serialisation), an equal copy by its bytes."""
+    memo = history.Memo()
+    system, msg = {"text": "sys"}, {"role": "user", "content": "hi"}
+    calls: list[str] = []
+
+    def walk(name: str) -> str:
+        calls.append(name)
+        return name
+
+    for _ in range(2):
+        with history.one_request(memo, [system], listed=[msg]):
+            assert history.remembered("system", system, lambda: walk("system")) == "system"
+            assert history.remembered("msg", msg, lambda: walk("msg")) == "msg"
+            assert history.remembered("msg", dict(msg), lambda: walk("copy")) == "msg"
+    assert calls == ["system", "msg"]
