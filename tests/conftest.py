@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import pytest
@@ -65,6 +66,19 @@ def pytest_fixture_post_finalizer(
         request.config.stash[_WIDER_ENDED] = True
 
 
+# SDK clients a test made with no `with`: closed at its end, before the leak check collects
+# (an unclosed client's pooled socket, collected, is a ResourceWarning: the test's own
+# socket, not gate's; closing it says which).
+_TO_CLOSE: list[Any] = []
+
+
+def closed_after_test[C](client: C) -> C:
+    """`client` (anything with close(): an SDK client, an httpx client), closed when the
+    test that made it ends."""
+    _TO_CLOSE.append(client)
+    return client
+
+
 @pytest.fixture(autouse=True)
 def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     """A leak fails the test that made it: a socket or transport left open shows up as an
@@ -82,6 +96,8 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     gc.collect()
     gc.freeze()
     yield
+    while _TO_CLOSE:
+        _TO_CLOSE.pop().close()
     # mitmproxy keeps the last master in module globals: the test's gate would live on into
     # the next test, be frozen there and never be collected (~0.4 MB a gate).
     ctx = sys.modules.get("mitmproxy.ctx")

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate.config import AskConfig, Config, TlsSettings, parse_upstream
 from gate.proxy.server import BackgroundGate, Listening
@@ -138,23 +139,27 @@ class SharedGate:
     def anthropic(self, user: str | None = None, **kwargs: Any) -> anthropic.Anthropic:
         """The Anthropic SDK with the user's agent token in its base URL."""
         prefix = f"/_user/{self.users[user].agent_token}" if user else ""
-        return anthropic.Anthropic(
-            base_url=f"{self.base}{prefix}/anthropic",
-            api_key="sk-ant-test-x",
-            max_retries=0,
-            timeout=60,
-            http_client=self.http(),
-            **kwargs,
+        return closed_after_test(
+            anthropic.Anthropic(
+                base_url=f"{self.base}{prefix}/anthropic",
+                api_key="sk-ant-test-x",
+                max_retries=0,
+                timeout=60,
+                http_client=self.http(),
+                **kwargs,
+            )
         )
 
     def openai(self, user: str) -> openai.OpenAI:
         """The OpenAI SDK with the user's agent token in a header."""
-        return openai.OpenAI(
-            base_url=f"{self.base}/openai/v1",
-            api_key="sk-test-x",
-            max_retries=0,
-            http_client=self.http(),
-            default_headers={"x-gate-user-token": self.users[user].agent_token},
+        return closed_after_test(
+            openai.OpenAI(
+                base_url=f"{self.base}/openai/v1",
+                api_key="sk-test-x",
+                max_retries=0,
+                http_client=self.http(),
+                default_headers={"x-gate-user-token": self.users[user].agent_token},
+            )
         )
 
     def raw(

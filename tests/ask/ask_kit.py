@@ -11,6 +11,7 @@ from typing import Any
 
 import anthropic
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate.ask.client import ControlClient
 from gate.proxy.server import Listening
@@ -54,11 +55,13 @@ class AskingGate:
     provider: FakeProvider
 
     def client(self) -> anthropic.Anthropic:
-        return anthropic.Anthropic(
-            base_url=f"{self.listening.base_url}/anthropic",
-            api_key="sk-ant-test-x",
-            max_retries=0,
-            timeout=60,
+        return closed_after_test(
+            anthropic.Anthropic(
+                base_url=f"{self.listening.base_url}/anthropic",
+                api_key="sk-ant-test-x",
+                max_retries=0,
+                timeout=60,
+            )
         )
 
     def send(self, body: dict[str, Any]) -> Sent:

@@ -14,6 +14,7 @@ from typing import Any
 import anthropic
 from click.testing import CliRunner
 
+from conftest import closed_after_test
 from gate.audit import chain
 from gate.audit.records import RequestRow
 from gate.audit.store import AuditStore
@@ -28,11 +29,13 @@ def invoke(*args: str) -> tuple[int, str, str]:
 
 
 def session(gate: Listening, sid: str) -> anthropic.Anthropic:
-    return anthropic.Anthropic(
-        base_url=f"{gate.base_url}/anthropic",
-        api_key="sk-ant-test",
-        max_retries=0,
-        default_headers={"x-claude-code-session-id": sid},
+    return closed_after_test(
+        anthropic.Anthropic(
+            base_url=f"{gate.base_url}/anthropic",
+            api_key="sk-ant-test",
+            max_retries=0,
+            default_headers={"x-claude-code-session-id": sid},
+        )
     )
 
 

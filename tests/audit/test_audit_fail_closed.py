@@ -20,6 +20,7 @@ from audit import serve_kit
 from audit_rows import messages_row
 from loguru import logger
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate.audit import chain
 from gate.audit.store import AuditStore
@@ -40,8 +41,10 @@ def quick_gate(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[L
 
 
 def _client(gate: Listening) -> anthropic.Anthropic:
-    return anthropic.Anthropic(
-        base_url=f"{gate.base_url}/anthropic", api_key="sk-ant-test", max_retries=0
+    return closed_after_test(
+        anthropic.Anthropic(
+            base_url=f"{gate.base_url}/anthropic", api_key="sk-ant-test", max_retries=0
+        )
     )
 
 

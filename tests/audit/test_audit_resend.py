@@ -16,6 +16,7 @@ import pytest
 from audit.session_kit import _WORDS
 from audit_rows import messages_row
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate.audit import blocks, chain, chunks, index, retention
 from gate.audit.store import AuditError, AuditStore
@@ -287,11 +288,13 @@ def test_a_real_gate_records_each_resent_turn_as_the_provider_got_it(
     rand = random.Random(11)
     chats: dict[str, list[Any]] = {"one": [], "two": []}
     clients = {
-        sid: anthropic.Anthropic(
-            base_url=f"{gate.base_url}/anthropic",
-            api_key="sk-ant-test",
-            max_retries=0,
-            default_headers={"x-claude-code-session-id": sid},
+        sid: closed_after_test(
+            anthropic.Anthropic(
+                base_url=f"{gate.base_url}/anthropic",
+                api_key="sk-ant-test",
+                max_retries=0,
+                default_headers={"x-claude-code-session-id": sid},
+            )
         )
         for sid in chats
     }

@@ -13,6 +13,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate import runs
 from gate.audit.store import AuditStore
@@ -39,11 +40,13 @@ def test_a_blocked_row_names_its_agent_model_run_project_session_and_answer(
     blocking_gate: Listening, gate_dirs: dict[str, Path], provider: FakeProvider
 ) -> None:
     run = runs.register(gate_dirs["data"], str(gate_dirs["project"]), "claude-code")
-    client = anthropic.Anthropic(
-        base_url=f"{blocking_gate.base_url}/_run/{run.id}/anthropic",
-        api_key="sk-ant-test",
-        max_retries=0,
-        default_headers={"x-claude-code-session-id": "conv-1"},
+    client = closed_after_test(
+        anthropic.Anthropic(
+            base_url=f"{blocking_gate.base_url}/_run/{run.id}/anthropic",
+            api_key="sk-ant-test",
+            max_retries=0,
+            default_headers={"x-claude-code-session-id": "conv-1"},
+        )
     )
     token = Gen(7).crc_token("gh" + "p_")
     with pytest.raises(anthropic.BadRequestError):

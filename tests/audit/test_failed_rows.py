@@ -14,6 +14,7 @@ import anthropic
 import pytest
 from click.testing import CliRunner
 
+from conftest import closed_after_test
 from gate.audit.store import AuditStore
 from gate.cli import cli
 from gate.cli.watchview import Snapshot, View, render
@@ -42,8 +43,10 @@ def dead_gate(gate_dirs: dict[str, Path]) -> Iterator[Listening]:
 def test_unreachable_upstream_is_failed_everywhere(
     dead_gate: Listening, gate_dirs: dict[str, Path]
 ) -> None:
-    client = anthropic.Anthropic(
-        base_url=f"{dead_gate.base_url}/anthropic", api_key="sk-ant-test", max_retries=0
+    client = closed_after_test(
+        anthropic.Anthropic(
+            base_url=f"{dead_gate.base_url}/anthropic", api_key="sk-ant-test", max_retries=0
+        )
     )
     with pytest.raises(anthropic.APIError):
         client.messages.create(

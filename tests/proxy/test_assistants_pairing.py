@@ -10,6 +10,7 @@ from typing import Any
 import openai
 import pytest
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate.proxy.server import Listening
 
@@ -86,7 +87,9 @@ def runs(provider: FakeProvider, gate_dirs: dict[str, Path]) -> dict[str, dict[s
 
 @pytest.fixture
 def oai(gate: Listening) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test", max_retries=0)
+    return closed_after_test(
+        openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test", max_retries=0)
+    )
 
 
 def _submit(

@@ -11,6 +11,7 @@ import anthropic
 import openai
 import pytest
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate.proxy.server import Listening
 from messages import conversation, tool_turn
@@ -96,7 +97,9 @@ def test_a_task_backgrounded_by_the_user_and_the_next_turn(
 
 @pytest.fixture
 def oai(gate: Listening) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test", max_retries=0)
+    return closed_after_test(
+        openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test", max_retries=0)
+    )
 
 
 def _codex(cmd: str, session: Any) -> list[dict[str, Any]]:

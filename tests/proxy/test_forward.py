@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives import serialization
 from mitmproxy import certs
 from proxy.test_websocket import FakeWsProvider
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate.audit import tunnels
 from gate.audit.store import AuditStore
@@ -138,7 +139,9 @@ def test_openai_sdk_websocket_over_connect_is_screened(
     monkeypatch.setenv("HTTPS_PROXY", gate.base_url)
     monkeypatch.setenv("SSL_CERT_FILE", str(ca.paths(gate_dirs["data"]).bundle))
     try:
-        client = openai.OpenAI(api_key="sk-fake-" + os.urandom(4).hex(), max_retries=0)
+        client = closed_after_test(
+            openai.OpenAI(api_key="sk-fake-" + os.urandom(4).hex(), max_retries=0)
+        )
         with client.responses.connect() as conn:
             conn.response.create(
                 model="gpt-test",

@@ -11,6 +11,7 @@ import openai
 import orjson
 import pytest
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate.agents import tools
 from gate.proxy.server import Listening
@@ -25,7 +26,9 @@ HARMLESS = "all good: 3 files"
 
 @pytest.fixture
 def oai(gate: Listening) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test", max_retries=0)
+    return closed_after_test(
+        openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test", max_retries=0)
+    )
 
 
 def test_an_output_whose_call_gate_never_saw_is_withheld(

@@ -14,6 +14,7 @@ import anthropic
 import httpx2 as httpx
 import pytest
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate.config import AskConfig, Config, parse_upstream
 from gate.lock import BRIDGE_SOURCE
@@ -68,10 +69,12 @@ def _phrase() -> str:
 
 
 def _sdk(listening: Listening) -> anthropic.Anthropic:
-    return anthropic.Anthropic(
-        base_url=f"{listening.base_url}/anthropic",
-        max_retries=0,
-        api_key="sk-ant-test-" + os.urandom(4).hex(),
+    return closed_after_test(
+        anthropic.Anthropic(
+            base_url=f"{listening.base_url}/anthropic",
+            max_retries=0,
+            api_key="sk-ant-test-" + os.urandom(4).hex(),
+        )
     )
 
 
@@ -358,8 +361,10 @@ def test_a_run_file_edited_after_its_first_request_does_not_move_its_root(
     (project / "pin.txt").write_text(pin + "\n")
     (other / "pin.txt").write_text(pin + "\n")
     run = runs.register(gate_dirs["data"], str(project), "claude")
-    client = anthropic.Anthropic(
-        base_url=f"{gate.base_url}/_run/{run.id}/anthropic", max_retries=0, api_key="sk-ant-x"
+    client = closed_after_test(
+        anthropic.Anthropic(
+            base_url=f"{gate.base_url}/_run/{run.id}/anthropic", max_retries=0, api_key="sk-ant-x"
+        )
     )
     msg = {"model": "m", "max_tokens": 8}
     client.messages.create(**msg, messages=[{"role": "user", "content": "hi"}])

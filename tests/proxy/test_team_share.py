@@ -15,6 +15,7 @@ import openai
 import pytest
 from team_kit import SharedGate, make_pki, start_shared
 
+from conftest import closed_after_test
 from fake_provider import FakeProvider
 from gate.audit.store import AuditStore
 from gate.cli import serve
@@ -315,11 +316,13 @@ def test_openai_sdk_errors_read_as_auth_errors(shared: SharedGate) -> None:
 def _with_cert(g: SharedGate, cert: tuple[Path, Path]) -> anthropic.Anthropic:
     context = g.pki.ssl_context()
     context.load_cert_chain(*cert)
-    return anthropic.Anthropic(
-        base_url=f"{g.base}/anthropic",
-        api_key="x",
-        max_retries=0,
-        http_client=httpx.Client(verify=context),
+    return closed_after_test(
+        anthropic.Anthropic(
+            base_url=f"{g.base}/anthropic",
+            api_key="x",
+            max_retries=0,
+            http_client=httpx.Client(verify=context),
+        )
     )
 
 

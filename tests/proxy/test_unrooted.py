@@ -13,7 +13,7 @@ import anthropic
 import openai
 import pytest
 
-from conftest import fake_secret
+from conftest import closed_after_test, fake_secret
 from fake_provider import FakeProvider
 from gate.config import AskConfig, Config, parse_upstream
 from gate.proxy.server import BackgroundGate, Listening
@@ -52,10 +52,12 @@ def _words() -> str:
 
 
 def _sdk(listening: Listening) -> anthropic.Anthropic:
-    return anthropic.Anthropic(
-        base_url=f"{listening.base_url}/anthropic",
-        max_retries=0,
-        api_key="sk-ant-test-" + os.urandom(4).hex(),
+    return closed_after_test(
+        anthropic.Anthropic(
+            base_url=f"{listening.base_url}/anthropic",
+            max_retries=0,
+            api_key="sk-ant-test-" + os.urandom(4).hex(),
+        )
     )
 
 

@@ -18,7 +18,7 @@ import httpx2 as httpx
 import openai
 import pytest
 
-from conftest import fake_secret
+from conftest import closed_after_test, fake_secret
 from fake_provider import FakeProvider
 from gate.audit.store import AuditStore
 from gate.proxy.server import Listening
@@ -58,7 +58,9 @@ def files(provider: FakeProvider) -> None:
 
 @pytest.fixture
 def oai(gate: Listening) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test", max_retries=0)
+    return closed_after_test(
+        openai.OpenAI(base_url=f"{gate.base_url}/openai/v1", api_key="sk-test", max_retries=0)
+    )
 
 
 def _parts(seen: Any) -> dict[str, bytes]:
