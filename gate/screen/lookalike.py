@@ -11,6 +11,7 @@ for the view (a regex search at C speed says which); ASCII text pays nothing.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -71,9 +72,6 @@ def _table() -> dict[int, str | None]:
     return out
 
 
-_FOLD = _table()
-
-
 def _class(cps: list[int]) -> str:
     """A regex class of the code points, as ranges."""
     out, i = [], 0
@@ -87,25 +85,32 @@ def _class(cps: list[int]) -> str:
     return "[" + "".join(out) + "]"
 
 
-_ODD = re.compile(_class(sorted(_FOLD)))  # one class: searched at C speed
+@functools.cache
+def _tables() -> tuple[dict[int, str | None], re.Pattern[str]]:
+    """The translation table and the class of its characters (searched at C speed),
+    built the first time text that is not ASCII comes (`gate scan` starts without)."""
+    fold = _table()
+    return fold, re.compile(_class(sorted(fold)))
 
 
 def folded(text: str) -> str | None:
     """`text` as the ASCII it is read as, or None when it holds nothing to read back."""
     if text.isascii() and "\0" not in text:
         return None
-    if _ODD.search(text) is None:
+    fold, odd = _tables()
+    if odd.search(text) is None:
         return None
-    return text.translate(_FOLD)
+    return text.translate(fold)
 
 
 def origin(text: str, start: int, end: int) -> tuple[int, int]:
     """Where the span [start, end) of folded(text) lies in `text` (the characters dropped
     inside it included)."""
+    fold = _tables()[0]
     kept = 0
     first = last = len(text)
     for i, c in enumerate(text):
-        if _FOLD.get(ord(c), c) is None:
+        if fold.get(ord(c), c) is None:
             continue
         if kept == start:
             first = i
