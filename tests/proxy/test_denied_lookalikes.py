@@ -11,6 +11,7 @@ import html
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import anthropic
@@ -105,3 +106,39 @@ def test_every_lookalike_form_is_withheld(
         ):
             leaked.append(command)
     assert leaked == [], "\n".join(leaked)
+
+
+@pytest.mark.parametrize(
+    "spell",
+    [
+        lambda v: [ord(c) for c in v],  # `[ord(c) for c in value]` as JSON numbers
+        lambda v: [float(ord(c)) for c in v],
+        lambda v: list(f"KEY={v}\n".encode()),  # `list(open(f, "rb").read())`
+    ],
+    ids=["codes", "floats", "bytes"],
+)
+def test_a_value_spelled_as_a_list_of_numbers_is_refused(
+    client: anthropic.Anthropic,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    env: list[str],
+    spell: Callable[[str], list[float]],
+) -> None:
+    # The agent's own call carries the value as JSON numbers, which are not strings: no
+    # string screen reads them, and they cannot be replaced in place.
+    turn = tool_turn("toolu_1", "Write", {"file_path": "x.json", "data": spell(env[1])}, "ok")
+    with pytest.raises(anthropic.BadRequestError, match="list of character codes"):
+        client.messages.create(**conversation(str(gate_dirs["project"]), turn))
+    assert provider.seen == []
+
+
+def test_ordinary_lists_of_numbers_pass(
+    client: anthropic.Anthropic,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    env: list[str],
+) -> None:
+    data = {"ids": list(range(1000)), "vector": [0.25, -1.5, 3.0] * 100, "ports": [80, 443]}
+    turn = tool_turn("toolu_1", "Write", {"file_path": "x.json", "data": data}, "ok")
+    client.messages.create(**conversation(str(gate_dirs["project"]), turn))
+    assert provider.seen[-1].json()["messages"][1]["content"][0]["input"]["data"] == data
