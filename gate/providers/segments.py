@@ -271,6 +271,8 @@ def _long_strings(node: Any, at: JsonPath, min_len: int) -> Strings:
             items: Any = node.items()
         elif isinstance(node, list):
             items = enumerate(node)
+            if len(node) >= min_len and (spelled := _spelled(node)) is not None:
+                names.append(spelled)
         else:
             if isinstance(node, str) and len(node) >= min_len:
                 found.append((path, node))
@@ -282,6 +284,25 @@ def _long_strings(node: Any, at: JsonPath, min_len: int) -> Strings:
             elif isinstance(value, dict | list):
                 stack.append(((*path, key), value))
     return tuple(found), tuple(names)
+
+
+def _spelled(numbers: list[Any]) -> str | None:
+    """A list of whole numbers read as the characters (or bytes) they are the codes of
+    (`[115, 107, 95, ...]`, `list(open(f, "rb").read())` sent as JSON numbers): a value
+    spelled that way is a value sent. Like an object key, it cannot be replaced in place
+    (gate/screen/content.py keys() blocks the request when it holds anything)."""
+    if not isinstance(first := numbers[0], int | float) or isinstance(first, bool):
+        return None  # the common case (strings, objects) decided on the first item
+    try:
+        return "".join(map(chr, map(_code, numbers)))
+    except (TypeError, ValueError, OverflowError):
+        return None  # not all whole numbers, or past the last code point
+
+
+def _code(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | float) or n != int(n):
+        raise TypeError
+    return int(n)
 
 
 def get_at(body: Any, path: JsonPath) -> Any:

@@ -190,7 +190,8 @@ class Envelope:
                     form = reading[hit.start : hit.end]
                     if not (_sdk_word(form) and any(form in v for v in sdk)):
                         return self._joined()
-            if self._holds(reading):
+            # Its denied values were all read just above (whole words are among them).
+            if self._holds(reading, skip_words=True):
                 return self._joined()
         return None
 

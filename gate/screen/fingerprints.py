@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import html
 import json
 import os
 import re
@@ -26,7 +27,7 @@ from loguru import logger
 from gate.rules.engine import Policy
 from gate.rules.held import identity
 from gate.rules.layers import PolicyStore
-from gate.screen import blobs, dumps, unpack
+from gate.screen import blobs, dumps, lookalike, unpack
 from gate.screen.denied_walk import (
     DEFAULT_LIMITS,
     UNSCREENED,
@@ -68,12 +69,17 @@ class DeniedIndex:
     def __init__(self, units: dict[str, Source]):
         self.units = units
         forms: dict[str, Source] = {}
+        written: set[str] = set()  # the units as written, in either case
         for unit, source in units.items():
-            for form in encoded_forms(unit):
+            # Upper- and lower-cased too (`tr a-z A-Z`, `.upper()`, `awk toupper`): a hex
+            # value or a password in one case is the value to anyone who reads it.
+            cased = (unit, unit.upper(), unit.lower())
+            written.update(cased)
+            for form in (*encoded_forms(unit), *cased[1:]):
                 forms.setdefault(form, source)
         self._forms = list(forms)
         self._sources = [forms[f] for f in self._forms]
-        self._words = [is_word(f) and f in units for f in self._forms]  # as written only
+        self._words = [is_word(f) and f in written for f in self._forms]  # as written only
         # Strings seen to hold nothing of this index (keyed by content, never the text):
         # agents resend the same history every turn. The units never change for an index,
         # so an entry cannot go stale; a new unit means a new index, with an empty memory.
@@ -93,6 +99,22 @@ class DeniedIndex:
         """Where the units are in `text`; a word-like unit only as a whole word unless
         `whole_words` is False (a value cut in two and joined back, say)."""
         if self._ac is None or len(text) < MIN_UNIT:
+            return []
+        found = self._matches(text, whole_words)
+        # Lookalike characters (fullwidth, a Cyrillic twin, an invisible one between
+        # letters) are read back as the ASCII they stand for, and hits mapped back: in
+        # text as sent, not in what an encoded run decodes to (bytes that are not text
+        # decode to every script at once, and nobody writes lookalikes to then encode them).
+        if (view := lookalike.folded(text)) is not None:
+            found += [
+                Hit(*lookalike.origin(text, h.start, h.end), h.source)
+                for h in self._matches(view, whole_words)
+            ]
+        return found
+
+    def _matches(self, text: str, whole_words: bool) -> list[Hit]:
+        """Where the forms are in `text` as it is."""
+        if self._ac is None:
             return []
         return [
             Hit(s, e, self._sources[i])
@@ -152,7 +174,7 @@ class DeniedIndex:
             spelled = as_text(data)
             if spelled is None:
                 continue
-            inner = self.find(spelled)
+            inner = self._matches(spelled, True)
             if not inner and len(spelled) > _WRAPPED_MIN and _WRAPPED_LINE.search(spelled):
                 inner = self._wrapped(spelled)
             if not inner and len(spelled) >= blobs.MIN_RUN:  # base64 spelled out
@@ -169,7 +191,7 @@ class DeniedIndex:
             if blob.text is None:
                 out.append(Hit(blob.start, blob.end, UNSCREENED))
                 continue
-            inner = self.find(blob.text)
+            inner = self._matches(blob.text, True)
             if not inner and len(blob.text) > _WRAPPED_MIN and _WRAPPED_LINE.search(blob.text):
                 inner = self._wrapped(blob.text)
             if not inner and depth + 1 < DECODED_LAYERS:  # base64 of gzip of base64 ...
@@ -185,7 +207,7 @@ class DeniedIndex:
         out = []
         for m in _WRAPPED_BLOCK.finditer(text):
             compact = re.sub(r"\s+", "", m.group(0))
-            if hits := self.find(compact):
+            if hits := self._matches(compact, True):
                 out.append(Hit(m.start(), m.end(), hits[0].source))
         return out
 
@@ -219,26 +241,46 @@ def encoded_forms(unit: str) -> Iterator[str]:
     # Reversed and rot13-ed too (`rev .env`, `[::-1]`, `tr A-Za-z N-ZA-Mn-za-m`): long
     # enough not to be a word read backwards or rotated.
     turned = tuple(t.apply(unit) for t in TURNS) if len(unit) >= 10 else ()
+    # UTF-16 (`iconv -t utf-16`, PowerShell, Windows tools), as hex or base64: the text's
+    # own bytes, a zero beside each ASCII character.
+    wide = unit.encode("utf-16-le")
     for form in (
         json.dumps(unit)[1:-1],
+        json.dumps(json.dumps(unit))[3:-3],  # JSON inside a JSON string
         quote(unit, safe=""),
+        html.escape(unit),
+        _shell_quoted(unit),
         raw.hex(),
         raw.hex().upper(),
+        wide.hex(),
+        wide.hex().upper(),
         *turned,
     ):
         if form != unit:
             yield form
     # base64 of text holding the unit at any offset: three alignments, without the edge
     # characters that depend on the neighbouring bytes.
-    for k in range(3):
-        enc = base64.b64encode(b"\0" * k + raw).decode()
-        start = (4 * k + 2) // 3 + (1 if k else 0)
-        body = enc[start : len(enc) - 4]
-        if len(body) >= 8:  # 48 bits: a short passphrase still has a base64 form
-            yield body
-            url = body.replace("+", "-").replace("/", "_")  # base64url, as URLs carry it
-            if url != body:
-                yield url
+    for data in (raw, wide):
+        for k in range(3):
+            enc = base64.b64encode(b"\0" * k + data).decode()
+            start = (4 * k + 2) // 3 + (1 if k else 0)
+            body = enc[start : len(enc) - 4]
+            if len(body) >= 8:  # 48 bits: a short passphrase still has a base64 form
+                yield body
+                url = body.replace("+", "-").replace("/", "_")  # base64url, as URLs carry it
+                if url != body:
+                    yield url
+
+
+# What bash's `printf %q` puts a backslash before (and `~` at the start).
+_SHELL_SPECIAL = frozenset(" \t!\"#$&'()*;<>?[\\]^`{|}")
+
+
+def _shell_quoted(unit: str) -> str:
+    """The unit as `printf %q` writes it: a backslash before each character the shell
+    reads specially."""
+    quoted = "".join("\\" + c if c in _SHELL_SPECIAL else c for c in unit)
+    return "\\" + quoted if quoted.startswith("~") else quoted
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

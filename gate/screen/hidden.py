@@ -338,6 +338,9 @@ def payload(data: bytes, budget: Budget | None) -> str | None:
 
 def as_text(data: bytes) -> str | None:
     """Decoded bytes as text: all of it when it is text, else its printable stretches."""
+    # Half its bytes zero, or more: what wide text of ASCII characters looks like.
+    if data.count(0) * 2 >= PRINTABLE * len(data) and (wide := _wide(data)) is not None:
+        return wide
     marked = data.translate(_TEXT_TABLE)  # printable bytes to "a": runs found by find()
     if data.isascii():  # the common case, counted at C speed
         if data and marked.count(97) >= PRINTABLE * len(data):
@@ -359,3 +362,32 @@ def as_text(data: bytes) -> str | None:
         runs.append(data[pos:end])
         pos = marked.find(_TEXT_RUN, end)
     return b"\n".join(runs).decode("ascii") if runs else None
+
+
+# Wide encodings: (codec, bytes per character, where a zero byte sits beside an ASCII
+# character, the byte order mark). UTF-32 first: its zeros also look like UTF-16's.
+_WIDE = (
+    ("utf-32-le", 4, 2, b"\xff\xfe\0\0"),
+    ("utf-32-be", 4, 1, b"\0\0\xfe\xff"),
+    ("utf-16-le", 2, 1, b"\xff\xfe"),
+    ("utf-16-be", 2, 0, b"\xfe\xff"),
+)
+
+
+def _wide(data: bytes) -> str | None:
+    """UTF-16 or UTF-32 text (`iconv -t utf-16`, PowerShell's `Out-File`, Python's
+    `.encode("utf-16")`) read as the text it is: ASCII in it leaves zero bytes beside
+    every character, which the printable-stretch reading would cut into single letters."""
+    for codec, width, zero, bom in _WIDE:
+        body = data.removeprefix(bom)
+        body = body[: len(body) - len(body) % width]
+        beside = body[zero::width]
+        if len(body) < 4 * width or beside.count(0) < PRINTABLE * len(beside):
+            continue
+        try:
+            text = body.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        if sum(c.isprintable() or c in "\n\r\t" for c in text) >= PRINTABLE * len(text):
+            return text
+    return None

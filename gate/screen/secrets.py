@@ -25,7 +25,7 @@ from pathlib import Path
 import ahocorasick_rs
 
 from gate import dirs
-from gate.screen import dumps, hidden, turned
+from gate.screen import dumps, hidden, lookalike, turned
 from gate.screen.detectors import Detector, Finding, Tier, load_detectors
 
 __all__ = [
@@ -171,6 +171,7 @@ class Scanner:
                 else ()
             ),
             *turned.findings(view, found.turned, inner, depth),
+            *self._lookalike(text, depth, deadline),
         ]
         if deadline.passed():
             return (self._over_budget(text),)
@@ -184,6 +185,17 @@ class Scanner:
                 ((f.tier is not Tier.HIGH, f.rule_id in generic, f.start - f.end, f.start), f)
             )
         return _resolve(ranked)
+
+    def _lookalike(self, text: str, depth: int, deadline: _Deadline) -> list[Finding]:
+        """Findings in text as sent read back from lookalike characters (fullwidth,
+        combining marks or tag characters between letters: gate/screen/lookalike.py),
+        at their place in the text."""
+        if depth > 0 or (view := lookalike.folded(text)) is None or len(view) < MIN_TEXT:
+            return []
+        return [
+            Finding(*lookalike.origin(text, f.start, f.end), f.kind, f.rule_id, f.tier)
+            for f in self._scan(view, 1, deadline)
+        ]
 
     @staticmethod
     def _over_budget(text: str) -> Finding:

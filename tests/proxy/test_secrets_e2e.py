@@ -133,3 +133,43 @@ def test_a_project_local_file_cannot_undo_the_users_block(
     with pytest.raises(anthropic.BadRequestError, match="secrets policy blocks"):
         client.messages.create(**body)
     assert provider.seen == []
+
+
+# Spelled in characters a model reads as the token: fullwidth, mathematical bold, a
+# combining accent or a variation selector between letters, tag characters.
+LOOKALIKES = {
+    "fullwidth": lambda t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t),
+    "math-bold": lambda t: "".join(
+        chr(0x1D400 + ord(c) - 65)
+        if c.isupper()
+        else chr(0x1D41A + ord(c) - 97)
+        if c.islower()
+        else chr(0x1D7CE + ord(c) - 48)
+        if c.isdigit()
+        else c
+        for c in t
+    ),
+    "combining": lambda t: "\u0301".join(t),
+    "variation": lambda t: "\ufe0f".join(t),
+    "tags": lambda t: "".join(chr(0xE0000 + ord(c)) for c in t),
+}
+
+
+def test_a_token_in_lookalike_characters_is_redacted(
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    tokens = {name: _token() for name in LOOKALIKES}
+    turns = [
+        tool_turn(
+            f"toolu_{i}", "Bash", {"command": "cat notes"}, f"remote is at {spell(tokens[n])} now\n"
+        )
+        for i, (n, spell) in enumerate(LOOKALIKES.items())
+    ]
+    client.messages.create(**conversation(str(gate_dirs["project"]), *turns))
+    sent = provider.seen[-1].json()
+    leaked = []
+    for i, name in enumerate(LOOKALIKES):
+        result = sent["messages"][2 + 2 * i]["content"][0]["content"]
+        if "[gate: redacted" not in result or LOOKALIKES[name](tokens[name])[8:] in result:
+            leaked.append(name)
+    assert leaked == [], leaked

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import ahocorasick_rs
 
+from gate.screen import lookalike
 from gate.screen.detectors import _NAME_CHARS, Detector, Finding, Tier, _secret_span
 from gate.screen.secrets import _PLAIN, FOLDED_MAX, MIN_TEXT
 
@@ -79,7 +80,11 @@ class ReferenceScanner:
             return self._scan(sub, level) if len(sub) >= MIN_TEXT else ()
 
         regions.sort()
-        extra = [*split_findings(view, regions, inner, depth), *base64_findings(view, inner, depth)]
+        extra = [
+            *split_findings(view, regions, inner, depth),
+            *base64_findings(view, inner, depth),
+            *_lookalike(text, depth, inner),
+        ]
         if not extra:
             return plain
         generic = {d.id for d in self.detectors if d.generic}
@@ -332,3 +337,15 @@ def decode(run: str) -> str | None:
         runs.append(data[pos:end])
         pos = marked.find(_TEXT_RUN, end)
     return b"\n".join(runs).decode("ascii") if runs else None
+
+
+def _lookalike(
+    text: str, depth: int, inner: Callable[[str, int], tuple[Finding, ...]]
+) -> list[Finding]:
+    """Findings in the view that reads lookalike characters back as ASCII, in text as sent."""
+    if depth > 0 or (view := lookalike.folded(text)) is None:
+        return []
+    return [
+        Finding(*lookalike.origin(text, f.start, f.end), f.kind, f.rule_id, f.tier)
+        for f in inner(view, 1)
+    ]
