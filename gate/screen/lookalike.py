@@ -93,12 +93,19 @@ def _tables() -> tuple[dict[int, str | None], re.Pattern[str]]:
     return fold, re.compile(_class(sorted(fold)))
 
 
+# Every ASCII byte but NUL: deleted from a string's UTF-8 to leave only what may fold.
+_ASCII = bytes(range(1, 128))
+
+
 def folded(text: str) -> str | None:
     """`text` as the ASCII it is read as, or None when it holds nothing to read back."""
     if text.isascii() and "\0" not in text:
         return None
+    # Only its characters past ASCII (and NULs) are looked at: a Read tool's `→` on every
+    # line made the class search walk the whole text (at C speed, but per character).
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII)
     fold, odd = _tables()
-    if odd.search(text) is None:
+    if odd.search(rest.decode("utf-8", "surrogatepass")) is None:
         return None
     return text.translate(fold)
 
