@@ -111,15 +111,9 @@ def spans(
         return
     found: list[tuple[int, int, bytes]] = []
     text = view if len(raw) == len(view) else raw.decode("ascii", "replace")
-    lowered = text.lower()
-    starts = sorted(
-        {
-            text.rfind("\n", 0, pos) + 1
-            for t in (*_OFFSETS, *_PAIRS)
-            if t in present
-            for pos in _positions(lowered, t)
-        }
-    )
+    marks = [t for t in (*_OFFSETS, *_PAIRS) if t in present]
+    lowered = text.lower() if marks else ""  # only for a dump's triggers
+    starts = sorted({text.rfind("\n", 0, pos) + 1 for t in marks for pos in _positions(lowered, t)})
     if starts:
         found += _dumps(view, raw, text, starts)
     if any(t in present for t in _SPELLED):
