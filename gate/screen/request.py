@@ -126,6 +126,7 @@ def screen(
     except Ambiguous as exc:  # JSON with two meanings is refused even where non-JSON passes
         raise Blocked(f"gate cannot screen this request: {exc}") from exc
     if fmt is None:
+        _refuse_token_ids(req.path, body)
         return screen_strings(req, body, policies, screens)
     if not isinstance(body, dict):
         raise Blocked(f"gate cannot screen this request: a {fmt.FORMAT} body must be an object")
@@ -140,6 +141,37 @@ def screen(
         # The calls the run asked outputs for, as gate saw them in an earlier reply.
         known = known_for(openai_assistants.run_key(*run))
     return _screen(fmt, req, body, policies, known, screens, read)
+
+
+# Fields that OpenAI-compatible APIs read as text given as token ids: what the provider's
+# tokenizer turns back into text gate cannot read (`prompt` on /completions, `input` on
+# /embeddings, as a list of integers or a list of such lists).
+_TOKEN_ID_FIELDS = (("/completions", "prompt"), ("/embeddings", "input"))
+
+
+def _refuse_token_ids(path: str, body: Any) -> None:
+    """Fail closed on token ids: any text, a denied file included, can be sent as them."""
+    path = path.partition("?")[0].rstrip("/")
+    if not isinstance(body, dict) or path.endswith("/chat/completions"):
+        return
+    for tail, name in _TOKEN_ID_FIELDS:
+        value = body.get(name)
+        if path.endswith(tail) and isinstance(value, list) and _holds_ids(value):
+            raise Blocked(
+                f"gate cannot screen this request: `{name}` holds token ids, which only the"
+                " provider's tokenizer reads as text (any text can be sent so); send the"
+                " text itself"
+            )
+
+
+def _holds_ids(items: list[Any]) -> bool:
+    for item in items:
+        if isinstance(item, list):
+            if _holds_ids(item):
+                return True
+        elif isinstance(item, int) and not isinstance(item, bool):
+            return True
+    return False
 
 
 def screen_strings(

@@ -215,3 +215,33 @@ def test_a_denied_value_used_as_a_key_blocks(
         headers={"authorization": "Bearer sk-fake"},
     )
     assert resp.status_code == 400 and "JSON key" in resp.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/openai/v1/embeddings", {"model": "e", "input": [[115, 107, 95, 108, 105, 118, 101]]}),
+        ("/openai/v1/embeddings", {"model": "e", "input": [1, 2, 3]}),
+        ("/openai/v1/completions", {"model": "c", "prompt": [8, 9, 10, 11]}),
+        ("/openai/v1/completions", {"model": "c", "prompt": ["text", [12, 13]]}),
+    ],
+)
+def test_token_ids_are_refused_because_any_text_can_be_sent_as_them(
+    gate: Listening, provider: FakeProvider, path: str, body: dict[str, Any]
+) -> None:
+    resp = httpx.post(
+        f"{gate.base_url}{path}", json=body, headers={"authorization": "Bearer sk-fake"}
+    )
+    assert resp.status_code >= 400 and "token ids" in resp.text
+    assert provider.seen == []  # nothing left
+
+
+def test_text_prompts_and_chat_are_not_taken_for_token_ids(
+    gate: Listening, provider: FakeProvider
+) -> None:
+    for path, body in (
+        ("/openai/v1/embeddings", {"model": "e", "input": ["some text", "more"]}),
+        ("/openai/v1/completions", {"model": "c", "prompt": "def f():", "max_tokens": 8}),
+    ):
+        httpx.post(f"{gate.base_url}{path}", json=body, headers={"authorization": "Bearer sk-fake"})
+    assert [s.path for s in provider.seen] == ["/v1/embeddings", "/v1/completions"]
