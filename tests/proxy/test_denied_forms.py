@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import base64
 import gzip
-import shutil
-import subprocess
 import zlib
 from pathlib import Path
 
 import anthropic
 import pytest
+from command_forms import send_outputs
 
 from conftest import fake_secret
 from fake_provider import FakeProvider
@@ -90,13 +89,6 @@ def env(gate_dirs: dict[str, Path]) -> tuple[bytes, list[str]]:
     return text.encode(), values
 
 
-def _run(command: str, cwd: Path) -> str:
-    done = subprocess.run(  # noqa: S602 (the test's own fixed pipelines)
-        command, shell=True, cwd=cwd, capture_output=True, check=True
-    )
-    return done.stdout.decode()
-
-
 def _pieces(output: str) -> list[str]:
     """Stretches of a command's output that would show it left: 16 characters from each
     line of it (a digest's line: the digest)."""
@@ -110,14 +102,7 @@ def test_every_form_is_withheld_under_any_name(
     env: tuple[bytes, list[str]],
 ) -> None:
     project = gate_dirs["project"]
-    forms = [(c, _run(c, project)) for c, tools in FORMS if all(map(shutil.which, tools))]
-    assert len(forms) >= 12, "too few of the tools are installed to test the forms"
-    turns = [
-        tool_turn(f"toolu_{i:02}", "Bash", {"command": c}, out) for i, (c, out) in enumerate(forms)
-    ]
-    client.messages.create(**conversation(str(project), *turns))
-    sent = provider.seen[-1].json()
-    raw = provider.seen[-1].body.decode()
+    forms, sent, raw = send_outputs(client, provider, project, FORMS, 12)
     for value in env[1]:
         assert value not in raw
     leaked = [

@@ -9,13 +9,12 @@ from __future__ import annotations
 import base64
 import html
 import json
-import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import anthropic
 import pytest
+from command_forms import send_outputs
 
 from conftest import fake_secret
 from fake_provider import FakeProvider
@@ -64,11 +63,6 @@ def env(gate_dirs: dict[str, Path]) -> list[str]:
     return values
 
 
-def _run(command: str, cwd: Path) -> str:
-    done = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, check=True)
-    return done.stdout.decode()
-
-
 def _readings(value: str) -> list[str]:
     """The forms of a value the test looks for in what the provider received."""
     wide = value.encode("utf-16-le")
@@ -89,13 +83,7 @@ def test_every_lookalike_form_is_withheld(
     env: list[str],
 ) -> None:
     project = gate_dirs["project"]
-    forms = [(c, _run(c, project)) for c, tools in FORMS if all(map(shutil.which, tools))]
-    assert len(forms) >= 10, "too few of the tools are installed to test the forms"
-    turns = [
-        tool_turn(f"toolu_{i:02}", "Bash", {"command": c}, out) for i, (c, out) in enumerate(forms)
-    ]
-    client.messages.create(**conversation(str(project), *turns))
-    sent = provider.seen[-1].json()
+    forms, sent, _ = send_outputs(client, provider, project, FORMS, 10)
     leaked = []
     for i, (command, _) in enumerate(forms):
         result = sent["messages"][2 + 2 * i]["content"][0]["content"]
