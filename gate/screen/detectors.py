@@ -74,6 +74,11 @@ class Tier(StrEnum):
     LOW = "low"  # generic or contextual: redact
 
 
+# A string (or a run in it) gate could not screen: held as a high-tier finding, so it
+# is asked about or blocked, never passed.
+UNSCREENED_KIND, UNSCREENED_ID = "unscreened", "gate.scan-budget"
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """A secret at text[start:end]; never holds the value itself."""

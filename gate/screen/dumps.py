@@ -13,12 +13,20 @@ parsed where its shape is seen (`_TRIGGERS`).
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator
 
 import ahocorasick_rs
 
 from gate.screen.detectors import Finding
-from gate.screen.hidden import INFLATE_PER_STRING, LAYERS, Scan, payload
+from gate.screen.hidden import (
+    INFLATE_PER_STRING,
+    LAYERS,
+    Scan,
+    Unreadable,
+    payload,
+    run_finding,
+    unscreened,
+)
 from gate.screen.unpack import Budget
 
 MIN_BYTES = 8  # shorter runs cannot hold a value gate looks for
@@ -339,11 +347,13 @@ def findings(
     out = []
     budget = Budget(INFLATE_PER_STRING)
     for start, end, data in spans(view, raw, present):
-        text = payload(data, budget)  # a dump of compressed data inflated
-        inner: Sequence[Finding] = scan(text, depth + 1) if text is not None else ()
-        if inner:
-            best = min(inner, key=lambda f: (f.tier != "high", f.start - f.end))
-            out.append(Finding(start, end, best.kind, best.rule_id, best.tier))
+        try:
+            text = payload(data, budget)  # a dump of compressed data inflated
+        except Unreadable:
+            out.append(unscreened(start, end))
+            continue
+        if text is not None and (inner := scan(text, depth + 1)):
+            out.append(run_finding(start, end, inner))
     return out
 
 

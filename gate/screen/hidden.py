@@ -8,7 +8,7 @@ import bisect
 import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 
-from gate.screen.detectors import Finding
+from gate.screen.detectors import UNSCREENED_ID, UNSCREENED_KIND, Finding, Tier
 from gate.screen.unpack import SIGNATURES, Budget, inflate, magic_at
 
 # Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible in a terminal or a
@@ -217,29 +217,37 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
     # of padding, would walk past one. The string's time budget bounds the work instead.
     for start, end in base64_runs(view, raw):
         text: str | None = None
-        if start < dump_end:
-            if dump_text:
-                continue  # a line of a dump found as text: read with it
-        elif (block := hex_block(view, start, end, budget)) is not None:
-            dump_end, text = block
-            dump_text = text is not None
-            if dump_text:
-                end = dump_end  # the whole dump is the finding
-        elif end - start in WRAPS and (wrapped := _wrapped_base64(view, start, end)):
-            # `base64` (76 columns), PEM (64), `openssl base64` (64): a line decodes to a
-            # part of what the block holds (a compressed stream cut short, a token cut).
-            block_end, joined = wrapped
-            text = _wrapped_text(joined, budget)
-            if text is not None:
-                dump_end, dump_text, end = block_end, True, block_end
-        if text is None:
-            text = decode(view[start:end], budget)  # as base64
+        if start < dump_end and dump_text:
+            continue  # a line of a dump found as text (or held unread): read with it
+        try:
+            if start < dump_end:
+                pass  # a line of a dump of no text: read as base64 on its own
+            elif (block := hex_block(view, start, end, budget)) is not None:
+                dump_end, text = block
+                dump_text = text is not None
+                if dump_text:
+                    end = dump_end  # the whole dump is the finding
+            elif end - start in WRAPS and (wrapped := _wrapped_base64(view, start, end)):
+                # `base64` (76 columns), PEM (64), `openssl base64` (64): a line decodes to
+                # a part of what the block holds (a compressed stream cut short, a token cut).
+                block_end, joined = wrapped
+                try:
+                    text = _wrapped_text(joined, budget)
+                except Unreadable as exc:
+                    raise Unreadable(block_end) from exc  # the whole block is held
+                if text is not None:
+                    dump_end, dump_text, end = block_end, True, block_end
+            if text is None:
+                text = decode(view[start:end], budget)  # as base64
+        except Unreadable as exc:
+            end = exc.end or end
+            found.append(unscreened(start, end))
+            dump_end, dump_text = end, True
+            continue
         if text is None:
             continue
-        inner = scan(text, depth + 1)
-        if inner:
-            best = min(inner, key=lambda f: (f.tier != "high", f.start - f.end))
-            found.append(Finding(start, end, best.kind, best.rule_id, best.tier))
+        if inner := scan(text, depth + 1):
+            found.append(run_finding(start, end, inner))
     return found
 
 
@@ -305,7 +313,10 @@ def hex_block(
         end = line.end()
         if len(digits) < width:  # the dump's last line
             break
-    return end, payload(b"".join(parts) if len(parts) > 1 else data, budget)
+    try:
+        return end, payload(b"".join(parts) if len(parts) > 1 else data, budget)
+    except Unreadable as exc:
+        raise Unreadable(end) from exc
 
 
 def decode(run: str, budget: Budget | None = None) -> str | None:
@@ -323,17 +334,39 @@ def decode(run: str, budget: Budget | None = None) -> str | None:
     return payload(data, budget)
 
 
+class Unreadable(Exception):
+    """Compressed data that inflates past the string's bound, or fails to inflate: what it
+    holds cannot be screened (fail closed: the run is held, never passed). `end`: where
+    the run ends, when the reader knows better than its caller (a dump's lines)."""
+
+    def __init__(self, end: int | None = None) -> None:
+        super().__init__("compressed data gate cannot inflate within its bound")
+        self.end = end
+
+
 def payload(data: bytes, budget: Budget | None) -> str | None:
     """Decoded bytes as text (as_text); compressed data (`gzip | base64`, `tar cz | xxd
-    -p`: a signature at its start) inflated first, within `budget` (None: not). Only the
-    first byte is looked at before that (a compressor's output starts with its
-    signature): a digest or an image is let go after one set lookup."""
+    -p`: a signature at its start) inflated first, within `budget` (None: not); raises
+    Unreadable when it cannot be. Only the first byte is looked at before that (a
+    compressor's output starts with its signature): a digest or an image is let go after
+    one set lookup."""
     if budget is not None and data[:1] in _SIGNATURE_STARTS and magic_at(data[:_HEAD]) == 0:
         try:
             return as_text(inflate(data, budget))
-        except Exception:  # noqa: S110 (past the budget, or not what it seemed)
-            pass  # read as it is: its printable stretches
+        except Exception as exc:  # past the budget, or a stream no inflater reads
+            raise Unreadable from exc
     return as_text(data)
+
+
+def run_finding(start: int, end: int, inner: Sequence[Finding]) -> Finding:
+    """A run whose decoded text holds findings is the best of them (high tier first, then
+    the longest), over the whole run."""
+    best = min(inner, key=lambda f: (f.tier != "high", f.start - f.end))
+    return Finding(start, end, best.kind, best.rule_id, best.tier)
+
+
+def unscreened(start: int, end: int) -> Finding:
+    return Finding(start, end, UNSCREENED_KIND, UNSCREENED_ID, Tier.HIGH)
 
 
 def as_text(data: bytes) -> str | None:

@@ -26,7 +26,14 @@ import ahocorasick_rs
 
 from gate import dirs
 from gate.screen import dumps, hidden, lookalike, turned
-from gate.screen.detectors import Detector, Finding, Tier, load_detectors
+from gate.screen.detectors import (
+    UNSCREENED_ID,
+    UNSCREENED_KIND,
+    Detector,
+    Finding,
+    Tier,
+    load_detectors,
+)
 
 __all__ = [
     "Finding",
@@ -45,7 +52,6 @@ MIN_TEXT = 8
 BUDGET = 2.0  # CPU seconds (this thread's, so load elsewhere does not count) per string;
 # past it the string is asked about
 FOLDED_MAX = 4096  # detectors with longer windows (PEM blocks) read line breaks themselves
-UNSCREENED_KIND, UNSCREENED_ID = "unscreened", "gate.scan-budget"
 # Each escape becomes as many characters, so view offsets are text offsets.
 _PLAIN = {
     "\\\\n": "  \n",
