@@ -616,7 +616,7 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
     if not strength:
         return None
     if _never_plausible(value, 6 if strength == 2 else 16) and not (
-        strength == 2 and value.isalpha() and says_password(name)
+        strength == 2 and says_password(name) and is_passphrase(value)
     ):
         return None  # decided by length and alphabet (only a passphrase gets past that)
     if "quote" in m.re.groupindex and m.group("quote") is None:
@@ -684,17 +684,68 @@ def says_password(name: str) -> bool:
 
 
 def is_passphrase(value: str) -> bool:
-    """A password made of letters only (`correcthorsebattery`, `Sunflower`), the kind
-    people choose: long enough, not a stand-in word, not an identifier (`getPassword`)."""
+    """A password made of letters only (`correcthorsebattery`, `Sunflower`), or of words
+    joined by one separator (`correct-horse-battery-staple`, `Unsworn_Crate_Pushy7`: what
+    the diceware-style generators of 1Password and Bitwarden make), the kind people
+    choose: long enough, not a stand-in word or phrase (`change-me-now`), not an
+    identifier (`getPassword`)."""
     lower = value.lower()
+    if not value.isascii() or lower in _WEAK or any(w in lower for w in _WEAK_PARTS):
+        return False
+    if value.isalpha():
+        return len(value) >= 8 and not _CAMEL.search(value) and len(set(lower)) >= 5
+    return _is_word_phrase(value)
+
+
+_CAMEL = re.compile(r"[a-z][A-Z]")
+# Three or more words of two letters or more, joined by one `-` or `_` throughout; a word
+# may end in digits, or one part be digits. (A `.` joins module paths and host names, a
+# space ends an unquoted value: neither is read as a separator here.)
+_WORD_PHRASE = re.compile(
+    r"[A-Za-z]{2,}(?P<sep>[-_])[A-Za-z]{2,}\d*(?:(?P=sep)(?:[A-Za-z]{2,}\d*|\d+))+", re.ASCII
+)
+# Words that make a phrase a stand-in (`your-db-password-here`, `replace_with_real_one`).
+_STAND_IN_WORDS = frozenset(
+    {
+        "your",
+        "here",
+        "change",
+        "replace",
+        "example",
+        "sample",
+        "dummy",
+        "fake",
+        "placeholder",
+        "insert",
+        "enter",
+        "redacted",
+        "todo",
+        "fixme",
+        "foo",
+        "bar",
+        "baz",
+        "xxx",
+        "not",
+        "real",
+        "set",
+        "me",
+        "goes",
+    }
+)
+
+
+def _is_word_phrase(value: str) -> bool:
+    if not _WORD_PHRASE.fullmatch(value):
+        return False
+    words = [w.rstrip("0123456789") for w in re.split(r"[-_]", value)]
+    words = [w for w in words if w]
+    letters = "".join(words).lower()
     return (
-        value.isalpha()
-        and value.isascii()
-        and len(value) >= 8
-        and lower not in _WEAK
-        and not any(w in lower for w in _WEAK_PARTS)
-        and not re.search(r"[a-z][A-Z]", value)
-        and len(set(lower)) >= 5
+        len(letters) >= 15  # three short words (`ramp_sec_short`) read as a stand-in
+        and len(set(letters)) >= 6
+        # Each word in one case (`horse`, `Horse`, `HORSE`): `getUser-byId-now` is code.
+        and all(w.islower() or w.istitle() or w.isupper() for w in words)
+        and not _STAND_IN_WORDS.intersection(w.lower() for w in words)
     )
 
 

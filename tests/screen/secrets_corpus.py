@@ -71,6 +71,18 @@ class Gen:
             if any(c.isdigit() for c in pw) and any(c.isalpha() for c in pw) and not masked:
                 return pw
 
+    def passphrase(self, words: int = 4, sep: str = "-") -> str:
+        """Made-up pronounceable words joined by `sep`, as diceware-style generators make
+        them (no word list in the repo: syllables drawn at random)."""
+
+        def word() -> str:
+            return "".join(
+                self.rng.choice("bcdfghjklmnprstvwz") + self.rng.choice("aeiou")
+                for _ in range(self.rng.randint(3, 4))
+            )
+
+        return sep.join(word() for _ in range(words))
+
     def crc_token(self, prefix: str) -> str:
         body = self.chars(B62, 30)
         n, check = zlib.crc32(body.encode()), ""
@@ -744,6 +756,8 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
             "}</password>\n</com.cloudbees.plugins.credentials.impl.UsernamePasswordCredentialsImpl>\n",
         ],
     )
+    # Last: a sample added before another would change which contexts that one is tried in.
+    yield "generic.assignment", "passphrase", env_file(g, "DB_PASSWORD", Secret(g.passphrase()))
 
 
 def positives(seed: int = 5) -> list[Sample]:

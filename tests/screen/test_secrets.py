@@ -395,6 +395,44 @@ def test_no_random_password_under_its_name_is_missed(scanner: Scanner) -> None:
     assert missed == []
 
 
+def test_a_passphrase_of_joined_words_under_a_password_name_is_found(scanner: Scanner) -> None:
+    """Words joined by `-` or `_` (1Password's and Bitwarden's generated passphrases, in
+    lower, Title or UPPER case, a digit added or not) under a password's name. On main
+    before this, `DB_PASSWORD=correct-horse-battery-staple` passed unread: a value of
+    letters and separators counted as an identifier whatever its name."""
+    rand = random.Random(31)
+    missed = []
+    for seed in range(1500):
+        g = Gen(seed)
+        phrase = g.passphrase(rand.randint(3, 5), rand.choice("-_"))
+        style = rand.choice((str.lower, str.title, str.upper))
+        value = style(phrase) + rand.choice(("", str(rand.randint(0, 99))))
+        name = rand.choice(("DB_PASSWORD", "password", "SMTP_PASS", "JWT_SECRET"))
+        found = scanner.scan(f"{name}={value}\n")
+        if [f.rule_id for f in found] != ["generic.assignment"]:
+            missed.append(f"{name}={value}")
+    assert missed == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "PASSWORD=change-me-now",
+        "DB_PASSWORD=your-db-pass-here",
+        "SMTP_PASS=replace_with_real_one",
+        "SECRET=not-a-real-secret",
+        "PASSWORD=getUser-byId-now",  # words in mixed case: code
+        "PASSWORD=ab-cd-ef",  # too short to be one
+        "RAMP_CLIENT_SECRET=ramp_sec_short",  # three short words: a stand-in
+        "password: module.path.to.hasher",  # dotted: a module path or host
+        "API_KEY=correct-horse-battery-staple",  # a key's name wants a random value
+        "session_token=purple-monkey-dishwasher",
+    ],
+)
+def test_stand_in_phrases_and_identifiers_are_no_passphrase(scanner: Scanner, line: str) -> None:
+    assert scanner.scan(line) == []
+
+
 @pytest.mark.parametrize("mark", ["?", "^"])
 def test_a_token_name_holding_what_no_token_has(scanner: Scanner, mark: str) -> None:
     """Issued tokens are hex, base32/58/62/64 or url-safe: a `?` or `^` inside a value
