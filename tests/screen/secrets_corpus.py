@@ -758,6 +758,25 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
     )
     # Last: a sample added before another would change which contexts that one is tried in.
     yield "generic.assignment", "passphrase", env_file(g, "DB_PASSWORD", Secret(g.passphrase()))
+    yield (
+        "generic.xml-attribute",
+        "web-config",
+        [
+            '<configuration>\n  <appSettings>\n    <add key="Environment" value="prod" />\n'
+            '    <add key="DbPassword" value="',
+            Secret(g.password()),
+            '" />\n  </appSettings>\n</configuration>\n',
+        ],
+    )
+    yield (
+        "powershell.plaintext-securestring",
+        "script",
+        [
+            '$user = "svc-deploy"\n$pass = ConvertTo-SecureString "',
+            Secret(g.password()),
+            '" -AsPlainText -Force\n$cred = New-Object PSCredential($user, $pass)\n',
+        ],
+    )
 
 
 def positives(seed: int = 5) -> list[Sample]:

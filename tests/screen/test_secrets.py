@@ -433,6 +433,28 @@ def test_stand_in_phrases_and_identifiers_are_no_passphrase(scanner: Scanner, li
     assert scanner.scan(line) == []
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        '<add key="PasswordMinLength" value="8" />',  # a setting about passwords
+        '<add key="TokenEndpoint" value="https://login.acme.dev/token" />',
+        '<add key="ApiKeyHeader" value="X-Api-Key" />',
+        '<add key="SecretName" value="prod-db-creds"/>',
+        '<property name="passwordEncoder" ref="encoder"/>',  # no value attribute
+        # A page's form: Rails' CSRF token (gitleaks lists it as a false positive).
+        '<input type="hidden" name="authenticity_token" value="7SWa-Fo1_hsC6oovfBsJFLGPUl2Ehk"'
+        ' autocomplete="off" />',
+        '<add key="DbPassword" value="$(DB_PASSWORD)" />',  # a reference
+        "$s = ConvertTo-SecureString $env:DEPLOY_PW -AsPlainText -Force",  # a variable
+        'ConvertTo-SecureString "<password>" -AsPlainText -Force',  # a stand-in
+    ],
+)
+def test_settings_about_secrets_and_references_are_no_value(scanner: Scanner, line: str) -> None:
+    """generic.xml-attribute and powershell.plaintext-securestring: only a literal value
+    that could be a password is one."""
+    assert scanner.scan(line) == []
+
+
 @pytest.mark.parametrize("mark", ["?", "^"])
 def test_a_token_name_holding_what_no_token_has(scanner: Scanner, mark: str) -> None:
     """Issued tokens are hex, base32/58/62/64 or url-safe: a `?` or `^` inside a value
