@@ -703,6 +703,7 @@ def _random_value(n: int = 32) -> str:
         "spring.datasource.password={v}",
         "# settings\nx.api_key={v}\n",
         "nCvX_AUTH={v}",  # a keyword that ends in its operator (`auth=`)
+        "[database]\nuser = app\npass = {v}\n",  # INI: `pass` alone, spaced
     ],
 )
 def test_names_glued_to_their_operator_and_dotted_properties_are_read(
@@ -724,6 +725,7 @@ def test_names_glued_to_their_operator_and_dotted_properties_are_read(
         "    self.token=tok",  # an attribute in code, indented, unquoted
         "  config.api_key=settings.{v}",
         "obj.password=other.password",
+        "if done:\n    pass\nyou shall not pass = gandalf said",  # Python's `pass`, prose
     ],
 )
 def test_names_that_say_no_secret_and_attributes_in_code_are_not(
