@@ -769,6 +769,25 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
         ],
     )
     yield (
+        "cli.secret-flag",
+        "ps",
+        [
+            "USER  PID %CPU COMMAND\nroot    1  0.0 /usr/bin/tini -- /app/server --port 8080"
+            " --db-password=",
+            Secret(g.password()),
+            " --log-level info\n",
+        ],
+    )
+    yield (
+        "cli.helm-set",
+        "ci",
+        [
+            "helm upgrade --install api ./chart --set image.tag=1.4.2,postgresql.auth.password=",
+            Secret(g.password()),
+            " --wait\n",
+        ],
+    )
+    yield (
         "powershell.plaintext-securestring",
         "script",
         [

@@ -455,6 +455,37 @@ def test_settings_about_secrets_and_references_are_no_value(scanner: Scanner, li
     assert scanner.scan(line) == []
 
 
+@pytest.mark.parametrize(
+    "flag",
+    ["--db-password=", "--admin-password ", "--api-key=", "--client-secret ", "--auth-token="],
+)
+def test_a_long_flag_whose_name_says_secret_is_read(scanner: Scanner, flag: str) -> None:
+    """`ps aux` output, CI scripts, a container's args: on main only `--password` was read."""
+    value = _random_value()
+    text = f"root 1 0.0 /app/server --port 80 {flag}{value} --verbose\n"
+    found = scanner.scan(text)
+    assert [(text[f.start : f.end], f.kind) for f in found] == [(value, "cli-password")]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "app --max-tokens 4096",
+        "app --token-file /run/secrets/tok",
+        "app --key-id 12345",
+        "app --api-key $API_KEY",
+        'app --api-key "${API_KEY}"',
+        "docker login --password-stdin",
+        "app --secret-name prod-db",
+        "ssh --key ~/.ssh/id_ed25519",
+        "helm install x --set image.tag=v1.2.3,replicas=3",
+        "helm install x --set auth.existingSecret=db-creds",
+    ],
+)
+def test_flags_that_name_no_secret_or_pass_a_reference_are_not(scanner: Scanner, line: str) -> None:
+    assert scanner.scan(line) == []
+
+
 @pytest.mark.parametrize("mark", ["?", "^"])
 def test_a_token_name_holding_what_no_token_has(scanner: Scanner, mark: str) -> None:
     """Issued tokens are hex, base32/58/62/64 or url-safe: a `?` or `^` inside a value
