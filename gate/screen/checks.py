@@ -735,7 +735,7 @@ _STAND_IN_WORDS = frozenset(
 
 
 def _is_word_phrase(value: str) -> bool:
-    if not _WORD_PHRASE.fullmatch(value):
+    if not _WORD_PHRASE.fullmatch(value) or is_reference(value):  # DEFAULT_LAST_PASS
         return False
     words = [w.rstrip("0123456789") for w in re.split(r"[-_]", value)]
     words = [w for w in words if w]
@@ -746,7 +746,41 @@ def _is_word_phrase(value: str) -> bool:
         # Each word in one case (`horse`, `Horse`, `HORSE`): `getUser-byId-now` is code.
         and all(w.islower() or w.istitle() or w.isupper() for w in words)
         and not _STAND_IN_WORDS.intersection(w.lower() for w in words)
+        # An identifier's words (`aws_session_token`, `client-access-key`): a name.
+        and not _NAME_WORDS.intersection(w.lower() for w in words)
     )
+
+
+_NAME_WORDS = frozenset(
+    {
+        "key",
+        "keys",
+        "token",
+        "tokens",
+        "secret",
+        "secrets",
+        "session",
+        "access",
+        "api",
+        "auth",
+        "id",
+        "ids",
+        "name",
+        "url",
+        "uri",
+        "host",
+        "user",
+        "username",
+        "email",
+        "client",
+        "env",
+        "config",
+        "value",
+        "values",
+        "field",
+        "type",
+    }
+)
 
 
 def _firebase(m: re.Match[str], value: str) -> Verdict:

@@ -405,7 +405,9 @@ def test_a_passphrase_of_joined_words_under_a_password_name_is_found(scanner: Sc
     for seed in range(1500):
         g = Gen(seed)
         phrase = g.passphrase(rand.randint(3, 5), rand.choice("-_"))
-        style = rand.choice((str.lower, str.title, str.upper))
+        # (UPPER_WITH_UNDERSCORES is a constant's name, is_reference: not a value)
+        styles = (str.lower, str.title, *((str.upper,) if "-" in phrase else ()))
+        style = rand.choice(styles)
         value = style(phrase) + rand.choice(("", str(rand.randint(0, 99))))
         name = rand.choice(("DB_PASSWORD", "password", "SMTP_PASS", "JWT_SECRET"))
         found = scanner.scan(f"{name}={value}\n")
@@ -427,6 +429,9 @@ def test_a_passphrase_of_joined_words_under_a_password_name_is_found(scanner: Sc
         "password: module.path.to.hasher",  # dotted: a module path or host
         "API_KEY=correct-horse-battery-staple",  # a key's name wants a random value
         "session_token=purple-monkey-dishwasher",
+        "    last_pass = DEFAULT_LAST_PASS",  # a constant (mypy's checker.py)
+        # A docstring listing names (anthropic's bedrock client): identifiers, not values.
+        "AWS credentials (`aws_access_key`, `aws_secret_key`, `aws_session_token`)",
     ],
 )
 def test_stand_in_phrases_and_identifiers_are_no_passphrase(scanner: Scanner, line: str) -> None:
