@@ -145,6 +145,13 @@ _PATH = re.compile(
 _OTHER = re.compile(
     r"^[a-z][a-z0-9+.-]*://|^[+-]?\d+(?:\.\d+)?[a-z]{0,3}$|^#[0-9a-f]{3,8}$", re.IGNORECASE
 )
+# A name with a date (`counting-2024-11-01`, `token-efficient-tools-2025-02-19`, an API
+# version `2023-06-01`, a model `sonnet-20250929`): Anthropic's beta names and model ids
+# follow a `token-`/`secret-` keyword in docs and code an agent reads. Not under a
+# password's name: people choose `summer-2024-06-01`.
+_DATED = re.compile(
+    r"^(?:[A-Za-z]+[-_.])*[A-Za-z]*[-_.]?(?:19|20)\d\d(?:-[01]\d-[0-3]\d|[01]\d[0-3]\d)$"
+)
 _LITERAL_CONTEXT = frozenset(" \t\n\r?&;→\"'")
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
@@ -638,6 +645,8 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
         return None
     if _spells(name, value) or (_NOT_ISSUED.search(value) and not says_password(name)):
         return None
+    if _DATED.match(value) and not says_password(name):  # `summer-2024-06-01` may be one
+        return None
     return "keep"
 
 
@@ -668,7 +677,7 @@ def _keyword(m: re.Match[str], value: str) -> Verdict:
     words = _BETWEEN.split(head)  # the last one is glued to the keyword (fooKEY)
     name = "_".join([*words[-3:-1], words[-1] + word])
     strength = name_strength(name)
-    if not strength or _spells(head + word, value):
+    if not strength or _spells(head + word, value) or _DATED.match(value):
         return None
     if _NOT_ISSUED.search(value) and not says_password(name):
         return None

@@ -491,6 +491,27 @@ def test_flags_that_name_no_secret_or_pass_a_reference_are_not(scanner: Scanner,
     assert scanner.scan(line) == []
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "`interleaved-thinking-2025-05-14`, `thinking-token-count-2026-05-13`,",
+        'betas = ["token-efficient-tools-2025-02-19"]',
+        "the token-counting-2024-11-01 beta",
+        "API_TOKEN=release-2024-06-01",
+        "secret-rotation-20240601 ran",
+    ],
+)
+def test_a_name_with_a_date_is_no_value(scanner: Scanner, line: str) -> None:
+    """Anthropic's beta names and dated ids after a `token-`/`secret-` keyword (in docs
+    and code an agent reads, where a redaction would rewrite the code the model sees)."""
+    assert scanner.scan(line) == []
+
+
+def test_a_date_under_a_password_name_is_still_one(scanner: Scanner) -> None:
+    (found,) = scanner.scan("DB_PASSWORD=summer-2024-06-01\n")
+    assert found.rule_id == "generic.assignment"
+
+
 @pytest.mark.parametrize("mark", ["?", "^"])
 def test_a_token_name_holding_what_no_token_has(scanner: Scanner, mark: str) -> None:
     """Issued tokens are hex, base32/58/62/64 or url-safe: a `?` or `^` inside a value
