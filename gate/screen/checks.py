@@ -152,6 +152,12 @@ _OTHER = re.compile(
 _DATED = re.compile(
     r"^(?:[A-Za-z]+[-_.])*[A-Za-z]*[-_.]?(?:19|20)\d\d(?:-[01]\d-[0-3]\d|[01]\d[0-3]\d)$"
 )
+
+
+def _is_dated(value: str) -> bool:
+    return value[-2:].isdigit() and bool(_DATED.match(value))  # the regex only if it may
+
+
 _LITERAL_CONTEXT = frozenset(" \t\n\r?&;→\"'")
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
@@ -638,16 +644,43 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
     elif _opens_before(m):
         return None
     if not is_plausible_value(value, 6 if strength == 2 else 16) and not (
-        strength == 2 and says_password(name) and is_passphrase(value)
-    ):
+        strength == 2
+        and says_password(name)
+        and is_passphrase(value)
+        and not _in_prose(m)
+        and "," not in m.string[m.end("name") : m.start("secret")]
+    ):  # `{"kind": "secret", "decision": ...}`: a comma's next item is a word, not a value
         return None
     if strength == 1 and (entropy(value) < 3.0 or is_potential_uuid(value)):
         return None
     if _spells(name, value) or (_NOT_ISSUED.search(value) and not says_password(name)):
         return None
-    if _DATED.match(value) and not says_password(name):  # `summer-2024-06-01` may be one
+    if _is_dated(value) and not says_password(name):  # `summer-2024-06-01` may be one
         return None
+    if (
+        value[-1] == "="
+        and "," in m.string[m.end("name") : m.start("secret")]
+        and _KWARG.fullmatch(value)
+    ):
+        return None  # `f(x, "github-token", session="s")`: the next keyword argument
     return "keep"
+
+
+_KWARG = re.compile(r"[A-Za-z_]\w*=")
+
+
+def _in_prose(m: re.Match[str]) -> bool:
+    """An unquoted value of words that a sentence goes on after (`the keyword pass:
+    invisible characters`, `"secrets: settings loosened"`): in an env file, YAML or INI a
+    passphrase ends its line (a comment after it aside)."""
+    if "quote" in m.re.groupindex and m.group("quote") is not None:
+        return False
+    text, end = m.string, m.end("secret")
+    return bool(_PROSE_GOES_ON.match(text, end))
+
+
+# After a value: a space, then a lower-case word (not a flag, a path, `#` or another NAME=).
+_PROSE_GOES_ON = re.compile(r"[ \t]+[a-z]+(?![\w=./-])")
 
 
 def _spells(name: str, value: str) -> bool:
@@ -677,7 +710,7 @@ def _keyword(m: re.Match[str], value: str) -> Verdict:
     words = _BETWEEN.split(head)  # the last one is glued to the keyword (fooKEY)
     name = "_".join([*words[-3:-1], words[-1] + word])
     strength = name_strength(name)
-    if not strength or _spells(head + word, value) or _DATED.match(value):
+    if not strength or _spells(head + word, value) or _is_dated(value):
         return None
     if _NOT_ISSUED.search(value) and not says_password(name):
         return None
@@ -744,6 +777,9 @@ _STAND_IN_WORDS = frozenset(
 
 
 def _is_word_phrase(value: str) -> bool:
+    core = value.replace("-", "").replace("_", "")
+    if len(core) == len(value) or not core.isalnum():  # no regex for what cannot be one
+        return False
     if not _WORD_PHRASE.fullmatch(value) or is_reference(value):  # DEFAULT_LAST_PASS
         return False
     words = [w.rstrip("0123456789") for w in re.split(r"[-_]", value)]

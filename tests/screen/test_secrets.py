@@ -507,6 +507,38 @@ def test_a_name_with_a_date_is_no_value(scanner: Scanner, line: str) -> None:
     assert scanner.scan(line) == []
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        '"preview": "secrets: settings loosened",',
+        "# found by the keyword pass: invisible characters and",
+        "pass: sunflowers are nice",
+        '    approve = {"kind": "secret", "decision": {"answer": "approve"}}',  # a next key
+        'lookup(fp, "github-token", session="s")',
+    ],
+)
+def test_a_word_a_sentence_goes_on_after_is_no_passphrase(scanner: Scanner, line: str) -> None:
+    """A letters-only passphrase is read where it ends its line (env, YAML, INI), is quoted,
+    or a command goes on (`-e X=y`, `./app`); not as a word in a sentence (found by
+    `gate scan .` on gate's own comments and strings)."""
+    assert scanner.scan(line) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "password: sunflower",
+        "PASSWORD=sunflowermango   # prod",
+        '{"password": "sunflower"}',
+        "docker run -e PASSWORD=sunflower -e X=y app",
+        "env PASSWORD=sunflower ./app",
+    ],
+)
+def test_a_one_word_password_is_still_read(scanner: Scanner, line: str) -> None:
+    (found,) = scanner.scan(line)
+    assert found.rule_id == "generic.assignment"
+
+
 def test_a_date_under_a_password_name_is_still_one(scanner: Scanner) -> None:
     (found,) = scanner.scan("DB_PASSWORD=summer-2024-06-01\n")
     assert found.rule_id == "generic.assignment"
