@@ -89,11 +89,14 @@ _OD_ESCAPES = {"\\0": 0, "\\a": 7, "\\b": 8, "\\t": 9, "\\n": 10, "\\v": 11, "\\
 _SPACED_HEX = re.compile(
     r"(?<![0-9A-Za-z])[0-9a-fA-F]{2}(?:[ ,:][0-9a-fA-F]{2}){7,}(?![0-9A-Za-z])"
 )
-# Each begins with a literal quote, which the regex engine searches for at C speed.
-_CHAR_LISTS = tuple(
-    re.compile(f"{q}(?:[^{q}\\\\\\n]|\\\\.){q}(?:, ?{q}(?:[^{q}\\\\\\n]|\\\\.){q}){{7,}}")
+# Each begins with a literal quote, which the regex engine searches for at C speed. Every
+# match holds `q,q` or `q, q` (its first separator): a list's pattern is only run where
+# one of those triggers is (JSON's `", "` is everywhere; Python's `', '` is not).
+_CHAR_LISTS = {
+    q: re.compile(f"{q}(?:[^{q}\\\\\\n]|\\\\.){q}(?:, ?{q}(?:[^{q}\\\\\\n]|\\\\.){q}){{7,}}")
     for q in ("'", '"')
-)
+}
+_LIST_SEPARATORS = {q: (f"{q},{q}", f"{q}, {q}") for q in _CHAR_LISTS}  # all in _LISTS
 _LIST_ITEM = re.compile(r"""['"]((?:[^'"\\]|\\.|(?<=")'|(?<=')"))['"]""")
 _LIST_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "'": "'", '"': '"', "\\": "\\"}
 
@@ -128,8 +131,8 @@ def spans(
         found += _spelled(view, present)
     if any(t in present for t in _OD_CELLS_AT):
         found += _od_columns(view, raw)
-    if any(t in present for t in _LISTS):
-        found += _char_lists(view)
+    if quotes := [q for q, seps in _LIST_SEPARATORS.items() if any(t in present for t in seps)]:
+        found += _char_lists(view, quotes)
     if any(t in present for t in _CODES_AT):
         found += _code_lists(view)
     for pattern, triggers in _ESCAPE_RUNS:
@@ -320,11 +323,11 @@ _OD_CELL = rb"(?:   x|  \\x| xxx)"
 _OD_CELLS = re.compile(_OD_CELL + rb"(?:    |" + _OD_CELL + rb"|\n(?=    |" + _OD_CELL + rb"))+")
 
 
-def _char_lists(view: str) -> list[tuple[int, int, bytes]]:
-    """A list of one-character strings, as Python or JSON print `list(text)`."""
+def _char_lists(view: str, quotes: list[str]) -> list[tuple[int, int, bytes]]:
+    """A list of one-character strings in `quotes`, as Python or JSON print `list(text)`."""
     out = []
-    for pattern in _CHAR_LISTS:
-        for m in pattern.finditer(view):
+    for q in quotes:
+        for m in _CHAR_LISTS[q].finditer(view):
             chars = [
                 _LIST_ESCAPES.get(c[1], c[1]) if c.startswith("\\") else c
                 for c in _LIST_ITEM.findall(m.group(0))

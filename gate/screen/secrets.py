@@ -17,7 +17,7 @@ import re
 import sys
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,13 +233,11 @@ class Scanner:
             return _Keywords(data, {}, frozenset())
         if len(data) != len(view):
             found = _char_offsets(data, found)
-        by_word: dict[int, list[tuple[int, int]]] = {}
+        by_word: defaultdict[int, list[tuple[int, int]]] = defaultdict(list)
         for word, start, end in found:
-            if (spans := by_word.get(word)) is None:
-                by_word[word] = [(start, end)]
-            else:
-                spans.append((start, end))
+            by_word[word].append((start, end))
         hits: dict[int, list[tuple[int, int]]] = {}
+        merged: set[int] = set()  # detectors whose hits come from more than one keyword
         targets, triggers = self._targets, self._triggers
         for word, spans in by_word.items():  # words in the order of their first hit
             if word >= triggers:
@@ -249,9 +247,14 @@ class Scanner:
                     hits[i] = spans
                 else:
                     hits[i] = have + spans
+                    merged.add(i)
+        # One keyword's hits are in order already: the pass reports them by where they
+        # end, and they all have its length.
+        for i in merged:
+            hits[i].sort()
         return _Keywords(
             data,
-            {i: sorted(spans) if len(spans) > 1 else spans for i, spans in hits.items()},
+            hits,
             frozenset(_TRIGGERS[w - triggers] for w in by_word if triggers <= w < self._turned_at),
             self._turned_hits(by_word),
         )

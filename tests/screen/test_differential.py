@@ -107,6 +107,25 @@ def test_random_text_with_planted_tokens(pair: tuple[Scanner, ReferenceScanner],
         _same(pair, "".join(_pieces(rng, tokens, words) for _ in range(rng.randrange(5, 80))))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_each_detector_gets_its_keyword_hits_sorted(
+    pair: tuple[Scanner, ReferenceScanner], seed: int
+) -> None:
+    """The keyword pass sorts only a detector's hits from several keywords: one keyword's
+    hits must come in order from the automaton (non-ASCII text included)."""
+    fast, _ = pair
+    rng = random.Random(seed)
+    tokens = [s.text[a:b] for s in positives(seed) for a, b in s.spans]
+    words = sorted({w for d in fast.detectors for w in d.keywords})
+    texts = [
+        "".join(_pieces(rng, tokens, words) for _ in range(rng.randrange(5, 80))) for _ in range(60)
+    ]
+    texts += [t.replace(" ", " é ") for t in texts[:20]] + realistic_text(100_000, seed=seed)[1]
+    for text in texts:
+        for spans in fast._find_keywords(text).hits.values():
+            assert spans == sorted(set(spans)), text[:300]
+
+
 def test_most_vendor_formats_are_searched_only_at_their_keywords(
     pair: tuple[Scanner, ReferenceScanner],
 ) -> None:
