@@ -1,6 +1,6 @@
 """A random-looking denied value taken apart by a shell command (cut in pieces sent in two
 results, a character between each of its own, folded, re-cased, as byte codes with
-separators, as base64 wrapped narrow or reversed by lines) is withheld under any
+separators, as base64 wrapped narrow, reversed, or of re-cased text) is withheld under any
 name: the real commands' output goes through a real gate and the provider receives none of
 the value's letters and digits in order. Ordinary output of the same shapes passes."""
 
@@ -41,6 +41,9 @@ FORMS = [
     (_PY.format("*[x.encode().hex('-') for x in v]"), ("python3",)),
     ("base64 -w 12 notes.bak", ("base64",)),
     ("base64 notes.bak | rev", ("base64", "rev")),
+    ("base64 -w0 notes.bak | rev", ("base64", "rev")),
+    ("rev notes.bak | base64", ("rev", "base64")),
+    ("tr a-z A-Z < notes.bak | base64 -w0", ("tr", "base64")),
     ("xxd -p notes.bak | rev", ("xxd", "rev")),
 ]
 
@@ -118,7 +121,9 @@ def test_ordinary_output_of_the_same_shapes_passes_untouched(
         "\n".join(f"src/module_{i}.py" for i in range(200)),  # a listing, one per line
         other.hex(" "),
         " ".join(str(b) for b in other),
-        base64.encodebytes(other).decode(),
+        base64.encodebytes(other).decode(),  # base64 of text, read as text
+        base64.b64encode(other).decode()[::-1],
+        base64.b64encode(other.upper()).decode(),
         "\n".join(other.decode()[i : i + 8] for i in range(0, len(other), 8)),  # fold -w8
         " ".join(other.decode().swapcase()),
         "f47ac10b-58cc-4372-a567-0e02b2c3d479 4b825dc642cb6eb9a060e54bf8d69288fbee4904",
