@@ -4,7 +4,9 @@ Agent-side rules leak through `python -c "open('.env')"`, `grep -r`, `@file` men
 model echoing a value back. So gate reads the files deny rules cover, extracts their
 sensitive units (values of `KEY=VALUE` lines, credential fields, key-file lines), and finds
 them, and their base64, hex, URL- and JSON-escaped forms, in every string with one
-Aho-Corasick pass. Units live in memory only; nothing here is written to disk.
+Aho-Corasick pass over its letters and digits (gate/screen/skeleton.py: a random-looking
+value is found there in any case, through separators, and by its pieces). Units live in
+memory only; nothing here is written to disk.
 """
 
 from __future__ import annotations
