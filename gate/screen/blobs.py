@@ -98,16 +98,19 @@ def _text(text: str, start: int, end: int) -> Blob | None:
     encoded (`tr a-z A-Z < .env | base64`), so no encoded form of a value is in it. Only
     the first characters are decoded to tell (an image's are not text)."""
     run = text[start:end]
-    if not run.strip(_HEX_CHARS):
-        return None  # hex: a value's hex forms are looked for as they are
+    if not run.strip(_HEX_CHARS) or _continues(text, start):
+        return None  # hex: its forms are looked for as they are; a wrapped block's later
+        # lines: the block was read from its first
     if _is_text(_unbase64(run[:TEXT_HEAD])):
         stop = _block(text, start, _B64_LINE, 2)
         if stop - start <= MAX_TEXT:
             return Blob(
                 start, stop, _unbase64(_compact(text[start:stop])).decode("utf-8", "replace")
             )
+    if len(run) in WRAPS or len(run) > MAX_TEXT:  # backwards: one line only
+        return None
     backwards = text[start - 2 if text.startswith("==", start - 2) else start : end][::-1]
-    if len(run) <= MAX_TEXT and _is_text(_unbase64(backwards[:TEXT_HEAD])):
+    if _is_text(_unbase64(backwards[:TEXT_HEAD])):
         first = start - (len(backwards) - len(run))
         return Blob(first, end, _unbase64(backwards.rstrip("=")).decode("utf-8", "replace"))
     return None
