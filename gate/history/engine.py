@@ -82,7 +82,8 @@ class Screens:
                 else []
             )
             words = [w for d in self.secret.scanner.detectors for w in d.keywords]
-            self._prefilter = Prefilter(words, forms)
+            letters = self.denied.could_hold if self.denied is not None else None
+            self._prefilter = Prefilter(words, forms, letters)
         return self._prefilter.maybe(raw)
 
 

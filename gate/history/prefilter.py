@@ -7,14 +7,15 @@ decodes to, read as JSON or as plain text. The scanner finds something only wher
   - one of its keywords occurs (ASCII case folded) in the string's unescaped view,
   - an invisible character (or its `\\u` escape) could hide one, or
   - a base64 run of 40 or more characters could wrap one,
-and the denied-file index only where one of its forms occurs. Each is checked on the raw
-bytes in a form that keeps every such occurrence, whatever JSON escapes the writer used.
+and the denied-file index only where one of its forms occurs, or a random-looking value's
+letters and digits do. Each is checked on the raw bytes in a form that keeps every such
+occurrence, whatever JSON escapes the writer used.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import ahocorasick_rs
 
@@ -39,7 +40,14 @@ MIN_PIECE = 4  # a shorter stretch would match nearly every line: screen them al
 class Prefilter:
     """`maybe(raw)` is False only when no screen can match anything `raw` decodes to."""
 
-    def __init__(self, keywords: Iterable[str], denied_forms: Iterable[str] = ()):
+    def __init__(
+        self,
+        keywords: Iterable[str],
+        denied_forms: Iterable[str] = (),
+        denied_letters: Callable[[bytes], bool] | None = None,
+    ):
+        """`denied_letters`: whether the denied-file index could find a value by its letters
+        and digits in what the bytes decode to (gate/screen/skeleton.py)."""
         words = sorted({w.lower() for w in keywords})
         self._keywords = _matcher([w.encode() for w in words] + _INVISIBLE)
         # In a JSON string `\\"` is a quote, but read as plain text the scanner's view
@@ -49,6 +57,7 @@ class Prefilter:
         pieces = {max(_ESCAPABLE.split(f), key=len) for f in denied_forms}
         self._every = any(len(p) < MIN_PIECE for p in pieces)
         self._denied = _matcher([p.encode() for p in pieces]) if not self._every else None
+        self._letters = denied_letters
 
     def maybe(self, raw: bytes) -> bool:
         # Saying yes is always safe: a keyword anywhere in the head, as it is written
@@ -69,6 +78,8 @@ class Prefilter:
         elif len(low) > HEAD and _any(self._keywords, low):
             return True
         if raw.translate(_B64_TABLE).find(_B64_RUN) != -1:
+            return True
+        if self._letters is not None and self._letters(raw):
             return True
         return self._denied is not None and _any(self._denied, raw)
 

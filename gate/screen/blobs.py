@@ -20,6 +20,8 @@ from gate.screen.unpack import Budget, TooLarge, inflate, magic_at
 
 MIN_RUN = 40  # the shortest run looked at (hidden.base64_runs)
 HEAD = 64  # characters decoded to look for a signature: junk before it up to 40 bytes
+TEXT_HEAD = 32  # characters decoded to tell base64 of text
+MAX_TEXT = 1 << 20  # the longest run of base64 of text decoded and read
 _HEX_CHARS = string.hexdigits
 _B32 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
 _B32HEX = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUV")
@@ -27,6 +29,7 @@ _B32_CHARS = string.ascii_uppercase + string.digits  # either alphabet
 _B64_LINE = re.compile(r"[A-Za-z0-9+/_-]+")
 _HEX_LINE = re.compile(r"[0-9A-Fa-f]+")
 _B32_LINE = re.compile(r"[A-Z0-9]+")
+_PRINTABLE_BYTES = bytes(range(32, 127)) + b"\t\n\r"
 _NL = re.compile(r"\r?\n|\\r?\\n")  # a newline may be JSON-escaped in a tool's output
 
 
@@ -53,7 +56,9 @@ def blobs(text: str, budget: Budget) -> Iterator[Blob]:
         ):
             done = _block(text, start, _B32_LINE, 6)
             yield from _base32(text[start:done], start, done, budget)
-        elif (blob := _compressed(text, start, head, budget)) is not None:
+        elif (
+            blob := _compressed(text, start, head, budget) or _text(text, start, end)
+        ) is not None:
             done = blob.end
             yield blob
 
@@ -85,6 +90,35 @@ def _compressed(text: str, start: int, head: str, budget: Budget) -> Blob | None
             return Blob(start, stop, None)
         return Blob(start, stop, inner.decode("utf-8", "replace"))
     return None
+
+
+def _text(text: str, start: int, end: int) -> Blob | None:
+    """A base64 run (wrapped or not) of text, or a one-line one written backwards (`base64
+    -w0 .env | rev`), decoded: the text was re-cased, spelled out or turned before it was
+    encoded (`tr a-z A-Z < .env | base64`), so no encoded form of a value is in it. Only
+    the first characters are decoded to tell (an image's are not text)."""
+    run = text[start:end]
+    if not run.strip(_HEX_CHARS) or _continues(text, start):
+        return None  # hex: its forms are looked for as they are; a wrapped block's later
+        # lines: the block was read from its first
+    if _is_text(_unbase64(run[:TEXT_HEAD])):
+        stop = _block(text, start, _B64_LINE, 2)
+        if stop - start <= MAX_TEXT:
+            return Blob(
+                start, stop, _unbase64(_compact(text[start:stop])).decode("utf-8", "replace")
+            )
+    if len(run) in WRAPS or len(run) > MAX_TEXT:  # backwards: one line only
+        return None
+    backwards = text[start - 2 if text.startswith("==", start - 2) else start : end][::-1]
+    if _is_text(_unbase64(backwards[:TEXT_HEAD])):
+        first = start - (len(backwards) - len(run))
+        return Blob(first, end, _unbase64(backwards.rstrip("=")).decode("utf-8", "replace"))
+    return None
+
+
+def _is_text(data: bytes) -> bool:
+    """Printable ASCII (and line breaks) only, as a file of values is."""
+    return len(data) >= 12 and not data.translate(None, _PRINTABLE_BYTES)
 
 
 # How the signatures (unpack.py) start in base64 and in hex: gzip, xz, bzip2, zstd, zip,

@@ -4,7 +4,9 @@ Agent-side rules leak through `python -c "open('.env')"`, `grep -r`, `@file` men
 model echoing a value back. So gate reads the files deny rules cover, extracts their
 sensitive units (values of `KEY=VALUE` lines, credential fields, key-file lines), and finds
 them, and their base64, hex, URL- and JSON-escaped forms, in every string with one
-Aho-Corasick pass. Units live in memory only; nothing here is written to disk.
+Aho-Corasick pass over its letters and digits (gate/screen/skeleton.py: a random-looking
+value is found there in any case, through separators, and by its pieces). Units live in
+memory only; nothing here is written to disk.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote
 
-import ahocorasick_rs
 from loguru import logger
 
 from gate.rules.engine import Policy
@@ -39,6 +40,7 @@ from gate.screen.denied_walk import (
 from gate.screen.git_history import history_units
 from gate.screen.hidden import as_text
 from gate.screen.secrets import content_key
+from gate.screen.skeleton import Matcher
 from gate.screen.turned import TURNS
 from gate.screen.units import MIN_UNIT, is_word, units_of
 
@@ -78,19 +80,22 @@ class DeniedIndex:
             for form in (*encoded_forms(unit), *cased[1:]):
                 forms.setdefault(form, source)
         self._forms = list(forms)
-        self._sources = [forms[f] for f in self._forms]
-        self._words = [is_word(f) and f in written for f in self._forms]  # as written only
+        self._sources = [forms[f] for f in self._forms] + list(units.values())
         # Strings seen to hold nothing of this index (keyed by content, never the text):
         # agents resend the same history every turn. The units never change for an index,
         # so an entry cannot go stale; a new unit means a new index, with an empty memory.
         self._clean: dict[Hashable, None] = {}
-        self._ac = (
-            ahocorasick_rs.AhoCorasick(
-                self._forms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest
-            )
-            if forms
-            else None
+        # One pass finds every form as written (a word-like one as a whole word only) and
+        # the random-looking units through separators, case changes and cuts.
+        self._matcher = Matcher(
+            [(f, is_word(f) and f in written, i) for i, f in enumerate(self._forms)],
+            [(u, len(self._forms) + j) for j, u in enumerate(units)],
         )
+
+    def could_hold(self, raw: bytes) -> bool:
+        """Whether a value could be found by its letters and digits in what `raw` decodes
+        to (a test on bytes before they are parsed; yes is always safe)."""
+        return self._matcher.could_hold(raw)
 
     def __len__(self) -> int:
         return len(self.units)
@@ -98,7 +103,7 @@ class DeniedIndex:
     def find(self, text: str, whole_words: bool = True) -> list[Hit]:
         """Where the units are in `text`; a word-like unit only as a whole word unless
         `whole_words` is False (a value cut in two and joined back, say)."""
-        if self._ac is None or len(text) < MIN_UNIT:
+        if not self._forms or len(text) < MIN_UNIT:
             return []
         found = self._matches(text, whole_words)
         # Lookalike characters (fullwidth, a Cyrillic twin, an invisible one between
@@ -114,16 +119,10 @@ class DeniedIndex:
 
     def _matches(self, text: str, whole_words: bool) -> list[Hit]:
         """Where the forms are in `text` as it is."""
-        if self._ac is None:
-            return []
-        return [
-            Hit(s, e, self._sources[i])
-            for i, s, e in self._ac.find_matches_as_indexes(text)
-            if not (whole_words and self._words[i] and _inside_word(text, s, e))
-        ]
+        return [Hit(s, e, self._sources[o]) for s, e, o in self._matcher.find(text, whole_words)]
 
     def redact(self, text: str) -> tuple[str, list[Hit]]:
-        if self._ac is None or len(text) < MIN_UNIT:
+        if not self._forms or len(text) < MIN_UNIT:
             return text, []
         key = content_key(text)
         if key in self._clean:
@@ -145,10 +144,10 @@ class DeniedIndex:
         """Every place `text` holds a unit: as `find` sees them, in wrapped blocks, and in
         encoded runs that decode to a unit (compressed ones inflated); sorted, and merged
         where they overlap (the wider span withheld)."""
-        if self._ac is None or len(text) < MIN_UNIT:
+        if not self._forms or len(text) < MIN_UNIT:
             return []
         found = self.find(text)
-        if len(text) > _WRAPPED_MIN and _WRAPPED_LINE.search(text) is not None:
+        if _wrapped_line(text):
             found += self._wrapped(text)
         if len(text) >= blobs.MIN_RUN:
             found += self._decoded(text, unpack.Budget(), 0)
@@ -173,7 +172,7 @@ class DeniedIndex:
             if spelled is None:
                 continue
             inner = self._matches(spelled, True)
-            if not inner and len(spelled) > _WRAPPED_MIN and _WRAPPED_LINE.search(spelled):
+            if not inner and _wrapped_line(spelled):
                 inner = self._wrapped(spelled)
             if not inner and len(spelled) >= blobs.MIN_RUN:  # base64 spelled out
                 inner = self._decoded(spelled, budget, 1)
@@ -190,7 +189,7 @@ class DeniedIndex:
                 out.append(Hit(blob.start, blob.end, UNSCREENED))
                 continue
             inner = self._matches(blob.text, True)
-            if not inner and len(blob.text) > _WRAPPED_MIN and _WRAPPED_LINE.search(blob.text):
+            if not inner and _wrapped_line(blob.text):
                 inner = self._wrapped(blob.text)
             if not inner and depth + 1 < DECODED_LAYERS:  # base64 of gzip of base64 ...
                 inner = self._decoded(blob.text, budget, depth + 1)
@@ -204,9 +203,16 @@ class DeniedIndex:
         line breaks are removed is withheld whole."""
         out = []
         for m in _WRAPPED_BLOCK.finditer(text):
-            compact = re.sub(r"\s+", "", m.group(0))
-            if hits := self._matches(compact, True):
-                out.append(Hit(m.start(), m.end(), hits[0].source))
+            lines = m.group(0).split()
+            # Each line reversed too (`base64 .env | rev`, `xxd -p .env | rev`), in a block
+            # the size of a file of values, not of an image.
+            compacts = ["".join(lines)]
+            if len(compacts[0]) <= _REVERSED_MAX:
+                compacts.append("".join(line[::-1] for line in lines))
+            for compact in compacts:
+                if hits := self._matches(compact, True):
+                    out.append(Hit(m.start(), m.end(), hits[0].source))
+                    break
         return out
 
 
@@ -221,15 +227,38 @@ def _merged(hits: list[Hit]) -> list[Hit]:
     return out
 
 
-def _inside_word(text: str, start: int, end: int) -> bool:
-    return (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum())
-
-
+_REVERSED_MAX = 64 << 10  # characters of a wrapped block also read with its lines reversed
+_B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 # Two or more lines of base64 or hex, as `base64`, `openssl base64` and `xxd -p` print them.
 # Anchored at line starts so a scan stays linear; the cheap line test runs first.
 _WRAPPED_MIN = 57  # the shortest text _WRAPPED_LINE can match
 _WRAPPED_LINE = re.compile(r"^[A-Za-z0-9+/]{56,}={0,2}\r?\n[A-Za-z0-9+/]", re.M)
-_WRAPPED_BLOCK = re.compile(r"^(?:[A-Za-z0-9+/]{20,}={0,2}\r?\n)+[A-Za-z0-9+/]+={0,2}$", re.M)
+# The same test at C speed: base64's characters as "a", line ends kept, the rest ".".
+_B64_SHAPE = bytes(
+    ord("a") if chr(c) in _B64_ALPHABET else c if c in b"\r\n=" else ord(".") for c in range(256)
+)
+_LINE_RUN = b"\n" + b"a" * 56  # at a line start
+_LINE_TAIL = re.compile(rb"a*={0,2}\r?\na")
+
+
+def _wrapped_line(text: str) -> bool:
+    """Whether `text` holds a line _WRAPPED_LINE matches (a regex tried at every line
+    start costs a quarter of the screen of ordinary text; bytes searches do not)."""
+    if len(text) <= _WRAPPED_MIN:
+        return False
+    shape = b"\n" + text.encode("utf-8", "surrogatepass").translate(_B64_SHAPE)
+    at = shape.find(_LINE_RUN)
+    while at != -1:
+        if _LINE_TAIL.match(shape, at + len(_LINE_RUN)):
+            return True
+        at = shape.find(_LINE_RUN, at + len(_LINE_RUN))
+    return False
+
+
+# (A line may start with padding: it is reversed.)
+_WRAPPED_BLOCK = re.compile(
+    r"^(?:={0,2}[A-Za-z0-9+/]{20,}={0,2}\r?\n)+={0,2}[A-Za-z0-9+/]+={0,2}$", re.M
+)
 
 
 def encoded_forms(unit: str) -> Iterator[str]:

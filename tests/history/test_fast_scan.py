@@ -46,7 +46,7 @@ def _finds(raw: bytes, denied: DeniedIndex) -> bool:
 
 def _prefilter(denied: DeniedIndex) -> Prefilter:
     forms = [f for u in denied.units for f in encoded_forms(u)]
-    return Prefilter([w for d in SCANNER.detectors for w in d.keywords], forms)
+    return Prefilter([w for d in SCANNER.detectors for w in d.keywords], forms, denied.could_hold)
 
 
 DENIED = 'pw"7\\q-' + "é" + "0a1b2c3d4e5f"  # a quote, a backslash and non-ASCII in it

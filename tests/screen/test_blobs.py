@@ -169,3 +169,26 @@ def test_a_tar_gz_holding_the_file_is_withheld() -> None:
     run = "\n".join(run[i : i + 76] for i in range(0, len(run), 76))  # as `base64` wraps
     out, _ = _index(value).redact(f"{run}\n")
     assert out == f"{SOURCE.placeholder()}\n"
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        lambda t: base64.encodebytes(t.upper().encode()).decode(),  # tr a-z A-Z | base64
+        lambda t: base64.b64encode(t[::-1].encode()).decode(),  # rev | base64
+        lambda t: base64.b64encode(t.swapcase().encode()).decode()[::-1],  # | base64 -w0 | rev
+        lambda t: base64.encodebytes(" ".join(t).encode()).decode(),  # spelled, then base64
+    ],
+    ids=["upper", "reversed-text", "reversed-run", "spelled"],
+)
+def test_base64_of_turned_text_is_read_as_text(turn: object) -> None:
+    value = "Qm7" + fake_secret()[:20] + "xY4z"
+    text = f"# app\nDB_PASSWORD={value}\nPORT=8080\n"
+    run = turn(text)  # type: ignore[operator]
+    hits = _index(value).hits(f"out:\n{run}\nend")
+    assert len(hits) == 1 and hits[0].end - hits[0].start >= len(run.strip()) - 2
+
+
+def test_base64_of_other_binary_data_is_not_decoded_whole() -> None:
+    data = base64.b64encode(bytes(range(256)) * 400).decode()
+    assert [b.text for b in blobs(data, unpack.Budget())] == []

@@ -17,7 +17,7 @@ SITE = Path(sysconfig.get_paths()["purelib"])
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _texts() -> list[tuple[str, str]]:
+def harmless_texts() -> list[tuple[str, str]]:
     out = [
         (str(p), p.read_text("utf-8", "replace"))
         for p in sorted((SITE / "mitmproxy" / "tools" / "web" / "static").glob("*.js"))
@@ -35,7 +35,7 @@ def _texts() -> list[tuple[str, str]]:
 
 
 def test_the_high_tier_finds_nothing_in_real_harmless_text() -> None:
-    texts = _texts()
+    texts = harmless_texts()
     assert sum(len(t) for _, t in texts) > 2_000_000  # a real amount of text, not a sample
     scanner = Scanner()
     high = [(name, f.kind) for name, text in texts for f in scanner.scan(text) if f.tier == "high"]
