@@ -657,7 +657,8 @@ def test_names_glued_to_their_operator_and_dotted_properties_are_read(
 @pytest.mark.parametrize(
     "template",
     [
-        "url?key={v}",  # `key` alone names nothing
+        "key={v}",  # `key` alone names nothing (a URL's `?key=` does: test_vendor_formats)
+        "cache[key]={v}",
         "primaryKey={v}",
         "publicKey={v}",
         "monkey={v}",
