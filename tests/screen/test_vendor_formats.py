@@ -450,3 +450,15 @@ def test_a_number_glued_to_a_names_last_word(scanner: Scanner) -> None:
         text = f"{name}={value}\n"
         assert _by(scanner, text, "generic.assignment") == [(Tier.LOW, value)], text
     assert scanner.scan(f"max_tokens2={value[:6]}\n") == []
+
+
+def test_an_azure_storage_key_under_a_storage_key_name(scanner: Scanner) -> None:
+    g = Gen(71)
+    rule = "azure.storage-account-key"
+    key = base64.b64encode(g.rng.randbytes(64)).decode()
+    for text in (
+        f"export AZURE_STORAGE_KEY={key}\n",
+        f"AzureStorageCleanup.exe -storagename acct -storagekey {key} -container sql\n",
+    ):
+        assert _by(scanner, text, rule) == [(Tier.HIGH, key)], text
+    assert _by(scanner, f"storage_key_id={key[:40]}\n", rule) == []
