@@ -601,12 +601,16 @@ def _is_phrase(value: str) -> bool:
     return words * 2 > len(parts)
 
 
+_DIGITS = "0123456789"
+
+
 @lru_cache(maxsize=4096)  # names recur: api_key, token, max_tokens...
 def name_strength(name: str) -> int:
     """2: a name that says secret (`DB_PASSWORD`, `apiKey`, `client_secret`); 1: `*_KEY`
     whose value must also look random (`STRIPE_KEY`); 0: not sensitive (`max_tokens`,
     `token_url`, `primary_key`, `public_key`)."""
-    words = [w.lower() for w in _SPLIT.split(name) if w]
+    # A number glued on counts for nothing (`sumoKey1`, `token2`, `password01`).
+    words = [w.lower().rstrip(_DIGITS) or w for w in _SPLIT.split(name) if w]
     if not words or words[-1] in _QUALIFIERS or _NEGATIVE_WORDS.intersection(words):
         return 0
     for i, w in enumerate(words):
@@ -625,7 +629,7 @@ def name_strength(name: str) -> int:
 
 def _assignment(m: re.Match[str], value: str) -> Verdict:
     name = m.group("name")
-    strength = name_strength(name)
+    strength = name_strength(name) or _query_key(m, name)
     if not strength:
         return None
     if _never_plausible(value, 6 if strength == 2 else 16) and not (
@@ -681,6 +685,14 @@ def _in_prose(m: re.Match[str]) -> bool:
 
 # After a value: a space, then a lower-case word (not a flag, a path, `#` or another NAME=).
 _PROSE_GOES_ON = re.compile(r"[ \t]+[a-z]+(?![\w=./-])")
+
+
+def _query_key(m: re.Match[str], name: str) -> int:
+    """`?key=V` or `&key=V` in a URL is how many web APIs take their key (Google's, Steam's,
+    most weather and data APIs): a `*_KEY` (1), whose value must look random, where a bare
+    `key` elsewhere (`key = other_key`, a dict's key) says nothing."""
+    start = m.start("name")
+    return int(name.lower() == "key" and start > 0 and m.string[start - 1] in "?&")
 
 
 def _spells(name: str, value: str) -> bool:

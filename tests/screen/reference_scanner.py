@@ -1,8 +1,9 @@
 """The scanning engine as it was before issue 14's speed work, kept to test the fast one.
 
 A plain copy of the window scan (every detector's regexes over every merged window around
-its keywords), the anchored name walk and the hidden-form passes, run on the same
-detectors. tests/screen/test_differential.py checks that `Scanner` finds exactly what
+its keywords), the anchored name walk and the hidden-form passes (dumps read everywhere,
+not only where the keyword pass saw a trigger; turned keywords found by str.find), run on
+the same detectors. tests/screen/test_differential.py checks that `Scanner` finds exactly what
 this finds; nothing else uses it.
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import ahocorasick_rs
 
-from gate.screen import lookalike
+from gate.screen import dumps, lookalike, turned
 from gate.screen.detectors import _NAME_CHARS, Detector, Finding, Tier, _secret_span
 from gate.screen.secrets import _PLAIN, FOLDED_MAX, MIN_TEXT
 
@@ -28,6 +29,7 @@ _ASSIGNED = re.compile(
     r"""(?:[=:?]|\.=|(?<=["'`])[ \t]*,)"""
 )
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ESCAPE = re.compile(r"""\\\\n?|\\["'nrt]""")
 
 
@@ -46,6 +48,13 @@ class ReferenceScanner:
             for word in det.keywords:
                 by_word.setdefault(word, []).append(i)
         words = list(by_word)
+        # Keywords turned (turned.py), found by plain searches below.
+        self._turned = [
+            (turn, k)
+            for turn in turned.TURNS
+            for k in dict.fromkeys(turn.apply(w) for w in words if len(w) >= turned.MIN_KEYWORD)
+            if k not in words
+        ]
         self._targets = [
             (
                 tuple(
@@ -83,6 +92,10 @@ class ReferenceScanner:
         extra = [
             *split_findings(view, regions, inner, depth),
             *base64_findings(view, inner, depth),
+            # Dumps looked for everywhere (the scanner only where its triggers are).
+            *dumps.findings(text, inner, depth),
+            *(dumps.findings(view, inner, depth) if view is not text else ()),
+            *turned.findings(view, self._turned_hits(view), inner, depth),
             *_lookalike(text, depth, inner),
         ]
         if not extra:
@@ -95,6 +108,17 @@ class ReferenceScanner:
                 ((f.tier is not Tier.HIGH, f.rule_id in generic, f.start - f.end, f.start), f)
             )
         return _resolve(ranked)
+
+    def _turned_hits(self, view: str) -> dict[turned.Turn, list[int]]:
+        """Where each turned keyword starts, by str.find over the ASCII-lowered view."""
+        low = view.translate(_ASCII_LOWER)  # one character each: the same offsets
+        out: dict[turned.Turn, list[int]] = {}
+        for turn, k in self._turned:
+            at = low.find(k)
+            while at != -1:
+                out.setdefault(turn, []).append(at)
+                at = low.find(k, at + 1)
+        return out
 
     def windows(self, view: str) -> dict[int, list[tuple[int, int]]]:
         data = view.encode("utf-8", "surrogatepass").lower()

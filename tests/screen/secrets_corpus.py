@@ -796,6 +796,29 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
             '" -AsPlainText -Force\n$cred = New-Object PSCredential($user, $pass)\n',
         ],
     )
+    yield (
+        "cli.psexec",
+        "bat",
+        [
+            "psexec \\\\build01 -u ACME\\deploy -p ",
+            Secret(g.password(16)),
+            " -accepteula cmd /c C:\\ci\\deploy.bat\n",
+        ],
+    )
+    yield (
+        "generic.assignment",
+        "url-query",
+        [
+            "$ curl -s 'https://api.weatherapi.com/v1/current.json?key=",
+            Secret(g.hex(32)),
+            "&q=London'\n",
+        ],
+    )
+    yield (
+        "generic.assignment",
+        "digit-name",
+        ['sms:\n  8x8_secret: "', Secret(g.password(40)), '"\n'],
+    )
 
 
 def positives(seed: int = 5) -> list[Sample]:
@@ -947,6 +970,9 @@ def _negative_texts(g: Gen) -> Iterator[tuple[str, str]]:
         "machine api.heroku.com login me@acme.dev password $HEROKU_API_KEY",
         "mysql -u root -p app_db < dump.sql",
         "echo $PASSWORD | docker login --username ci --password-stdin registry.acme.dev",
+        "psexec \\\\build01 -u ACME\\deploy -p %DEPLOY_PASSWORD% cmd /c deploy.bat",
+        "https://cdn.acme.dev/get?key=uploads/2024/05/report-final.pdf",
+        "https://cache.acme.dev/lookup?key=user-42&ttl=60",
     ):
         yield "placeholder", text
     for text in (

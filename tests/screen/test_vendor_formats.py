@@ -51,6 +51,36 @@ NEW = (
     "bitbucket.datacenter-token",
     "alchemy.auth-token",
     "photoroom.api-key",
+    # Session 14: formats other scanners list that gate did not know.
+    "azure.identifiable-key",
+    "cratesio.api-token",
+    "maxmind.license-key",
+    "neon.api-key",
+    "mailersend.api-token",
+    "pinterest.token",
+    "polar.token",
+    "samsara.api-token",
+    "unkey.root-key",
+    "upcloud.api-token",
+    "valtown.api-token",
+    "paddle.api-key",
+    "persona.api-key",
+    "onesignal.api-key",
+    "zuplo.api-key",
+    "runpod.api-key",
+    "mergify.application-key",
+    "endorlabs.api-key",
+)
+# Formats whose body has no fixed length: more of its alphabet glued on is still one token.
+OPEN_LENGTH = (
+    "facebook.access-token",
+    "elastic.cloud-api-key",
+    "grafana.api-key",
+    "mailersend.api-token",
+    "pinterest.token",
+    "polar.token",
+    "valtown.api-token",
+    "mergify.application-key",
 )
 # Where an agent meets a token: an env file, a JSON tool result, a log line, a Read tool's
 # numbered line, a shell command.
@@ -89,7 +119,7 @@ def _near_misses(rule: str, token: str) -> list[str]:
     misses = [token[: min(len(token) * 2 // 3, 45)], token[:mid] + "!" + token[mid + 1 :]]
     if rule != "tines.webhook":
         misses.append("x" + token)
-    if rule not in ("facebook.access-token", "elastic.cloud-api-key", "grafana.api-key"):
+    if rule not in OPEN_LENGTH:
         misses.append(token + "Zq9" * 8)
     return misses
 
@@ -207,6 +237,12 @@ def test_base64_blobs_are_not_read_as_the_new_prefixed_tokens(scanner: Scanner) 
         ("square.production-token", lambda g: "EAAA" + g.chars(B64URL, 61)),
         ("square.access-token", lambda g: "sq0atp-" + g.chars(B64URL, 23)),
         ("facebook.access-token", lambda g: "EAACEdEose0cBA" + g.chars(ALNUM, 40)),
+        # Session 14: New Relic's current license keys, EU accounts' and Insights query
+        # keys; Atlassian organization admin keys.
+        ("newrelic.key", lambda g: g.hex(32) + "FFFFNRAL"),
+        ("newrelic.key", lambda g: "eu01xx" + g.hex(26) + "FFFFNRAL"),
+        ("newrelic.key", lambda g: "NRIQ-" + g.chars(B64URL, 25)),
+        ("atlassian.api-token", lambda g: "ATCTT3" + g.chars(B64URL, 186)),
     ],
 )
 def test_issued_shapes_beside_the_documented_one(scanner: Scanner, rule: str, make: object) -> None:
@@ -302,3 +338,127 @@ def test_a_photoroom_sandbox_key_is_found_whole(scanner: Scanner) -> None:
     g = Gen(62)
     key = f"sandbox_sk_pr_{g.chars(LOW, 6)}_{g.hex(40)}"
     assert _by(scanner, f"PHOTOROOM_API_KEY={key}\n", "photoroom.api-key") == [(Tier.HIGH, key)]
+
+
+def test_a_docker_auth_in_json_escaped_output(scanner: Scanner) -> None:
+    """`cat ~/.docker/config.json` inside a tool result: the escape view reads `\\"auth\\"`
+    as `"auth "`, which the quoted keyword must still find."""
+    g = Gen(63)
+    auth = base64.b64encode(f"ci:{g.chars(ALNUM, 14)}".encode()).decode()
+    raw = '{"auths": {"registry.acme.dev": {"auth": "' + auth + '"}}}'
+    escaped = '{"output": "' + raw.replace('"', '\\"') + '"}'
+    for text in (raw, escaped):
+        assert _by(scanner, text, "generic.assignment") == [(Tier.LOW, auth)], text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "psexec \\\\build01 -u ACME\\deploy -p {v} cmd /c deploy.bat",
+        'PsExec64.exe \\\\10.0.0.7 -u admin -p "{v}" -i -d calc.exe',
+    ],
+)
+def test_a_psexec_password(scanner: Scanner, text: str) -> None:
+    g = Gen(64)
+    password = g.chars(ALNUM + "!@#%", 14)
+    line = text.format(v=password)
+    assert _by(scanner, line, "cli.psexec") == [(Tier.LOW, password)], line
+    for stand_in in ("%DEPLOY_PASSWORD%", "$Password", "<password>"):
+        assert _by(scanner, text.format(v=stand_in), "cli.psexec") == [], stand_in
+
+
+def test_a_key_in_a_urls_query_is_a_key(scanner: Scanner) -> None:
+    """`?key=V` / `&key=V` is how many web APIs take their key; a bare `key=V` elsewhere
+    (a dict's key, `key = other_key`) is not, nor is a path or a short value."""
+    g = Gen(65)
+    key = g.chars(ALNUM, 32)
+    for text in (
+        f"GET https://api.weatherapi.com/v1/current.json?key={key}&q=London",
+        f"curl 'https://maps.example.net/v3/tiles?z=3&key={key}'",
+    ):
+        assert _by(scanner, text, "generic.assignment") == [(Tier.LOW, key)], text
+    for text in (
+        f"key={key}",
+        "https://cdn.acme.dev/get?key=uploads/2024/05/report-final.pdf",
+        "https://cache.acme.dev/lookup?key=user-42&ttl=60",
+        f"https://api.acme.dev/v1/items?key={g.uuid()}",
+    ):
+        assert _by(scanner, text, "generic.assignment") == [], text
+
+
+def test_a_name_may_start_with_a_digit(scanner: Scanner) -> None:
+    g = Gen(66)
+    secret = g.chars(ALNUM, 40)
+    for name in ("8x8_secret", "1password_token", "3scale_api_key"):
+        text = f'{name}: "{secret}"\n'
+        assert _by(scanner, text, "generic.assignment") == [(Tier.LOW, secret)], text
+    assert scanner.scan(f'404: "{secret}"\n') == []
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "cio" + "x" * 32,
+        "napi_" + "0" * 64,
+        "ABCDEF_" + "X" * 29 + "_mmk",
+        "zpka_" + "a" * 32 + "_00000000",
+    ],
+)
+def test_placeholder_bodies_of_the_new_formats_are_not_findings(
+    scanner: Scanner, token: str
+) -> None:
+    assert scanner.scan(f"TOKEN={token}\n") == []
+
+
+def test_a_new_relic_mobile_app_token_is_redacted_not_asked_about(scanner: Scanner) -> None:
+    """It ships inside the mobile app, as a browser key ships in a web page."""
+    g = Gen(67)
+    rule = "newrelic.mobile-app-token"
+    for token in ("AA" + g.hex(40) + "-NRMA", "eu01xx" + g.hex(36) + "-NRMA"):
+        assert _by(scanner, f"NEW_RELIC_APP_TOKEN={token}\n", rule) == [(Tier.LOW, token)]
+        assert _by(scanner, f"value={token[:-6]}\n", rule) == []
+        assert _by(scanner, f"value=x{token}\n", rule) == []
+
+
+def test_a_tableau_pat_secret_by_its_shape(scanner: Scanner) -> None:
+    g = Gen(68)
+    rule = "tableau.pat-secret"
+    secret = g.chars(ALNUM + "+/", 22) + "==:" + g.chars(ALNUM, 32)
+    for text in (
+        f"tableau:\n  pat: ci-upload\n  value: {secret}\n",
+        f"pat test-token-6\n{secret}\n",
+    ):
+        assert _by(scanner, text, rule) == [(Tier.LOW, secret)], text
+    for miss in (secret[:-1], "Q" + secret, secret.replace("==:", "=:")):
+        assert _by(scanner, f"value {miss}\n", rule) == [], miss
+
+
+def test_a_quoted_value_on_the_line_after_its_name(scanner: Scanner) -> None:
+    """Prettier wraps a long string so: `const apiKey =` and the string on the next line."""
+    g = Gen(69)
+    key = g.chars(ALNUM, 48)
+    text = f'const scrapingBeeApiKey =\n  "{key}";\n'
+    assert _by(scanner, text, "generic.assignment") == [(Tier.LOW, key)]
+    # Not a value when unquoted on its own line (a shell's `TOKEN=` is empty).
+    assert _by(scanner, f"TOKEN=\n{key}\n", "generic.assignment") == []
+
+
+def test_a_number_glued_to_a_names_last_word(scanner: Scanner) -> None:
+    g = Gen(70)
+    value = g.chars(ALNUM, 32)
+    for name in ("token2", "API_SECRET1", "db_password01"):
+        text = f"{name}={value}\n"
+        assert _by(scanner, text, "generic.assignment") == [(Tier.LOW, value)], text
+    assert scanner.scan(f"max_tokens2={value[:6]}\n") == []
+
+
+def test_an_azure_storage_key_under_a_storage_key_name(scanner: Scanner) -> None:
+    g = Gen(71)
+    rule = "azure.storage-account-key"
+    key = base64.b64encode(g.rng.randbytes(64)).decode()
+    for text in (
+        f"export AZURE_STORAGE_KEY={key}\n",
+        f"AzureStorageCleanup.exe -storagename acct -storagekey {key} -container sql\n",
+    ):
+        assert _by(scanner, text, rule) == [(Tier.HIGH, key)], text
+    assert _by(scanner, f"storage_key_id={key[:40]}\n", rule) == []

@@ -25,6 +25,23 @@ def _guid(g: Any) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+def _azure_key(g: Any) -> str:
+    """One of Microsoft's identifiable Azure key formats: random base64, the service's
+    signature at its place, a few characters, the padding."""
+    b64 = ALNUM + "+/"
+    return g.rng.choice(
+        [
+            lambda: (
+                g.chars(b64, 33) + "+ASb" + g.chars("ABCDEFGHIJKLMNOP", 1) + g.chars(b64, 5) + "="
+            ),
+            lambda: g.chars(b64, 76) + "+ASt" + g.chars(b64, 5) + g.chars("AQgw", 1) + "==",
+            lambda: g.chars(ALNUM, 42) + "AzSe" + g.chars("ABCD", 1) + g.chars(ALNUM, 5),
+            lambda: g.chars(b64, 42) + "+ACR" + g.chars("ABCD", 1) + g.chars(b64, 5),
+            lambda: g.chars(B64URL, 44) + "AzFu" + g.chars(B64URL, 5) + g.chars("AQgw", 1) + "==",
+        ]
+    )()
+
+
 def _b64json(g: Any, n: int) -> str:
     return "eyJ" + g.chars(B64URL, n)
 
@@ -46,6 +63,26 @@ TOKENS: dict[str, Callable[[Any], str]] = {
     ),
     "alchemy.auth-token": lambda g: "alcht_" + g.chars(ALNUM, 30),
     "photoroom.api-key": lambda g: f"sk_pr_{g.chars(LOW, 8)}_{g.hex(40)}",
+    "azure.identifiable-key": lambda g: _azure_key(g),
+    "cratesio.api-token": lambda g: "cio" + g.chars(ALNUM, 32),
+    "maxmind.license-key": lambda g: f"{g.chars(ALNUM, 6)}_{g.chars(ALNUM + '_', 29)}_mmk",
+    "neon.api-key": lambda g: "napi_" + g.chars(ALNUM, 64),
+    "mailersend.api-token": lambda g: "mlsn." + g.chars(ALNUM, 40),
+    "pinterest.token": lambda g: "pina_" + g.chars(B64URL, 30),
+    "polar.token": lambda g: "polar_oat_" + g.chars(B64URL, 30),
+    "samsara.api-token": lambda g: "samsara_api_" + g.chars(ALNUM, 28),
+    "unkey.root-key": lambda g: "unkey_" + g.chars(ALNUM, 24),
+    "upcloud.api-token": lambda g: "ucat_" + g.chars(ALNUM, 26),
+    "valtown.api-token": lambda g: "vtwn_" + g.chars(B64URL, 30),
+    "paddle.api-key": lambda g: (
+        f"pdl_live_apikey_{g.chars(LOW, 26)}_{g.chars(ALNUM, 22)}_{g.chars(ALNUM, 3)}"
+    ),
+    "persona.api-key": lambda g: "persona_production_" + g.chars(LOW + "-", 24),
+    "onesignal.api-key": lambda g: "os_v2_app_" + g.chars("abcdefghijklmnopqrstuvwxyz234567", 103),
+    "zuplo.api-key": lambda g: f"zpka_{g.chars(LOW, 32)}_{g.hex(8)}",
+    "runpod.api-key": lambda g: "rpa_" + g.chars(UP, 40) + g.chars(ALNUM, 6),
+    "mergify.application-key": lambda g: "mergify_application_key_" + g.chars(B64URL, 44),
+    "endorlabs.api-key": lambda g: "endr+" + g.chars(ALNUM + "-", 16),
     "clojars.token": lambda g: "CLOJARS_" + g.chars(LOW, 60),
     "databricks.token": lambda g: "dapi" + g.hex(32),
     "digitalocean.token": lambda g: "dop_v1_" + g.hex(64),
@@ -202,6 +239,8 @@ TOKENS: dict[str, Callable[[Any], str]] = {
         f"{g.hex(32)}/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers"
         f"%2Fmanual%2Frun&sv=1.0&sig={g.chars(B64URL, 43)}"
     ),
+    "newrelic.mobile-app-token": lambda g: "AA" + g.hex(40) + "-NRMA",
+    "tableau.pat-secret": lambda g: g.chars(ALNUM + "+/", 22) + "==:" + g.chars(ALNUM, 32),
 }
 # Where each token sits: a neutral name, so the vendor detector is what finds it.
 _PLACES: tuple[Callable[[str, Any], list[Any]], ...] = (
