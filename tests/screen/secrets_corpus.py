@@ -819,6 +819,33 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
         "digit-name",
         ['sms:\n  8x8_secret: "', Secret(g.password(40)), '"\n'],
     )
+    yield (
+        "sql.password",
+        "migration",
+        [
+            "-- 0007_app_user.sql\nCREATE ROLE app WITH LOGIN PASSWORD '",
+            Secret(g.password()),
+            "';\n",
+        ],
+    )
+    yield (
+        "cli.ldap-bind",
+        "shell",
+        [
+            "$ ldapsearch -x -H ldap://ldap.acme.dev -D cn=admin,dc=acme,dc=dev -w ",
+            Secret(g.password()),
+            " -b dc=acme,dc=dev '(uid=jo)'\n",
+        ],
+    )
+    yield (
+        "wordpress.salt",
+        "wp-config",
+        [
+            "define( 'DB_HOST', 'localhost' );\ndefine( 'AUTH_KEY',         '",
+            Secret(g.chars(ALNUM + "!@#$%^&*()-_[]{}<>~+=,.;:/?|", 64)),
+            "' );\n",
+        ],
+    )
 
 
 def positives(seed: int = 5) -> list[Sample]:
