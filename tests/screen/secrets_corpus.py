@@ -838,6 +838,24 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
         ],
     )
     yield (
+        "wifi.psk",
+        "wpa-supplicant",
+        [
+            'network={\n    ssid="home-5g"\n    psk="',
+            Secret(g.password(20)),
+            '"\n    key_mgmt=WPA-PSK\n}\n',
+        ],
+    )
+    yield (
+        "shell.fish-set",
+        "config-fish",
+        [
+            "# ~/.config/fish/config.fish\nset -gx EDITOR nvim\nset -gx DB_PASSWORD '",
+            Secret(g.password()),
+            "'\n",
+        ],
+    )
+    yield (
         "wordpress.salt",
         "wp-config",
         [

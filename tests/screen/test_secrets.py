@@ -578,6 +578,35 @@ def test_sql_and_wordpress_stand_ins_are_not(scanner: Scanner, line: str) -> Non
     assert scanner.scan(line) == []
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        'network={{\n    ssid="home"\n    psk="{v}"\n}}',  # wpa_supplicant.conf
+        "[wifi-security]\nkey-mgmt=wpa-psk\npsk={v}\n",  # NetworkManager
+        "set -x DB_PASSWORD '{v}'",  # fish
+        "set -gx SMTP_PASS {v}",
+    ],
+)
+def test_wifi_passphrases_and_fish_exports_are_read(scanner: Scanner, template: str) -> None:
+    value = Gen(43).password(16)  # symbols too: a password name takes them
+    text = template.format(v=value)
+    assert [text[f.start : f.end] for f in scanner.scan(text)] == [value], text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "set -x PATH /usr/local/bin $PATH",
+        "set -x EDITOR vim",
+        "set -gx GITHUB_TOKEN (gh auth token)",  # a command's output
+        "set -gx API_TOKEN $SECRET_FROM_VAULT",
+        "auth psk = derive(key)",
+    ],
+)
+def test_fish_settings_and_psk_code_are_not(scanner: Scanner, line: str) -> None:
+    assert scanner.scan(line) == []
+
+
 @pytest.mark.parametrize("mark", ["?", "^"])
 def test_a_token_name_holding_what_no_token_has(scanner: Scanner, mark: str) -> None:
     """Issued tokens are hex, base32/58/62/64 or url-safe: a `?` or `^` inside a value
