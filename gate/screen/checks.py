@@ -647,12 +647,13 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
             return None
     elif _opens_before(m):
         return None
+    listed = "," in m.string[m.end("name") : m.start("secret")]  # `f("NAME", V)`
     if not is_plausible_value(value, 6 if strength == 2 else 16) and not (
         strength == 2
         and says_password(name)
         and is_passphrase(value)
         and not _in_prose(m)
-        and "," not in m.string[m.end("name") : m.start("secret")]
+        and not listed
     ):  # `{"kind": "secret", "decision": ...}`: a comma's next item is a word, not a value
         return None
     if strength == 1 and (entropy(value) < 3.0 or is_potential_uuid(value)):
@@ -662,11 +663,13 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
     if _is_dated(value) and not says_password(name):  # `summer-2024-06-01` may be one
         return None
     if (
-        value[-1] == "="
-        and "," in m.string[m.end("name") : m.start("secret")]
+        listed
         and _KWARG.fullmatch(value)
+        and m.string[m.end("secret") : m.end("secret") + 1] in ('"', "'")
     ):
-        return None  # `f(x, "github-token", session="s")`: the next keyword argument
+        # `f(x, "github-token", session="s")`: the next keyword argument, its value quoted
+        # after the `=` (base64 ending in `=`, `"db_password",c2Vj...=`, is a value).
+        return None
     return "keep"
 
 
@@ -794,7 +797,7 @@ def _is_word_phrase(value: str) -> bool:
         return False
     if not _WORD_PHRASE.fullmatch(value) or is_reference(value):  # DEFAULT_LAST_PASS
         return False
-    words = [w.rstrip("0123456789") for w in re.split(r"[-_]", value)]
+    words = [w.rstrip(_DIGITS) for w in re.split(r"[-_]", value)]
     words = [w for w in words if w]
     letters = "".join(words).lower()
     return (

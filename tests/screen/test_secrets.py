@@ -540,6 +540,15 @@ def test_a_one_word_password_is_still_read(scanner: Scanner, line: str) -> None:
     assert found.rule_id == "generic.assignment"
 
 
+def test_base64_after_a_quoted_name_and_a_comma_is_a_value(scanner: Scanner) -> None:
+    """The next keyword argument (`f(x, "github-token", session="s")`) is no value, but a
+    base64 value ends in `=` too: in a CSV row it is one."""
+    value = base64.b64encode(Gen(44).password(20).encode()).decode()
+    assert value.endswith("=")
+    text = f'"db_password",{value}\n'
+    assert [text[f.start : f.end] for f in scanner.scan(text)] == [value]
+
+
 def test_a_date_under_a_password_name_is_still_one(scanner: Scanner) -> None:
     (found,) = scanner.scan("DB_PASSWORD=summer-2024-06-01\n")
     assert found.rule_id == "generic.assignment"
