@@ -112,7 +112,8 @@ def listen(port: int) -> socket.socket:
     return sock
 
 
-def _exec(argv: tuple[str, ...]) -> None:
+def _exec(plan: Plan) -> None:
+    argv = plan.argv
     try:
         kernel.drop_privileges()
     except OSError as exc:
@@ -121,11 +122,31 @@ def _exec(argv: tuple[str, ...]) -> None:
     try:
         os.execvp(argv[0], list(argv))  # noqa: S606 (the agent's own command line)
     except FileNotFoundError:
-        print(f"gate: command not found: {argv[0]}", file=sys.stderr)
+        print(
+            f"gate: command not found: {argv[0]}{_hidden_by_lock(argv[0], plan)}", file=sys.stderr
+        )
         os._exit(127)
     except PermissionError:
         print(f"gate: permission denied: {argv[0]}", file=sys.stderr)
         os._exit(126)
+
+
+def _hidden_by_lock(command: str, plan: Plan) -> str:
+    """Why a command the host may have is missing in the lock: where it is looked for lies
+    under a directory the lock mounts empty (`plan.fresh`: /tmp, /run) and outside what it
+    binds back (the project, home). Empty when that is not the case."""
+    if "/" in command:
+        places = [os.path.abspath(command)]
+    else:
+        places = [os.path.join(d or ".", command) for d in os.environ.get("PATH", "").split(":")]
+    for place in places:
+        top = next((t for t in plan.fresh if _under(place, t)), None)
+        if top is not None and not any(_under(place, k) for k in plan.keep):
+            return (
+                f" (looked for in {os.path.dirname(place)}: the lock mounts an empty {top}"
+                " over the host's, so install the agent outside it; docs/lock.md)"
+            )
+    return ""
 
 
 def _wait_for(pid: int) -> int:
@@ -164,7 +185,7 @@ def _init(plan: Plan, chan: socket.socket) -> int:
     pid = os.fork()
     if pid == 0:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        _exec(plan.argv)
+        _exec(plan)
     code = _wait_for(pid)
     return 128 - code if code < 0 else code
 

@@ -324,6 +324,38 @@ def test_an_unprivileged_user_gets_the_same_lock() -> None:
         shutil.rmtree(base)
 
 
+def test_an_agent_installed_under_tmp_is_named_as_hidden_by_the_lock(
+    gate_dirs: dict[str, Path], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """An agent the host has under /tmp (an `npm install --prefix /tmp/x`) is not inside
+    the lock, which mounts an empty /tmp: the error says so instead of a bare "not found",
+    whether the command is a path or a name found through PATH; a command missing
+    elsewhere gets the bare message."""
+    host_bin = Path(tempfile.mkdtemp(prefix="gate-agent-", dir="/tmp")) / "bin"
+    host_bin.mkdir()
+    agent = host_bin / "fake-agent"
+    agent.write_text("#!/bin/sh\nexit 0\n")
+    agent.chmod(0o755)
+    gate = Listener()
+    try:
+        cases = [
+            ((str(agent),), os.environ, True),
+            (("fake-agent",), {**os.environ, "PATH": f"{host_bin}:{os.environ['PATH']}"}, True),
+            (("/usr/lib/gate-no-such-agent",), os.environ, False),
+        ]
+        for argv, env, hidden in cases:
+            plan = scope.plan_for(argv, gate.port, str(gate_dirs["project"]), env)
+            assert run(plan, env, "127.0.0.1", gate.port) == 127
+            err = capfd.readouterr().err
+            assert f"gate: command not found: {argv[0]}" in err
+            assert ("the lock mounts an empty /tmp" in err) is hidden, err
+            if hidden:
+                assert f"looked for in {host_bin}" in err, err
+    finally:
+        gate.stop()
+        shutil.rmtree(host_bin.parent)
+
+
 def test_an_agent_that_exits_at_once_leaves_no_error(
     gate_dirs: dict[str, Path], capfd: pytest.CaptureFixture[str]
 ) -> None:
