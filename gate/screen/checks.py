@@ -890,6 +890,19 @@ def _basic_auth(m: re.Match[str], value: str) -> Verdict:
     return None if any(w in password.lower() for w in _WEAK_PARTS) else "keep"
 
 
+# A private component of a key dump and at least 16 of its bytes: what a key is read from.
+_PRIVATE_PART = re.compile(
+    r"(?<![\w-])(?:privateExponent|prime1|priv|private-key):(?>(?:\s|\d{1,7}→)+)"
+    r"(?:[0-9a-f]{2}:(?>(?:\s|\d{1,7}→)*)){15}[0-9a-f]{2}"
+)
+
+
+def _key_dump(m: re.Match[str], value: str) -> Verdict:
+    """`openssl ... -text` of a private key: one of its private components is printed, not
+    only the header (a man page's `Private-Key:` line) or the public ones."""
+    return "keep" if _PRIVATE_PART.search(value) else None
+
+
 _B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
@@ -950,6 +963,7 @@ CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
     "keyword": _keyword,
     "value": _value,
     "jwt": _jwt,
+    "key-dump": _key_dump,
     "basic-auth": _basic_auth,
     "crc32": _crc32,
     "atlassian-dc": _atlassian_dc,

@@ -179,6 +179,13 @@ def _flatten(parts: list[Part | list[Part]]) -> list[Part]:
     return out
 
 
+def key_hex(g: Gen, n: int) -> str:
+    """`n` random bytes as `openssl -text` prints a key's component: 15 a line, indented."""
+    cells = [f"{b:02x}" for b in g.rng.randbytes(n)]
+    lines = [":".join(cells[i : i + 15]) for i in range(0, n, 15)]
+    return ":\n".join("    " + line for line in lines)
+
+
 def shell(cmd: str, *output: Part) -> list[Part]:
     return [f"$ {cmd}\n", *output, "\n$ "]
 
@@ -864,6 +871,32 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
             "' );\n",
         ],
     )
+    yield (
+        "openssl.private-key-text",
+        "openssl-pkey-text",
+        shell(
+            "openssl pkey -in ~/.ssh/id_ecdsa -text -noout",
+            Secret(
+                "Private-Key: (256 bit)\npriv:\n"
+                + key_hex(g, 32)
+                + "\npub:\n"
+                + key_hex(g, 65)
+            ),
+            "\nASN1 OID: prime256v1\nNIST CURVE: P-256\n",
+        ),
+    )
+    yield (
+        "jwk.private-key",
+        "jwks-file",
+        [
+            '{"keys": [{',
+            Secret(
+                f'"kty": "EC", "crv": "P-256", "kid": "sig-1", "x": "{g.chars(B64URL, 43)}",'
+                f' "y": "{g.chars(B64URL, 43)}", "d": "{g.chars(B64URL, 43)}"'
+            ),
+            "}]}\n",
+        ],
+    )
 
 
 def positives(seed: int = 5) -> list[Sample]:
@@ -1126,6 +1159,16 @@ def _negative_texts(g: Gen) -> Iterator[tuple[str, str]]:
         f"Add the SSH public key {g.b64bytes(24)} to the server, then check that the primary"
         f" key {g.hex(16)} is unique. The cache key: {g.hex(64)} expired; GPG key"
         f" {g.hex(16).upper()} signed it. The next token {g.chars(ALNUM, 24)} pages on.\n",
+    )
+    yield (  # public halves of keys printed as text: what a certificate check shows
+        "public-key-text",
+        "Public-Key: (256 bit)\npub:\n" + key_hex(g, 65) + "\nASN1 OID: prime256v1\n",
+    )
+    yield (
+        "jwks-public",
+        '{"keys": [{"kty": "RSA", "use": "sig", "kid": "' + g.hex(8) + '", "n": "'
+        + g.chars(B64URL, 342) + '", "e": "AQAB"}, {"kty": "OKP", "crv": "Ed25519", "x": "'
+        + g.chars(B64URL, 43) + '"}]}',
     )
 
 
