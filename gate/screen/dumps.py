@@ -145,6 +145,16 @@ def spans(
             last = end
 
 
+def around(view: str, positions: Collection[int]) -> list[tuple[int, int, bytes]]:
+    """The dump blocks (and spaced hex runs) on the lines of `positions`, as `spans` gives
+    them but found from where something was seen rather than from a trigger: a dump of
+    binary bytes from any offset (`xxd -s 300`) holds none of the triggers."""
+    raw = view.encode("utf-8", "surrogatepass")
+    text = view if len(raw) == len(view) else raw.decode("ascii", "replace")
+    starts = sorted({text.rfind("\n", 0, pos) + 1 for pos in positions})
+    return [r for r in _dumps(view, raw, text, starts) if len(r[2]) >= MIN_BYTES]
+
+
 def _positions(text: str, needle: str, most: int = 10_000) -> Iterator[int]:
     pos = text.find(needle)
     while pos != -1 and most:

@@ -147,6 +147,8 @@ class DeniedIndex:
         if not self._forms or len(text) < MIN_UNIT:
             return []
         found = self.find(text)
+        if found and len(text) >= dumps.MIN_VIEW:
+            found += self._dumps_holding(text, found)
         if _wrapped_line(text):
             found += self._wrapped(text)
         if len(text) >= blobs.MIN_RUN:
@@ -154,6 +156,16 @@ class DeniedIndex:
         if len(text) >= dumps.MIN_VIEW:
             found += self._dumped(text)
         return _merged(found)
+
+    def _dumps_holding(self, text: str, found: list[Hit]) -> list[Hit]:
+        """A dump (`xxd`, `od`, `hexdump -C`) that a unit's form was found in is withheld
+        whole: its layout (offsets, a text column) cuts a value's bytes into lines, and
+        only the lines that hold a form's middle are found as they are."""
+        out = []
+        for start, end, _ in dumps.around(text, [h.start for h in found]):
+            if inside := next((h for h in found if start <= h.start < end), None):
+                out.append(Hit(start, end, inside.source))
+        return out
 
     def _dumped(self, text: str) -> list[Hit]:
         """Bytes printed one by one (`xxd`, `od`, `hexdump`, characters spelled out:
@@ -170,6 +182,10 @@ class DeniedIndex:
                     continue
             spelled = as_text(data)
             if spelled is None:
+                # Bytes that are no text (a key's, decoded from a denied file's base64):
+                # their hex holds that value's bytes if they are its (skeleton.byte_forms).
+                if inner := self._matches(data.hex(), True):
+                    out.append(Hit(start, end, inner[0].source))
                 continue
             inner = self._matches(spelled, True)
             if not inner and _wrapped_line(spelled):

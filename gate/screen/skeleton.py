@@ -80,7 +80,12 @@ def _piece(chars: str) -> bool:
 def forms(unit: str) -> Iterator[tuple[str, bool]]:
     """The letter-and-digit forms of a random-looking value, lower-cased, each with whether
     any piece of it counts (its own letters and digits: a value cut in two) or only all of
-    it (an encoded form). Nothing for a value that does not look random."""
+    it (an encoded form). For a value that does not look random, only the forms of the
+    bytes it decodes to if it is base64."""
+    # A base64 value's bytes look random whatever its characters do (a key file's line
+    # may hold no digit): their forms are looked for either way.
+    for form in byte_forms(unit):
+        yield form, False
     chars = unit.encode().translate(None, _OTHER).decode()
     if not PIECE <= len(chars) <= MAX_VALUE or not random_looking(chars):
         return
@@ -94,6 +99,42 @@ def forms(unit: str) -> Iterator[tuple[str, bool]]:
     for k in range(3):  # base64 wrapped at any width (`base64 -w8`), each alignment
         enc = base64.b64encode(b"\0" * k + raw).decode()
         yield bones(enc[(4 * k + 2) // 3 + (1 if k else 0) : len(enc) - 4]), False
+
+
+# A value that may be base64 (or base64url) of bytes: a key file's line, a signing key.
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}|[A-Za-z0-9_-]{12,}={0,2}")
+_URLSAFE = str.maketrans("-_", "+/")
+MIN_BYTES = 9  # decoded bytes whose forms are looked for (their hex is longer than HEAD)
+
+
+def byte_forms(unit: str) -> Iterator[str]:
+    """If `unit` is base64, the letter-and-digit forms of the bytes it decodes to, lower-
+    cased: their hex (`base64 -d | xxd -p`, `od -tx1`, `.hex(':')`; reversed too), byte
+    codes (`od -tu1`, `list(b)`) and base32 (`base64 -d | base32`). A line of a key file
+    sits at some offset of the file's base64: a PEM file's 64-character lines all start
+    a quantum, an OpenSSH key's 70-character ones every other one half-way in (any even
+    width does one or the other), so the line is decoded from its start and from its
+    third character; the wrong one gives bytes nobody prints. Found by their middle, like
+    every encoded form (the bytes of keys of one kind begin alike)."""
+    if not _BASE64.fullmatch(unit):
+        return
+    body = unit.rstrip("=").translate(_URLSAFE)
+    for k in (0, 2):
+        # A last quantum cut short (a padded value, or a line that goes on in the next)
+        # still gives its first bytes whole.
+        part = body[k : len(body) - (1 if (len(body) - k) % 4 == 1 else 0)]
+        if len(part) * 3 // 4 < MIN_BYTES:
+            continue
+        raw = base64.b64decode(part + "=" * (-len(part) % 4))
+        hexed = raw.hex()
+        yield hexed
+        yield hexed[::-1]
+        yield "".join(str(b) for b in raw)
+        for j in range(5):  # base32 at each of its alignments, without the edge characters
+            enc = base64.b32encode(b"\0" * j + raw).decode().lower()
+            form = enc[-(-8 * j // 5) : len(enc) - 8]
+            if len(form) > HEAD:
+                yield form
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +160,16 @@ class Matcher:
         """`exact`: (form, whether only as a whole word, owner); `units`: (value, owner)."""
         patterns: dict[str, int] = {}
         self._exact: list[list[_Exact]] = []
-        self._tokens: list[_Token | None] = []
+        # Every form a key starts or centres: forms of two values may share one (an
+        # OpenSSH key holds its public key twice, at two offsets of its base64).
+        self._tokens: list[list[_Token]] = []
         plain: list[tuple[str, bool, int]] = []  # too few letters and digits: as written
 
         def slot(key: str) -> int:
             if (i := patterns.get(key)) is None:
                 i = patterns[key] = len(self._exact)
                 self._exact.append([])
-                self._tokens.append(None)
+                self._tokens.append([])
             return i
 
         covered: set[str] = set()  # letter-and-digit forms read case-blind already
@@ -138,13 +181,13 @@ class Matcher:
                     # Found by its middle: tokens of one kind begin alike (the hex of
                     # `sk_live_`, a JWT's header), so a start would match the others.
                     at = max(0, (len(form) - HEAD) // 2)
-                    self._tokens[slot(form[at : at + HEAD])] = _Token(form, at, owner)
+                    self._tokens[slot(form[at : at + HEAD])].append(_Token(form, at, owner))
                     continue
                 last = len(form) - PIECE
                 for at in dict.fromkeys((*range(0, last, STRIDE), last)):
                     if _piece(cased[at : at + PIECE]):
                         i = slot(form[at : at + PIECE])
-                        self._tokens[i] = self._tokens[i] or _Token(form, at, owner)
+                        self._tokens[i].append(_Token(form, at, owner))
         for form, word, owner in exact:
             key = bones(form)
             if len(key) < MIN_EXACT:
@@ -202,9 +245,10 @@ class Matcher:
         where = _Places(raw)
         spans: list[tuple[int, int, int, bool]] = []  # in bytes of raw; whole words only?
         for i, s, e in found:
-            if (token := self._tokens[i]) is not None:
-                s, e = _grown(skel, s, e, token.form, token.at)
-                spans.append((where.at(s), where.at(e - 1) + 1, token.owner, False))
+            if tokens := self._tokens[i]:
+                for token in tokens:
+                    a, b = _grown(skel, s, e, token.form, token.at)
+                    spans.append((where.at(a), where.at(b - 1) + 1, token.owner, False))
                 continue
             for exact in self._exact[i]:
                 start = where.at(s) - exact.lead

@@ -877,10 +877,7 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
         shell(
             "openssl pkey -in ~/.ssh/id_ecdsa -text -noout",
             Secret(
-                "Private-Key: (256 bit)\npriv:\n"
-                + key_hex(g, 32)
-                + "\npub:\n"
-                + key_hex(g, 65)
+                "Private-Key: (256 bit)\npriv:\n" + key_hex(g, 32) + "\npub:\n" + key_hex(g, 65)
             ),
             "\nASN1 OID: prime256v1\nNIST CURVE: P-256\n",
         ),
@@ -1166,9 +1163,13 @@ def _negative_texts(g: Gen) -> Iterator[tuple[str, str]]:
     )
     yield (
         "jwks-public",
-        '{"keys": [{"kty": "RSA", "use": "sig", "kid": "' + g.hex(8) + '", "n": "'
-        + g.chars(B64URL, 342) + '", "e": "AQAB"}, {"kty": "OKP", "crv": "Ed25519", "x": "'
-        + g.chars(B64URL, 43) + '"}]}',
+        '{"keys": [{"kty": "RSA", "use": "sig", "kid": "'
+        + g.hex(8)
+        + '", "n": "'
+        + g.chars(B64URL, 342)
+        + '", "e": "AQAB"}, {"kty": "OKP", "crv": "Ed25519", "x": "'
+        + g.chars(B64URL, 43)
+        + '"}]}',
     )
 
 

@@ -139,7 +139,9 @@ def test_a_dumps_shape_without_key_bytes_is_not(scanner: Scanner, text: str) -> 
 
 
 def _b64u(n: int) -> str:
-    return base64.urlsafe_b64encode(n.to_bytes((n.bit_length() + 7) // 8, "big")).decode().rstrip("=")
+    return (
+        base64.urlsafe_b64encode(n.to_bytes((n.bit_length() + 7) // 8, "big")).decode().rstrip("=")
+    )
 
 
 def _b64u_bytes(b: bytes) -> str:
@@ -148,7 +150,7 @@ def _b64u_bytes(b: bytes) -> str:
 
 def _jwks() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """(private JWK, its public half) per key type, made now."""
-    r = rsa.generate_private_key(public_exponent=65537, key_size=1024).private_numbers()
+    r = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_numbers()
     pub_rsa = {"kty": "RSA", "kid": "k1", "n": _b64u(r.public_numbers.n), "e": "AQAB"}
     e = ec.generate_private_key(ec.SECP256R1()).private_numbers()
     pub_ec = {
