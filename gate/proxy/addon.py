@@ -300,6 +300,13 @@ class GateAddon:
         req = flow.request
         if flow.response is not None or "gate_passthrough" in flow.metadata:
             return None  # forward mode refused it, or relays it unread (proxy/forward.py)
+        if req.trailers:
+            # Fail closed: trailers are headers that follow the body (HTTP/2 relays them to
+            # the provider after it); gate screens what a request carries before it leaves.
+            raise Blocked(
+                "the request carries HTTP trailers, which gate does not forward; send"
+                " those fields as headers. It was not sent"
+            )
         try:
             req.path = routing.normalise(req.path)  # what is routed, screened and sent
         except ValueError as exc:
