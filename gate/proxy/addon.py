@@ -39,12 +39,13 @@ from gate.proxy import (
     routing,
     team,
     websocket,
+    ws_control,
 )
 from gate.proxy.recorder import ResponseRecorder
 from gate.rules.layers import PolicyStore
 from gate.screen import codings, upload
 from gate.screen.content import SecretScreen
-from gate.screen.disclose import Scrub
+from gate.screen.disclose import Scrub, readings
 from gate.screen.envelope import Envelope, credential_headers, google_upstream
 from gate.screen.fingerprints import IndexStore, Limits, WalkNeeded
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
@@ -149,6 +150,8 @@ class GateAddon:
                 screened = await self._screened(job)
             finally:
                 job.notes.put(flow)  # who sent it, for the audit whatever the verdict
+            if "gate_ws" in flow.metadata:  # its control frames are screened as they come
+                flow.metadata[ws_control.CHECK] = self._control_holds
             verdict = screened.verdict
             if verdict.asks:  # parked here until answered; other flows keep flowing
                 settled = await _while_connected(
@@ -297,6 +300,13 @@ class GateAddon:
         req = flow.request
         if flow.response is not None or "gate_passthrough" in flow.metadata:
             return None  # forward mode refused it, or relays it unread (proxy/forward.py)
+        if req.trailers:
+            # Fail closed: trailers are headers that follow the body (HTTP/2 relays them to
+            # the provider after it); gate screens what a request carries before it leaves.
+            raise Blocked(
+                "the request carries HTTP trailers, which gate does not forward; send"
+                " those fields as headers. It was not sent"
+            )
         try:
             req.path = routing.normalise(req.path)  # what is routed, screened and sent
         except ValueError as exc:
@@ -426,6 +436,13 @@ class GateAddon:
         return _Screened(
             addon=self, origin=origin, req=outbound, verdict=verdict, job=job, known=known
         )
+
+    def _control_holds(self, payload: bytes) -> bool:
+        """Whether a WebSocket control frame's payload (a ping's, or a close's reason)
+        holds a denied file's value or a likely secret, read as UTF-8 and byte by byte."""
+        scrub = self._scrub()
+        texts = dict.fromkeys((payload.decode("utf-8", "replace"), payload.decode("latin-1")))
+        return any(scrub.holds(r) for text in texts for r in readings(text))
 
     def _scrub(self) -> Scrub:
         indexes = self.screens.indexes.known() if self.screens.indexes else []

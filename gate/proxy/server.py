@@ -19,7 +19,7 @@ from mitmproxy.tools.dump import DumpMaster
 from gate import dirs
 from gate.audit.store import AuditStore
 from gate.config import Config
-from gate.proxy import ca, h2_errors, replies, team, tls
+from gate.proxy import ca, h2_errors, replies, team, tls, ws_control
 from gate.proxy.addon import GateAddon
 from gate.proxy.forward import ForwardAddon
 from gate.rules.layers import RECHECK_AFTER, PolicyStore
@@ -71,6 +71,7 @@ def build_master(
     config: Config, data_dir: Path, addon: GateAddon, users: Users | None = None
 ) -> DumpMaster:
     _json_error_pages()
+    ws_control.install()  # the agent's ping, pong and close frames are screened too
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
     forward = (

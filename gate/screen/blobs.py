@@ -51,7 +51,7 @@ def blobs(text: str, budget: Budget) -> Iterator[Blob]:
         head = text[start : min(end, start + HEAD)]
         if (
             head.strip(_HEX_CHARS)
-            and not head.strip(_B32_CHARS)
+            and not head.rstrip("=").strip(_B32_CHARS)  # a short run's head holds its padding
             and not text[start:end].rstrip("=").strip(_B32_CHARS)
         ):
             done = _block(text, start, _B32_LINE, 6)

@@ -64,6 +64,16 @@ _ESCAPE_RUNS = (
         re.compile(r"0[xX][0-9A-Fa-f]{2}(?:, ?0[xX][0-9A-Fa-f]{2}){7,}"),
         tuple(f"0x{h}" for h in _MARKS),
     ),
+    # Bits, eight a byte, most significant first: separated (`format(b, '08b')` joined by
+    # spaces or commas, one per line) or not (`basenc --base2msbf`, wrapped anywhere).
+    (
+        re.compile(r"(?<![0-9A-Za-z])[01]{8}(?:(?:, ?| |\r?\n)[01]{8}){7,}(?![0-9A-Za-z])"),
+        ("00001010", "00111101", "01011111", "00101101"),
+    ),
+    (
+        re.compile(r"(?<![0-9A-Za-z])[01]{64,}(?:\r?\n[01]+)*(?![0-9A-Za-z])"),
+        ("00001010", "00111101", "01011111", "00101101"),
+    ),
 )
 _ESCAPES_AT = tuple(t for _, ts in _ESCAPE_RUNS for t in ts)
 _ESCAPE_DIGITS = re.compile(r"[0-9A-Fa-f]+")
@@ -387,6 +397,9 @@ def _escape_runs(view: str, pattern: re.Pattern[str]) -> list[tuple[int, int, by
         run = m.group(0)
         if run.startswith("&#"):
             codes = [int(c[1:], 16) if c[:1] in "xX" else int(c) for c in run[2:-1].split(";&#")]
+        elif not run.strip("01 ,\r\n"):  # bits; a wrapped run's line breaks taken out
+            bits = "".join(run.split()).replace(",", "")
+            codes = [int(bits[i : i + 8], 2) for i in range(0, len(bits) - 7, 8)]
         elif run.startswith("\\") and run[1:2].isdigit():  # octal
             codes = [int(c, 8) for c in run[1:].split("\\")]
         else:

@@ -248,13 +248,14 @@ _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 # Two or more lines of base64 or hex, as `base64`, `openssl base64` and `xxd -p` print them.
 # Anchored at line starts so a scan stays linear; the cheap line test runs first.
 _WRAPPED_MIN = 57  # the shortest text _WRAPPED_LINE can match
-_WRAPPED_LINE = re.compile(r"^[A-Za-z0-9+/]{56,}={0,2}\r?\n[A-Za-z0-9+/]", re.M)
+# The next line may start with padding: the last line of `base64 .env | rev`.
+_WRAPPED_LINE = re.compile(r"^[A-Za-z0-9+/]{56,}={0,2}\r?\n={0,2}[A-Za-z0-9+/]", re.M)
 # The same test at C speed: base64's characters as "a", line ends kept, the rest ".".
 _B64_SHAPE = bytes(
     ord("a") if chr(c) in _B64_ALPHABET else c if c in b"\r\n=" else ord(".") for c in range(256)
 )
 _LINE_RUN = b"\n" + b"a" * 56  # at a line start
-_LINE_TAIL = re.compile(rb"a*={0,2}\r?\na")
+_LINE_TAIL = re.compile(rb"a*={0,2}\r?\n={0,2}a")
 
 
 def _wrapped_line(text: str) -> bool:

@@ -245,11 +245,36 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
             found.append(unscreened(start, end))
             dump_end, dump_text = end, True
             continue
-        if text is None:
-            continue
-        if inner := scan(text, depth + 1):
+        inner = scan(text, depth + 1) if text is not None else []
+        if not inner and (spelled := base32_text(view[start:end])) is not None:
+            inner = scan(spelled, depth + 1)  # `base32`, `basenc --base32hex`
+        if inner:
             found.append(run_finding(start, end, inner))
     return found
+
+
+_B32 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+_B32HEX = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUV")
+_B32_TO_HEXED = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789abcdefghijklmnopqrstuv"
+)
+
+
+def base32_text(run: str) -> str | None:
+    """The text a base32 run (either alphabet, upper case) encodes, read from its first
+    character; None when the run is not one (hex, lower case) or holds no text."""
+    body = run.rstrip("=")
+    chars = set(body)
+    if not chars.isdisjoint("abcdefghijklmnopqrstuvwxyz+/-_") or not chars - set(_HEX_DIGITS):
+        return None
+    for alphabet, hexed in ((_B32, False), (_B32HEX, True)):
+        if chars <= alphabet:
+            n = len(body) * 5 // 8
+            value = int(body if hexed else body.translate(_B32_TO_HEXED), 32)
+            data = (value >> (len(body) * 5 - n * 8)).to_bytes(n, "big")
+            if (text := as_text(data)) is not None:
+                return text
+    return None
 
 
 def _wrapped_text(joined: str, budget: Budget) -> str | None:

@@ -12,6 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import anthropic
+import h2.config
+import h2.connection
+import h2.events
 import httpx2 as httpx
 import pytest
 
@@ -150,3 +153,52 @@ def test_a_stream_over_http2_arrives_event_by_event(
     assert events[0]["type"] == "message_start" and events[-1]["type"] == "message_stop"
     assert text == provider.reply_text
     assert secret not in provider.seen[0].body.decode()
+
+
+def _h2_post_with_trailers(
+    gate: Listening, data: Path, body: bytes, trailers: list[tuple[str, str]]
+) -> int:
+    """POST `body` over HTTP/2 through gate, then trailers (httpx cannot send them); the
+    response's status."""
+    with socket.create_connection(("127.0.0.1", gate.port), timeout=10) as raw:
+        raw.sendall(
+            b"CONNECT api.anthropic.com:443 HTTP/1.1\r\nhost: api.anthropic.com:443\r\n\r\n"
+        )
+        assert raw.recv(4096).startswith(b"HTTP/1.1 200")
+        tls = ssl.create_default_context(cafile=str(ca.paths(data).cert))
+        tls.set_alpn_protocols(["h2"])
+        with tls.wrap_socket(raw, server_hostname="api.anthropic.com") as sock:
+            conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            conn.initiate_connection()
+            head = [
+                (":method", "POST"),
+                (":path", "/v1/messages"),
+                (":scheme", "https"),
+                (":authority", "api.anthropic.com"),
+                ("content-type", "application/json"),
+                ("x-api-key", "k"),
+            ]
+            conn.send_headers(1, head)
+            conn.send_data(1, body)
+            conn.send_headers(1, trailers, end_stream=True)
+            sock.sendall(conn.data_to_send())
+            while True:
+                chunk = sock.recv(65536)
+                assert chunk, "gate closed the connection without answering"
+                for event in conn.receive_data(chunk):
+                    if isinstance(event, h2.events.ResponseReceived):
+                        return int(dict(event.headers)[b":status"])
+                sock.sendall(conn.data_to_send())
+
+
+def test_a_request_with_trailers_is_refused(
+    fwd: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    """HTTP/2 trailers are headers sent after the body; gate screens headers before the body
+    leaves and cannot withhold what comes after it, so a request with trailers never leaves
+    (over HTTP/2 to the provider they would follow the body unread)."""
+    token = "ghp_" + fake_secret()[:36]
+    body = json.dumps(_message("hello")).encode()
+    status = _h2_post_with_trailers(fwd, gate_dirs["data"], body, [("x-note", token)])
+    assert status == 400
+    assert provider.seen == []
