@@ -25,7 +25,10 @@ from gate.screen.shapes import (
     is_templated_secret,
 )
 
-Verdict = Literal["keep", "demote"] | None
+# keep: the detector's tier; demote: low; structure: kept, and read as a structure the check
+# verified (a key's dump), not a typed token, so the hand-typed test does not apply (a
+# well-known DH prime's run of F's, a dump's column padding); None: not a finding.
+Verdict = Literal["keep", "demote", "structure"] | None
 
 # Credentials vendors print in their own docs: known to everyone, so not secrets.
 DOC_EXAMPLES = (
@@ -73,8 +76,9 @@ _PRINTF = re.compile(r"(?<!%)%[svqtcd](?=$|[-_./:\s])", re.IGNORECASE)
 _NOT_ISSUED = re.compile(r"[?^]")
 # One character twelve times over (`glc_1111...`, `xoxc-8888...`, an all-zero age key
 # `AGE-SECRET-KEY-1QQQ...`): a random body holds such a run about once in 62^11. `A` (zero
-# bits), `/`, `+` and `=` are left out: base64 of binary keys and DER has long runs of them.
-_RUN = re.compile(r"([^A/+=])\1{11,}")
+# bits), `/`, `+` and `=` are left out: base64 of binary keys and DER has long runs of them;
+# so is white space, which is layout (a key block indented in YAML, a dump's columns).
+_RUN = re.compile(r"([^A/+=\s])\1{11,}")
 # Right after a value: the rest of it masked (`xoxp-5723...-##########`).
 _MASKED = re.compile(r"#{3}|\*{3}|x{5}|X{5}")
 _ASCENDING = re.compile(
@@ -900,7 +904,19 @@ _PRIVATE_PART = re.compile(
 def _key_dump(m: re.Match[str], value: str) -> Verdict:
     """`openssl ... -text` of a private key: one of its private components is printed, not
     only the header (a man page's `Private-Key:` line) or the public ones."""
-    return "keep" if _PRIVATE_PART.search(value) else None
+    return "structure" if _PRIVATE_PART.search(value) else None
+
+
+_LONG_INTEGER = re.compile(r"prim: INTEGER +:[0-9A-F]{64,}")
+_WRAPPED_KEY = re.compile(r"prim: OCTET STRING +\[HEX DUMP\]:[0-9A-F]{40,}")
+
+
+def _asn1_key(m: re.Match[str], value: str) -> Verdict:
+    """`openssl asn1parse` of a private key prints its material: a traditional RSA or DSA
+    key's integers (two of 32+ bytes at least), or the key a PKCS#8 or SEC1 one wraps."""
+    if _WRAPPED_KEY.search(value) or len(_LONG_INTEGER.findall(value)) >= 2:
+        return "structure"
+    return None
 
 
 _B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -964,6 +980,7 @@ CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
     "value": _value,
     "jwt": _jwt,
     "key-dump": _key_dump,
+    "asn1-key": _asn1_key,
     "basic-auth": _basic_auth,
     "crc32": _crc32,
     "atlassian-dc": _atlassian_dc,

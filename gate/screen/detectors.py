@@ -246,7 +246,9 @@ class Detector:
             return None
         if checks.is_masked(m, end):
             return None
-        if verdict == "demote" or (self.tier is Tier.HIGH and checks.is_made_up(value)):
+        if verdict == "demote" or (
+            self.tier is Tier.HIGH and verdict != "structure" and checks.is_made_up(value)
+        ):
             return Tier.LOW
         return self.tier
 

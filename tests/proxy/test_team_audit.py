@@ -101,8 +101,14 @@ def test_a_websocket_row_names_its_user(gate_dirs: dict[str, Path], tmp_path: Pa
     gate = server.start()
     try:
         url = f"{gate.base_url.replace('https', 'wss')}/_user/{token}/openai/v1/responses"
+        # open_timeout: the handshake (TLS, the user's token, the upstream's upgrade) once
+        # took over websockets' default 10 s on a 2-core machine at load 11, and its client
+        # then joins its reader thread with no timeout, so the test hung till pytest's.
         with connect(
-            url, ssl=pki.ssl_context(), additional_headers={"authorization": "Bearer sk-fake"}
+            url,
+            ssl=pki.ssl_context(),
+            additional_headers={"authorization": "Bearer sk-fake"},
+            open_timeout=60,
         ) as ws:
             ws.send(json.dumps({"type": "response.create", "model": "gpt-test", "input": "hello"}))
             while json.loads(ws.recv(timeout=10))["type"] != "response.completed":

@@ -894,6 +894,20 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
             "}]}\n",
         ],
     )
+    yield (
+        "openssl.private-key-asn1",
+        "openssl-asn1parse",
+        [
+            "$ openssl asn1parse -in server.key\n    0:d=0  hl=2 l=  46 cons: SEQUENCE\n"
+            "    2:d=1  hl=2 l=   1 prim: INTEGER           :00",
+            Secret(
+                "\n    5:d=1  hl=2 l=   5 cons: SEQUENCE\n"
+                "    7:d=2  hl=2 l=   3 prim: OBJECT            :ED25519\n"
+                "   12:d=1  hl=2 l=  34 prim: OCTET STRING      [HEX DUMP]:0420" + g.hex(64).upper()
+            ),
+            "\n$ echo done\n",
+        ],
+    )
 
 
 def positives(seed: int = 5) -> list[Sample]:

@@ -1,5 +1,6 @@
 """Private keys an agent prints in a form other than PEM: `openssl pkey -text` dumps (every
-component as colon-separated hex) and JSON Web Keys. Both read back into the key, so both
+component as colon-separated hex), `openssl asn1parse` of a key (its integers or its
+wrapped key as hex) and JSON Web Keys. Both read back into the key, so both
 are high tier; their public halves are not secrets. The keys are made at run time, by the
 real `openssl` where it is installed and by `cryptography` (a mitmproxy dependency)."""
 
@@ -198,3 +199,56 @@ def test_a_private_json_web_key_is_high_tier_and_its_public_half_is_not(
         assert _covers(scanner.scan(text), text, members), text
     jwks = json.dumps({"keys": [public, public]}, indent=2)
     assert [f for f in scanner.scan(jwks) if f.kind == "private-key"] == []
+
+
+@pytest.mark.parametrize("kind", GENPKEY)
+def test_a_private_key_parsed_by_openssl_asn1parse_is_high_tier(
+    scanner: Scanner, keys: dict[str, Path], kind: str
+) -> None:
+    """`openssl asn1parse -in key.pem` prints a PKCS#8 key's wrapped key as one hex dump,
+    and a traditional RSA or EC key's integers and octets one per line."""
+    where = keys[kind].parent
+    forms = [_openssl("asn1parse", "-in", str(keys[kind]), cwd=where)]
+    if kind in ("rsa", "ec"):  # the traditional (PKCS#1, SEC1) encoding too
+        legacy = where / f"{kind}-legacy.pem"
+        _openssl("pkey", "-in", str(keys[kind]), "-traditional", "-out", str(legacy), cwd=where)
+        forms.append(_openssl("asn1parse", "-in", str(legacy), cwd=where))
+    for dump in forms:
+        longest = max(re.findall(r":([0-9A-F]{40,})$", dump, re.M), key=len)
+        found = scanner.scan(dump)
+        assert _covers(found, dump, [longest]), dump
+        escaped = json.dumps({"output": dump})
+        assert _covers(scanner.scan(escaped), escaped, [longest])
+
+
+@pytest.mark.parametrize("kind", ["rsa", "ec", "ed25519"])
+def test_a_public_key_or_certificate_parsed_by_asn1parse_is_not(
+    scanner: Scanner, keys: dict[str, Path], kind: str
+) -> None:
+    where = keys[kind].parent
+    public = where / f"{kind}.pub.pem"
+    _openssl("pkey", "-in", str(keys[kind]), "-pubout", "-out", str(public), cwd=where)
+    dumps = [_openssl("asn1parse", "-in", str(public), cwd=where)]
+    cert = where / f"{kind}.crt"
+    _openssl(
+        "req", "-x509", "-key", str(keys[kind]), "-subj", "/CN=gate-test", "-days", "1",
+        "-out", str(cert), cwd=where,
+    )  # fmt: skip
+    dumps.append(_openssl("asn1parse", "-in", str(cert), cwd=where))
+    for dump in dumps:
+        assert [f for f in scanner.scan(dump) if f.kind == "private-key"] == [], dump
+
+
+def test_a_pem_key_indented_in_yaml_stays_high_tier(
+    scanner: Scanner, keys: dict[str, Path]
+) -> None:
+    """Indentation is layout: a key block under a deep YAML key (a Helm chart's values, a
+    Kubernetes Secret's stringData) was read as a hand-typed run of spaces and demoted."""
+    pem = keys["rsa"].read_text()
+    for depth in (2, 14, 24):
+        pad = " " * depth
+        text = "stringData:\n  tls.key: |\n" + "".join(
+            pad + line + "\n" for line in pem.splitlines()
+        )
+        found = scanner.scan(text)
+        assert [(f.kind, f.tier) for f in found] == [("private-key", Tier.HIGH)], depth
