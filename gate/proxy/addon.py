@@ -489,6 +489,12 @@ class GateAddon:
             req.headers.pop("content-encoding", None)
             req.headers.pop("transfer-encoding", None)  # sent whole, with its length
             req.content = ready.content
+        elif req.raw_content and not (
+            "content-length" in req.headers or "transfer-encoding" in req.headers
+        ):
+            # HTTP/2 frames a body by its stream and needs no length; an HTTP/1 upstream
+            # (a local model server) does, or it reads the request as having none.
+            req.headers["content-length"] = str(len(req.raw_content))
         flow.metadata["gate_row"] = ready.row
         flow.metadata["gate_t0"] = time.monotonic()
         up = route.upstream

@@ -156,10 +156,10 @@ def test_a_stream_over_http2_arrives_event_by_event(
 
 
 def _h2_post_with_trailers(
-    gate: Listening, data: Path, body: bytes, trailers: list[tuple[str, str]]
+    gate: Listening, data: Path, body: bytes, trailers: list[tuple[str, str]] | None
 ) -> int:
-    """POST `body` over HTTP/2 through gate, then trailers (httpx cannot send them); the
-    response's status."""
+    """POST `body` over HTTP/2 through gate, with no content-length (HTTP/2 needs none),
+    then trailers if any (httpx cannot send them); the response's status."""
     with socket.create_connection(("127.0.0.1", gate.port), timeout=10) as raw:
         raw.sendall(
             b"CONNECT api.anthropic.com:443 HTTP/1.1\r\nhost: api.anthropic.com:443\r\n\r\n"
@@ -179,8 +179,9 @@ def _h2_post_with_trailers(
                 ("x-api-key", "k"),
             ]
             conn.send_headers(1, head)
-            conn.send_data(1, body)
-            conn.send_headers(1, trailers, end_stream=True)
+            conn.send_data(1, body, end_stream=trailers is None)
+            if trailers is not None:
+                conn.send_headers(1, trailers, end_stream=True)
             sock.sendall(conn.data_to_send())
             while True:
                 chunk = sock.recv(65536)
@@ -202,3 +203,14 @@ def test_a_request_with_trailers_is_refused(
     status = _h2_post_with_trailers(fwd, gate_dirs["data"], body, [("x-note", token)])
     assert status == 400
     assert provider.seen == []
+
+
+def test_a_body_without_a_length_over_http2_reaches_an_http1_upstream_framed(
+    fwd: Listening, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    """HTTP/2 frames a body by its stream, so a client may send no content-length; an
+    HTTP/1 upstream (a local model server, the fake here) needs one, or it waits for a
+    body that never ends."""
+    body = json.dumps(_message("hello")).encode()
+    assert _h2_post_with_trailers(fwd, gate_dirs["data"], body, None) == 200
+    assert [s.body for s in provider.seen] == [body]
