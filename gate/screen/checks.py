@@ -643,7 +643,8 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
         # Java properties (`spring.datasource.password=V`, `app.access_token=V`); indented,
         # it is an attribute in code (`self.token=tok`).
         before = m.string[m.start("name") - 1] if m.start("name") else "\n"
-        if before not in _LITERAL_CONTEXT or ("." in name and before not in "\n\r"):
+        literal = before in _LITERAL_CONTEXT and ("." not in name or before in "\n\r")
+        if not literal and not _in_flag(m):
             return None
     elif _opens_before(m):
         return None
@@ -671,6 +672,25 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
         # after the `=` (base64 ending in `=`, `"db_password",c2Vj...=`, is a value).
         return None
     return "keep"
+
+
+def _in_flag(m: re.Match[str]) -> bool:
+    """A NAME=V pair given as a command-line flag's value: a Java system property
+    (`-Ddb.password=V`), `--from-literal=password=V`, `--set-env-vars A=1,DB_PASS=V`."""
+    text, start = m.string, m.start("name")
+    if text[max(0, start - 2) : start] == "-D":
+        return start < 3 or text[start - 3] in " \t\n\"'"
+    lo = max(text.rfind(" ", 0, start), text.rfind("\t", 0, start), text.rfind("\n", 0, start))
+    word = text[lo + 1 : start]
+    if _FLAG_WORD.fullmatch(word):
+        return True
+    return bool(_PAIRS.fullmatch(word)) and bool(_FLAG_BEFORE.search(text, max(0, lo - 80), lo + 1))
+
+
+# `--flag=` and the pairs before this one; pairs after a flag and a blank.
+_FLAG_WORD = re.compile(r"--?[A-Za-z][\w-]*=(?:[\w.-]+=[^\s,]*,)*")
+_PAIRS = re.compile(r"(?:[\w.-]+=[^\s,]*,)+")
+_FLAG_BEFORE = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*[ \t]+\Z")
 
 
 _KWARG = re.compile(r"[A-Za-z_]\w*=")
@@ -861,6 +881,35 @@ def _opens_before(m: re.Match[str]) -> bool:
     return m.string[m.start("name") - 1] == m.group("quote")
 
 
+def _name_value(m: re.Match[str], value: str) -> Verdict:
+    """A name and a value in two fields of one object: the name decides as an assigned
+    one's does; a cookie's (a HAR's `{"name": "sessionid", "value": V}`) as a session
+    cookie's, its value random-looking."""
+    verdict = _assignment(m, value)
+    if verdict is not None or not _SESSION_NAME.search(m.group("name")):
+        return verdict
+    random_enough = entropy(value) >= 3.0 and is_plausible_value(value, 16)
+    return "keep" if random_enough and not is_potential_uuid(value) else None
+
+
+_SESSION_NAME = re.compile(r"(?i)sess|sid|auth|token|jwt")
+
+
+def _cookie(m: re.Match[str], value: str) -> Verdict:
+    """A cookie after the first (`Cookie: csrftoken=...; sessionid=V`) is one only on a
+    line holding a Cookie header before it: elsewhere `; token=V` is anything."""
+    if "h" not in m.re.groupindex or m.group("h") is not None:
+        return "keep"
+    text, start = m.string, m.start()
+    line = text.rfind("\n", 0, start) + 1
+    return "keep" if _COOKIE_HEADER.search(text, line, start) else None
+
+
+_COOKIE_HEADER = re.compile(
+    r"(?i:\b(?:set-)?cookie)[\"']?[ \t]*[:=]|(?i:\bcookie)[ \t]?[\"']?[ \t]*,"
+)
+
+
 def _value(m: re.Match[str], value: str) -> Verdict:
     return "keep" if is_plausible_value(value) else None
 
@@ -949,6 +998,8 @@ CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
     "assignment": _assignment,
     "keyword": _keyword,
     "value": _value,
+    "cookie": _cookie,
+    "name-value": _name_value,
     "jwt": _jwt,
     "basic-auth": _basic_auth,
     "crc32": _crc32,

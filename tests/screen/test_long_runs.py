@@ -169,4 +169,8 @@ def test_the_linear_patterns_find_what_the_backtracking_ones_found(
         f"password '{value}' token-{value}`",
     ]
     for text in texts:
-        assert _secrets(det, det.patterns[0], text) == _secrets(det, before, text), text[:200]
+        now, then = _secrets(det, det.patterns[0], text), _secrets(det, before, text)
+        if rule == "http.session-cookie":  # now every session cookie of a line, not one
+            assert set(then) <= set(now), text[:200]
+        else:
+            assert now == then, text[:200]
