@@ -882,16 +882,41 @@ def _opens_before(m: re.Match[str]) -> bool:
 
 
 def _name_value(m: re.Match[str], value: str) -> Verdict:
-    """A name and a value in two fields of one object: the name decides as an assigned
-    one's does; a cookie's (a HAR's `{"name": "sessionid", "value": V}`) as a session
-    cookie's, its value random-looking."""
-    verdict = _assignment(m, value)
-    if verdict is not None or not _SESSION_NAME.search(m.group("name")):
+    """A value's field (`"value": V`) whose object names it in a field before it (`"name":
+    "DB_PASSWORD", `, `- name: API_TOKEN` on the line above): the name decides as an
+    assigned one's does; a cookie's (a HAR's `{"name": "sessionid", "value": V}`) as a
+    session cookie's, its value random-looking."""
+    if _never_plausible(value, 6) and (len(value) < 8 or not is_passphrase(value)):
+        return None  # no name makes it one: decided before looking for the name
+    text, start = m.string, m.start()
+    fields = [f.start() for f in _NAME_FIELD.finditer(text, max(0, start - 240), start)]
+    for pos in reversed(fields):  # the nearest name first
+        full = _NAME_THEN_VALUE.match(text, pos)
+        if full is not None and full.span("secret") == m.span("secret"):
+            break
+    else:
+        return None
+    verdict = _assignment(full, value)
+    if verdict is not None or not _SESSION_NAME.search(full.group("name")):
         return verdict
     random_enough = entropy(value) >= 3.0 and is_plausible_value(value, 16)
     return "keep" if random_enough and not is_potential_uuid(value) else None
 
 
+# The name's field, then up to three other fields of the same object (`"Type":
+# "SecureString"`), then the value's.
+_NAME_FIELD = re.compile(
+    r"""(?<![\w-])["']?(?:[Nn]ame|NAME|[Kk]ey|KEY|ParameterKey)[ \t]?["']?[ \t]*:"""
+)
+_NAME_THEN_VALUE = re.compile(
+    r"""(?x)
+    ["']?(?:[Nn]ame|NAME|[Kk]ey|KEY|ParameterKey)[ \t]?["']?[ \t]*:[ \t]*
+    (?P<nq>["'])?(?P<name>[\w./:-]{1,120}?)(?(nq)[ ]?(?P=nq))
+    (?:[ \t]*,?\s*["']?\w{1,20}[ \t]?["']?[ \t]*:[ \t]*
+       (?:"[^"\n]{0,80}"|'[^'\n]{0,80}'|[\w.-]{1,40})){0,3}
+    [ \t]*,?\s*["']?(?:[Vv]alue|VALUE|ParameterValue)[ \t]?["']?[ \t]*:[ \t]*
+    (?P<quote>["'])?(?P<secret>(?(quote)[^\s"'`\\]{1,1024}|[^\s"'`\\,;&}]{1,1024}))"""
+)
 _SESSION_NAME = re.compile(r"(?i)sess|sid|auth|token|jwt")
 
 
