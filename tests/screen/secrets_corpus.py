@@ -971,6 +971,11 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
             " -file ca.crt -noprompt\n",
         ],
     )
+    yield (
+        "generic.assignment",
+        "log-key",
+        ["2025-03-04 10:00:01 [DEBUG] Using Key=", Secret(g.chars(ALNUM, 32)), "\n"],
+    )
 
 
 def positives(seed: int = 5) -> list[Sample]:
