@@ -680,7 +680,12 @@ def _in_flag(m: re.Match[str]) -> bool:
     text, start = m.string, m.start("name")
     if text[max(0, start - 2) : start] == "-D":
         return start < 3 or text[start - 3] in " \t\n\"'"
-    lo = max(text.rfind(" ", 0, start), text.rfind("\t", 0, start), text.rfind("\n", 0, start))
+    # The word holding the name, read back 200 characters at most (minified code has no
+    # blank for a megabyte: no flag is that long).
+    floor = max(0, start - 200)
+    lo = max(text.rfind(c, floor, start) for c in " \t\n")
+    if lo < 0 and floor:
+        return False
     word = text[lo + 1 : start]
     if _FLAG_WORD.fullmatch(word):
         return True
