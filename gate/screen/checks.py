@@ -644,7 +644,7 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
         # it is an attribute in code (`self.token=tok`).
         before = m.string[m.start("name") - 1] if m.start("name") else "\n"
         literal = before in _LITERAL_CONTEXT and ("." not in name or before in "\n\r")
-        if not literal and not _in_flag(m):
+        if not literal and not (before in "=,D" and _in_flag(m)):
             return None
     elif _opens_before(m):
         return None
