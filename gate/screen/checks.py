@@ -647,7 +647,8 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
         # Java properties (`spring.datasource.password=V`, `app.access_token=V`); indented,
         # it is an attribute in code (`self.token=tok`).
         before = m.string[m.start("name") - 1] if m.start("name") else "\n"
-        if before not in _LITERAL_CONTEXT or ("." in name and before not in "\n\r"):
+        literal = before in _LITERAL_CONTEXT and ("." not in name or before in "\n\r")
+        if not literal and not (before in "=,D" and _in_flag(m)):
             return None
     elif _opens_before(m):
         return None
@@ -677,6 +678,30 @@ def _assignment(m: re.Match[str], value: str) -> Verdict:
     return "keep"
 
 
+def _in_flag(m: re.Match[str]) -> bool:
+    """A NAME=V pair given as a command-line flag's value: a Java system property
+    (`-Ddb.password=V`), `--from-literal=password=V`, `--set-env-vars A=1,DB_PASS=V`."""
+    text, start = m.string, m.start("name")
+    if text[max(0, start - 2) : start] == "-D":
+        return start < 3 or text[start - 3] in " \t\n\"'"
+    # The word holding the name, read back 200 characters at most (minified code has no
+    # blank for a megabyte: no flag is that long).
+    floor = max(0, start - 200)
+    lo = max(text.rfind(c, floor, start) for c in " \t\n")
+    if lo < 0 and floor:
+        return False
+    word = text[lo + 1 : start]
+    if _FLAG_WORD.fullmatch(word):
+        return True
+    return bool(_PAIRS.fullmatch(word)) and bool(_FLAG_BEFORE.search(text, max(0, lo - 80), lo + 1))
+
+
+# `--flag=` and the pairs before this one; pairs after a flag and a blank.
+_FLAG_WORD = re.compile(r"--?[A-Za-z][\w-]*=(?:[\w.-]+=[^\s,]*,)*")
+_PAIRS = re.compile(r"(?:[\w.-]+=[^\s,]*,)+")
+_FLAG_BEFORE = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*[ \t]+\Z")
+
+
 _KWARG = re.compile(r"[A-Za-z_]\w*=")
 
 
@@ -696,10 +721,31 @@ _PROSE_GOES_ON = re.compile(r"[ \t]+[a-z]+(?![\w=./-])")
 
 def _query_key(m: re.Match[str], name: str) -> int:
     """`?key=V` or `&key=V` in a URL is how many web APIs take their key (Google's, Steam's,
-    most weather and data APIs): a `*_KEY` (1), whose value must look random, where a bare
-    `key` elsewhere (`key = other_key`, a dict's key) says nothing."""
+    most weather and data APIs), and `Using Key=V` how logs print one: a `*_KEY` (1), whose
+    value must look random, where a bare `key` in code (`key = other_key`, a dict's key,
+    boto3's `Key='uploads/a.png'`) says nothing. After a blank the value must be unquoted,
+    end at a blank or the line's end, be made as issued keys are, and not be hex (a cache
+    key or a digest)."""
     start = m.start("name")
-    return int(name.lower() == "key" and start > 0 and m.string[start - 1] in "?&")
+    if name.lower() != "key" or start == 0:
+        return 0
+    before = m.string[start - 1]
+    if before in "?&":
+        return 1
+    if before not in " \t" or m.string[m.end("name") : m.start("secret")] != "=":
+        return 0
+    after = m.string[m.end("secret") : m.end("secret") + 1]
+    value = m.group("secret")
+    return int(
+        after in ("", " ", "\t", "\n", "\r")
+        and _ISSUED.fullmatch(value) is not None
+        and not _HEX.fullmatch(value)
+    )
+
+
+# What an issued key is made of (markup, `key=value</code>`, is not one).
+_ISSUED = re.compile(r"[A-Za-z0-9+/_.~-]+=*")
+_HEX = re.compile(r"[0-9a-fA-F]+")
 
 
 def _spells(name: str, value: str) -> bool:
@@ -865,6 +911,60 @@ def _opens_before(m: re.Match[str]) -> bool:
     return m.string[m.start("name") - 1] == m.group("quote")
 
 
+def _name_value(m: re.Match[str], value: str) -> Verdict:
+    """A value's field (`"value": V`) whose object names it in a field before it (`"name":
+    "DB_PASSWORD", `, `- name: API_TOKEN` on the line above): the name decides as an
+    assigned one's does; a cookie's (a HAR's `{"name": "sessionid", "value": V}`) as a
+    session cookie's, its value random-looking."""
+    if _never_plausible(value, 6) and (len(value) < 8 or not is_passphrase(value)):
+        return None  # no name makes it one: decided before looking for the name
+    text, start = m.string, m.start()
+    fields = [f.start() for f in _NAME_FIELD.finditer(text, max(0, start - 240), start)]
+    for pos in reversed(fields):  # the nearest name first
+        full = _NAME_THEN_VALUE.match(text, pos)
+        if full is not None and full.span("secret") == m.span("secret"):
+            break
+    else:
+        return None
+    verdict = _assignment(full, value)
+    if verdict is not None or not _SESSION_NAME.search(full.group("name")):
+        return verdict
+    random_enough = entropy(value) >= 3.0 and is_plausible_value(value, 16)
+    return "keep" if random_enough and not is_potential_uuid(value) else None
+
+
+# The name's field, then up to three other fields of the same object (`"Type":
+# "SecureString"`), then the value's.
+_NAME_FIELD = re.compile(
+    r"""(?<![\w-])["']?(?:[Nn]ame|NAME|[Kk]ey|KEY|ParameterKey)[ \t]?["']?[ \t]*:"""
+)
+_NAME_THEN_VALUE = re.compile(
+    r"""(?x)
+    ["']?(?:[Nn]ame|NAME|[Kk]ey|KEY|ParameterKey)[ \t]?["']?[ \t]*:[ \t]*
+    (?P<nq>["'])?(?P<name>[\w./:-]{1,120}?)(?(nq)[ ]?(?P=nq))
+    (?:[ \t]*,?\s*["']?\w{1,20}[ \t]?["']?[ \t]*:[ \t]*
+       (?:"[^"\n]{0,80}"|'[^'\n]{0,80}'|[\w.-]{1,40})){0,3}
+    [ \t]*,?\s*["']?(?:[Vv]alue|VALUE|ParameterValue)[ \t]?["']?[ \t]*:[ \t]*
+    (?P<quote>["'])?(?P<secret>(?(quote)[^\s"'`\\]{1,1024}|[^\s"'`\\,;&}]{1,1024}))"""
+)
+_SESSION_NAME = re.compile(r"(?i)sess|sid|auth|token|jwt")
+
+
+def _cookie(m: re.Match[str], value: str) -> Verdict:
+    """A cookie after the first (`Cookie: csrftoken=...; sessionid=V`) is one only on a
+    line holding a Cookie header before it: elsewhere `; token=V` is anything."""
+    if "h" not in m.re.groupindex or m.group("h") is not None:
+        return "keep"
+    text, start = m.string, m.start()
+    line = text.rfind("\n", 0, start) + 1
+    return "keep" if _COOKIE_HEADER.search(text, line, start) else None
+
+
+_COOKIE_HEADER = re.compile(
+    r"(?i:\b(?:set-)?cookie)[\"']?[ \t]*[:=]|(?i:\bcookie)[ \t]?[\"']?[ \t]*,"
+)
+
+
 def _value(m: re.Match[str], value: str) -> Verdict:
     return "keep" if is_plausible_value(value) else None
 
@@ -978,6 +1078,8 @@ CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
     "assignment": _assignment,
     "keyword": _keyword,
     "value": _value,
+    "cookie": _cookie,
+    "name-value": _name_value,
     "jwt": _jwt,
     "key-dump": _key_dump,
     "asn1-key": _asn1_key,

@@ -872,6 +872,117 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
         ],
     )
     yield (
+        "http.basic-auth",
+        "nginx",
+        [
+            "location /api/ {\n    proxy_pass http://backend;\n"
+            '    proxy_set_header Authorization "Basic ',
+            Secret(base64.b64encode(f"svc:{g.password(18)}".encode()).decode()),
+            '";\n}\n',
+        ],
+    )
+    yield (
+        "openvpn.auth-user-pass",
+        "ovpn",
+        [
+            "client\ndev tun\nremote vpn.acme.dev 1194\n<auth-user-pass>\njdoe\n",
+            Secret(g.password(16)),
+            "\n</auth-user-pass>\n",
+        ],
+    )
+    yield (
+        "openvpn.static-key",
+        "ovpn",
+        [
+            "<tls-crypt>\n#\n# 2048 bit OpenVPN static key\n#\n",
+            Secret(
+                "-----BEGIN OpenVPN Static key V1-----\n"
+                + "\n".join(g.hex(32) for _ in range(16))
+                + "\n-----END OpenVPN Static key V1-----"
+            ),
+            "\n</tls-crypt>\n",
+        ],
+    )
+    yield (
+        "putty.private-key",
+        "ppk",
+        [
+            "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: eddsa-key\n"
+            f"Public-Lines: 2\n{g.chars(B64, 64)}\n{g.chars(B64, 4)}\nPrivate-Lines: 1\n",
+            Secret(g.chars(B64, 44)),
+            f"\nPrivate-MAC: {g.hex(64)}\n",
+        ],
+    )
+    yield (
+        "rails.master-key",
+        "cat",
+        shell("cat config/master.key", Secret(g.hex(32))),
+    )
+    yield (
+        "vault.unseal-key",
+        "init",
+        shell(
+            "vault operator init -key-shares=3 -key-threshold=2",
+            "Unseal Key 1: ",
+            Secret(g.chars(B64, 44)),
+            f"\nUnseal Key 2: {g.chars(B64, 44)}\n\nInitial Root Token: hvs.{g.chars(B64URL, 24)}",
+        ),
+    )
+    yield (
+        "generic.name-value",
+        "k8s-env",
+        [
+            "    spec:\n      containers:\n      - name: web\n        env:\n"
+            "        - name: DB_HOST\n          value: db\n        - name: DB_PASSWORD\n"
+            '          value: "',
+            Secret(g.password()),
+            '"\n',
+        ],
+    )
+    yield (
+        "generic.name-value",
+        "postman",
+        [
+            '{\n  "name": "prod",\n  "values": [\n    {"key": "baseUrl", "value": '
+            '"https://api.acme.dev", "enabled": true},\n    {"key": "apiKey", "value": "',
+            Secret(g.chars(ALNUM, 32)),
+            '", "type": "secret", "enabled": true}\n  ]\n}\n',
+        ],
+    )
+    yield (
+        "http.session-cookie",
+        "browser",
+        [
+            f"Cookie: _ga=GA1.1.{g.rng.randrange(10**9)}; csrftoken=",
+            Secret(g.chars(ALNUM, 32)),
+            "; sessionid=",
+            Secret(g.chars(ALNUM, 32)),
+            "\n",
+        ],
+    )
+    yield (
+        "generic.assignment",
+        "kubectl",
+        [
+            "kubectl create secret generic db --from-literal=username=app --from-literal=password=",
+            Secret(g.password()),
+            "\n",
+        ],
+    )
+    yield (
+        "cli.tool-password",
+        "keytool",
+        [
+            "keytool -importcert -alias ca -keystore truststore.jks -storepass ",
+            Secret(g.password()),
+            " -file ca.crt -noprompt\n",
+        ],
+    )
+    yield (
+        "generic.assignment",
+        "log-key",
+        ["2025-03-04 10:00:01 [DEBUG] Using Key=", Secret(g.chars(ALNUM, 32)), "\n"],
+    )
         "openssl.private-key-text",
         "openssl-pkey-text",
         shell(

@@ -169,4 +169,19 @@ def test_the_linear_patterns_find_what_the_backtracking_ones_found(
         f"password '{value}' token-{value}`",
     ]
     for text in texts:
-        assert _secrets(det, det.patterns[0], text) == _secrets(det, before, text), text[:200]
+        now, then = _secrets(det, det.patterns[0], text), _secrets(det, before, text)
+        if rule == "http.session-cookie":  # now every session cookie of a line, not one
+            assert set(then) <= set(now), text[:200]
+        else:
+            assert now == then, text[:200]
+
+
+def test_a_name_in_code_with_no_blank_for_a_megabyte(scanner: Scanner) -> None:
+    """`x(token=V)` in minified code: whether the name is in a flag's value
+    (`--from-literal=password=V`) is read from the word holding it, looked for at most 200
+    characters back. Read to the last blank, each name cost a search back to the start of
+    the line: 6,000 of them after a megabyte took longer than the budget."""
+    value = Gen(31).chars("abcdefXYZ0123456789", 24)
+    text = _run("a=1;", MILLION) + f"x(token={value});" * 6_000
+    found = Scanner(scanner.detectors).scan(text)
+    assert [f for f in found if f.rule_id == UNSCREENED_ID] == []
