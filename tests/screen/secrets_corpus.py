@@ -979,10 +979,6 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
         ],
     )
     yield (
-        "generic.assignment",
-        "log-key",
-        ["2025-03-04 10:00:01 [DEBUG] Using Key=", Secret(g.chars(ALNUM, 32)), "\n"],
-    )
         "openssl.private-key-text",
         "openssl-pkey-text",
         shell(

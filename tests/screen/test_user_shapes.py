@@ -211,28 +211,3 @@ def test_a_secret_on_a_command_line(scanner: Scanner, template: str) -> None:
 )
 def test_a_command_line_without_a_secret(scanner: Scanner, line: str) -> None:
     assert scanner.scan(line + "\n") == []
-
-
-@pytest.mark.parametrize(
-    "template",
-    ["[DEBUG] Using Key={v}", "2025-03-04 INFO Using apiflash Key={v} for screenshot"],
-)
-def test_a_bare_key_printed_by_a_log(scanner: Scanner, template: str) -> None:
-    v = Gen(158).chars(_ALNUM, 32)
-    assert _found(scanner, template.format(v=v) + "\n") == [(v, Tier.LOW)]
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        "s3.put_object(Bucket='media', Key='uploads/a.png', Body=data)",
-        "s3.get_object(Bucket=b, Key=object_name_for_this_upload)",
-        "DEBUG cache hit Key=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-        "openssl req -new --key=/etc/ssl/private/server.key -out req.csr",
-        "curl --key=client.key --cert=client.crt https://x",
-        "row Key=3f2b8c1e-5a4d-4e8f-9b7c-1d2e3f4a5b6c",
-        "an alias for <code>npm config set key=value</code>.</p>",  # npm's docs
-    ],
-)
-def test_a_bare_key_that_is_a_name_or_a_digest(scanner: Scanner, line: str) -> None:
-    assert scanner.scan(line + "\n") == []
