@@ -11,6 +11,7 @@ memory only; nothing here is written to disk.
 
 from __future__ import annotations
 
+import ast
 import base64
 import contextlib
 import html
@@ -149,6 +150,7 @@ class DeniedIndex:
         found = self.find(text)
         if found and len(text) >= dumps.MIN_VIEW:
             found += self._dumps_holding(text, found)
+        found += self._printed_bytes(text)
         if _wrapped_line(text):
             found += self._wrapped(text)
         if len(text) >= blobs.MIN_RUN:
@@ -156,6 +158,37 @@ class DeniedIndex:
         if len(text) >= dumps.MIN_VIEW:
             found += self._dumped(text)
         return _merged(found)
+
+    def _printed_bytes(self, text: str) -> list[Hit]:
+        """Bytes printed as characters: Python's repr of them (`print(base64.b64decode(v))`
+        gives `b'0\\x82\\x04...'`, printable bytes as themselves) and bytes read as
+        Latin-1 or with surrogateescape (a character per byte). What they spell is matched
+        as hex against the forms of the bytes a denied base64 value decodes to
+        (skeleton.byte_forms); the whole literal or run is withheld."""
+        out = []
+        if "\\x" in text:
+            for m in _ESCAPED_LITERAL.finditer(text):
+                try:
+                    value = ast.literal_eval(m.group(0))
+                    data = value if isinstance(value, bytes) else value.encode("latin-1")
+                except (ValueError, SyntaxError, UnicodeEncodeError):
+                    continue
+                if len(data) >= MIN_BYTES and (inner := self._matches(data.hex(), True)):
+                    out.append(Hit(m.start(), m.end(), inner[0].source))
+        if not text.isascii() and _HIGH_BYTE.search(text):
+            for m in _BYTE_CHARS.finditer(text):
+                run = m.group(0)
+                high = len(run) - len(run.encode("ascii", "ignore"))
+                if high < 4 or high * 8 < len(run):
+                    continue  # prose with accented letters: bytes of a key are half high
+                data = run.encode("latin-1", "surrogateescape")  # U+DC80-U+DCFF: 0x80-0xFF
+                if inner := self._matches(data.hex(), True):
+                    out.append(Hit(m.start(), m.end(), inner[0].source))
+            if _ESCAPED_BYTE.search(text):  # bytes read as UTF-8 with surrogateescape
+                data = text.encode("utf-8", "surrogateescape")
+                if inner := self._matches(data.hex(), True):
+                    out.append(Hit(0, len(text), inner[0].source))  # all of it: garbled
+        return out
 
     def _dumps_holding(self, text: str, found: list[Hit]) -> list[Hit]:
         """A dump (`xxd`, `od`, `hexdump -C`) that a unit's form was found in is withheld
@@ -230,6 +263,15 @@ class DeniedIndex:
                     out.append(Hit(m.start(), m.end(), hits[0].source))
                     break
         return out
+
+
+# A quoted literal with an escaped byte (`b'...\\x82...'`, or a str's repr), one line.
+_ESCAPED_LITERAL = re.compile(r"""(?<![\w'"])b?(?:'(?:[^'\\\n]|\\.){8,}'|"(?:[^"\\\n]|\\.){8,}")""")
+# A character per byte: Latin-1, and a lone surrogate escaping a byte that was no UTF-8.
+MIN_BYTES = 9
+_BYTE_CHARS = re.compile(f"[\x00-\xff\udc80-\udcff]{{{MIN_BYTES},}}")
+_HIGH_BYTE = re.compile("[\x80-\xff\udc80-\udcff]")
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 def _merged(hits: list[Hit]) -> list[Hit]:

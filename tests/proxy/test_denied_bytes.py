@@ -6,7 +6,9 @@ dumps of the same shapes pass."""
 
 from __future__ import annotations
 
+import ast
 import base64
+import contextlib
 import os
 import re
 import shutil
@@ -25,6 +27,8 @@ _BODY = "sed '1d;$d' backup.txt"  # the key file's base64 lines
 _SIGNING = "cut -d= -f2- vars.txt"  # a value that is base64 of 32 random bytes
 _PEM = "sed '1d;$d' server.txt"  # a PEM key's 64-character lines
 _PY = 'python3 -c "import base64,sys;b=base64.b64decode(sys.stdin.read());print({})"'
+_LATIN1 = "b.decode('latin-1')"  # a character per byte
+_LATIN1_REPR = f"repr({_LATIN1})"  # and its repr: printable as is, the rest as \\x..
 FORMS = [
     (f"{_BODY} | base64 -d | xxd -p", ("xxd",)),
     (f"{_BODY} | base64 -d | xxd", ("xxd",)),
@@ -42,6 +46,15 @@ FORMS = [
     (f"{_PEM} | base64 -d | xxd -p", ("xxd",)),
     (f"{_PEM} | base64 -d | od -An -tu1 -w7", ("od",)),
     (f"{_PEM} | base64 -d | xxd -s 300 -l 200", ("xxd",)),  # a part only
+    (f"{_BODY} | {_PY.format('b')}", ("python3",)),  # the bytes' repr: b'...\\x82...'
+    (
+        f"{_PEM} | {_PY.format(_LATIN1_REPR)}",
+        ("python3",),
+    ),
+    (
+        f"{_SIGNING} | {_PY.format(_LATIN1)}",
+        ("python3",),
+    ),
 ]
 
 
@@ -73,13 +86,19 @@ def secrets(gate_dirs: dict[str, Path]) -> dict[str, bytes]:
 
 def _holds(text: str, data: bytes) -> bool:
     """Whether 10 of `data`'s bytes in a row are left in `text`, as hex in any case and
-    layout, as decimal byte codes, or as base32."""
+    layout, as decimal byte codes, as base32, or as characters (Latin-1, or a Python
+    literal's escapes)."""
     hexes = re.sub("[^0-9a-f]", "", text.lower())
+    chars = text.encode("latin-1", "replace").hex()  # a character per byte (Latin-1)
+    for literal in re.findall(r"b?'(?:[^'\\\n]|\\.)*'|b?\"(?:[^\"\\\n]|\\.)*\"", text):
+        with contextlib.suppress(ValueError, SyntaxError, UnicodeEncodeError):
+            value = ast.literal_eval(literal)
+            chars += (value if isinstance(value, bytes) else value.encode("latin-1")).hex()
     codes = " ".join(re.findall(r"\d+", text))
     b32 = re.sub("[^A-Z2-7]", "", text.upper())
     for i in range(0, len(data) - 10, 3):
         piece = data[i : i + 10]
-        if piece.hex() in hexes or " ".join(map(str, piece)) in codes:
+        if piece.hex() in hexes or piece.hex() in chars or " ".join(map(str, piece)) in codes:
             return True
     for k in range(5):  # base32 of the key's bytes at any alignment
         enc = base64.b32encode(b"\0" * k + data).decode()
