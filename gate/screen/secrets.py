@@ -96,6 +96,7 @@ class Scanner:
         # The hidden-form passes' triggers ride on the same pass: invisible characters
         # (their UTF-8) and their JSON escapes.
         self._triggers = len(words)
+        self._finders = tuple(d for d in self.detectors if d.finder)  # no keywords
         # Keywords written backwards (`rev`) or rot13-ed (`tr A-Za-z N-ZA-Mn-za-m`): a hit
         # has its line turned back and scanned (turned.py). Short ones would hit ordinary
         # text; the turned keywords hit about 10 times in 2 MB of it.
@@ -155,6 +156,9 @@ class Scanner:
                 regions += windows
             for f in det.find(view, windows, hits, deadline.passed):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
+        for det in self._finders:
+            for f in det.found(view):
+                ranked.append(((f.tier is not Tier.HIGH, False, f.start - f.end, f.start), f))
         if deadline.passed():  # the last detector may have stopped short
             return (self._over_budget(text),)
         plain = _resolve(ranked)

@@ -83,6 +83,10 @@ class ReferenceScanner:
                 regions += windows
             for f in _find(det, view, windows):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
+        for det in self.detectors:
+            if det.finder:  # no keyword: its function reads the whole view
+                for f in det.found(view):
+                    ranked.append(((f.tier is not Tier.HIGH, False, f.start - f.end, f.start), f))
         plain = _resolve(ranked)
 
         def inner(sub: str, level: int) -> tuple[Finding, ...]:

@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 try:  # imported as screen.secrets_corpus by the tests, as secrets_corpus by bench/
-    from screen import vendor_corpus
+    from screen import vendor_corpus, wallet_corpus
 except ImportError:
     import vendor_corpus  # type: ignore[no-redef]
+    import wallet_corpus  # type: ignore[no-redef]
 
 B62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 ALNUM = string.ascii_letters + string.digits
@@ -864,6 +865,7 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
             "' );\n",
         ],
     )
+    yield from wallet_corpus.wallet_specs(g, Secret)
 
 
 def positives(seed: int = 5) -> list[Sample]:
@@ -1127,6 +1129,7 @@ def _negative_texts(g: Gen) -> Iterator[tuple[str, str]]:
         f" key {g.hex(16)} is unique. The cache key: {g.hex(64)} expired; GPG key"
         f" {g.hex(16).upper()} signed it. The next token {g.chars(ALNUM, 24)} pages on.\n",
     )
+    yield from wallet_corpus.wallet_harmless(g)
 
 
 _JS_PLAIN = (

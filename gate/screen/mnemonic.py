@@ -1,0 +1,86 @@
+"""BIP39 seed phrases: runs of 12 to 24 words of the English list whose checksum holds."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+# bip39_english.txt is BIP39's English wordlist as published with the standard
+# (github.com/bitcoin/bips, bip-0039/english.txt; the same file ships in the `mnemonic`
+# package, MIT licence, (c) Pavol Rusnak). Its SHA-256, which the standard prints:
+WORDLIST_SHA256 = "2f5eed53a4727b4bf8880d8f3f199efc90e58503646d9ff8eff3a2ed3b24dbda"
+LENGTHS = (24, 21, 18, 15, 12)  # words; longest first, so no part of a phrase is left
+
+# A phrase sits in a stretch of lower-case letters and what may separate its words:
+# blanks, commas and quotes (a JSON list), a list's numbers (`1. `, `2) `, a Read tool's
+# `7→`, which the ASCII reading turns into `?`). Such a stretch is found by a literal
+# search over a one-byte-per-character reading of the text, so text without one costs a
+# translate and a search at C speed, and only stretches long enough for 12 words of 3 or
+# more letters are read word by word.
+_STRETCH_CHARS = b"abcdefghijklmnopqrstuvwxyz \t\r\n,\"'[]0123456789.):?"
+_CLASS = bytes(0x61 if c in _STRETCH_CHARS else 0x2E for c in range(256))
+_STRETCH = re.compile(b"a" * 47 + b"a*")  # 12 words of 3 letters and 11 blanks
+_WORD = re.compile(r"[a-z]+")
+# Between two words of a phrase: at least one blank, comma or quote, and at most one
+# list number.
+_GAP = re.compile(r"""[\s,"'\[\]]+(?:(?:\d{1,7}[.):]?|\d{1,7}→)[ \t]*)?""")
+
+
+@cache
+def wordlist() -> dict[str, int]:
+    words = (Path(__file__).parent / "bip39_english.txt").read_text(encoding="ascii").split()
+    return {w: i for i, w in enumerate(words)}
+
+
+def spans(view: str) -> Iterator[tuple[int, int]]:
+    """Where seed phrases are in `view`: each its first word to its last."""
+    reading = view.encode("ascii", "replace").translate(_CLASS)  # one byte per character
+    for stretch in _STRETCH.finditer(reading):
+        yield from _in_stretch(view, stretch.start(), stretch.end())
+
+
+def _in_stretch(view: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    index = wordlist()
+    run: list[tuple[int, int, int]] = []  # (word index, start, end) of list words in a row
+    for m in _WORD.finditer(view, start, end):
+        i = index.get(m.group())
+        if run and (i is None or not _GAP.fullmatch(view, run[-1][2], m.start())):
+            yield from _phrases(run)
+            run = []
+        if i is not None:
+            run.append((i, m.start(), m.end()))
+    yield from _phrases(run)
+
+
+def _phrases(run: list[tuple[int, int, int]]) -> Iterator[tuple[int, int]]:
+    at = 0
+    while len(run) - at >= LENGTHS[-1]:
+        for n in LENGTHS:
+            if at + n <= len(run) and is_phrase([w for w, _, _ in run[at : at + n]]):
+                yield run[at][1], run[at + n - 1][2]
+                at += n
+                break
+        else:
+            at += 1
+
+
+def is_phrase(words: list[int]) -> bool:
+    """Word indices that make a BIP39 phrase: 11 bits each, the last len/3 of them the
+    first bits of the SHA-256 of the rest (a random run passes once in 2**(len/3)). Not
+    a phrase: the list itself in order (a wordlist file) and the standard's test vectors
+    and tools' well-known phrases, which repeat words (`abandon abandon ... about`,
+    `test test ... junk`); a random phrase repeats three words about once in 20,000."""
+    n = len(words)
+    if n not in LENGTHS or len(set(words)) < n - 2:
+        return False
+    if all(a < b for a, b in zip(words, words[1:], strict=False)):
+        return False
+    bits = 0
+    for w in words:
+        bits = bits << 11 | w
+    check_bits = n // 3
+    entropy = (bits >> check_bits).to_bytes(n * 4 // 3, "big")
+    return hashlib.sha256(entropy).digest()[0] >> (8 - check_bits) == bits & ((1 << check_bits) - 1)
