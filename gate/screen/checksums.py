@@ -32,7 +32,9 @@ def b58check(text: str) -> bytes | None:
     if raw is None or len(raw) < 5:
         return None
     payload, check = raw[:-4], raw[-4:]
-    return payload if hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4] == check else None
+    return (
+        payload if hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4] == check else None
+    )
 
 
 def b58encode(raw: bytes) -> str:

@@ -43,7 +43,16 @@ _KEYS = frozenset(
     }
 )
 # A detector with finder: reads the whole string itself: none of these apply to it.
-_NOT_WITH_FINDER = ("pattern", "plugin", "keywords", "check", "entropy", "before", "after", "anchor")
+_NOT_WITH_FINDER = (
+    "pattern",
+    "plugin",
+    "keywords",
+    "check",
+    "entropy",
+    "before",
+    "after",
+    "anchor",
+)
 _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
 # After an anchored detector's keyword: the rest of the name, then (group 1, when the name
 # is assigned) a closing quote, an operator; one call per name. The rest of the name is

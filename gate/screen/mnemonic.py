@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -44,27 +45,44 @@ def spans(view: str) -> Iterator[tuple[int, int]]:
 
 def _in_stretch(view: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     index = wordlist()
-    run: list[tuple[int, int, int]] = []  # (word index, start, end) of list words in a row
+    # (word index, start, end, whether a line break is before it) of list words in a row
+    run: list[tuple[int, int, int, bool]] = []
     for m in _WORD.finditer(view, start, end):
         i = index.get(m.group())
-        if run and (i is None or not _GAP.fullmatch(view, run[-1][2], m.start())):
+        gap = _GAP.fullmatch(view, run[-1][2], m.start()) if run else None
+        if run and (i is None or gap is None):
             yield from _phrases(run)
             run = []
         if i is not None:
-            run.append((i, m.start(), m.end()))
+            run.append((i, m.start(), m.end(), gap is not None and "\n" in gap.group()))
     yield from _phrases(run)
 
 
-def _phrases(run: list[tuple[int, int, int]]) -> Iterator[tuple[int, int]]:
-    at = 0
-    while len(run) - at >= LENGTHS[-1]:
-        for n in LENGTHS:
-            if at + n <= len(run) and is_phrase([w for w, _, _ in run[at : at + n]]):
-                yield run[at][1], run[at + n - 1][2]
-                at += n
-                break
-        else:
-            at += 1
+def _phrases(run: list[tuple[int, int, int, bool]]) -> Iterator[tuple[int, int]]:
+    """The phrase a run of list words makes, else the phrases its lines make (several
+    phrases one per line). A phrase fills its run but for one word (`seed` before it):
+    the run's other parts are not tried, or a phrase with a typo, or any long run of list
+    words, would hold a part whose checksum holds by chance (one in 16 for 12 words)."""
+    if len(run) < LENGTHS[-1]:
+        return
+    found = _filling(run)
+    if found is not None:
+        yield found
+        return
+    breaks = [k for k, (_, _, _, newline) in enumerate(run) if newline]
+    if not breaks or len(breaks) == len(run) - 1:
+        return  # one line, or one word per line
+    for a, b in zip([0, *breaks], [*breaks, len(run)], strict=True):
+        if (found := _filling(run[a:b])) is not None:
+            yield found
+
+
+def _filling(run: list[tuple[int, int, int, bool]]) -> tuple[int, int] | None:
+    for n in LENGTHS:
+        for at in range(len(run) - n + 1) if 0 <= len(run) - n <= 1 else ():
+            if is_phrase([w for w, _, _, _ in run[at : at + n]]):
+                return run[at][1], run[at + n - 1][2]
+    return None
 
 
 def is_phrase(words: list[int]) -> bool:
@@ -76,7 +94,7 @@ def is_phrase(words: list[int]) -> bool:
     n = len(words)
     if n not in LENGTHS or len(set(words)) < n - 2:
         return False
-    if all(a < b for a, b in zip(words, words[1:], strict=False)):
+    if all(a < b for a, b in itertools.pairwise(words)):
         return False
     bits = 0
     for w in words:

@@ -15,11 +15,13 @@ Verdict = Literal["keep", "demote"] | None
 # Version bytes of BIP32 extended private keys (xprv, tprv; SLIP-132's yprv, zprv, Yprv,
 # Zprv, uprv, vprv, Uprv, Vprv): the public ones (xpub...) are not secrets.
 _XPRV_VERSIONS = frozenset(
-    bytes.fromhex(v)
-    for v in (
-        "0488ade4 04358394 049d7878 04b2430c 0295b005 02aa7a99 044a4e28 045f18bc"
-        " 024285b5 02575048"
-    ).split()
+    map(
+        bytes.fromhex,
+        [
+            *("0488ade4", "04358394", "049d7878", "04b2430c", "0295b005"),
+            *("02aa7a99", "044a4e28", "045f18bc", "024285b5", "02575048"),
+        ],
+    )
 )
 # Wallet import format: 0x80 (mainnet) or 0xef (testnet), 32 bytes, 0x01 if compressed.
 _WIF_VERSIONS = (0x80, 0xEF)
@@ -122,9 +124,9 @@ def keypair_spans(view: str) -> Iterator[tuple[int, int]]:
                 yield m.start(), m.end()
     for run in _B58_RUN.finditer(ascii_view.translate(_B58_CLASS)):
         start, end = run.span()
-        if end - start in (87, 88) and (raw := b58decode(view[start:end])) is not None:
-            if len(raw) == 64 and _is_keypair(raw):
-                yield start, end
+        raw = b58decode(view[start:end]) if end - start in (87, 88) else None
+        if raw is not None and len(raw) == 64 and _is_keypair(raw):
+            yield start, end
 
 
 def _is_wif(text: str) -> bool:

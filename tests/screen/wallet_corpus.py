@@ -106,9 +106,15 @@ def wallet_specs(g: Any, secret: Callable[[str], Any]) -> Iterator[tuple[str, st
         "config",
         ["networks: { sepolia: { url: RPC, accounts: ['", secret("0x" + g.hex(64)), "'] } }\n"],
     )
-    yield "solana.keypair", "id.json", ["$ cat ~/.config/solana/id.json\n",
-                                        secret(json.dumps(list(keypair(rng)), separators=(",", ":"))),
-                                        "\n"]
+    yield (
+        "solana.keypair",
+        "id.json",
+        [
+            "$ cat ~/.config/solana/id.json\n",
+            secret(json.dumps(list(keypair(rng)), separators=(",", ":"))),
+            "\n",
+        ],
+    )
     yield "nostr.nsec", "env", ["NOSTR_KEY=", secret(nsec(rng)), "\n"]
     yield (
         "wireguard.private-key",
@@ -129,8 +135,11 @@ def wallet_specs(g: Any, secret: Callable[[str], Any]) -> Iterator[tuple[str, st
         "file",
         ["untrusted comment: signify secret key\n", secret(signify(rng)), "\n"],
     )
-    yield "tor.onion-secret-key", "base64", ["$ base64 -w0 hs_ed25519_secret_key\n",
-                                            secret(onion(rng)), "\n"]
+    yield (
+        "tor.onion-secret-key",
+        "base64",
+        ["$ base64 -w0 hs_ed25519_secret_key\n", secret(onion(rng)), "\n"],
+    )
 
 
 def wallet_harmless(g: Any) -> Iterator[tuple[str, str]]:
@@ -141,16 +150,25 @@ def wallet_harmless(g: Any) -> Iterator[tuple[str, str]]:
     yield "wordlist", "\n".join(words()[400:430]) + "\n"
     yield "commit-hash", f"commit: {g.hex(64)}\nsha256: {g.hex(64)}\nchecksum = 0x{g.hex(64)}\n"
     yield "small-ints", json.dumps([rng.randrange(256) for _ in range(64)]) + "\n"
-    yield "bip39-prose", (
-        "We are able to abandon the old build; about time. The ability to absorb the abstract"
-        " cost is absurd, so access to the account stays above the rest of the actual action.\n"
+    yield (
+        "bip39-prose",
+        (
+            "We are able to abandon the old build; about time. The ability to absorb the abstract"
+            " cost is absurd, so access to the account stays above the rest of the actual action.\n"
+        ),
     )
-    yield "pubkey-names", (
-        f"public_key: 0x{g.hex(64)}\nprivate_key_hash = {g.hex(64)}\n"
-        f"PublicKey = {base64.b64encode(rng.randbytes(32)).decode()}\n"
+    yield (
+        "pubkey-names",
+        (
+            f"public_key: 0x{g.hex(64)}\nprivate_key_hash = {g.hex(64)}\n"
+            f"PublicKey = {base64.b64encode(rng.randbytes(32)).decode()}\n"
+        ),
     )
-    yield "signify-pub", (
-        "untrusted comment: signify public key\n"
-        + base64.b64encode(b"EdBK" + rng.randbytes(38)).decode()
-        + "\n"
+    yield (
+        "signify-pub",
+        (
+            "untrusted comment: signify public key\n"
+            + base64.b64encode(b"EdBK" + rng.randbytes(38)).decode()
+            + "\n"
+        ),
     )
