@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+from gate.screen.wallets import stretches
+
 # bip39_english.txt is BIP39's English wordlist as published with the standard
 # (github.com/bitcoin/bips, bip-0039/english.txt; the same file ships in the `mnemonic`
 # package, MIT licence, (c) Pavol Rusnak). Its SHA-256, which the standard prints:
@@ -20,11 +22,12 @@ LENGTHS = (24, 21, 18, 15, 12)  # words; longest first, so no part of a phrase i
 # `7→`, which the ASCII reading turns into `?`). Such a stretch is found by a literal
 # search over a one-byte-per-character reading of the text, so text without one costs a
 # translate and a search at C speed, and only stretches long enough for 12 words of 3 or
-# more letters are read word by word.
-_STRETCH_CHARS = b"abcdefghijklmnopqrstuvwxyz \t\r\n,\"'[]0123456789.):?"
+# more letters are read word by word (wallets.stretches).
+_STRETCH_CHARS = b"abcdefghijklmnopqrstuvwxyz \t\r\n,\"'0123456789.)?"
 _CLASS = bytes(0x61 if c in _STRETCH_CHARS else 0x2E for c in range(256))
-_STRETCH = re.compile(b"a" * 47 + b"a*")  # 12 words of 3 letters and 11 blanks
+_STRETCH = b"a" * 47  # 12 words of 3 letters and 11 blanks
 _WORD = re.compile(r"[a-z]+")
+_TWELVE = b"\1" * 12
 # Between two words of a phrase: at least one blank, comma or quote, and at most one
 # list number.
 _GAP = re.compile(r"""[\s,"'\[\]]+(?:(?:\d{1,7}[.):]?|\d{1,7}→)[ \t]*)?""")
@@ -39,12 +42,16 @@ def wordlist() -> dict[str, int]:
 def spans(view: str) -> Iterator[tuple[int, int]]:
     """Where seed phrases are in `view`: each its first word to its last."""
     reading = view.encode("ascii", "replace").translate(_CLASS)  # one byte per character
-    for stretch in _STRETCH.finditer(reading):
-        yield from _in_stretch(view, stretch.start(), stretch.end())
+    for start, end in stretches(reading, _STRETCH):
+        yield from _in_stretch(view, start, end)
 
 
 def _in_stretch(view: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     index = wordlist()
+    # Most stretches (log lines, hex, prose) hold no 12 list words in a row: told at C
+    # speed before any word is looked at on its own.
+    if _TWELVE not in bytes(map(index.__contains__, _WORD.findall(view, start, end))):
+        return
     # (word index, start, end, whether a line break is before it) of list words in a row
     run: list[tuple[int, int, int, bool]] = []
     for m in _WORD.finditer(view, start, end):
