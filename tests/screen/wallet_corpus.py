@@ -12,21 +12,46 @@ import hashlib
 import json
 import random
 from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from gate.screen.checksums import bech32_encode
-from gate.screen.mnemonic import wordlist
-
+# Built without gate's own code: bench/scan.py runs this corpus against older trees too.
+WORDLIST = Path(__file__).resolve().parents[2] / "gate" / "screen" / "bip39_english.txt"
+BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
 B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 XPRV, TPRV, ZPRV = bytes.fromhex("0488ade4"), bytes.fromhex("04358394"), bytes.fromhex("04b2430c")
 XPUB = bytes.fromhex("0488b21e")
 
 
+@cache
 def words() -> list[str]:
-    return list(wordlist())
+    return WORDLIST.read_text(encoding="ascii").split()
+
+
+def bech32_encode(hrp: str, raw: bytes) -> str:
+    """BIP 173: 5-bit groups, then a BCH checksum over the expanded prefix and the data."""
+    acc, bits, values = 0, 0, []
+    for b in raw:
+        acc, bits = acc << 8 | b, bits + 8
+        while bits >= 5:
+            bits -= 5
+            values.append(acc >> bits & 31)
+    if bits:
+        values.append(acc << (5 - bits) & 31)
+    chk = 1
+    expanded = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
+    for v in [*expanded, *values, 0, 0, 0, 0, 0, 0]:
+        top, chk = chk >> 25, (chk & 0x1FFFFFF) << 5 ^ v
+        for i, gen in enumerate((0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)):
+            chk ^= gen if top >> i & 1 else 0
+    mod = chk ^ 1
+    return (
+        hrp + "1" + "".join(BECH32[v] for v in values + [mod >> 5 * (5 - i) & 31 for i in range(6)])
+    )
 
 
 def mnemonic(rng: random.Random, n: int = 12, valid: bool = True) -> str:
