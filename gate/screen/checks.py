@@ -964,7 +964,7 @@ CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
 }
 # Detectors with no keyword (`finder:`): each function reads the whole string, at C speed
 # where nothing like its secret is, and gives the spans it verified.
-FINDERS: dict[str, Callable[[str], Iterator[tuple[int, int]]]] = {
+FINDERS: dict[str, Callable[[wallets.Reading], Iterator[tuple[int, int]]]] = {
     "bip39": mnemonic.spans,
     "wif": wallets.wif_spans,
     "solana-keypair": wallets.keypair_spans,

@@ -21,7 +21,7 @@ from typing import Any, overload
 import yaml
 
 from gate.errors import RuleError, compose_yaml
-from gate.screen import checks, leads
+from gate.screen import checks, leads, wallets
 
 SCHEMA_VERSION = 1
 _TOP_KEYS = frozenset({"schemaVersion", "description", "detectors"})
@@ -243,9 +243,9 @@ class Detector:
                 if m := pattern.match(view, start):
                     yield m
 
-    def found(self, view: str) -> Iterator[Finding]:
-        """A finder detector's findings: its function reads the whole of `view`."""
-        for start, end in checks.FINDERS[self.finder or ""](view):
+    def found(self, reading: wallets.Reading) -> Iterator[Finding]:
+        """A finder detector's findings: its function reads the whole string."""
+        for start, end in checks.FINDERS[self.finder or ""](reading):
             yield Finding(start, end, self.kind, self.id, self.tier)
 
     def _accept(self, m: re.Match[str], value: str, end: int) -> Tier | None:

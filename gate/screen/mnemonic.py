@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-from gate.screen.wallets import stretches
+from gate.screen.wallets import TEXT_CLASS, Reading, stretches
 
 # bip39_english.txt is BIP39's English wordlist as published with the standard
 # (github.com/bitcoin/bips, bip-0039/english.txt; the same file ships in the `mnemonic`
@@ -17,15 +17,12 @@ from gate.screen.wallets import stretches
 WORDLIST_SHA256 = "2f5eed53a4727b4bf8880d8f3f199efc90e58503646d9ff8eff3a2ed3b24dbda"
 LENGTHS = (24, 21, 18, 15, 12)  # words; longest first, so no part of a phrase is left
 
-# A phrase sits in a stretch of lower-case letters and what may separate its words:
-# blanks, commas and quotes (a JSON list), a list's numbers (`1. `, `2) `, a Read tool's
-# `7→`, which the ASCII reading turns into `?`). Such a stretch is found by a literal
-# search over a one-byte-per-character reading of the text, so text without one costs a
-# translate and a search at C speed, and only stretches long enough for 12 words of 3 or
-# more letters are read word by word (wallets.stretches).
-_STRETCH_CHARS = b"abcdefghijklmnopqrstuvwxyz \t\r\n,\"'0123456789.)?"
-_CLASS = bytes(0x61 if c in _STRETCH_CHARS else 0x2E for c in range(256))
-_STRETCH = b"a" * 47  # 12 words of 3 letters and 11 blanks
+# A phrase sits in a stretch of letters and what may separate its words: blanks, commas
+# and quotes (a JSON list), a list's numbers (`1. `, `2) `, a Read tool's `7→`, which the
+# ASCII reading turns into `?`): wallets.TEXT_CLASS. Only stretches long enough for 12
+# words are read word by word; the shortest 12 list words in a row a random phrase makes
+# once in a million take 58 characters (3 to 8 letters each, 5.6 on average).
+_STRETCH = b"a" * 58
 _WORD = re.compile(r"[a-z]+")
 _TWELVE = b"\1" * 12
 # Between two words of a phrase: at least one blank, comma or quote, and at most one
@@ -39,11 +36,13 @@ def wordlist() -> dict[str, int]:
     return {w: i for i, w in enumerate(words)}
 
 
-def spans(view: str) -> Iterator[tuple[int, int]]:
-    """Where seed phrases are in `view`: each its first word to its last."""
-    reading = view.encode("ascii", "replace").translate(_CLASS)  # one byte per character
-    for start, end in stretches(reading, _STRETCH):
-        yield from _in_stretch(view, start, end)
+def spans(reading: Reading) -> Iterator[tuple[int, int]]:
+    """Where seed phrases are in the text: each its first word to its last."""
+    view = reading.view
+    for start, end in stretches(reading.classes(TEXT_CLASS), _STRETCH):
+        blanks = sum(view.count(c, start, end) for c in " \n,")
+        if blanks >= 11:  # not a digest, a path or a word in a long identifier
+            yield from _in_stretch(view, start, end)
 
 
 def _in_stretch(view: str, start: int, end: int) -> Iterator[tuple[int, int]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 import ahocorasick_rs
 
 from gate import dirs
-from gate.screen import dumps, hidden, lookalike, turned
+from gate.screen import dumps, hidden, lookalike, turned, wallets
 from gate.screen.detectors import (
     UNSCREENED_ID,
     UNSCREENED_KIND,
@@ -156,8 +156,9 @@ class Scanner:
                 regions += windows
             for f in det.find(view, windows, hits, deadline.passed):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
+        reading = wallets.Reading(view, found.data)  # made once for every finder
         for det in self._finders:
-            for f in det.found(view):
+            for f in det.found(reading):
                 ranked.append(((f.tier is not Tier.HIGH, False, f.start - f.end, f.start), f))
         if deadline.passed():  # the last detector may have stopped short
             return (self._over_budget(text),)

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
-from gate.screen.checksums import B58, b58check, b58decode, bech32_decode
+from gate.screen.checksums import b58check, b58decode, bech32_decode
 
 Verdict = Literal["keep", "demote"] | None
 
@@ -26,13 +26,17 @@ _XPRV_VERSIONS = frozenset(
 # Wallet import format: 0x80 (mainnet) or 0xef (testnet), 32 bytes, 0x01 if compressed.
 _WIF_VERSIONS = (0x80, 0xEF)
 
-# Base58 runs are found by a literal search (`stretches`) over a reading of the text with
-# one byte per character: base58 letters as `b`, anything else `.`.
-_B58_CLASS = bytes(0x62 if chr(c) in B58 else 0x2E for c in range(256))
-_B58_RUN = b"b" * 51
-# A Solana keypair as solana-keygen writes it: a JSON list of 64 numbers.
-_NUM_CLASS = bytes(0x64 if chr(c) in "0123456789, \t\r\n[]" else 0x2E for c in range(256))
-_NUM_RUN = b"d" * 129  # [ + 64 numbers + 63 commas + ]
+# Secrets with no keyword are looked for in readings of the text with one byte per
+# character (`Reading`): a class's characters as `a`, anything else `.`. A literal search
+# for a long enough stretch of `a` (`stretches`) then finds where one could be. The
+# readings are made from the keyword pass's lower-cased bytes, so each class holds both
+# cases of a letter; what a stretch holds is then read in the text itself.
+_TEXT = "abcdefghijklmnopqrstuvwxyz0123456789 \t\r\n,\"'.)?[]"  # seed phrases, number lists
+_B58 = "abcdefghijklmnopqrstuvwxyz123456789"  # base58, lower-cased
+TEXT_CLASS = bytes(0x61 if chr(c) in _TEXT else 0x2E for c in range(256))
+B58_CLASS = bytes(0x61 if chr(c) in _B58 else 0x2E for c in range(256))
+_B58_RUN = b"a" * 51
+_NUM_RUN = b"a" * 129  # [ + 64 numbers + 63 commas + ]
 _KEYPAIR = re.compile(r"\[\s*(?:\d{1,3}\s*,\s*){63}\d{1,3}\s*\]")
 
 
@@ -101,27 +105,50 @@ def evm_key(m: re.Match[str], value: str) -> Verdict:
     return None if value.lower().removeprefix("0x") in _PUBLIC_KEYS else "keep"
 
 
-def wif_spans(view: str) -> Iterator[tuple[int, int]]:
+class Reading:
+    """A string and its class readings, each made once for all the finders."""
+
+    __slots__ = ("_lowered", "_made", "view")
+
+    def __init__(self, view: str, lowered: bytes | None = None):
+        """`lowered`: the string's lower-cased UTF-8, if the caller has it; used when it
+        has one byte per character (ASCII), so offsets are the string's."""
+        self.view = view
+        if lowered is None or len(lowered) != len(view):
+            lowered = view.encode("ascii", "replace").lower()
+        self._lowered = lowered
+        self._made: dict[bytes, bytes] = {}
+
+    def classes(self, table: bytes) -> bytes:
+        made = self._made.get(table)
+        if made is None:
+            made = self._made[table] = self._lowered.translate(table)
+        return made
+
+
+def wif_spans(reading: Reading) -> Iterator[tuple[int, int]]:
     """Wallet-import-format keys wherever they are: 51 or 52 base58 letters alone, whose
     base58check holds (a random run passes once in 4 billion) and decodes to a key."""
-    reading = view.encode("ascii", "replace").translate(_B58_CLASS)
-    for start, end in stretches(reading, _B58_RUN):
+    view = reading.view
+    for start, end in stretches(reading.classes(B58_CLASS), _B58_RUN):
         if end - start in (51, 52) and _is_wif(view[start:end]):
             yield start, end
 
 
-def keypair_spans(view: str) -> Iterator[tuple[int, int]]:
+def keypair_spans(reading: Reading) -> Iterator[tuple[int, int]]:
     """Solana keypairs: a JSON list of 64 numbers as solana-keygen writes one
     (`~/.config/solana/id.json`), or the 64 bytes in base58 (87 or 88 letters, a wallet's
     export), whose last 32 bytes are the Ed25519 public key of the first 32: a list of
     small numbers or a base58 string never is by chance."""
-    ascii_view = view.encode("ascii", "replace")
-    for start, end in stretches(ascii_view.translate(_NUM_CLASS), _NUM_RUN):
+    view = reading.view
+    for start, end in stretches(reading.classes(TEXT_CLASS), _NUM_RUN):
+        if view.count(",", start, end) < 63:
+            continue
         for m in _KEYPAIR.finditer(view, start, end):
             numbers = [int(n) for n in re.findall(r"\d+", m.group())]
             if max(numbers) <= 255 and _is_keypair(bytes(numbers)):
                 yield m.start(), m.end()
-    for start, end in stretches(ascii_view.translate(_B58_CLASS), _B58_RUN):
+    for start, end in stretches(reading.classes(B58_CLASS), _B58_RUN):
         raw = b58decode(view[start:end]) if end - start in (87, 88) else None
         if raw is not None and len(raw) == 64 and _is_keypair(raw):
             yield start, end
