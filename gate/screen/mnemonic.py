@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-from gate.screen.wallets import TEXT_CLASS, Reading, stretches
+from gate.screen.wallets import Reading
 
 # bip39_english.txt is BIP39's English wordlist as published with the standard
 # (github.com/bitcoin/bips, bip-0039/english.txt; the same file ships in the `mnemonic`
@@ -20,9 +20,9 @@ LENGTHS = (24, 21, 18, 15, 12)  # words; longest first, so no part of a phrase i
 # A phrase sits in a stretch of letters and what may separate its words: blanks, commas
 # and quotes (a JSON list), a list's numbers (`1. `, `2) `, a Read tool's `7→`, which the
 # ASCII reading turns into `?`): wallets.TEXT_CLASS. Only stretches long enough for 12
-# words are read word by word; the shortest 12 list words in a row a random phrase makes
-# once in a million take 58 characters (3 to 8 letters each, 5.6 on average).
-_STRETCH = b"a" * 58
+# words are read word by word (Reading.text_stretches: 58 characters, the shortest 12 list
+# words in a row a random phrase makes once in a million; 3 to 8 letters each, 5.6 on
+# average).
 _WORD = re.compile(r"[a-z]+")
 _TWELVE = b"\1" * 12
 # Between two words of a phrase: at least one blank, comma or quote, and at most one
@@ -39,7 +39,7 @@ def wordlist() -> dict[str, int]:
 def spans(reading: Reading) -> Iterator[tuple[int, int]]:
     """Where seed phrases are in the text: each its first word to its last."""
     view = reading.view
-    for start, end in stretches(reading.classes(TEXT_CLASS), _STRETCH):
+    for start, end in reading.text_stretches():
         blanks = sum(view.count(c, start, end) for c in " \n,")
         if blanks >= 11:  # not a digest, a path or a word in a long identifier
             yield from _in_stretch(view, start, end)

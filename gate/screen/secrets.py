@@ -156,7 +156,10 @@ class Scanner:
                 regions += windows
             for f in det.find(view, windows, hits, deadline.passed):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
-        reading = wallets.Reading(view, found.data)  # made once for every finder
+        # Base64 runs, found once: the hidden-form pass decodes them, and the finders look
+        # in them for base58 keys.
+        runs = list(hidden.base64_runs(view, found.data))
+        reading = wallets.Reading(view, runs, found.data)  # read once for every finder
         for det in self._finders:
             for f in det.found(reading):
                 ranked.append(((f.tier is not Tier.HIGH, False, f.start - f.end, f.start), f))
@@ -170,7 +173,7 @@ class Scanner:
         regions.sort()
         extra = [
             *hidden.split_findings(view, regions, inner, depth, found.triggers),
-            *hidden.base64_findings(view, inner, depth, found.data),
+            *hidden.base64_findings(view, inner, depth, runs),
             # Dumps as printed (od -c's `\n` cells are escapes the view would undo), and
             # as the view reads them (a dump inside JSON-escaped text); same offsets.
             *dumps.findings(

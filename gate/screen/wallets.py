@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from gate.screen.checksums import b58check, b58decode, bech32_decode
@@ -35,8 +35,11 @@ _TEXT = "abcdefghijklmnopqrstuvwxyz0123456789 \t\r\n,\"'.)?[]"  # seed phrases, 
 _B58 = "abcdefghijklmnopqrstuvwxyz123456789"  # base58, lower-cased
 TEXT_CLASS = bytes(0x61 if chr(c) in _TEXT else 0x2E for c in range(256))
 B58_CLASS = bytes(0x61 if chr(c) in _B58 else 0x2E for c in range(256))
-_B58_RUN = b"a" * 51
-_NUM_RUN = b"a" * 129  # [ + 64 numbers + 63 commas + ]
+_B58_MIN = 51  # a WIF key's length; a keypair's is 87 or 88
+_NUM_MIN = 129  # [ + 64 numbers + 63 commas + ]
+# The shortest stretch of TEXT_CLASS a finder reads: the shortest 12 list words in a row
+# a random phrase makes once in a million take 58 characters (mnemonic.py).
+_TEXT_RUN = b"a" * 58
 _KEYPAIR = re.compile(r"\[\s*(?:\d{1,3}\s*,\s*){63}\d{1,3}\s*\]")
 
 
@@ -106,31 +109,55 @@ def evm_key(m: re.Match[str], value: str) -> Verdict:
 
 
 class Reading:
-    """A string and its class readings, each made once for all the finders."""
+    """A string and the stretches its finders read, each found once for all of them."""
 
-    __slots__ = ("_lowered", "_made", "view")
+    __slots__ = ("_base58", "_lowered", "_runs", "_text", "view")
 
-    def __init__(self, view: str, lowered: bytes | None = None):
-        """`lowered`: the string's lower-cased UTF-8, if the caller has it; used when it
-        has one byte per character (ASCII), so offsets are the string's."""
+    def __init__(
+        self, view: str, runs: Sequence[tuple[int, int]], lowered: bytes | None = None
+    ) -> None:
+        """`runs`: the string's base64 runs of 40+ characters (hidden.base64_runs), which
+        hold every stretch of base58 long enough for a key. `lowered`: the string's
+        lower-cased UTF-8, if the caller has it; used when it has one byte per character
+        (ASCII), so offsets are the string's."""
         self.view = view
         if lowered is None or len(lowered) != len(view):
             lowered = view.encode("ascii", "replace").lower()
         self._lowered = lowered
-        self._made: dict[bytes, bytes] = {}
+        self._runs = runs
+        self._text: list[tuple[int, int]] | None = None
+        self._base58: list[tuple[int, int]] | None = None
 
-    def classes(self, table: bytes) -> bytes:
-        made = self._made.get(table)
-        if made is None:
-            made = self._made[table] = self._lowered.translate(table)
-        return made
+    def text_stretches(self) -> list[tuple[int, int]]:
+        """Stretches of TEXT_CLASS characters long enough for a seed phrase (a keypair's
+        list of numbers is longer): one translate and one literal search."""
+        if self._text is None:
+            self._text = list(stretches(self._lowered.translate(TEXT_CLASS), _TEXT_RUN))
+        return self._text
+
+    def base58_stretches(self) -> list[tuple[int, int]]:
+        """Stretches of base58 letters (and 0, I, O, l, which its check refuses) long enough
+        for a WIF key. Base58 is inside base64's alphabet, so each lies in a base64 run:
+        only the runs long enough are cut at their other characters (0 + / _ - =)."""
+        if self._base58 is None:
+            found, data = [], self._lowered
+            for start, end in self._runs:
+                if end - start < _B58_MIN:
+                    continue
+                at = start
+                for piece in data[start:end].translate(B58_CLASS).split(b"."):
+                    if len(piece) >= _B58_MIN:
+                        found.append((at, at + len(piece)))
+                    at += len(piece) + 1
+            self._base58 = found
+        return self._base58
 
 
 def wif_spans(reading: Reading) -> Iterator[tuple[int, int]]:
     """Wallet-import-format keys wherever they are: 51 or 52 base58 letters alone, whose
     base58check holds (a random run passes once in 4 billion) and decodes to a key."""
     view = reading.view
-    for start, end in stretches(reading.classes(B58_CLASS), _B58_RUN):
+    for start, end in reading.base58_stretches():
         if end - start in (51, 52) and _is_wif(view[start:end]):
             yield start, end
 
@@ -141,14 +168,14 @@ def keypair_spans(reading: Reading) -> Iterator[tuple[int, int]]:
     export), whose last 32 bytes are the Ed25519 public key of the first 32: a list of
     small numbers or a base58 string never is by chance."""
     view = reading.view
-    for start, end in stretches(reading.classes(TEXT_CLASS), _NUM_RUN):
-        if view.count(",", start, end) < 63:
+    for start, end in reading.text_stretches():
+        if end - start < _NUM_MIN or view.count(",", start, end) < 63:
             continue
         for m in _KEYPAIR.finditer(view, start, end):
             numbers = [int(n) for n in re.findall(r"\d+", m.group())]
             if max(numbers) <= 255 and _is_keypair(bytes(numbers)):
                 yield m.start(), m.end()
-    for start, end in stretches(reading.classes(B58_CLASS), _B58_RUN):
+    for start, end in reading.base58_stretches():
         raw = b58decode(view[start:end]) if end - start in (87, 88) else None
         if raw is not None and len(raw) == 64 and _is_keypair(raw):
             yield start, end

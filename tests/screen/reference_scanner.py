@@ -85,7 +85,7 @@ class ReferenceScanner:
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
         for det in self.detectors:
             if det.finder:  # no keyword: its function reads the whole view
-                for f in det.found(wallets.Reading(view)):
+                for f in det.found(wallets.Reading(view, list(base64_runs(view)))):
                     ranked.append(((f.tier is not Tier.HIGH, False, f.start - f.end, f.start), f))
         plain = _resolve(ranked)
 
