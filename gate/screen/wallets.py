@@ -130,9 +130,16 @@ class Reading:
 
     def text_stretches(self) -> list[tuple[int, int]]:
         """Stretches of TEXT_CLASS characters long enough for a seed phrase (a keypair's
-        list of numbers is longer): one translate and one literal search."""
+        list of numbers is longer): one translate and one literal search. Stretches of
+        letters and digits alone (digests, base64) are left: a phrase has blanks between
+        its words, a list commas between its numbers."""
         if self._text is None:
-            self._text = list(stretches(self._lowered.translate(TEXT_CLASS), _TEXT_RUN))
+            data = self._lowered
+            self._text = [
+                (start, end)
+                for start, end in stretches(data.translate(TEXT_CLASS), _TEXT_RUN)
+                if not data[start:end].isalnum()
+            ]
         return self._text
 
     def base58_stretches(self) -> list[tuple[int, int]]:
