@@ -14,10 +14,11 @@ import math
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Literal
 
+from gate.screen import mnemonic, wallets
 from gate.screen.shapes import (
     is_formally_valid_jwt,
     is_potential_uuid,
@@ -1066,4 +1067,17 @@ CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
     "crc32": _crc32,
     "atlassian-dc": _atlassian_dc,
     "firebase": _firebase,
+    "xprv": wallets.xprv,
+    "nsec": wallets.nsec,
+    "minisign-key": wallets.minisign_key,
+    "signify-key": wallets.signify_key,
+    "wireguard": wallets.wireguard,
+    "evm-key": wallets.evm_key,
+}
+# Detectors with no keyword (`finder:`): each function reads the whole string, at C speed
+# where nothing like its secret is, and gives the spans it verified.
+FINDERS: dict[str, Callable[[wallets.Reading], Iterator[tuple[int, int]]]] = {
+    "bip39": mnemonic.spans,
+    "wif": wallets.wif_spans,
+    "solana-keypair": wallets.keypair_spans,
 }

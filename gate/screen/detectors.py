@@ -21,7 +21,7 @@ from typing import Any, overload
 import yaml
 
 from gate.errors import RuleError, compose_yaml
-from gate.screen import checks, leads
+from gate.screen import checks, leads, wallets
 
 SCHEMA_VERSION = 1
 _TOP_KEYS = frozenset({"schemaVersion", "description", "detectors"})
@@ -39,7 +39,19 @@ _KEYS = frozenset(
         "before",
         "after",
         "anchor",
+        "finder",
     }
+)
+# A detector with finder: reads the whole string itself: none of these apply to it.
+_NOT_WITH_FINDER = (
+    "pattern",
+    "plugin",
+    "keywords",
+    "check",
+    "entropy",
+    "before",
+    "after",
+    "anchor",
 )
 _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
 # After an anchored detector's keyword: the rest of the name, then (group 1, when the name
@@ -104,6 +116,7 @@ class Detector:
     before: int = 8  # window searched around each keyword hit
     after: int = 320
     anchor: bool = False  # match only at the start of an assigned name holding a keyword
+    finder: str | None = None  # no keywords or pattern: checks.FINDERS[finder] reads it all
 
     @property
     def generic(self) -> bool:
@@ -229,6 +242,11 @@ class Detector:
             for pattern in patterns:
                 if m := pattern.match(view, start):
                     yield m
+
+    def found(self, reading: wallets.Reading) -> Iterator[Finding]:
+        """A finder detector's findings: its function reads the whole string."""
+        for start, end in checks.FINDERS[self.finder or ""](reading):
+            yield Finding(start, end, self.kind, self.id, self.tier)
 
     def _accept(self, m: re.Match[str], value: str, end: int) -> Tier | None:
         if not value or (self.entropy and checks.entropy(value) < self.entropy):
@@ -413,23 +431,13 @@ def _entry(node: yaml.Node, name: str, lazy: bool = False) -> Detector:
                 where=_at(name, key[0]),
                 hint="keys: " + ", ".join(sorted(_KEYS)),
             )
+    if "finder" in nodes:
+        return _finder_entry(nodes, name, where)
     for req in ("id", "kind", "tier", "keywords", "docs"):
         if req not in nodes:
             raise RuleError(f"detector has no {req}:", where=where)
     fields = {k: _scalar(v, k, name) for k, v in nodes.items() if k != "keywords"}
-    for key in ("id", "kind"):
-        if not _ID.match(fields[key]):
-            raise RuleError(
-                f"{key}: {fields[key]!r} must be lower-case words joined by . or -",
-                where=_at(name, nodes[key]),
-            )
-    if fields["tier"] not in {t.value for t in Tier}:
-        raise RuleError("tier: must be high or low", where=_at(name, nodes["tier"]))
-    if not fields["docs"].startswith("https://"):
-        raise RuleError(
-            "docs: must link the format's documentation (https://...)",
-            where=_at(name, nodes["docs"]),
-        )
+    _common(fields, nodes, name)
     if ("pattern" in fields) == ("plugin" in fields):
         raise RuleError("a detector has either pattern: or plugin:", where=where)
     if "check" in fields and fields["check"] not in checks.CHECKS:
@@ -451,6 +459,55 @@ def _entry(node: yaml.Node, name: str, lazy: bool = False) -> Detector:
         before=int(_number(fields, nodes, "before", name, 8)),
         after=int(_number(fields, nodes, "after", name, 320)),
         anchor=_anchor(fields, nodes, name),
+    )
+
+
+def _common(fields: dict[str, str], nodes: dict[str, yaml.Node], name: str) -> None:
+    """What every detector needs: an id and kind of the public form, a tier, a docs link."""
+    for key in ("id", "kind"):
+        if not _ID.match(fields[key]):
+            raise RuleError(
+                f"{key}: {fields[key]!r} must be lower-case words joined by . or -",
+                where=_at(name, nodes[key]),
+            )
+    if fields["tier"] not in {t.value for t in Tier}:
+        raise RuleError("tier: must be high or low", where=_at(name, nodes["tier"]))
+    if not fields["docs"].startswith("https://"):
+        raise RuleError(
+            "docs: must link the format's documentation (https://...)",
+            where=_at(name, nodes["docs"]),
+        )
+
+
+def _finder_entry(nodes: dict[str, yaml.Node], name: str, where: str) -> Detector:
+    """A detector with no keyword: `finder:` names a function of checks.FINDERS."""
+    for req in ("id", "kind", "tier", "docs"):
+        if req not in nodes:
+            raise RuleError(f"detector has no {req}:", where=where)
+    for key in _NOT_WITH_FINDER:
+        if key in nodes:
+            raise RuleError(
+                f"a detector with finder: has no {key}:",
+                where=_at(name, nodes[key]),
+                hint="its function reads the whole string and verifies what it finds",
+            )
+    fields = {k: _scalar(v, k, name) for k, v in nodes.items()}
+    _common(fields, nodes, name)
+    if fields["finder"] not in checks.FINDERS:
+        raise RuleError(
+            f"unknown finder {fields['finder']!r}",
+            where=_at(name, nodes["finder"]),
+            hint="finders: " + ", ".join(sorted(checks.FINDERS)),
+        )
+    return Detector(
+        id=fields["id"],
+        kind=fields["kind"],
+        tier=Tier(fields["tier"]),
+        patterns=(),
+        keywords=(),
+        docs=fields["docs"],
+        where=where,
+        finder=fields["finder"],
     )
 
 

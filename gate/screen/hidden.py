@@ -6,7 +6,7 @@ from __future__ import annotations
 import binascii
 import bisect
 import re
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from gate.screen.detectors import UNSCREENED_ID, UNSCREENED_KIND, Finding, Tier
 from gate.screen.unpack import SIGNATURES, Budget, inflate, magic_at
@@ -203,10 +203,13 @@ def base64_runs(view: str, raw: bytes | None = None) -> Iterator[tuple[int, int]
         pos = data.find(_RUN, end)
 
 
-def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None) -> list[Finding]:
+def base64_findings(
+    view: str, scan: Scan, depth: int, runs: Iterable[tuple[int, int]]
+) -> list[Finding]:
     """A base64 or hex run (a hex dump's lines taken as one) whose decoded text holds a
     secret is that secret: the whole run is the finding, with the inner finding's kind,
-    id and tier. Hex is tried first (its alphabet is inside base64's)."""
+    id and tier. Hex is tried first (its alphabet is inside base64's). `runs`: the
+    view's base64_runs."""
     if depth >= LAYERS:
         return []
     found = []
@@ -216,7 +219,7 @@ def base64_findings(view: str, scan: Scan, depth: int, raw: bytes | None = None)
     dump_end, dump_text = 0, False
     # No cap on how many runs or how long: junk runs first, or a secret after a megabyte
     # of padding, would walk past one. The string's time budget bounds the work instead.
-    for start, end in base64_runs(view, raw):
+    for start, end in runs:
         text: str | None = None
         if start < dump_end and dump_text:
             continue  # a line of a dump found as text (or held unread): read with it

@@ -25,7 +25,7 @@ from pathlib import Path
 import ahocorasick_rs
 
 from gate import dirs
-from gate.screen import dumps, hidden, lookalike, turned
+from gate.screen import dumps, hidden, lookalike, turned, wallets
 from gate.screen.detectors import (
     UNSCREENED_ID,
     UNSCREENED_KIND,
@@ -96,6 +96,7 @@ class Scanner:
         # The hidden-form passes' triggers ride on the same pass: invisible characters
         # (their UTF-8) and their JSON escapes.
         self._triggers = len(words)
+        self._finders = tuple(d for d in self.detectors if d.finder)  # no keywords
         # Keywords written backwards (`rev`) or rot13-ed (`tr A-Za-z N-ZA-Mn-za-m`): a hit
         # has its line turned back and scanned (turned.py). Short ones would hit ordinary
         # text; the turned keywords hit about 10 times in 2 MB of it.
@@ -155,6 +156,13 @@ class Scanner:
                 regions += windows
             for f in det.find(view, windows, hits, deadline.passed):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
+        # Base64 runs, found once: the hidden-form pass decodes them, and the finders look
+        # in them for base58 keys.
+        runs = list(hidden.base64_runs(view, found.data))
+        reading = wallets.Reading(view, runs, found.data)  # read once for every finder
+        for det in self._finders:
+            for f in det.found(reading):
+                ranked.append(((f.tier is not Tier.HIGH, False, f.start - f.end, f.start), f))
         if deadline.passed():  # the last detector may have stopped short
             return (self._over_budget(text),)
         plain = _resolve(ranked)
@@ -165,7 +173,7 @@ class Scanner:
         regions.sort()
         extra = [
             *hidden.split_findings(view, regions, inner, depth, found.triggers),
-            *hidden.base64_findings(view, inner, depth, found.data),
+            *hidden.base64_findings(view, inner, depth, runs),
             # Dumps as printed (od -c's `\n` cells are escapes the view would undo), and
             # as the view reads them (a dump inside JSON-escaped text); same offsets.
             *dumps.findings(

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import ahocorasick_rs
 
-from gate.screen import dumps, lookalike, turned
+from gate.screen import dumps, lookalike, turned, wallets
 from gate.screen.detectors import _NAME_CHARS, Detector, Finding, Tier, _secret_span
 from gate.screen.secrets import _PLAIN, FOLDED_MAX, MIN_TEXT
 
@@ -83,6 +83,10 @@ class ReferenceScanner:
                 regions += windows
             for f in _find(det, view, windows):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
+        for det in self.detectors:
+            if det.finder:  # no keyword: its function reads the whole view
+                for f in det.found(wallets.Reading(view, list(base64_runs(view)))):
+                    ranked.append(((f.tier is not Tier.HIGH, False, f.start - f.end, f.start), f))
         plain = _resolve(ranked)
 
         def inner(sub: str, level: int) -> tuple[Finding, ...]:

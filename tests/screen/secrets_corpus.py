@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 try:  # imported as screen.secrets_corpus by the tests, as secrets_corpus by bench/
-    from screen import vendor_corpus
+    from screen import vendor_corpus, wallet_corpus
 except ImportError:
     import vendor_corpus  # type: ignore[no-redef]
+    import wallet_corpus  # type: ignore[no-redef]
 
 B62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 ALNUM = string.ascii_letters + string.digits
@@ -1015,6 +1016,7 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
             "\n$ echo done\n",
         ],
     )
+    yield from wallet_corpus.wallet_specs(g, Secret)
 
 
 def positives(seed: int = 5) -> list[Sample]:
@@ -1292,6 +1294,7 @@ def _negative_texts(g: Gen) -> Iterator[tuple[str, str]]:
         + g.chars(B64URL, 43)
         + '"}]}',
     )
+    yield from wallet_corpus.wallet_harmless(g)
 
 
 _JS_PLAIN = (
