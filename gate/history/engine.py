@@ -83,7 +83,8 @@ class Screens:
             )
             words = [w for d in self.secret.scanner.detectors for w in d.keywords]
             letters = self.denied.could_hold if self.denied is not None else None
-            self._prefilter = Prefilter(words, forms, letters)
+            finders = any(d.finder for d in self.secret.scanner.detectors)
+            self._prefilter = Prefilter(words, forms, letters, phrases=finders)
         return self._prefilter.maybe(raw)
 
 

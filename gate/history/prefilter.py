@@ -6,7 +6,10 @@ neither the secret scanner nor the denied-file index can match any string the li
 decodes to, read as JSON or as plain text. The scanner finds something only where
   - one of its keywords occurs (ASCII case folded) in the string's unescaped view,
   - an invisible character (or its `\\u` escape) could hide one, or
-  - a base64 run of 40 or more characters could wrap one,
+  - a base64 run of 40 or more characters could wrap one (or be a WIF key or a Solana
+    keypair: the finders with no keyword, gate/screen/wallets.py), or
+  - a long enough stretch of lower-case words and list punctuation could be a seed phrase
+    or a keypair's numbers (the other keyword-free finders),
 and the denied-file index only where one of its forms occurs, or a random-looking value's
 letters and digits do. Each is checked on the raw bytes in a form that keeps every such
 occurrence, whatever JSON escapes the writer used.
@@ -19,7 +22,7 @@ from collections.abc import Callable, Iterable
 
 import ahocorasick_rs
 
-from gate.screen import hidden
+from gate.screen import hidden, wallets
 
 # An ASCII character written as a \u escape, or an escaped slash: the raw bytes do not
 # show what the string holds, so the line is always screened.
@@ -35,6 +38,14 @@ HEAD = 2048  # keyword-dense lines match early: the head is tried first
 # _HIDING catches): a denied form is looked for by its longest stretch without them.
 _ESCAPABLE = re.compile(r'["\\\x00-\x1f\x80-\U0010ffff]+')
 MIN_PIECE = 4  # a shorter stretch would match nearly every line: screen them all
+# The seed-phrase finders' class of characters (wallets.TEXT_CLASS) widened by what a JSON
+# writer puts for one of them or between them: a backslash and the letters and digits of
+# its escapes (`\n`, `\u2192` for a Read tool's arrow), and any byte of a multi-byte
+# character (the arrow written as itself).
+_PHRASE_TABLE = bytes(
+    ord("a") if wallets.TEXT_CLASS[c] == ord("a") or c == ord("\\") or c >= 0x80 else ord(" ")
+    for c in range(256)
+)
 
 
 class Prefilter:
@@ -45,9 +56,12 @@ class Prefilter:
         keywords: Iterable[str],
         denied_forms: Iterable[str] = (),
         denied_letters: Callable[[bytes], bool] | None = None,
+        phrases: bool = False,
     ):
         """`denied_letters`: whether the denied-file index could find a value by its letters
-        and digits in what the bytes decode to (gate/screen/skeleton.py)."""
+        and digits in what the bytes decode to (gate/screen/skeleton.py); `phrases`: the
+        scanner has keyword-free finders (seed phrases, keypairs) that read any text."""
+        self._phrases = phrases
         words = sorted({w.lower() for w in keywords})
         self._keywords = _matcher([w.encode() for w in words] + _INVISIBLE)
         # In a JSON string `\\"` is a quote, but read as plain text the scanner's view
@@ -78,6 +92,8 @@ class Prefilter:
         elif len(low) > HEAD and _any(self._keywords, low):
             return True
         if raw.translate(_B64_TABLE).find(_B64_RUN) != -1:
+            return True
+        if self._phrases and low.translate(_PHRASE_TABLE).find(wallets.TEXT_RUN) != -1:
             return True
         if self._letters is not None and self._letters(raw):
             return True

@@ -39,7 +39,7 @@ _B58_MIN = 51  # a WIF key's length; a keypair's is 87 or 88
 _NUM_MIN = 129  # [ + 64 numbers + 63 commas + ]
 # The shortest stretch of TEXT_CLASS a finder reads: the shortest 12 list words in a row
 # a random phrase makes once in a million take 58 characters (mnemonic.py).
-_TEXT_RUN = b"a" * 58
+TEXT_RUN = b"a" * 58
 _KEYPAIR = re.compile(r"\[\s*(?:\d{1,3}\s*,\s*){63}\d{1,3}\s*\]")
 
 
@@ -137,7 +137,7 @@ class Reading:
             data = self._lowered
             self._text = [
                 (start, end)
-                for start, end in stretches(data.translate(TEXT_CLASS), _TEXT_RUN)
+                for start, end in stretches(data.translate(TEXT_CLASS), TEXT_RUN)
                 if not data[start:end].isalnum()
             ]
         return self._text

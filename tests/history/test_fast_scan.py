@@ -23,6 +23,7 @@ from gate.history.item import strings
 from gate.history.prefilter import HEAD, Prefilter
 from gate.screen.fingerprints import DeniedIndex, Source, encoded_forms
 from gate.screen.secrets import Scanner
+from screen import wallet_corpus
 
 SCANNER = Scanner(cache_entries=0)
 
@@ -44,9 +45,12 @@ def _finds(raw: bytes, denied: DeniedIndex) -> bool:
     return any(SCANNER.scan(t) or denied.find(t) for t in texts)
 
 
-def _prefilter(denied: DeniedIndex) -> Prefilter:
+def _prefilter(denied: DeniedIndex, phrases: bool = True) -> Prefilter:
+    """As the scan builds it (gate/history/engine.py)."""
     forms = [f for u in denied.units for f in encoded_forms(u)]
-    return Prefilter([w for d in SCANNER.detectors for w in d.keywords], forms, denied.could_hold)
+    words = [w for d in SCANNER.detectors for w in d.keywords]
+    finders = phrases and any(d.finder for d in SCANNER.detectors)
+    return Prefilter(words, forms, denied.could_hold, phrases=finders)
 
 
 DENIED = 'pw"7\\q-' + "é" + "0a1b2c3d4e5f"  # a quote, a backslash and non-ASCII in it
@@ -82,6 +86,32 @@ def test_the_prefilter_keeps_every_line_a_screen_finds_something_in() -> None:
     for raw in _hiding_cases(github_token()):
         assert _finds(raw, denied), raw[:120]
         assert pre.maybe(raw), raw[:120]
+
+
+def test_the_prefilter_keeps_lines_holding_a_secret_with_no_keyword() -> None:
+    """Seed phrases, WIF keys and Solana keypairs have no keyword: a line holding one is
+    screened in any JSON writing (words one per line as `\\n`, a Read tool's arrows as
+    themselves or as `\\u2192`). Without the seed-phrase test the phrase lines are
+    dropped, so this test can fail."""
+    rng = random.Random(7)
+    phrase = wallet_corpus.mnemonic(rng, 12)
+    numbered = "\n".join(f"{i:>6}\u2192{word}" for i, word in enumerate(phrase.split(), 1))
+    rows = [
+        {"content": phrase},
+        {"content": "\n".join(phrase.split())},
+        {"content": numbered},
+        {"content": wallet_corpus.wif(rng)},
+        {"content": json.dumps(list(wallet_corpus.keypair(rng)))},
+    ]
+    denied = _denied(DENIED)
+    pre, without = _prefilter(denied), _prefilter(denied, phrases=False)
+    dropped = 0
+    for row in rows:
+        for raw in (json.dumps(row).encode(), json.dumps(row, ensure_ascii=False).encode()):
+            assert _finds(raw, denied), raw[:120]
+            assert pre.maybe(raw), raw[:120]
+            dropped += not without.maybe(raw)
+    assert dropped >= 4  # the phrase lines, as JSON and as written
 
 
 # Fragments a line is made of at random: keywords and near-keywords, every JSON escape,
