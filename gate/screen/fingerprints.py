@@ -41,7 +41,7 @@ from gate.screen.denied_walk import (
 from gate.screen.git_history import history_units
 from gate.screen.hidden import as_text
 from gate.screen.secrets import content_key
-from gate.screen.skeleton import Matcher
+from gate.screen.skeleton import MIN_BYTES, Matcher
 from gate.screen.turned import TURNS
 from gate.screen.units import MIN_UNIT, is_word, units_of
 
@@ -268,7 +268,6 @@ class DeniedIndex:
 # A quoted literal with an escaped byte (`b'...\\x82...'`, or a str's repr), one line.
 _ESCAPED_LITERAL = re.compile(r"""(?<![\w'"])b?(?:'(?:[^'\\\n]|\\.){8,}'|"(?:[^"\\\n]|\\.){8,}")""")
 # A character per byte: Latin-1, and a lone surrogate escaping a byte that was no UTF-8.
-MIN_BYTES = 9
 _BYTE_CHARS = re.compile(f"[\x00-\xff\udc80-\udcff]{{{MIN_BYTES},}}")
 _HIGH_BYTE = re.compile("[\x80-\xff\udc80-\udcff]")
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")

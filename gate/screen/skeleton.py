@@ -105,6 +105,11 @@ def forms(unit: str) -> Iterator[tuple[str, bool]]:
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}|[A-Za-z0-9_-]{12,}={0,2}")
 _URLSAFE = str.maketrans("-_", "+/")
 MIN_BYTES = 9  # decoded bytes whose forms are looked for (their hex is longer than HEAD)
+# A longer value is no key file's line nor a key (a whole blob in one .env line is read
+# as base64 of text or of compressed data elsewhere): its forms would cost the index
+# megabytes and pure-Python base32 of them, to be found only by their middle.
+MAX_ENCODED = 4096
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 
 def byte_forms(unit: str) -> Iterator[str]:
@@ -116,8 +121,8 @@ def byte_forms(unit: str) -> Iterator[str]:
     width does one or the other), so the line is decoded from its start and from its
     third character; the wrong one gives bytes nobody prints. Found by their middle, like
     every encoded form (the bytes of keys of one kind begin alike)."""
-    if not _BASE64.fullmatch(unit):
-        return
+    if len(unit) > MAX_ENCODED or not _BASE64.fullmatch(unit) or _HEX.issuperset(unit):
+        return  # (a hex value is found by its own hex and byte forms: `forms`)
     body = unit.rstrip("=").translate(_URLSAFE)
     for k in (0, 2):
         # A last quantum cut short (a padded value, or a line that goes on in the next)
