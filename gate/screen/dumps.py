@@ -39,6 +39,7 @@ MIN_VIEW = 2 * MIN_BYTES
 # character strings or of byte values holding a newline, `=` or `_`.
 _MARKS = ("0a", "3d", "5f", "2d")  # newline, =, _, - in hex
 _OFFSETS = ("000000",)
+_BIT_MARKS = tuple(f"{int(h, 16):08b}" for h in _MARKS)  # the same bytes as eight bits
 _PAIRS = tuple(
     f"{a}{h}{b}" for h in _MARKS for a, b in ((" ", " "), (" ", "\n"), (":", ":"), (",", ","))
 )
@@ -68,11 +69,11 @@ _ESCAPE_RUNS = (
     # spaces or commas, one per line) or not (`basenc --base2msbf`, wrapped anywhere).
     (
         re.compile(r"(?<![0-9A-Za-z])[01]{8}(?:(?:, ?| |\r?\n)[01]{8}){7,}(?![0-9A-Za-z])"),
-        ("00001010", "00111101", "01011111", "00101101"),
+        _BIT_MARKS,
     ),
     (
         re.compile(r"(?<![0-9A-Za-z])[01]{64,}(?:\r?\n[01]+)*(?![0-9A-Za-z])"),
-        ("00001010", "00111101", "01011111", "00101101"),
+        _BIT_MARKS,
     ),
 )
 _ESCAPES_AT = tuple(t for _, ts in _ESCAPE_RUNS for t in ts)
