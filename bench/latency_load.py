@@ -13,6 +13,8 @@ peak RSS.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import http.client
 import itertools
 import os
@@ -121,10 +123,23 @@ def run_phase(
 
 
 def process_cpu(pid: int) -> float:
-    """User plus system CPU seconds of a process so far, all its threads."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User plus system CPU seconds of a process so far, all its threads, and of its
+    children still running (gate's secret-scan worker: its CPU is gate's too)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:  # ended meanwhile
+        return 0.0
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(process_cpu(child) for child in _children(pid))
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in glob.glob(f"/proc/{pid}/task/*/children"):
+        with contextlib.suppress(OSError), open(task) as f:
+            out += [int(c) for c in f.read().split()]
+    return out
 
 
 def fresh_heavy(template: bytes) -> Iterator[bytes]:
@@ -136,11 +151,14 @@ def fresh_heavy(template: bytes) -> Iterator[bytes]:
 
 
 def peak_rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
+    """The process's peak resident memory, plus its running children's (their peaks
+    added: an upper bound of the two together)."""
+    own = float("nan")
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+                own = int(line.split()[1]) / 1024
+    return own + sum(peak_rss_mib(child) for child in _children(pid))
 
 
 def cpu_per_request(p: Phase) -> float:

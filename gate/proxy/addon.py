@@ -44,11 +44,14 @@ from gate.proxy import (
 from gate.proxy.recorder import ResponseRecorder
 from gate.rules.layers import PolicyStore
 from gate.screen import codings, upload
+from gate.screen import secrets as secrets_module
 from gate.screen.content import SecretScreen
 from gate.screen.disclose import Scrub, readings
 from gate.screen.envelope import Envelope, credential_headers, google_upstream
 from gate.screen.fingerprints import IndexStore, Limits, WalkNeeded
+from gate.screen.item_cache import ItemCache
 from gate.screen.request import Blocked, Outbound, Screens, Verdict, screen
+from gate.screen.scan_pool import ScanPool
 from gate.users import Users
 
 HEALTH = "/_gate/health"
@@ -80,7 +83,12 @@ class GateAddon:
         if screens is None:
             key = team_memory.key.value if team_memory else None
             limits = Limits(config.max_files, config.max_file_bytes)
-            screens = Screens(IndexStore(limits, config.projects), SecretScreen.load(data_dir, key))
+            # A cold body is screened in worker processes, off this one's interpreter lock.
+            screens = Screens(
+                IndexStore(limits, config.projects),
+                SecretScreen.load(data_dir, key),
+                items=ItemCache(pool=ScanPool(secrets_module.BUDGET)),
+            )
         if screens.secrets is None:
             raise ValueError("a gate needs a secret screen (its key also keys answers)")
         self.screens = screens
@@ -131,6 +139,8 @@ class GateAddon:
 
     def done(self) -> None:
         self.offload.close()
+        if self.screens.items is not None and self.screens.items.pool is not None:
+            self.screens.items.pool.close()
         if self._registered is not None:
             self._registered.unlink(missing_ok=True)
         if self.asker.team is not None:

@@ -20,7 +20,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -55,7 +55,7 @@ REFRESH_SECONDS = 5.0
 # A walk that ran out of budget goes on in the background with this many times as much.
 BACKGROUND_FACTOR = 50
 DEEPER_SECONDS = 60.0
-CLEAN_ENTRIES = 16384  # strings remembered as holding no denied value, per index
+KNOWN_ENTRIES = 16384  # strings whose denied values are remembered, per index
 DECODED_LAYERS = 2  # an encoded run inside a decoded one, no deeper
 
 
@@ -82,10 +82,10 @@ class DeniedIndex:
                 forms.setdefault(form, source)
         self._forms = list(forms)
         self._sources = [forms[f] for f in self._forms] + list(units.values())
-        # Strings seen to hold nothing of this index (keyed by content, never the text):
+        # What strings seen before hold of this index (keyed by content, never the text):
         # agents resend the same history every turn. The units never change for an index,
         # so an entry cannot go stale; a new unit means a new index, with an empty memory.
-        self._clean: dict[Hashable, None] = {}
+        self._known: dict[Hashable, tuple[Hit, ...]] = {}
         # One pass finds every form as written (a word-like one as a whole word only) and
         # the random-looking units through separators, case changes and cuts.
         self._matcher = Matcher(
@@ -123,23 +123,27 @@ class DeniedIndex:
         return [Hit(s, e, self._sources[o]) for s, e, o in self._matcher.find(text, whole_words)]
 
     def redact(self, text: str) -> tuple[str, list[Hit]]:
+        """`text` with every hit replaced by its source's placeholder, and the hits."""
         if not self._forms or len(text) < MIN_UNIT:
             return text, []
         key = content_key(text)
-        if key in self._clean:
-            return text, []
-        hits = self.hits(text)
-        if not hits:
-            if len(self._clean) >= CLEAN_ENTRIES:
-                self._clean.clear()
-            self._clean[key] = None
-            return text, hits
-        out, last = [], 0
-        for hit in hits:
-            out += [text[last : hit.start], hit.source.placeholder()]
-            last = hit.end
-        out.append(text[last:])
-        return "".join(out), hits
+        known = self._known.get(key)
+        if known is None:
+            known = self._remember(key, self.hits(text))
+        return _replaced(text, known), list(known)
+
+    def remember(self, text: str, hits: Iterable[Hit]) -> str:
+        """File `hits` as what `text` holds (a screening worker found them with an index of
+        the same units), so `redact(text)` finds them worked out; `text` redacted."""
+        if not self._forms or len(text) < MIN_UNIT:
+            return text
+        return _replaced(text, self._remember(content_key(text), hits))
+
+    def _remember(self, key: Hashable, hits: Iterable[Hit]) -> tuple[Hit, ...]:
+        if len(self._known) >= KNOWN_ENTRIES:
+            self._known.clear()
+        kept = self._known[key] = tuple(hits)
+        return kept
 
     def hits(self, text: str) -> list[Hit]:
         """Every place `text` holds a unit: as `find` sees them, in wrapped blocks, and in
@@ -297,6 +301,18 @@ _B64_SHAPE = bytes(
 )
 _LINE_RUN = b"\n" + b"a" * 56  # at a line start
 _LINE_TAIL = re.compile(rb"a*={0,2}\r?\n={0,2}a")
+
+
+def _replaced(text: str, hits: tuple[Hit, ...]) -> str:
+    """`text` with each hit replaced by its source's placeholder."""
+    if not hits:
+        return text
+    out, last = [], 0
+    for hit in hits:
+        out += [text[last : hit.start], hit.source.placeholder()]
+        last = hit.end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _wrapped_line(text: str) -> bool:

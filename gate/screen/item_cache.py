@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gate.agents.background import Quiet
 from gate.providers.segments import JsonPath, Role, Segment, Strings, Unit
@@ -32,6 +33,9 @@ from gate.rules.engine import Policy
 from gate.screen import content
 from gate.screen.content import Outcome, SecretScreen
 from gate.screen.fingerprints import DeniedIndex
+
+if TYPE_CHECKING:
+    from gate.screen.scan_pool import ScanPool
 
 # At most MAX_CONTEXTS x MAX_CHARS characters held (64 MiB of ASCII text): a context past
 # its share forgets all it kept and starts again.
@@ -111,6 +115,32 @@ class Kept:
             self._grow(added)
         return out
 
+    def prefetch(self, segs: Iterable[Segment], done: Container[str | None]) -> None:
+        """Before `screened(segs, done)`: when the strings it would screen for the first time
+        are many (a cold body), a screening worker works them out off this process's
+        interpreter lock, and what it found is filed where `screened` looks first."""
+        c, outcomes, same, pool = self.context, self.outcomes, self.same, self._cache.pool
+        if pool is None or (c.index is None and c.secrets is None):
+            return
+        new = [
+            s.text
+            for s in segs
+            if not (s.role is Role.TOOL_RESULT and s.call_id in done)
+            and ((held := same.get(id(s))) is None or held[0] is not s)
+            and s not in outcomes
+        ]
+        if sum(map(len, new)) < pool.min_chars:
+            return  # screened in place: the hop costs more
+        scanner = c.secrets.scanner if c.secrets is not None else None
+        got = pool.screen(new, c.index, scanner)
+        if got is None:
+            return  # no worker now: screened in place
+        for text, cold in zip(new, got, strict=True):
+            if c.index is not None:
+                text = c.index.remember(text, cold.hits)
+            if scanner is not None:
+                scanner.remember(text, cold.secrets)
+
     def took(self, n: int) -> None:
         """n outcomes were reused from a conversation's last turn (gate/screen/prefix.py)."""
         self._cache.reused += n
@@ -149,8 +179,10 @@ class Kept:
 class ItemCache:
     """Outcomes of strings already screened, by content and context; one per gate."""
 
-    def __init__(self, max_chars: int = MAX_CHARS) -> None:
+    def __init__(self, max_chars: int = MAX_CHARS, pool: ScanPool | None = None) -> None:
         self.max_chars = max_chars
+        # Where a cold batch of new strings is worked out (None: always in place).
+        self.pool = pool
         self.reused = 0  # strings whose outcome was reused (a figure for tests and benches)
         self.quiet = Quiet(max_chars)  # tool outputs that start no background task
         self._kept: list[Kept] = []

@@ -117,6 +117,8 @@ class Conversation:
             n = same
         ends = self.ends[: n + 1]
         out = self.outcomes[: ends[-1]]
+        if len(segs) > n:
+            kept.prefetch(segs[n:], frozen_done)
         for s in segs[n:]:
             out += kept.screened((s,), frozen_done)
             ends.append(len(out))

@@ -379,6 +379,7 @@ def _content(
                 extras += kept.unknown(unit, strings, walked)
     if conv is not None:
         return conv.screened(kept, walk.segments, done, n), extras
+    kept.prefetch(walk.segments, done)
     return kept.screened(walk.segments, done), extras
 
 

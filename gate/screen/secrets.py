@@ -116,6 +116,8 @@ class Scanner:
         self._cache: OrderedDict[Hashable, tuple[Finding, ...]] = OrderedDict()
         self._cache_entries = cache_entries
         self._lock = threading.Lock()
+        # Only the shipped detectors are what a screening worker loads (scan_pool.py).
+        self.shipped = detectors is None
 
     def scan(self, text: str) -> list[Finding]:
         """Findings in `text`, sorted by start, never overlapping."""
@@ -133,6 +135,24 @@ class Scanner:
             while len(self._cache) > self._cache_entries:
                 self._cache.popitem(last=False)
         return list(found)
+
+    def scan_uncached(self, text: str) -> tuple[Finding, ...]:
+        """`scan(text)`, neither looked up nor kept in the cache."""
+        return self._scan(text) if len(text) >= MIN_TEXT else ()
+
+    def remember(self, text: str, found: Sequence[Finding]) -> None:
+        """File `found` as `text`'s findings (a screening worker scanned it with the shipped
+        detectors), so `scan(text)` finds them worked out."""
+        if len(text) < MIN_TEXT:
+            return
+        with self._lock:
+            self._cache[content_key(text)] = tuple(found)
+            while len(self._cache) > self._cache_entries:
+                self._cache.popitem(last=False)
+
+    def known(self, text: str) -> bool:
+        """Whether `scan(text)` would find its findings worked out (or has none to find)."""
+        return len(text) < MIN_TEXT or content_key(text) in self._cache
 
     def _scan(
         self, text: str, depth: int = 0, deadline: _Deadline | None = None
