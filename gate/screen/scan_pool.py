@@ -30,6 +30,7 @@ import select
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -107,8 +108,10 @@ class ScanPool:
     ) -> list[Cold] | None:
         """Each text's Cold, or None when no worker could give them now (the caller
         screens them itself)."""
-        if self._closed or (scanner is not None and not scanner.shipped):
-            return None  # a worker loads the shipped detectors only
+        if self._closed or (
+            scanner is not None and (not scanner.shipped or scanner.budget != self.budget)
+        ):
+            return None  # a worker loads the shipped detectors, with this pool's budget
         try:
             worker = self._free.get(timeout=WAIT)
         except queue.Empty:
@@ -116,11 +119,18 @@ class ScanPool:
         try:
             if self._closed:
                 return None
+            began = time.monotonic()
             got = worker.screen(texts, index, scanner is not None, self.timeout)
         finally:
             self._free.put(worker)
         if got is not None:
             self.batches += 1
+            logger.debug(
+                "screened {} new strings ({} KiB) in a worker in {:.0f} ms",
+                len(texts),
+                sum(map(len, texts)) >> 10,
+                (time.monotonic() - began) * 1000,
+            )
         return got
 
     def ready(self, timeout: float = TIMEOUT) -> bool:
@@ -139,7 +149,7 @@ class ScanPool:
     def close(self) -> None:
         self._closed = True
         for w in self._all:
-            w.stop()
+            w.close()
 
 
 class _Worker:
@@ -151,6 +161,10 @@ class _Worker:
         self._proc: subprocess.Popen[bytes] | None = None
         self._ready = False
         self._index: DeniedIndex | None = None  # the index the worker holds now
+        # Starting and stopping the process, against a close from another thread (a
+        # batch in flight then reads the end of its output and is screened in place).
+        self._lock = threading.Lock()
+        self._closed = False
 
     @property
     def pid(self) -> int | None:
@@ -177,8 +191,14 @@ class _Worker:
             self.stop()
             return None
 
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self.stop()
+
     def stop(self) -> None:
-        proc, self._proc, self._ready, self._index = self._proc, None, False, None
+        with self._lock:
+            proc, self._proc, self._ready, self._index = self._proc, None, False, None
         if proc is not None:
             proc.kill()
             proc.wait()
@@ -190,15 +210,10 @@ class _Worker:
         """Whether the worker is up and ready; starts one when none runs."""
         if self._proc is None or self._proc.poll() is not None:
             self.stop()
-            self._proc = subprocess.Popen(
-                # -P: the working directory (an agent's project) is not on its path.
-                [sys.executable, "-P", "-c", self.boot, repr(self.budget)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                close_fds=True,
-                cwd=_ROOT,
-            )
+            with self._lock:
+                if self._closed:
+                    return False
+                self._proc = self._spawn()
             return False
         if not self._ready:
             assert self._proc.stdout is not None
@@ -208,6 +223,17 @@ class _Worker:
                 raise ValueError("the worker did not start")
             self._ready = True
         return True
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            # -P: the working directory (an agent's project) is not on its path.
+            [sys.executable, "-P", "-c", self.boot, repr(self.budget)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            cwd=_ROOT,
+        )
 
 
 def _colds(rows: list[Any], index: DeniedIndex | None) -> list[Cold]:

@@ -10,6 +10,8 @@ import random
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -217,3 +219,27 @@ def test_the_boot_line_names_this_checkout() -> None:
         check=True,
     )
     assert Path(out.stdout.strip()) == Path(scan_pool.__file__).resolve()
+
+
+def test_closing_while_a_batch_is_in_flight_leaves_no_worker() -> None:
+    boot = (
+        "import sys, time; from gate.screen.scan_pool import READY, _receive, _send;"
+        " _send(sys.stdout.buffer, READY); _receive(sys.stdin.buffer); time.sleep(60)"
+    )
+    pool = ScanPool(BUDGET, workers=1, min_chars=1, timeout=30.0, boot=boot)
+    assert pool.ready()
+    (pid,) = pool.pids
+    got: list[object] = []
+    thread = threading.Thread(target=lambda: got.append(pool.screen(["text"], None, Scanner())))
+    thread.start()
+    time.sleep(0.3)  # the batch is sent; the worker sleeps on it
+    pool.close()
+    thread.join(timeout=10)
+    assert not thread.is_alive() and got == [None]
+    assert _gone(pid) and pool.pids == []
+
+
+def test_a_scanner_the_workers_do_not_run_is_screened_in_place(pool: ScanPool) -> None:
+    assert pool.screen(["text"], None, Scanner(budget=BUDGET / 2)) is None
+    assert pool.screen(["text"], None, Scanner(detectors=Scanner().detectors[:3])) is None
+    assert pool.screen(["text"], None, Scanner()) is not None
