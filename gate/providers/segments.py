@@ -288,11 +288,17 @@ def _long_strings(node: Any, at: JsonPath, min_len: int) -> Strings:
 
 def _spelled(numbers: list[Any]) -> str | None:
     """A list of whole numbers read as the characters (or bytes) they are the codes of
-    (`[115, 107, 95, ...]`, `list(open(f, "rb").read())` sent as JSON numbers): a value
-    spelled that way is a value sent. Like an object key, it cannot be replaced in place
-    (gate/screen/content.py keys() blocks the request when it holds anything)."""
-    if not isinstance(first := numbers[0], int | float) or isinstance(first, bool):
-        return None  # the common case (strings, objects) decided on the first item
+    (`[115, 107, 95, ...]`, `list(open(f, "rb").read())` sent as JSON numbers), or of
+    single characters read as the text they spell (`list(open(f).read())`: each is too
+    short to be screened alone): a value spelled that way is a value sent. Like an object
+    key, it cannot be replaced in place (gate/screen/content.py keys() blocks the request
+    when it holds anything)."""
+    if isinstance(first := numbers[0], str):
+        if len(first) != 1 or not all(isinstance(c, str) and len(c) <= 1 for c in numbers):
+            return None
+        return "".join(numbers)
+    if not isinstance(first, int | float) or isinstance(first, bool):
+        return None  # the common case (objects, lists) decided on the first item
     try:
         return "".join(map(chr, map(_code, numbers)))
     except (TypeError, ValueError, OverflowError):

@@ -121,11 +121,12 @@ def _is_text(data: bytes) -> bool:
     return len(data) >= 12 and not data.translate(None, _PRINTABLE_BYTES)
 
 
-# How the signatures (unpack.py) start in base64 and in hex: gzip, xz, bzip2, zstd, zip,
-# then zlib (78 01, 5e, 9c, da).
+# How the signatures (unpack.py) start in base64 and in hex: gzip, xz, .lzma, bzip2, zstd,
+# zip, then zlib (78 01, 5e, 9c, da).
 _LINE_SIGNATURES = (
-    *("H4sI", "/Td6", "Qlpo", "KLUv", "UEsD", "eA", "eF", "eJ", "eN"),
-    *("1f8b", "fd37", "425a", "28b5", "504b", "78", "1F8B", "FD37", "425A", "28B5", "504B"),
+    *("H4sI", "/Td6", "XQAA", "Qlpo", "KLUv", "UEsD", "eA", "eF", "eJ", "eN"),
+    *("1f8b", "fd37", "5d0000", "425a", "28b5", "504b", "78"),
+    *("1F8B", "FD37", "5D0000", "425A", "28B5", "504B"),
 )
 
 

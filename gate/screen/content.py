@@ -270,17 +270,18 @@ def suspects(
 
 
 def keys(names: list[str], index: DeniedIndex | None, screen: SecretScreen | None) -> None:
-    """Object keys (and lists of numbers spelling characters, gate/providers/segments.py)
+    """Object keys (and lists of characters or their codes, gate/providers/segments.py)
     cannot be replaced in place without changing the body's shape, so a denied value or a
     high-tier secret in one blocks the request."""
     text = "\n".join(names)
     if index is not None and (hits := index.hits(text)):
         raise Blocked(
             f"a value from {hits[0].source.path} is used as a JSON key, or spelled as a"
-            " list of character codes, in this request; gate cannot replace it in place"
+            " list of characters or character codes, in this request; gate cannot replace"
+            " it in place"
         )
     if screen is not None and any(f.tier == "high" for f in screen.scanner.scan(text)):
         raise Blocked(
-            "a likely secret is used as a JSON key, or spelled as a list of character"
-            " codes, in this request; gate cannot replace it in place"
+            "a likely secret is used as a JSON key, or spelled as a list of characters or"
+            " character codes, in this request; gate cannot replace it in place"
         )

@@ -27,7 +27,7 @@ from gate.screen.hidden import (
     run_finding,
     unscreened,
 )
-from gate.screen.unpack import Budget
+from gate.screen.unpack import SIGNATURES, Budget
 
 MIN_BYTES = 8  # shorter runs cannot hold a value gate looks for
 # A string shorter than this cannot hold a run long enough to be read.
@@ -61,9 +61,16 @@ _ESCAPE_RUNS = (
         re.compile(r"(?:&#(?:[xX][0-9A-Fa-f]{1,2}|[0-9]{1,3});){8,}"),
         ("&#10;", "&#61;", "&#95;", "&#45;", *(f"&#x{h};" for h in _MARKS)),
     ),
-    (
-        re.compile(r"0[xX][0-9A-Fa-f]{2}(?:, ?0[xX][0-9A-Fa-f]{2}){7,}"),
-        tuple(f"0x{h}" for h in _MARKS),
+    (  # also over lines (`xxd -i`: twelve a line, indented) and quoted (`[hex(b) ...]`)
+        re.compile(
+            r"(?P<q>['\"]?)0[xX][0-9A-Fa-f]{1,2}(?P=q)"
+            r"(?:,[ \t]*\r?\n?[ \t]*(?P=q)0[xX][0-9A-Fa-f]{1,2}(?P=q)){7,}"
+        ),
+        # Compressed bytes hold no mark: a compression signature's first two bytes instead.
+        (
+            *(f"0x{h}" for h in _MARKS),
+            *(", ".join(f"0x{b:02x}" for b in s[:2]) for s in SIGNATURES),
+        ),
     ),
     # Bits, eight a byte, most significant first: separated (`format(b, '08b')` joined by
     # spaces or commas, one per line) or not (`basenc --base2msbf`, wrapped anywhere).
@@ -77,7 +84,9 @@ _ESCAPE_RUNS = (
     ),
 )
 _ESCAPES_AT = tuple(t for _, ts in _ESCAPE_RUNS for t in ts)
-_ESCAPE_DIGITS = re.compile(r"[0-9A-Fa-f]+")
+_ESCAPE_DIGITS = re.compile(
+    r"%([0-9A-Fa-f]{2})|\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})|0[xX]([0-9A-Fa-f]{1,2})"
+)
 TRIGGERS = tuple(
     dict.fromkeys((*_OFFSETS, *_PAIRS, *_OD_CELLS_AT, *_SPELLED, *_LISTS, *_CODES_AT, *_ESCAPES_AT))
 )
@@ -403,10 +412,14 @@ def _escape_runs(view: str, pattern: re.Pattern[str]) -> list[tuple[int, int, by
             codes = [int(bits[i : i + 8], 2) for i in range(0, len(bits) - 7, 8)]
         elif run.startswith("\\") and run[1:2].isdigit():  # octal
             codes = [int(c, 8) for c in run[1:].split("\\")]
-        else:
-            digits = [d for d in _ESCAPE_DIGITS.findall(run) if d not in ("0", "00")]
-            codes = [int(d[-4:] if len(d) > 2 else d, 16) for d in digits]
-        if codes and max(codes) < 0x110000:
-            text = "".join(map(chr, codes))
-            out.append((m.start(), m.end(), text.encode("utf-8", "surrogatepass")))
+        else:  # a NUL byte (`0x00`, `%00`) is a byte like any: compressed data holds many
+            codes = [int("".join(g), 16) for g in _ESCAPE_DIGITS.findall(run)]
+        if not codes:
+            continue
+        if run.startswith(("&#", "\\u")):  # characters, the others bytes (gzip's too)
+            if max(codes) < 0x110000:
+                text = "".join(map(chr, codes))
+                out.append((m.start(), m.end(), text.encode("utf-8", "surrogatepass")))
+        elif max(codes) < 0x100:
+            out.append((m.start(), m.end(), bytes(codes)))
     return out

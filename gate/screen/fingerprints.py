@@ -29,7 +29,7 @@ from loguru import logger
 from gate.rules.engine import Policy
 from gate.rules.held import identity
 from gate.rules.layers import PolicyStore
-from gate.screen import blobs, dumps, lookalike, unpack
+from gate.screen import blobs, dumps, escaped, lookalike, unpack
 from gate.screen.denied_walk import (
     DEFAULT_LIMITS,
     UNSCREENED,
@@ -115,6 +115,13 @@ class DeniedIndex:
             found += [
                 Hit(*lookalike.origin(text, h.start, h.end), h.source)
                 for h in self._matches(view, whole_words)
+            ]
+        # Escapes decoded (`quote(open(".env").read())` writes `PASS%3Dhunter2%0A`: the
+        # value glued to `3D` is no whole word), hits mapped back onto the escapes.
+        if (esc := escaped.view(text)) is not None:
+            found += [
+                Hit(*esc.origin(h.start, h.end), h.source)
+                for h in self._matches(esc.view, whole_words)
             ]
         return found
 

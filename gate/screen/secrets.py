@@ -25,7 +25,7 @@ from pathlib import Path
 import ahocorasick_rs
 
 from gate import dirs
-from gate.screen import dumps, hidden, lookalike, turned, wallets
+from gate.screen import dumps, escaped, hidden, lookalike, turned, wallets
 from gate.screen.detectors import (
     UNSCREENED_ID,
     UNSCREENED_KIND,
@@ -68,7 +68,7 @@ _ESCAPES = re.compile(r"""(\\\\n?|\\["'nrt])""")
 
 # The hidden-form passes' triggers, found by the keyword pass: invisible characters and
 # their escapes (hidden.py), what bytes printed one by one hold (dumps.py).
-_TRIGGERS = tuple(dict.fromkeys((*hidden.TRIGGERS, *dumps.TRIGGERS)))
+_TRIGGERS = tuple(dict.fromkeys((*hidden.TRIGGERS, *dumps.TRIGGERS, *escaped.TRIGGERS)))
 
 
 class Scanner:
@@ -206,6 +206,7 @@ class Scanner:
             ),
             *turned.findings(view, found.turned, inner, depth),
             *self._lookalike(text, depth, deadline),
+            *self._escaped(text, depth, deadline, found.triggers),
         ]
         if deadline.passed():
             return (self._over_budget(text),)
@@ -230,6 +231,32 @@ class Scanner:
             Finding(*lookalike.origin(text, f.start, f.end), f.kind, f.rule_id, f.tier)
             for f in self._scan(view, 1, deadline)
         ]
+
+    def _escaped(
+        self, text: str, depth: int, deadline: _Deadline, triggers: frozenset[str]
+    ) -> list[Finding]:
+        """Findings in text as sent with its escapes decoded (`token%3Dghp_...`: a token
+        glued to an escape ending in a letter or digit has no word boundary, and `%2F`
+        inside one breaks it: gate/screen/escaped.py), over the escapes that spell them.
+        Only the stretches around escapes that hold a keyword, or base64 written with
+        escapes, are read again (a page of links escaped `%20` is mostly neither)."""
+        if depth > 0 or triggers.isdisjoint(escaped.TRIGGERS):
+            return []
+        if (esc := escaped.view(text)) is None:
+            return []
+        hits = sorted(s for spans in self._find_keywords(esc.view).hits.values() for s, _ in spans)
+        out = []
+        for start, end in esc.windows():
+            if end - start < MIN_TEXT:
+                continue
+            i = bisect.bisect_left(hits, start)
+            if (i == len(hits) or hits[i] >= end) and not esc.base64_inside(start, end):
+                continue
+            out += [
+                Finding(*esc.origin(start + f.start, start + f.end), f.kind, f.rule_id, f.tier)
+                for f in self._scan(esc.view[start:end], 1, deadline)
+            ]
+        return out
 
     @staticmethod
     def _over_budget(text: str) -> Finding:

@@ -83,6 +83,18 @@ def _inflater(data: bytes) -> Callable[[bytes, int], bytes] | None:
 
 
 def _plausible(data: bytes, i: int, sig: bytes) -> bool:
+    if sig == _LZMA:  # then a dictionary size xz writes (2^n or 3 * 2^(n-1)), a length
+        head = data[i + 1 : i + 13]
+        if len(head) < 12:
+            return False
+        size = int.from_bytes(head[:4], "little")
+        length = head[4:]
+        odd = size // 3 if size % 3 == 0 else size
+        return (
+            size >= 4096
+            and odd & (odd - 1) == 0
+            and (length == b"\xff" * 8 or int.from_bytes(length, "little") < 1 << 40)
+        )
     if sig == b"BZh":  # then the block size, 1 to 9
         return data[i + 3 : i + 4] in (b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8", b"9")
     if len(sig) == 1:
@@ -172,9 +184,12 @@ def _zstd(data: bytes, room: int) -> bytes:
     return b"".join(out)
 
 
+_LZMA = b"\x5d\x00\x00"  # the properties byte every xz preset writes, then a size's low bytes
 _BY_SIGNATURE: tuple[tuple[bytes, Callable[[bytes, int], bytes]], ...] = (
     (b"\x1f\x8b\x08", _gzip),
     (b"\xfd7zXZ\x00", lambda d, r: _stepwise(lzma.LZMADecompressor(), d, r)),
+    # .lzma (`lzma -c`, `xz --format=lzma`: xz-utils' legacy format), told by its header.
+    (_LZMA, lambda d, r: _stepwise(lzma.LZMADecompressor(lzma.FORMAT_ALONE), d, r)),
     (b"BZh", lambda d, r: _stepwise(bz2.BZ2Decompressor(), d, r)),
     (b"\x28\xb5\x2f\xfd", _zstd),
     (b"PK\x03\x04", _zip),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import lzma
 import zlib
 from pathlib import Path
 
@@ -68,6 +69,11 @@ FORMS = [
     ("python3 -c \"import json;print(json.dumps(list(open('notes.bak').read())))\"", ("python3",)),
     ("python3 -c \"print(open('notes.bak','rb').read().hex(' '))\"", ("python3",)),
     ("python3 -c \"print(open('notes.bak','rb').read().hex(':'))\"", ("python3",)),
+    ("xxd -i notes.bak", ("xxd",)),  # a C array: `0x53, 0x54, ...`, twelve a line
+    ("gzip -c notes.bak | xxd -i", ("gzip", "xxd")),
+    ("python3 -c \"print([hex(b) for b in open('notes.bak','rb').read()])\"", ("python3",)),
+    ("lzma -c notes.bak | base64", ("lzma", "base64")),  # xz-utils' legacy format
+    ("xz --format=lzma -c notes.bak | xxd -p", ("xz", "xxd")),
     # One escape per byte.
     ("od -An -tx1 -v notes.bak | tr -d ' \\n' | sed 's/../%&/g'", ("od", "tr", "sed")),
     ("od -An -tx1 -v notes.bak | tr -d ' \\n' | sed 's/../\\\\x&/g'", ("od", "tr", "sed")),
@@ -137,9 +143,15 @@ def test_ordinary_base64_and_compressed_data_pass_untouched(
 ) -> None:
     project = gate_dirs["project"]
     other = b"# another file\n" + b"NAME=demo\n" * 200
+    c_array = ",\n".join(  # `xxd -i` of it
+        "  " + ", ".join(f"0x{b:02x}" for b in other[i : i + 12]) for i in range(0, len(other), 12)
+    )
     outputs = [
         base64.b64encode(gzip.compress(other)).decode(),
         zlib.compress(other).hex(),
+        base64.b64encode(lzma.compress(other, format=lzma.FORMAT_ALONE)).decode(),
+        "unsigned char data[] = {\n" + c_array + "\n};",
+        str([hex(b) for b in other]),
         base64.b32encode(other).decode(),
         "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSTUVWXYZ234567",
     ]

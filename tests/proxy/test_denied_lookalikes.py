@@ -102,20 +102,21 @@ def test_every_lookalike_form_is_withheld(
         lambda v: [ord(c) for c in v],  # `[ord(c) for c in value]` as JSON numbers
         lambda v: [float(ord(c)) for c in v],
         lambda v: list(f"KEY={v}\n".encode()),  # `list(open(f, "rb").read())`
+        lambda v: list(f"KEY={v}\n"),  # `list(open(f).read())`: one-character strings
     ],
-    ids=["codes", "floats", "bytes"],
+    ids=["codes", "floats", "bytes", "characters"],
 )
 def test_a_value_spelled_as_a_list_of_numbers_is_refused(
     client: anthropic.Anthropic,
     provider: FakeProvider,
     gate_dirs: dict[str, Path],
     env: list[str],
-    spell: Callable[[str], list[float]],
+    spell: Callable[[str], list[float] | list[str]],
 ) -> None:
     # The agent's own call carries the value as JSON numbers, which are not strings: no
     # string screen reads them, and they cannot be replaced in place.
     turn = tool_turn("toolu_1", "Write", {"file_path": "x.json", "data": spell(env[1])}, "ok")
-    with pytest.raises(anthropic.BadRequestError, match="list of character codes"):
+    with pytest.raises(anthropic.BadRequestError, match="list of characters or character codes"):
         client.messages.create(**conversation(str(gate_dirs["project"]), turn))
     assert provider.seen == []
 
@@ -126,7 +127,13 @@ def test_ordinary_lists_of_numbers_pass(
     gate_dirs: dict[str, Path],
     env: list[str],
 ) -> None:
-    data = {"ids": list(range(1000)), "vector": [0.25, -1.5, 3.0] * 100, "ports": [80, 443]}
+    data = {
+        "ids": list(range(1000)),
+        "vector": [0.25, -1.5, 3.0] * 100,
+        "ports": [80, 443],
+        "grades": list("ABCDEF"),
+        "stop": ["\n", "", "#"],
+    }
     turn = tool_turn("toolu_1", "Write", {"file_path": "x.json", "data": data}, "ok")
     client.messages.create(**conversation(str(gate_dirs["project"]), turn))
     assert provider.seen[-1].json()["messages"][1]["content"][0]["input"]["data"] == data

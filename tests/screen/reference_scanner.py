@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import ahocorasick_rs
 
-from gate.screen import dumps, lookalike, turned, wallets
+from gate.screen import dumps, escaped, lookalike, turned, wallets
 from gate.screen.detectors import _NAME_CHARS, Detector, Finding, Tier, _secret_span
 from gate.screen.secrets import _PLAIN, FOLDED_MAX, MIN_TEXT
 
@@ -101,6 +101,7 @@ class ReferenceScanner:
             *(dumps.findings(view, inner, depth) if view is not text else ()),
             *turned.findings(view, self._turned_hits(view), inner, depth),
             *_lookalike(text, depth, inner),
+            *_escaped(text, depth, inner),
         ]
         if not extra:
             return plain
@@ -376,4 +377,18 @@ def _lookalike(
     return [
         Finding(*lookalike.origin(text, f.start, f.end), f.kind, f.rule_id, f.tier)
         for f in inner(view, 1)
+    ]
+
+
+def _escaped(
+    text: str, depth: int, inner: Callable[[str, int], tuple[Finding, ...]]
+) -> list[Finding]:
+    """Findings in the view with escapes decoded, in text as sent: every stretch around
+    escapes (the scanner reads only those that hold a keyword or escaped base64)."""
+    if depth > 0 or (esc := escaped.view(text)) is None:
+        return []
+    return [
+        Finding(*esc.origin(start + f.start, start + f.end), f.kind, f.rule_id, f.tier)
+        for start, end in esc.windows()
+        for f in inner(esc.view[start:end], 1)
     ]

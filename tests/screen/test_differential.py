@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+from urllib.parse import quote
 
 import pytest
 
@@ -68,6 +69,8 @@ def _pieces(rng: random.Random, tokens: list[str], words: list[str]) -> str:
             token = base64.b64encode(f"key={token}\n".encode()).decode()
         elif how < 0.45:
             token = json.dumps(token)[1:-1]
+        elif how < 0.5:
+            token = quote(token, safe="")
         return token
     if pick < 0.5:
         word = rng.choice(words)
@@ -92,6 +95,11 @@ def _pieces(rng: random.Random, tokens: list[str], words: list[str]) -> str:
                 "\t",
                 "é",
                 "→",
+                "%3D",
+                "%20",
+                "=3D",
+                "\\u0022",
+                "\\/",
             ]
         )
     alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+ "

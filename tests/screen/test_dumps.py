@@ -40,6 +40,9 @@ COMMANDS = [
     ("od", "od"),
     ("sed 's/./& /g'", "sed"),
     ("sed 's/./&\\n/g'", "sed"),
+    ("xxd -i", "xxd"),  # a C array, twelve a line
+    ("gzip -c | xxd -i", "xxd"),  # compressed bytes hold NULs and no newline or `=`
+    ("lzma -c | xxd -p", "lzma"),
 ]
 
 
@@ -95,6 +98,7 @@ def _python_forms(data: bytes) -> list[str]:
         "".join(f"&#{b};" for b in data),  # HTML entities
         "".join(f"&#x{b:x};" for b in data),
         ", ".join(f"0x{b:02x}" for b in data),  # a C array
+        str([hex(b) for b in data]),  # Python's hex(): quoted, `0xa` for a newline
     ]
 
 
