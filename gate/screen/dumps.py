@@ -267,7 +267,7 @@ def _dump_line(line: str, kind: str) -> tuple[str, bytes]:
         numbers = [int(c, base) for c in cells]
     except ValueError:
         return "", b""
-    if any(n >= 1 << (8 * size) for n in numbers):
+    if any(not 0 <= n < 1 << (8 * size) for n in numbers):  # (`int` reads a sign too)
         return "", b""
     # od and hexdump print words in the machine's order: little-endian here.
     return f"cells{width}", b"".join(n.to_bytes(size, "little") for n in numbers)
