@@ -101,9 +101,18 @@ _CELLS = {  # cell width: bytes a cell holds, read as (base, little-endian)
     2: (1, 16),
     4: (2, 16),
     8: (4, 16),
+    16: (8, 16),
     3: (1, 8),
     6: (2, 8),
+    11: (4, 8),
+    22: (8, 8),
 }
+# Decimal cells are not padded with zeros but right-aligned in a field as wide as the
+# longest value (`od -tu2`: 6 columns, `-td4`: 12; `hexdump -d`: 8): bytes a cell holds,
+# by field width.
+_FIELDS = {4: 1, 5: 1, 6: 2, 7: 2, 8: 2, 11: 4, 12: 4, 21: 8}
+_FIELD = re.compile(r" +-?[0-9]+")
+_BITS = re.compile(r"[01]{8}")
 _OCTAL = re.compile(r"[0-3][0-7]{2}")
 _OD_ESCAPES = {"\\0": 0, "\\a": 7, "\\b": 8, "\\t": 9, "\\n": 10, "\\v": 11, "\\f": 12, "\\r": 13}
 _SPACED_HEX = re.compile(
@@ -256,11 +265,24 @@ def _dump_line(line: str, kind: str) -> tuple[str, bytes]:
     if not rest.startswith(" "):
         return "", b""
     if m and m.group(0).endswith(":"):  # xxd: big-endian groups, then two spaces, then text
-        area = rest[1:].split("  ", 1)[0]
+        area, _, column = rest[1:].partition("  ")
+        groups = area.split(" ")
+        if all(_BITS.fullmatch(b) for b in groups):  # xxd -b: a byte's eight bits a cell
+            return "xxd-bits", bytes(int(b, 2) for b in groups)
         try:
-            return "xxd", bytes.fromhex(area)
+            printed = bytes.fromhex(area)
+            turned = b"".join(bytes.fromhex(g)[::-1] for g in groups)
         except ValueError:
             return "", b""
+        # xxd -e: little-endian groups, told apart by the text column, which shows the
+        # bytes in their order.
+        if (
+            turned != printed
+            and _shown(turned) == column
+            and (kind == "xxd-e" or _shown(printed) != column)
+        ):
+            return "xxd-e", turned
+        return "xxd", printed
     if h := _HEXDUMP_C.fullmatch(rest.lstrip(" ")):  # hexdump -C: bytes, then |text|
         return "hexdump-c", bytes.fromhex(h.group(1))
     if rest.endswith("<") and (z := rest.rfind("  >")) != -1:  # od -t x1z: then >text<
@@ -270,16 +292,41 @@ def _dump_line(line: str, kind: str) -> tuple[str, bytes]:
     cells = rest.split()
     width = len(cells[0]) if cells else 0
     if width not in _CELLS or any(len(c) != width for c in cells):
-        return "", b""
+        return _decimal_line(rest, len(cells))
     size, base = _CELLS[width]
     try:
         numbers = [int(c, base) for c in cells]
     except ValueError:
-        return "", b""
-    if any(n >= 1 << (8 * size) for n in numbers):
-        return "", b""
+        return _decimal_line(rest, len(cells))  # decimal words all as wide (`-td4`)
+    if any(not 0 <= n < 1 << (8 * size) for n in numbers):  # (`int` reads a sign too)
+        return _decimal_line(rest, len(cells))
     # od and hexdump print words in the machine's order: little-endian here.
     return f"cells{width}", b"".join(n.to_bytes(size, "little") for n in numbers)
+
+
+def _shown(data: bytes) -> str:
+    """Bytes as a dump's text column shows them."""
+    return data.decode("latin-1").translate(_SHOWN)
+
+
+_SHOWN = {c: "." for c in (*range(32), *range(127, 256))}
+
+
+def _decimal_line(rest: str, count: int) -> tuple[str, bytes]:
+    """`od -tu2`, `-td4`, `hexdump -d`: decimal words in fields of one width (a last
+    line padded with spaces to the others' width)."""
+    rest = rest.rstrip(" ")
+    if not count or len(rest) % count or (size := _FIELDS.get(len(rest) // count)) is None:
+        return "", b""
+    width = len(rest) // count
+    out = bytearray()
+    top = 1 << (8 * size)
+    for i in range(0, len(rest), width):
+        field = rest[i : i + width]
+        if not _FIELD.fullmatch(field) or not -top // 2 <= (n := int(field)) < top:
+            return "", b""
+        out += (n % top).to_bytes(size, "little")  # a negative one as two's complement
+    return f"decimal{width}", bytes(out)
 
 
 def _od_chars(rest: str) -> bytes | None:

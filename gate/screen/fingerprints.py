@@ -29,7 +29,8 @@ from loguru import logger
 from gate.rules.engine import Policy
 from gate.rules.held import identity
 from gate.rules.layers import PolicyStore
-from gate.screen import blobs, dumps, escaped, lookalike, unpack
+from gate.screen import blobs, dumps, escaped, lookalike, numerals, unpack
+from gate.screen.byte_forms import MIN_BYTES
 from gate.screen.denied_walk import (
     DEFAULT_LIMITS,
     UNSCREENED,
@@ -41,7 +42,7 @@ from gate.screen.denied_walk import (
 from gate.screen.git_history import history_units
 from gate.screen.hidden import as_text
 from gate.screen.secrets import content_key
-from gate.screen.skeleton import MIN_BYTES, Matcher
+from gate.screen.skeleton import Matcher
 from gate.screen.turned import TURNS
 from gate.screen.units import MIN_UNIT, is_word, units_of
 
@@ -162,6 +163,8 @@ class DeniedIndex:
         if found and len(text) >= dumps.MIN_VIEW:
             found += self._dumps_holding(text, found)
         found += self._printed_bytes(text)
+        if len(text) >= numerals.MIN_BITS:
+            found += self._numerals(text)
         if _wrapped_line(text):
             found += self._wrapped(text)
         if len(text) >= blobs.MIN_RUN:
@@ -175,12 +178,16 @@ class DeniedIndex:
         gives `b'0\\x82\\x04...'`, printable bytes as themselves) and bytes read as
         Latin-1 or with surrogateescape (a character per byte). What they spell is matched
         as hex against the forms of the bytes a denied base64 value decodes to
-        (skeleton.byte_forms); the whole literal or run is withheld."""
+        (gate/screen/byte_forms.py); the whole literal or run is withheld."""
         out = []
         if "\\x" in text:
-            for m in _ESCAPED_LITERAL.finditer(text):
+            # Literals one after another are one (`pprint`, black: `(b'...'\n b'...')`),
+            # and a bytes literal folded over lines (`| fold -w 80`) is one once they
+            # are joined again.
+            folded = _FOLDED_LITERAL.finditer(text) if "b'" in text or 'b"' in text else ()
+            for m in (*_ESCAPED_LITERALS.finditer(text), *(f for f in folded if "\n" in f[0])):
                 try:
-                    value = ast.literal_eval(m.group(0))
+                    value = ast.literal_eval(m.group(0).replace("\r", "").replace("\n", ""))
                     data = value if isinstance(value, bytes) else value.encode("latin-1")
                 except (ValueError, SyntaxError, UnicodeEncodeError):
                     continue
@@ -199,6 +206,18 @@ class DeniedIndex:
                 data = text.encode("utf-8", "surrogateescape")
                 if inner := self._matches(data.hex(), True):
                     out.append(Hit(0, len(text), inner[0].source))  # all of it: garbled
+        return out
+
+    def _numerals(self, text: str) -> list[Hit]:
+        """Runs of digits that spell bytes in a way no form is found in (word dumps, bits,
+        big integers: gate/screen/numerals.py) whose bytes, in any reading of them, hold a
+        unit's bytes: the whole run is withheld."""
+        out = []
+        for start, end, readings in numerals.readings(text):
+            for data in readings:
+                if inner := self._matches(data.hex(), True):
+                    out.append(Hit(start, end, inner[0].source))
+                    break
         return out
 
     def _dumps_holding(self, text: str, found: list[Hit]) -> list[Hit]:
@@ -227,7 +246,7 @@ class DeniedIndex:
             spelled = as_text(data)
             if spelled is None:
                 # Bytes that are no text (a key's, decoded from a denied file's base64):
-                # their hex holds that value's bytes if they are its (skeleton.byte_forms).
+                # their hex holds that value's bytes if they are its (gate/screen/byte_forms.py).
                 if inner := self._matches(data.hex(), True):
                     out.append(Hit(start, end, inner[0].source))
                 continue
@@ -276,8 +295,18 @@ class DeniedIndex:
         return out
 
 
-# A quoted literal with an escaped byte (`b'...\\x82...'`, or a str's repr), one line.
-_ESCAPED_LITERAL = re.compile(r"""(?<![\w'"])b?(?:'(?:[^'\\\n]|\\.){8,}'|"(?:[^"\\\n]|\\.){8,}")""")
+# A quoted literal with an escaped byte (`b'...\\x82...'`, or a str's repr), one line,
+# with the literals of its kind after it that it is joined to (white space between).
+_BODY = r"""(?:'(?:[^'\\\n]|\\.){Q}'|"(?:[^"\\\n]|\\.){Q}")"""
+_FIRST, _NEXT = _BODY.replace("{Q}", "{8,}"), _BODY.replace("{Q}", "*")
+_ESCAPED_LITERALS = re.compile(
+    rf"""(?<![\w'"])(?:b{_FIRST}(?:\s*b{_NEXT})*|{_FIRST}(?:\s*{_NEXT})*)"""
+)
+# A bytes literal that may hold line breaks (put anywhere by `fold`, an escape's middle
+# too); one that holds none is read above.
+_FOLDED_LITERAL = re.compile(
+    r"""(?<![\w'"])b(?:'(?:[^'\\]|\\[\s\S]){8,200000}'|"(?:[^"\\]|\\[\s\S]){8,200000}")"""
+)
 # A character per byte: Latin-1, and a lone surrogate escaping a byte that was no UTF-8.
 _BYTE_CHARS = re.compile(f"[\x00-\xff\udc80-\udcff]{{{MIN_BYTES},}}")
 _HIGH_BYTE = re.compile("[\x80-\xff\udc80-\udcff]")

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
+from gate.screen.byte_forms import HEAD, byte_forms
+
 PIECE = 12  # letters and digits in a row that identify a random-looking value
 STRIDE = 2  # its pieces start every STRIDE characters: any PIECE + 1 in a row hold one
-HEAD = 16  # characters an encoded form is found by (then read on as far as it goes)
 MAX_VALUE = 200  # longer values (a certificate's lines, say) are found as written only
 MIN_EXACT = 6  # a form with fewer letters and digits is searched for as written
 # Tokens that begin alike however random the rest: base64 of JSON (a JWT's header), of DER
@@ -99,47 +100,6 @@ def forms(unit: str) -> Iterator[tuple[str, bool]]:
     for k in range(3):  # base64 wrapped at any width (`base64 -w8`), each alignment
         enc = base64.b64encode(b"\0" * k + raw).decode()
         yield bones(enc[(4 * k + 2) // 3 + (1 if k else 0) : len(enc) - 4]), False
-
-
-# A value that may be base64 (or base64url) of bytes: a key file's line, a signing key.
-_BASE64 = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}|[A-Za-z0-9_-]{12,}={0,2}")
-_URLSAFE = str.maketrans("-_", "+/")
-MIN_BYTES = 9  # decoded bytes whose forms are looked for (their hex is longer than HEAD)
-# A longer value is no key file's line nor a key (a whole blob in one .env line is read
-# as base64 of text or of compressed data elsewhere): its forms would cost the index
-# megabytes and pure-Python base32 of them, to be found only by their middle.
-MAX_ENCODED = 4096
-_HEX = frozenset("0123456789abcdefABCDEF")
-
-
-def byte_forms(unit: str) -> Iterator[str]:
-    """If `unit` is base64, the letter-and-digit forms of the bytes it decodes to, lower-
-    cased: their hex (`base64 -d | xxd -p`, `od -tx1`, `.hex(':')`; reversed too), byte
-    codes (`od -tu1`, `list(b)`) and base32 (`base64 -d | base32`). A line of a key file
-    sits at some offset of the file's base64: a PEM file's 64-character lines all start
-    a quantum, an OpenSSH key's 70-character ones every other one half-way in (any even
-    width does one or the other), so the line is decoded from its start and from its
-    third character; the wrong one gives bytes nobody prints. Found by their middle, like
-    every encoded form (the bytes of keys of one kind begin alike)."""
-    if len(unit) > MAX_ENCODED or not _BASE64.fullmatch(unit) or _HEX.issuperset(unit):
-        return  # (a hex value is found by its own hex and byte forms: `forms`)
-    body = unit.rstrip("=").translate(_URLSAFE)
-    for k in (0, 2):
-        # A last quantum cut short (a padded value, or a line that goes on in the next)
-        # still gives its first bytes whole.
-        part = body[k : len(body) - (1 if (len(body) - k) % 4 == 1 else 0)]
-        if len(part) * 3 // 4 < MIN_BYTES:
-            continue
-        raw = base64.b64decode(part + "=" * (-len(part) % 4))
-        hexed = raw.hex()
-        yield hexed
-        yield hexed[::-1]
-        yield "".join(str(b) for b in raw)
-        for j in range(5):  # base32 at each of its alignments, without the edge characters
-            enc = base64.b32encode(b"\0" * j + raw).decode().lower()
-            form = enc[-(-8 * j // 5) : len(enc) - 8]
-            if len(form) > HEAD:
-                yield form
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from command_forms import send_outputs
+from command_forms import run, send_outputs
 
 from fake_provider import FakeProvider
 from messages import conversation, tool_turn
@@ -143,6 +143,157 @@ def test_binary_dumps_that_hold_no_denied_bytes_pass(
         for i, out in enumerate(outputs)
     ]
     client.messages.create(**conversation(str(gate_dirs["project"]), *turns))
+    sent = provider.seen[-1].json()
+    for i, out in enumerate(outputs):
+        assert sent["messages"][2 + 2 * i]["content"][0]["content"] == out
+
+
+_PPRINT = 'python3 -c "import base64,sys,pprint;pprint.pprint({})"'
+_STDIN = "base64.b64decode(sys.stdin.read())"
+# Forms that passed before: each notation for the whole class (any alignment, word size,
+# byte order gate reads, width), on the key body (OpenSSH), a PEM key's and a .env
+# signing key's bytes.
+MORE_FORMS = [
+    # base85 and ascii85, printed or as their repr
+    (f"{_BODY} | {_PY.format('base64.b85encode(b).decode()')}", ("python3",)),
+    (f"{_PEM} | {_PY.format('base64.a85encode(b)')}", ("python3",)),
+    (f"{_PEM} | {_PY.format('base64.b85encode(b[5:])')}", ("python3",)),
+    (f"{_SIGNING} | base64 -d | basenc --z85", ("basenc",)),
+    # od's words in the machine's order, octal, decimal; from any offset
+    (f"{_BODY} | base64 -d | od -An -x", ("od",)),
+    (f"{_PEM} | base64 -d | od -An -tx4", ("od",)),
+    (f"{_PEM} | base64 -d | od -An -tx8", ("od",)),
+    (f"{_BODY} | base64 -d | od -tx8", ("od",)),
+    (f"{_PEM} | base64 -d | tail -c +302 | od -An -x", ("od",)),
+    (f"{_PEM} | base64 -d | od -An -o", ("od",)),
+    (f"{_BODY} | base64 -d | od -An -b", ("od",)),
+    (f"{_PEM} | base64 -d | od -An -tu2", ("od",)),
+    (f"{_PEM} | base64 -d | od -td4", ("od",)),
+    (f"{_SIGNING} | base64 -d | od -An -td8", ("od",)),
+    (f"{_PEM} | base64 -d | hexdump -d", ("hexdump",)),
+    (f"{_PEM} | base64 -d | xxd -e -s 301 -l 288", ("xxd",)),  # (a last group cut: a limit)
+    # bits
+    (f"{_BODY} | base64 -d | xxd -b", ("xxd",)),
+    (f"{_PEM} | base64 -d | xxd -b -s 301", ("xxd",)),
+    (f"{_PEM} | base64 -d | basenc --base2lsbf", ("basenc",)),
+    (f"{_SIGNING} | base64 -d | basenc --base2msbf -w 50", ("basenc",)),
+    # one big integer
+    (f"{_PEM} | {_PY.format(chr(39).join(('int.from_bytes(b,', 'big', ')')))}", ("python3",)),
+    (f"{_BODY} | {_PY.format(chr(39).join(('int.from_bytes(b,', 'little', ')')))}", ("python3",)),
+    (
+        f"{_PEM} | {_PY.format(chr(39).join(('hex(int.from_bytes(b,', 'little', '))')))}",
+        ("python3",),
+    ),
+    # a bytes literal split by pprint, or folded
+    (f"{_BODY} | {_PPRINT.format(_STDIN)}", ("python3",)),
+    (f"{_PEM} | {_PPRINT.format('{1: ' + _STDIN + '}')}", ("python3",)),
+    (f"{_PEM} | {_PY.format('b')} | fold -w 80", ("python3", "fold")),
+    # base64 again: wrapped at any width, from an offset not a multiple of 3
+    (f"{_PEM} | base64 -d | base64 -w 33", ("base64",)),
+    (f"{_BODY} | base64 -d | base64 | fold -w 37", ("base64", "fold")),
+    (f"{_PEM} | base64 -d | tail -c +5 | base64", ("base64",)),
+    (f"{_PEM} | base64 -d | tail -c +6 | base64 -w 0", ("base64",)),
+    (f"{_BODY} | base64 -d | tail -c +3 | base64 -w 41", ("base64",)),
+]
+
+
+def _left(output: str, result: str) -> list[str]:
+    """Stretches of a command's output still in what the provider received: 16 characters
+    at every 8th of each line, away from the output's two ends (a form is found by all of
+    its groups of bytes; the first and the last may depend on a neighbouring byte), with
+    12 letters or digits at least."""
+    out = []
+    for at in range(24, len(output) - 40, 8):
+        piece = output[at : at + 16]
+        if "\n" not in piece and sum(c.isalnum() for c in piece) >= 12 and piece in result:
+            out.append(piece)
+    return out
+
+
+def test_a_denied_key_s_bytes_in_any_notation_are_withheld(
+    client: anthropic.Anthropic,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    secrets: dict[str, bytes],
+) -> None:
+    forms, sent, _ = send_outputs(client, provider, gate_dirs["project"], MORE_FORMS, 20)
+    leaked = []
+    for i, (command, output) in enumerate(forms):
+        result = sent["messages"][2 + 2 * i]["content"][0]["content"]
+        if "[gate: withheld" not in result or _left(output, result):
+            leaked.append(command)
+    assert leaked == [], "\n".join(leaked)
+
+
+def test_a_part_of_a_key_line_as_written_is_withheld(
+    client: anthropic.Anthropic,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    secrets: dict[str, bytes],
+) -> None:
+    """Any 18 letters and digits in a row of a key's line but the first (whose start is
+    the same in every key of its kind), as written: `cut`, `head -c`, a slice. (From 13
+    on most are: a piece of 13 that could be a word is not looked for.)"""
+    project = gate_dirs["project"]
+    lines = (project / "server.key").read_text().splitlines()[2:-1]
+    parts = [_shortest(line[at:]) for line in lines[:-1] for at in (0, 20, 40)]
+    turns = [
+        tool_turn(f"toolu_{i:02}", "Bash", {"command": "cut -c 1-13 x"}, f"{p}\n")
+        for i, p in enumerate(parts)
+    ]
+    client.messages.create(**conversation(str(project), *turns))
+    sent = provider.seen[-1].json()
+    for i, part in enumerate(parts):
+        assert part not in sent["messages"][2 + 2 * i]["content"][0]["content"]
+
+
+def _shortest(text: str, letters: int = 18) -> str:
+    """The start of `text` that holds `letters` letters and digits."""
+    seen = 0
+    for i, c in enumerate(text):
+        seen += c.isalnum()
+        if seen == letters:
+            return text[: i + 1]
+    return text
+
+
+def test_other_bytes_in_the_same_notations_pass(
+    client: anthropic.Anthropic,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    secrets: dict[str, bytes],
+) -> None:
+    """The same commands on bytes of no denied file, and ordinary traffic of the same
+    shapes (hashes, numbers, another key), reach the provider as they were."""
+    project = gate_dirs["project"]
+    (project / "other.bin").write_bytes(os.urandom(600))
+    # A key of another kind: one of the same kind begins with the same bytes (an OpenSSH
+    # key's first line is the same in every unencrypted key of its type).
+    ec = ("-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256")
+    subprocess.run(["openssl", "genpkey", *ec, "-out", str(project / "other_key")], check=True)
+    commands = [
+        "od -An -x other.bin",
+        "od -td4 other.bin",
+        "xxd -b other.bin",
+        "xxd -e other.bin",
+        "basenc --base2lsbf other.bin",
+        "python3 -c \"import sys;print(int.from_bytes(open('other.bin','rb').read(),'big'))\"",
+        "python3 -c \"import base64;print(base64.a85encode(open('other.bin','rb').read()))\"",
+        "python3 -c \"import pprint;pprint.pprint(open('other.bin','rb').read())\"",
+        "base64 -w 33 other.bin",
+        "sed '1d;$d' other_key | base64 -d | od -An -x",
+    ]
+    ran = [(c, run(c, project)) for c in commands if shutil.which(c.split()[0])]
+    outputs = [o for _, o in ran] + [
+        "\n".join(os.urandom(20).hex() for _ in range(40)),  # commit hashes
+        " ".join(str(int.from_bytes(os.urandom(24), "big")) for _ in range(5)),
+        "2024 2025 2026 1999\n1234 5678 9012 3456\n",
+    ]
+    turns = [
+        tool_turn(f"toolu_{i:02}", "Bash", {"command": "cat data"}, out)
+        for i, out in enumerate(outputs)
+    ]
+    client.messages.create(**conversation(str(project), *turns))
     sent = provider.seen[-1].json()
     for i, out in enumerate(outputs):
         assert sent["messages"][2 + 2 * i]["content"][0]["content"] == out
