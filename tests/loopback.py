@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import socketserver
 import threading
@@ -63,3 +64,12 @@ def read_until(sock: socket.socket, marker: bytes, head: bytes = b"") -> bytes:
             break
         head += chunk
     return head
+
+
+def served_port(first_line: str) -> int:
+    """The port `gate serve --port 0` chose, from its first line ("gate listening on
+    http://127.0.0.1:PORT ..."). A port picked free beforehand and passed in may be taken
+    by another test's connection before the gate binds it (the gate then exits)."""
+    m = re.match(r"gate listening on https?://[^ ]*:(\d+)", first_line)
+    assert m is not None, first_line
+    return int(m.group(1))

@@ -90,27 +90,32 @@ def start_server(durable: bool = False) -> Iterator[Server]:
         check=True,
         capture_output=True,
     )
-    port = _free_port()
-    options = _options(port, sockets, durable)
-    subprocess.run(
-        _as_owner(
-            [
-                pg_ctl,
-                "-D",
-                str(data),
-                "-o",
-                options,
-                "-l",
-                str(root / "log"),
-                "-w",
-                "-t",
-                "60",
-                "start",
-            ]
-        ),
-        check=True,
-        capture_output=True,
-    )
+    # PostgreSQL cannot choose its own port: one found free may be taken by another test's
+    # connection before it binds it, so a start that fails is tried on another port.
+    for attempt in range(5):
+        port = _free_port()
+        started = subprocess.run(
+            _as_owner(
+                [
+                    pg_ctl,
+                    "-D",
+                    str(data),
+                    "-o",
+                    _options(port, sockets, durable),
+                    "-l",
+                    str(root / "log"),
+                    "-w",
+                    "-t",
+                    "60",
+                    "start",
+                ]
+            ),
+            capture_output=True,
+        )
+        if started.returncode == 0:
+            break
+        if attempt == 4:
+            started.check_returncode()
     try:
         yield Server(port, "gate", data)
     finally:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 import httpx2 as httpx
 
+from loopback import served_port
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -21,7 +23,6 @@ def start(
     upstream: str, preexec: Callable[[], None] | None = None
 ) -> tuple[subprocess.Popen[str], str]:
     """Start `gate serve` on a free loopback port; return it once it listens, and its URL."""
-    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -29,7 +30,7 @@ def start(
             "gate",
             "serve",
             "--port",
-            str(port),
+            "0",  # the gate's choice: one picked beforehand may be taken meanwhile
             "--upstream",
             f"anthropic={upstream}",
         ],
@@ -42,7 +43,7 @@ def start(
     assert proc.stdout is not None
     first = proc.stdout.readline()
     assert first.startswith("gate listening on"), first + proc.stderr.read()  # type: ignore[union-attr]
-    return proc, f"http://127.0.0.1:{port}"
+    return proc, f"http://127.0.0.1:{served_port(first)}"
 
 
 def post(base: str, body: bytes, **headers: str) -> httpx.Response:

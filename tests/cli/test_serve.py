@@ -14,6 +14,7 @@ import httpx2 as httpx
 import pytest
 
 from fake_provider import FakeProvider
+from loopback import served_port
 
 
 def _free_port() -> int:
@@ -36,11 +37,11 @@ def _start(*args: str) -> subprocess.Popen[str]:
 def test_serve_prints_urls_forwards_and_stops_cleanly(
     provider: FakeProvider, gate_dirs: dict[str, Path], sig: signal.Signals
 ) -> None:
-    port = _free_port()
-    proc = _start("--port", str(port), "--upstream", f"anthropic={provider.url}")
+    proc = _start("--port", "0", "--upstream", f"anthropic={provider.url}")
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
+        port = served_port(first)
         assert first.startswith(f"gate listening on http://127.0.0.1:{port}")
         lines = [proc.stdout.readline() for _ in range(5)]  # one per built-in upstream
         assert any(
@@ -86,11 +87,11 @@ def test_a_base_url_brackets_an_ipv6_host() -> None:
 def test_a_second_serve_on_the_same_data_dir_refuses_naming_the_first(
     provider: FakeProvider, gate_dirs: dict[str, Path]
 ) -> None:
-    port = _free_port()
-    first = _start("--port", str(port), "--upstream", f"anthropic={provider.url}")
+    first = _start("--port", "0", "--upstream", f"anthropic={provider.url}")
     try:
-        assert first.stdout is not None and first.stdout.readline().startswith("gate listening")
-        second = _start("--port", str(_free_port()))
+        assert first.stdout is not None
+        port = served_port(first.stdout.readline())
+        second = _start("--port", "0")
         _out, err = second.communicate(timeout=30)
         assert second.returncode == 1
         assert f"a gate already serves this data dir at http://127.0.0.1:{port}" in err
@@ -151,8 +152,7 @@ def _gate_env(*args: str) -> subprocess.CompletedProcess[str]:
 def test_gate_env_forward_says_a_plain_gate_is_not_in_forward_mode(
     provider: FakeProvider, gate_dirs: dict[str, Path]
 ) -> None:
-    port = _free_port()
-    gate = _start("--port", str(port), "--upstream", f"anthropic={provider.url}")
+    gate = _start("--port", "0", "--upstream", f"anthropic={provider.url}")
     try:
         assert gate.stdout is not None and gate.stdout.readline().startswith("gate listening")
         assert _gate_env().returncode == 0

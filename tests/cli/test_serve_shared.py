@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,14 +12,9 @@ from team_kit import make_pki
 
 from fake_provider import FakeProvider
 from gate.users import Users
+from loopback import served_port
 
 MSG = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _gate(*args: str) -> subprocess.CompletedProcess[str]:
@@ -44,7 +38,6 @@ def test_serve_shared_speaks_https_and_wants_a_token(
     (gate_dirs["config"] / "config.yaml").write_text(
         f"shared: true\nprojects: [{gate_dirs['project']}]\n"
     )
-    port = _free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -52,7 +45,7 @@ def test_serve_shared_speaks_https_and_wants_a_token(
             "gate",
             "serve",
             "--port",
-            str(port),
+            "0",  # the gate's choice: one picked beforehand may be taken meanwhile
             "--upstream",
             f"anthropic={provider.url}",
             "--tls-cert",
@@ -67,8 +60,9 @@ def test_serve_shared_speaks_https_and_wants_a_token(
     )
     try:
         assert proc.stdout is not None
-        base = f"https://127.0.0.1:{port}"
-        assert proc.stdout.readline().startswith(f"gate listening on {base}")
+        first = proc.stdout.readline()
+        base = f"https://127.0.0.1:{served_port(first)}"
+        assert first.startswith(f"gate listening on {base}")
         printed = "".join(proc.stdout.readline() for _ in range(7))
         assert f"{base}/_user/<agent token>/anthropic" in printed
         assert "?token=<person token>" in printed and token not in printed

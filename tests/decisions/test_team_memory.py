@@ -15,13 +15,13 @@ from typing import Any
 import psycopg
 import pytest
 import yaml
-from audit.serve_kit import free_port
 
 from ask.ask_kit import AskingGate, env_turn, github_token
 from fake_provider import FakeProvider
 from gate.ask import memory_team
 from gate.config import load
 from gate.proxy.server import Listening
+from loopback import served_port
 
 ORIGIN = "git@github.com:acme/api.git"
 # Each test starts `gate serve` twice on a shared, loaded machine.
@@ -88,10 +88,9 @@ def machines(
         subprocess.run(["git", "init", "-q", str(m.project)], check=True)
         subprocess.run(["git", "-C", str(m.project), "remote", "add", "origin", origin], check=True)
         (root / "config").mkdir()
-        port = free_port()
         decisions: dict[str, object] = {"team_key_file": str(key)} if key else {}
         config: dict[str, object] = {
-            "port": port,
+            "port": 0,  # the gate's choice: one picked beforehand may be taken meanwhile
             "projects": [str(m.project)],
             "upstreams": {"anthropic": provider.url},
             "ask": {"timeout_seconds": 60},
@@ -117,7 +116,7 @@ def machines(
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert first.startswith("gate listening on"), first + m.log()
-        m.gate = AskingGate(Listening("127.0.0.1", port), root / "data", provider)
+        m.gate = AskingGate(Listening("127.0.0.1", served_port(first)), root / "data", provider)
         return m
 
     yield start
