@@ -12,6 +12,7 @@ from typing import Any
 
 from loguru import logger
 from mitmproxy import http, options
+from mitmproxy.addons import errorcheck
 from mitmproxy.net.http import http1
 from mitmproxy.proxy.layers.http import _http1
 from mitmproxy.tools.dump import DumpMaster
@@ -74,6 +75,10 @@ def build_master(
     ws_control.install()  # the agent's ping, pong and close frames are screened too
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    # An error logged while starting stops the gate: say which, not only that one was.
+    for check in master.addons.lookup.values():
+        if isinstance(check, errorcheck.ErrorCheck):
+            check.repeat_errors_on_stderr = True
     forward = (
         ForwardAddon(config, data_dir, addon.audit, addon._scrub, addon.runs)
         if config.forward

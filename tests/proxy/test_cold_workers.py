@@ -23,14 +23,17 @@ def _workers() -> list[int]:
     """This process's children running a screening worker."""
     pids = []
     for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/children") as f:
-            for pid in f.read().split():
-                try:
-                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if b"gate.screen.scan_pool" in cmd:
-                    pids.append(int(pid))
+        try:  # a thread may end between the listing and the read
+            children = Path(f"/proc/self/task/{task}/children").read_text().split()
+        except FileNotFoundError:
+            continue
+        for pid in children:
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"gate.screen.scan_pool" in cmd:
+                pids.append(int(pid))
     return pids
 
 
