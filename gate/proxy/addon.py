@@ -201,7 +201,7 @@ class GateAddon:
         message = flow.websocket.messages[-1]  # read now: this hook's, whoever waits
         conn: websocket.Connection | None = flow.metadata.get("gate_ws")
         if conn is None and "gate_passthrough" in flow.metadata:
-            return  # a host the egress policy tunnels: relayed unread, and recorded
+            return  # relayed unread: forward mode screened it as opaque text (forward.py)
         if conn is None:
             # Fail closed: a WebSocket gate did not set up for screening carries nothing out.
             if message.from_client:
