@@ -149,3 +149,16 @@ def test_a_relayed_websocket_message_gate_cannot_screen_is_dropped(
     addon = _addon(audit, gate_dirs["data"], Crashing(requests_pass=True))
     dropped = _websocket(addon, WebSocketMessage(Opcode.TEXT, True, b'{"hello": 1}'))
     assert dropped == [True]
+
+
+def test_model_traffic_never_reaches_the_relay_screen(
+    audit: AuditStore, gate_dirs: dict[str, Path]
+) -> None:
+    """A request routed to screening as its format costs the relay screen nothing: it is
+    not asked (this one would refuse everything it is asked about)."""
+    addon = _addon(audit, gate_dirs["data"], Crashing())
+    flow = _post(b'{"model": "m", "messages": []}', host="api.anthropic.com")
+    flow.request.scheme, flow.request.port, flow.request.path = "https", 443, "/v1/messages"
+    with taddons.context(addon):
+        _run(addon.request(flow))
+    assert flow.response is None and "gate_route" in flow.metadata

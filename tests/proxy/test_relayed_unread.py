@@ -53,7 +53,9 @@ def fwd(provider: FakeProvider, gate_dirs: dict[str, Path]) -> Iterator[Listenin
 
 def _request(method: str, target: str, headers: dict[str, str], body: bytes = b"") -> bytes:
     lines = [f"{method} {target} HTTP/1.1", "Host: chatgpt.com", "connection: close"]
-    lines += [f"{k}: {v}" for k, v in {**headers, "content-length": str(len(body))}.items()]
+    if "transfer-encoding" not in headers:
+        headers = {**headers, "content-length": str(len(body))}
+    lines += [f"{k}: {v}" for k, v in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
@@ -63,7 +65,7 @@ def _env(secret: str) -> bytes:
 
 @pytest.mark.parametrize(
     "attack",
-    ["body", "gzip", "base64", "query", "header"],
+    ["body", "gzip", "base64", "chunked", "query", "header"],
 )
 def test_a_denied_value_sent_to_a_model_host_s_other_endpoint_is_refused(
     attack: str,
@@ -80,6 +82,10 @@ def test_a_denied_value_sent_to_a_model_host_s_other_endpoint_is_refused(
         headers["content-encoding"], body = "gzip", gzip.compress(env)
     elif attack == "base64":
         body = base64.b64encode(env)
+    elif attack == "chunked":  # the value cut across two chunks
+        half = len(env) // 2
+        headers["transfer-encoding"] = "chunked"
+        body = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in (env[:half], env[half:], b""))
     elif attack == "query":
         target, body = f"/backend-api/ps/mcp?q={urllib.parse.quote(env_secret)}", b""
     elif attack == "header":
@@ -94,7 +100,7 @@ def test_a_denied_value_sent_to_a_model_host_s_other_endpoint_is_refused(
     [row] = _rows(gate_dirs["data"])
     assert (row["host"], row["kind"]) == ("chatgpt.com", "blocked")
     assert env_secret not in str(row["reason"])
-    if attack in ("body", "gzip", "base64"):
+    if attack in ("body", "gzip", "base64", "chunked"):
         assert b"the request body holds a value from" in reply and b".env" in reply
         assert b"gate blocked a connection to chatgpt.com:443/backend-api/ps/mcp" in reply
 

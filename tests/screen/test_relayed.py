@@ -61,6 +61,13 @@ _ENV = f"# app\nSTRIPE_KEY={VALUE}\nDEBUG=true\n".encode()
         (urllib.parse.quote(_ENV.decode()).encode(), None),
         (b'{"q": "' + _ENV.replace(b"\n", b"\\n") + b'"}', None),
         (b'{"a": "' + VALUE[:14].encode() + b'", "b": "' + VALUE[14:].encode() + b'"}', None),
+        (
+            b"--b\r\ncontent-disposition: form-data; name=f; filename=x\r\n"
+            b"content-transfer-encoding: base64\r\n\r\n"
+            + base64.encodebytes(_ENV)
+            + b"\r\n--b--\r\n",
+            None,
+        ),
     ],
     ids=[
         "plain",
@@ -74,6 +81,7 @@ _ENV = f"# app\nSTRIPE_KEY={VALUE}\nDEBUG=true\n".encode()
         "percent",
         "json",
         "cut-in-two",
+        "multipart-base64",
     ],
 )
 def test_a_denied_value_in_the_body_refuses_it(body: bytes, coding: str | None) -> None:
