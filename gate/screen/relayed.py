@@ -60,27 +60,22 @@ class RelayScreen:
     policies: PolicyStore
     screens: Screens
 
-    def refusal(self, req: Relayed, root: str | None) -> str | None:
+    def refusal(
+        self, req: Relayed, root: str | None, where: str = "the request body"
+    ) -> str | None:
         """Why `req` must not leave (what was found and where, never the value), or None.
         `root`: the run's project, whose rules and denied files apply; None screens it
         against every project this gate knows, as a request naming none is."""
         try:
-            return refusal(req, *self._rules(root), self.screens.secrets)
+            return refusal(req, *self._rules(root), self.screens.secrets, where)
         except Blocked as exc:
             return str(exc)
 
     def message_refusal(self, data: bytes, root: str | None) -> str | None:
         """Why a WebSocket message relayed unread (its payload, text or binary) must not
         leave, or None."""
-        try:
-            text = body_text(data, [])
-        except ValueError as exc:
-            return f"gate cannot read this WebSocket message ({exc}), so it was not sent"
-        try:
-            policy, index = self._rules(root)
-        except Blocked as exc:
-            return str(exc)
-        return _text_refusal(text, "a WebSocket message", None, policy, index, self.screens.secrets)
+        message = Relayed(host="", path="/", headers=(), body=data)
+        return self.refusal(message, root, "a WebSocket message")
 
     def _rules(self, root: str | None) -> tuple[Policy, DeniedIndex | None]:
         """The policy and denied values of `root`'s project; raises Blocked when a request
@@ -90,7 +85,11 @@ class RelayScreen:
 
 
 def refusal(
-    req: Relayed, policy: Policy, index: DeniedIndex | None, secrets: SecretScreen | None
+    req: Relayed,
+    policy: Policy,
+    index: DeniedIndex | None,
+    secrets: SecretScreen | None,
+    where: str = "the request body",
 ) -> str | None:
     """Why `req` must not leave: its path, query and headers read as model traffic's are
     (gate/screen/envelope.py), then its body as text; None when nothing is found."""
@@ -104,26 +103,31 @@ def refusal(
         text = body_text(req.body, [v for k, v in req.headers if k.lower() == "content-encoding"])
     except ValueError as exc:
         # Fail closed: a body gate cannot read is a body gate cannot screen.
-        return f"gate cannot read this request body ({exc}), so it was not sent"
+        return f"gate cannot read {where} ({exc}), so it was not sent"
     issuer = req.host if req.decrypted else None
-    return _text_refusal(text, "the request body", issuer, policy, index, secrets)
+    return _text_refusal(text, where, issuer, policy, index, secrets)
 
 
 def body_text(raw: bytes, coding: list[str]) -> str:
-    """The body as text: its Content-Encoding undone strictly (as a model request's), and a
-    body that is itself compressed data (`gzip -c .env | curl --data-binary @-`) inflated
-    within a bound. Raises ValueError (saying why) for what is not UTF-8 text then: gate
-    cannot tell what a binary body holds."""
+    """The body as text: its Content-Encoding undone strictly (as a model request's). A body
+    that is itself compressed data (`gzip -c .env | curl --data-binary @-`) is read as what
+    it inflates to (within a bound), followed by its bytes as sent, each byte that is not
+    UTF-8 read as itself: a signature that inflates to nothing (`BZh9` before the text) or
+    bytes after the compressed stream are still read. Raises ValueError (saying why) for
+    what is not UTF-8 text once inflated: gate cannot tell what a binary body holds."""
     data = codings.decode(raw, codings.declared(coding))  # Undecodable is a ValueError
     if len(data) > codings.MAX_DECODED:
         raise ValueError(f"more than {codings.MAX_DECODED >> 20} MiB, more than gate screens")
-    data = unpack.inflate(data, unpack.Budget())  # as it is unless compressed; TooLarge
+    inner = unpack.inflate(data, unpack.Budget())  # as it is unless compressed; TooLarge
     try:
-        return data.decode("utf-8")
+        text = inner.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(
             f"not UTF-8 text at byte {exc.start}: binary or compressed data gate does not read"
         ) from exc
+    if inner is data:
+        return text
+    return text + "\n" + data.decode("utf-8", "surrogateescape")
 
 
 def _text_refusal(
