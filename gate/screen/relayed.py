@@ -25,11 +25,10 @@ from gate.screen.fingerprints import DeniedIndex
 from gate.screen.request import Screens
 from gate.screen.verdict import Blocked
 
-# A secret its issuer's sign-in endpoint is sent by the agent itself: an OAuth client's
-# secret in a token refresh (Gemini CLI's, which ships in its source) goes to the host that
-# issued it, never elsewhere. Kind → the hosts, exactly. Only hosts that store nothing a
-# third party can read: a credential sent to a host that can publish what it is sent (a
-# gist on api.github.com) is a leak, even to its issuer.
+# The agent's own sign-in secrets, by kind, and the hosts that issued them: an OAuth
+# client's secret (Gemini CLI's ships in its source) is in every token refresh it sends
+# there. Sign-in hosts only, which publish nothing they are sent: a token sent to a host
+# that can publish it (a gist on api.github.com) leaks, even to its issuer.
 ISSUED_BY: dict[str, frozenset[str]] = {
     "google-oauth-secret": frozenset({"oauth2.googleapis.com"}),
 }
