@@ -24,7 +24,7 @@ from gate.audit import tunnels
 from gate.audit.store import AuditStore
 from gate.config import Config
 from gate.lock import BRIDGE_SOURCE
-from gate.proxy import routing
+from gate.proxy import routing, ws_control
 from gate.proxy.intercept import Intercepts
 from gate.proxy.routing import Route
 from gate.rules.layers import PolicyStore
@@ -224,8 +224,10 @@ class ForwardAddon:
             run,
             reason=f"to upstream {origin.name}" if origin is not None else None,
         )
-        # A WebSocket's messages are screened as they come, and a refused one recorded.
+        # A WebSocket's messages are screened as they come, and a refused one recorded;
+        # its control frames (a ping's payload) as a model WebSocket's are.
         flow.metadata[_RELAYED] = _Relayed(req.host, req.port, root)
+        flow.metadata[ws_control.CHECK] = lambda payload: self.scrub().holds_bytes(payload)
         if origin is not None:
             req.scheme, req.host, req.port = origin.scheme, origin.host, origin.port
             req.headers["host"] = origin.url.split("://", 1)[1]

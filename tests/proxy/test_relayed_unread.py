@@ -21,6 +21,7 @@ import pytest
 from proxy.test_forward import forward_config
 from proxy.test_forward_refusals import _gate, _over_tls, _rows
 from proxy.test_websocket import FakeWsProvider
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from conftest import fake_secret
@@ -229,3 +230,27 @@ def test_a_websocket_message_relayed_unread_is_screened(
     kinds = [(r["kind"], r["reason"]) for r in reversed(_rows(gate_dirs["data"]))]
     assert kinds[0][0] == "http" and kinds[1][0] == "blocked"
     assert "a WebSocket message holds a value from" in str(kinds[1][1])
+
+
+def test_a_ping_relayed_unread_is_screened(
+    provider: FakeProvider, gate_dirs: dict[str, Path], env_secret: str
+) -> None:
+    """A ping's payload reaches the other side as bytes: on a WebSocket relayed unread it is
+    screened as a model WebSocket's, and one that holds a denied value closes it (1008)."""
+    ws = FakeWsProvider(str(gate_dirs["project"]))
+    config = forward_config(provider, EgressSettings(), project=gate_dirs["project"])
+    config = config.with_upstreams({"chatgpt": parse_upstream("chatgpt", ws.url)})
+    server = BackgroundGate(config, gate_dirs["data"])
+    gate = server.start()
+    trust = ssl.create_default_context(cafile=str(ca.paths(gate_dirs["data"]).cert))
+    try:
+        with connect("wss://chatgpt.com/backend-api/ps/ws", proxy=gate.base_url, ssl=trust) as conn:
+            conn.ping(b"ok").wait(10)  # an ordinary ping is answered
+            conn.ping(env_secret.encode())
+            with pytest.raises(ConnectionClosed) as closed:
+                conn.recv(timeout=10)
+    finally:
+        server.stop()
+        ws.server.shutdown()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+    assert env_secret not in closed.value.rcvd.reason
