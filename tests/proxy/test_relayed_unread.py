@@ -13,7 +13,7 @@ import gzip
 import random
 import ssl
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx2 as httpx
@@ -22,7 +22,7 @@ from proxy.test_forward import forward_config
 from proxy.test_forward_refusals import _gate, _over_tls, _rows
 from proxy.test_websocket import FakeWsProvider
 from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import connect
+from websockets.sync.client import ClientConnection, connect
 
 from conftest import fake_secret
 from fake_provider import FakeProvider
@@ -203,29 +203,39 @@ def test_a_sign_in_refresh_goes_to_the_host_that_issued_its_secret(
     assert [s.path for s in provider.seen] == ["/token"]
 
 
-def test_a_websocket_message_relayed_unread_is_screened(
-    provider: FakeProvider, gate_dirs: dict[str, Path], env_secret: str
-) -> None:
-    """A WebSocket on chatgpt.com outside /backend-api/codex: each message the agent sends
-    is screened as a body is; one that holds a denied value is dropped and recorded."""
+@pytest.fixture
+def relayed_ws(
+    provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> Iterator[tuple[FakeWsProvider, Callable[[], ClientConnection]]]:
+    """A forward gate whose chatgpt upstream is a WebSocket fake, and a way to open a
+    WebSocket to chatgpt.com outside /backend-api/codex through it (relayed unread)."""
     ws = FakeWsProvider(str(gate_dirs["project"]))
     config = forward_config(provider, EgressSettings(), project=gate_dirs["project"])
     config = config.with_upstreams({"chatgpt": parse_upstream("chatgpt", ws.url)})
     server = BackgroundGate(config, gate_dirs["data"])
     gate = server.start()
     trust = ssl.create_default_context(cafile=str(ca.paths(gate_dirs["data"]).cert))
-    try:
-        with connect("wss://chatgpt.com/backend-api/ps/ws", proxy=gate.base_url, ssl=trust) as conn:
-            conn.send('{"hello": 1}')
-            conn.send(f'{{"leak": "{env_secret}"}}')
-            conn.send('{"hello": 2}')
-            # The fake answers each message it gets, numbering them: the second it got
-            # is the third sent.
-            while '"resp_2"' not in str(conn.recv(timeout=10)):
-                pass
-    finally:
-        server.stop()
-        ws.server.shutdown()
+    yield ws, lambda: connect("wss://chatgpt.com/backend-api/ps/ws", proxy=gate.base_url, ssl=trust)
+    server.stop()
+    ws.server.shutdown()
+
+
+def test_a_websocket_message_relayed_unread_is_screened(
+    relayed_ws: tuple[FakeWsProvider, Callable[[], ClientConnection]],
+    gate_dirs: dict[str, Path],
+    env_secret: str,
+) -> None:
+    """Each message the agent sends is screened as a body is; one that holds a denied
+    value is dropped and recorded."""
+    ws, opened = relayed_ws
+    with opened() as conn:
+        conn.send('{"hello": 1}')
+        conn.send(f'{{"leak": "{env_secret}"}}')
+        conn.send('{"hello": 2}')
+        # The fake answers each message it gets, numbering them: the second it got is the
+        # third sent.
+        while '"resp_2"' not in str(conn.recv(timeout=10)):
+            pass
     assert ws.frames == ['{"hello": 1}', '{"hello": 2}']
     kinds = [(r["kind"], r["reason"]) for r in reversed(_rows(gate_dirs["data"]))]
     assert kinds[0][0] == "http" and kinds[1][0] == "blocked"
@@ -233,24 +243,15 @@ def test_a_websocket_message_relayed_unread_is_screened(
 
 
 def test_a_ping_relayed_unread_is_screened(
-    provider: FakeProvider, gate_dirs: dict[str, Path], env_secret: str
+    relayed_ws: tuple[FakeWsProvider, Callable[[], ClientConnection]], env_secret: str
 ) -> None:
-    """A ping's payload reaches the other side as bytes: on a WebSocket relayed unread it is
-    screened as a model WebSocket's, and one that holds a denied value closes it (1008)."""
-    ws = FakeWsProvider(str(gate_dirs["project"]))
-    config = forward_config(provider, EgressSettings(), project=gate_dirs["project"])
-    config = config.with_upstreams({"chatgpt": parse_upstream("chatgpt", ws.url)})
-    server = BackgroundGate(config, gate_dirs["data"])
-    gate = server.start()
-    trust = ssl.create_default_context(cafile=str(ca.paths(gate_dirs["data"]).cert))
-    try:
-        with connect("wss://chatgpt.com/backend-api/ps/ws", proxy=gate.base_url, ssl=trust) as conn:
-            conn.ping(b"ok").wait(10)  # an ordinary ping is answered
-            conn.ping(env_secret.encode())
-            with pytest.raises(ConnectionClosed) as closed:
-                conn.recv(timeout=10)
-    finally:
-        server.stop()
-        ws.server.shutdown()
+    """A ping's payload reaches the other side as bytes: it is screened as a model
+    WebSocket's, and one that holds a denied value closes the connection (1008)."""
+    _, opened = relayed_ws
+    with opened() as conn:
+        conn.ping(b"ok").wait(10)  # an ordinary ping is answered
+        conn.ping(env_secret.encode())
+        with pytest.raises(ConnectionClosed) as closed:
+            conn.recv(timeout=10)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
     assert env_secret not in closed.value.rcvd.reason
