@@ -46,7 +46,7 @@ from gate.rules.layers import PolicyStore
 from gate.screen import codings, upload
 from gate.screen import secrets as secrets_module
 from gate.screen.content import SecretScreen
-from gate.screen.disclose import Scrub, readings
+from gate.screen.disclose import Scrub
 from gate.screen.envelope import Envelope, credential_headers, google_upstream
 from gate.screen.fingerprints import IndexStore, Limits, WalkNeeded
 from gate.screen.item_cache import ItemCache
@@ -201,7 +201,7 @@ class GateAddon:
         message = flow.websocket.messages[-1]  # read now: this hook's, whoever waits
         conn: websocket.Connection | None = flow.metadata.get("gate_ws")
         if conn is None and "gate_passthrough" in flow.metadata:
-            return  # a host the egress policy tunnels: relayed unread, and recorded
+            return  # relayed unread: forward mode screened it as opaque text (forward.py)
         if conn is None:
             # Fail closed: a WebSocket gate did not set up for screening carries nothing out.
             if message.from_client:
@@ -449,10 +449,8 @@ class GateAddon:
 
     def _control_holds(self, payload: bytes) -> bool:
         """Whether a WebSocket control frame's payload (a ping's, or a close's reason)
-        holds a denied file's value or a likely secret, read as UTF-8 and byte by byte."""
-        scrub = self._scrub()
-        texts = dict.fromkeys((payload.decode("utf-8", "replace"), payload.decode("latin-1")))
-        return any(scrub.holds(r) for text in texts for r in readings(text))
+        holds a denied file's value or a likely secret."""
+        return self._scrub().holds_bytes(payload)
 
     def _scrub(self) -> Scrub:
         indexes = self.screens.indexes.known() if self.screens.indexes else []

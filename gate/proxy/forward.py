@@ -24,14 +24,19 @@ from gate.audit import tunnels
 from gate.audit.store import AuditStore
 from gate.config import Config
 from gate.lock import BRIDGE_SOURCE
-from gate.proxy import routing
+from gate.proxy import routing, ws_control
 from gate.proxy.intercept import Intercepts
 from gate.proxy.routing import Route
+from gate.rules.layers import PolicyStore
+from gate.screen import relayed
 from gate.screen.content import SecretScreen
 from gate.screen.disclose import Scrub
+from gate.screen.envelope import credential_headers, google_upstream
+from gate.screen.request import Screens
 from gate.screen.secrets import Scanner
 
 RUN_USER = "run"  # the proxy URL's user name; its password is the run id
+_RELAYED = "gate_relayed"  # a flow relayed unread: where it went, and its project
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -45,6 +50,7 @@ class ForwardAddon:
         audit: AuditStore,
         scrub: Callable[[], Scrub] | None = None,
         known: runs.Known | None = None,
+        relay: relayed.RelayScreen | None = None,
     ):
         self.config = config
         self.data_dir = data_dir
@@ -55,6 +61,11 @@ class ForwardAddon:
             plain = Scrub(SecretScreen(Scanner(), b""))
             scrub = lambda: plain  # noqa: E731
         self.scrub: Callable[[], Scrub] = scrub
+        # The gate addon's rules and screens too, for what this addon relays unread: its
+        # body, query and headers leave as they are, so what holds a finding is refused.
+        self.relay = relay or relayed.RelayScreen(
+            PolicyStore(), Screens(secrets=SecretScreen(Scanner(), b""))
+        )
         self.intercepts = Intercepts(config.upstreams)
         self.port = 0
         self._runs: dict[str, runs.Run | None] = {}  # client connection id → its run
@@ -197,24 +208,87 @@ class ForwardAddon:
             )
             return
         origin = self.intercepts.origin(host)
-        if origin is not None:  # unread, like a tunnel, but to where the user sent the host
-            flow.metadata["gate_passthrough"] = self._opened(
-                req.host,
-                req.port,
-                tunnels.Kind.HTTP,
-                agent,
-                run,
-                reason=f"to upstream {origin.name}",
-            )
-            req.scheme, req.host, req.port = origin.scheme, origin.host, origin.port
-            req.headers["host"] = origin.url.split("://", 1)[1]
-            return
-        if not self._allowed(flow, host):
+        if origin is None and not self._allowed(flow, host):
             self._refuse(flow, req.host, req.port, agent, run, _bare(req.path))
             return
+        root = run.root if run else None
+        if (why := self._held(flow, host, root)) is not None:
+            self._refuse(flow, req.host, req.port, agent, run, _bare(req.path), why=why)
+            return
+        # Unread, like a tunnel: to the host, or to where the user sent it (`--upstream`).
         flow.metadata["gate_passthrough"] = self._opened(
-            req.host, req.port, tunnels.Kind.HTTP, agent, run
+            req.host,
+            req.port,
+            tunnels.Kind.HTTP,
+            agent,
+            run,
+            reason=f"to upstream {origin.name}" if origin is not None else None,
         )
+        # A WebSocket's messages are screened as they come, and a refused one recorded;
+        # its control frames (a ping's payload) as a model WebSocket's are.
+        flow.metadata[_RELAYED] = _Relayed(req.host, req.port, root)
+        flow.metadata[ws_control.CHECK] = lambda payload: self.scrub().holds_bytes(payload)
+        if origin is not None:
+            req.scheme, req.host, req.port = origin.scheme, origin.host, origin.port
+            req.headers["host"] = origin.url.split("://", 1)[1]
+
+    def _held(self, flow: http.HTTPFlow, host: str, root: str | None) -> str | None:
+        """Why a request relayed unread must not leave: what its body, query or headers
+        hold, found by the screens model traffic gets (nothing can be withheld in place)."""
+        req = flow.request
+        if req.trailers:
+            return (
+                "the request carries HTTP trailers, which gate does not forward; send those"
+                " fields as headers. It was not sent"
+            )
+        # Over TLS to a host gate decrypts, the host named is the one reached, and the
+        # headers its model traffic reads as the caller's own credential pass here too.
+        name = self.intercepts.name_of(host) if req.scheme == "https" else None
+        return self.relay.refusal(
+            relayed.Relayed(
+                host=host,
+                path=req.path,
+                headers=list(req.headers.items(multi=True)),
+                body=req.raw_content or b"",
+                credentials=credential_headers(name, host) if name else frozenset(),
+                google=name is not None and google_upstream(name, host),
+                decrypted=name is not None,
+            ),
+            root,
+        )
+
+    async def websocket_message(self, flow: http.HTTPFlow) -> None:
+        """A WebSocket relayed unread: each message from the agent screened as its body
+        would be; one that holds a finding is dropped, and recorded as blocked."""
+        relay: _Relayed | None = flow.metadata.get(_RELAYED)
+        if flow.websocket is None or relay is None:
+            return
+        message = flow.websocket.messages[-1]
+        if not message.from_client:
+            return
+        try:
+            why = await asyncio.to_thread(self.relay.message_refusal, message.content, relay.root)
+        except Exception as exc:  # Fail closed: a message gate could not screen never leaves.
+            why = f"gate could not screen this WebSocket message ({type(exc).__name__})"
+        if why is None:
+            return
+        # Dropped, the connection kept: mitmproxy cannot close it from here, and the
+        # agent's next messages are screened the same way.
+        message.drop()
+        run = self._run_of(flow, None)
+        logger.warning("flow {} WebSocket message blocked: {}", flow.id, self.scrub().text(why))
+        try:
+            await asyncio.to_thread(
+                self._opened,
+                relay.host,
+                relay.port,
+                tunnels.Kind.BLOCKED,
+                self._agent(run, flow.request),
+                run,
+                why,
+            )
+        except Exception as exc:
+            logger.error("blocked message not recorded in the audit: {}", type(exc).__name__)
 
     async def response(self, flow: http.HTTPFlow) -> None:
         row = flow.metadata.get("gate_passthrough")
@@ -325,6 +399,15 @@ class _Unrouted:
     agent: str | None
     host: str  # lower-cased
     why: str | None = None  # refused for this reason
+
+
+@dataclass(frozen=True, slots=True)
+class _Relayed:
+    """A request relayed unread, as the agent named its destination."""
+
+    host: str
+    port: int
+    root: str | None  # its run's project (None: screened against every known project)
 
 
 def _stored_host(scrub: Scrub, host: str) -> str:

@@ -67,6 +67,13 @@ class Intercepts:
         host = host.lower().rstrip(".")
         return host in self.whole_hosts or any(m.matches(host) for m in self.hosts)
 
+    def name_of(self, host: str) -> str | None:
+        """The upstream name of a host gate decrypts (a whole host's is the host), or None."""
+        host = host.lower().rstrip(".")
+        if host in self.whole_hosts:
+            return host
+        return next((m.name for m in self.hosts if m.matches(host)), None)
+
     def allow_patterns(self) -> list[str]:
         """mitmproxy's allow_hosts: every other host is relayed as an opaque tunnel."""
         out = []

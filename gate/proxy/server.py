@@ -24,6 +24,7 @@ from gate.proxy import ca, h2_errors, replies, team, tls, ws_control
 from gate.proxy.addon import GateAddon
 from gate.proxy.forward import ForwardAddon
 from gate.rules.layers import RECHECK_AFTER, PolicyStore
+from gate.screen import relayed
 from gate.served import Listening, clear_server_file, write_server_file
 from gate.users import Users
 
@@ -80,7 +81,14 @@ def build_master(
         if isinstance(check, errorcheck.ErrorCheck):
             check.repeat_errors_on_stderr = True
     forward = (
-        ForwardAddon(config, data_dir, addon.audit, addon._scrub, addon.runs)
+        ForwardAddon(
+            config,
+            data_dir,
+            addon.audit,
+            addon._scrub,
+            addon.runs,
+            relayed.RelayScreen(addon.policies, addon.screens),
+        )
         if config.forward
         else None
     )

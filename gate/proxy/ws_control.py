@@ -57,9 +57,9 @@ class ScreenedWebsocketLayer(websocket.WebsocketLayer):
     def _holds(self, payload: bytes) -> bool:
         check: Check | None = self.flow.metadata.get(CHECK)
         if check is None:
-            # A connection gate relays unread (an egress host it tunnels) is not screened;
-            # any other without a check never carries client bytes out unscreened.
-            return "gate_passthrough" not in self.flow.metadata
+            # Fail closed: every connection gate relays is given its check (forward mode's
+            # relayed ones too); one without never carries client bytes out unscreened.
+            return True
         try:
             return check(payload)
         except Exception:

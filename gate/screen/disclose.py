@@ -54,6 +54,12 @@ class Scrub:
     def holds(self, text: str) -> bool:
         return self.text(text) != text
 
+    def holds_bytes(self, payload: bytes) -> bool:
+        """Whether bytes (a WebSocket control frame's payload) hold a finding, read as
+        UTF-8 and byte by byte, percent-decoded again and again."""
+        texts = dict.fromkeys((payload.decode("utf-8", "replace"), payload.decode("latin-1")))
+        return any(self.holds(r) for text in texts for r in readings(text))
+
     def path(self, path: str) -> str:
         """A request path as stored: a segment that holds a finding (read as a server
         decodes it, or decoded again) is withheld, so is a whole query that holds one."""
