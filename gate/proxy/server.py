@@ -87,8 +87,10 @@ def build_master(
         if config.forward
         else None
     )
-    if forward is not None:
-        ca.ensure(data_dir)
+    if forward is None:
+        ca.made(data_dir)  # mitmproxy loads it from its confdir even when it decrypts nothing
+    else:
+        ca.ensure(data_dir)  # and the bundle agents trust
         opts.update(
             # Only model hosts are decrypted; every other CONNECT is relayed as bytes,
             # through the forward addon's tcp hooks so each tunnel is counted and recorded.
