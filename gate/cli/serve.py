@@ -399,7 +399,7 @@ def _find_or_start(
     try:
         gate = BackgroundGate(config, data, rules_recheck=RECHECK_AFTER)
         listening = gate.start()
-    except (OSError, SystemExit, TimeoutError):
+    except OSError:  # a TimeoutError too
         # The configured port is taken (by another gate or program): use any free port.
         gate = BackgroundGate(replace(config, port=0), data, rules_recheck=RECHECK_AFTER)
         listening = gate.start()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +12,7 @@ from gate import dirs
 
 _BASENAME = "mitmproxy"  # the names mitmproxy loads its CA from, in its confdir
 BUNDLE = "ca-bundle.pem"
+LOCK = ".ca.lock"  # beside the CA's files: held while they are made
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,14 +29,31 @@ def paths(data_dir: Path) -> Authority:
     )
 
 
-def ensure(data_dir: Path) -> Authority:
-    """The CA, created on first use (key written owner-only), and a fresh bundle."""
+def made(data_dir: Path) -> Authority:
+    """The CA's files, made once, before mitmproxy loads them (every gate does, forward
+    mode or not). Two gates starting at once on a new data dir (two `gate run`s) each wrote
+    them: one could load the other's half-written key, or keep its key beside the other's
+    certificate. The first makes them holding a lock; the other waits, then finds them."""
     from mitmproxy import certs  # here: `gate paths` names the files without loading it
 
     ca = paths(data_dir)
     conf = dirs.private_dir(ca.key.parent)
-    if not ca.key.exists():
-        certs.CertStore.create_store(conf, _BASENAME, 2048, organization="gate", cn="gate local CA")
+    fd = os.open(conf / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when closed
+        if not ca.key.exists():
+            certs.CertStore.create_store(
+                conf, _BASENAME, 2048, organization="gate", cn="gate local CA"
+            )
+    finally:
+        os.close(fd)
+    return ca
+
+
+def ensure(data_dir: Path) -> Authority:
+    """The CA, created on first use (key written owner-only), and a fresh bundle."""
+    ca = made(data_dir)
+    conf = ca.key.parent
     for item in conf.iterdir():  # mitmproxy writes the public copies world-readable
         if item.is_file():
             item.chmod(0o600)

@@ -12,7 +12,6 @@ from typing import Any
 
 from loguru import logger
 from mitmproxy import http, options
-from mitmproxy.addons import errorcheck
 from mitmproxy.net.http import http1
 from mitmproxy.proxy.layers.http import _http1
 from mitmproxy.tools.dump import DumpMaster
@@ -20,7 +19,7 @@ from mitmproxy.tools.dump import DumpMaster
 from gate import dirs
 from gate.audit.store import AuditStore
 from gate.config import Config
-from gate.proxy import ca, h2_errors, replies, team, tls, ws_control
+from gate.proxy import ca, h2_errors, replies, startup, team, tls, ws_control
 from gate.proxy.addon import GateAddon
 from gate.proxy.forward import ForwardAddon
 from gate.rules.layers import RECHECK_AFTER, PolicyStore
@@ -34,7 +33,9 @@ _UNUSED_UPSTREAM = "reverse:http://127.0.0.1:9/"
 
 
 def check_port(host: str, port: int) -> None:
-    """Raise OSError naming the address when it cannot be listened on (mitmproxy only logs)."""
+    """Raise OSError when the port is taken now: before the audit opens and the CA is made,
+    and `gate run` moves to a free port at once. Only a quick look: the port can still be
+    taken before the listener binds it, whose own failure startup.py reports the same way."""
     if port == 0:
         return
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
@@ -76,10 +77,12 @@ def build_master(
     ws_control.install()  # the agent's ping, pong and close frames are screened too
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-    # An error logged while starting stops the gate: say which, not only that one was.
-    for check in master.addons.lookup.values():
-        if isinstance(check, errorcheck.ErrorCheck):
-            check.repeat_errors_on_stderr = True
+    # An error logged while starting stops the gate, through gate's own error path: a
+    # listener that cannot open raises its OSError, as check_port does (startup.py).
+    errorcheck = master.addons.get("errorcheck")
+    errorcheck.finish()  # its log handler
+    master.addons.remove(errorcheck)
+    master.addons.add(startup.StartupCheck())
     forward = (
         ForwardAddon(
             config,
@@ -92,8 +95,10 @@ def build_master(
         if config.forward
         else None
     )
-    if forward is not None:
-        ca.ensure(data_dir)
+    if forward is None:
+        ca.made(data_dir)  # mitmproxy loads it from its confdir even when it decrypts nothing
+    else:
+        ca.ensure(data_dir)  # and the bundle agents trust
         opts.update(
             # Only model hosts are decrypted; every other CONNECT is relayed as bytes,
             # through the forward addon's tcp hooks so each tunnel is counted and recorded.
@@ -169,6 +174,12 @@ async def serve(
     try:
         await master.run()
     finally:
+        master.addons.get("errorcheck").finish()
+        # A start that failed after the listeners opened leaves them open (mitmproxy's done
+        # hook does not close them); stop_when_asked closed them already otherwise.
+        await master.addons.get("proxyserver").servers.update([])
+        if not ready:  # a failed start may never reach mitmproxy's done hook (it is idempotent)
+            addon.done()
         if waiter:
             waiter.cancel()
         if ready and advertise:
