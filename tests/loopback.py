@@ -14,6 +14,11 @@ from typing import Any
 # How often serve_forever looks whether stop() was asked for: stop() waits for that look,
 # half of socketserver's default 0.5 s on average, and nearly every test stops a fake.
 POLL_SECONDS = 0.01
+# socketserver listens with a backlog of 5. A burst of connections (sixteen SDK sessions at
+# once, a gate opening one upstream connection for each) overflows it: the kernel answers
+# with SYN cookies and resets a connection the client already thinks open, which mitmproxy
+# reports as "server closed connection". Real providers listen with a deep backlog.
+BACKLOG = 1024
 
 
 class LoopbackServer:
@@ -22,8 +27,15 @@ class LoopbackServer:
     server: socketserver.TCPServer
 
     def serve(self, handler: Any, server_class: Any = ThreadingHTTPServer) -> None:
-        self.server = server_class(("127.0.0.1", 0), handler)
+        self.server = server_class(("127.0.0.1", 0), handler, bind_and_activate=False)
+        self.server.request_queue_size = BACKLOG
         self.server.daemon_threads = True  # type: ignore[attr-defined]
+        try:
+            self.server.server_bind()
+            self.server.server_activate()
+        except BaseException:
+            self.server.server_close()
+            raise
         threading.Thread(
             target=self.server.serve_forever, args=(POLL_SECONDS,), daemon=True
         ).start()

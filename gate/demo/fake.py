@@ -11,6 +11,14 @@ from typing import Any
 REPLY = "Done: I looked at the files."
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's backlog of 5 overflows when an agent opens many connections at once:
+    # the kernel then answers with SYN cookies and may reset a connection the client
+    # believes open (the gate reports "server closed connection").
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 class FakeProvider:
     """Answers POST /v1/messages with one short text reply; keeps what it received."""
 
@@ -43,8 +51,7 @@ class FakeProvider:
                 self.end_headers()
                 self.wfile.write(reply)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         # stop() waits for serve_forever's next look (socketserver's default: every 0.5 s).
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), daemon=True
