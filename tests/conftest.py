@@ -5,6 +5,7 @@ from __future__ import annotations
 import compileall
 import gc
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -38,6 +39,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     mtime) under that variable; __pycache__ is ignored by git."""
     if not hasattr(session.config, "workerinput"):  # the controller (or -n0), once
         compileall.compile_dir(GATE_SOURCE, quiet=1)
+
+
+# A suite started in the background by a shell without job control (`pytest &` in a script,
+# a CI step) inherits SIGINT ignored, and so would every gate command a test starts: Python
+# raises no KeyboardInterrupt where SIGINT is ignored at start, and the tests that press
+# Ctrl-C (`gate log --follow`, `gate watch`, `gate serve`) would wait for an exit that never
+# comes. Each process of the run (the controller and every worker) takes Ctrl-C back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # Long single tests that collect last (top-level files sort after the directories): under
@@ -107,6 +117,11 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     gc.collect()
     alive = [t.name for t in threading.enumerate() if t.name == "gate-proxy"]
     assert not alive, f"a background gate is still running after the test: {alive}"
+    # A SIGINT disposition left changed (ignored, above all: every process the worker
+    # starts later inherits SIG_IGN, and Python then never raises KeyboardInterrupt in
+    # it) fails the test that changed it, not a later test's Ctrl-C.
+    handler = signal.getsignal(signal.SIGINT)
+    assert handler is signal.default_int_handler, f"the test left SIGINT as {handler!r}"
 
 
 @pytest.fixture(scope="session")
