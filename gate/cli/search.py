@@ -78,7 +78,11 @@ def _value_of(store: AuditStore, path: Path, since: float | None) -> list[values
     # find it wherever it sits, the file's KEY=VALUE and key lines are its own values.
     detected = [text[f.start : f.end] for f in secrets.Scanner().scan(text)]
     lines = [u for u in units_of(text) if not any(d in u for d in detected if d != u)]
-    units = list(dict.fromkeys([*detected, *lines]))
+    # Numbered in file order, whichever way each was found: a value's number must not
+    # depend on whether a detector happens to know it (an all-digit tail fails the generic
+    # assignment rule, and "value 1" would then have named the token on the next line).
+    found = dict.fromkeys([*detected, *lines])
+    units = sorted(found, key=lambda u: p if (p := text.find(u)) >= 0 else len(text))
     if not units:
         raise GateError(
             "no value in this file looks like a secret (KEY=VALUE lines,"

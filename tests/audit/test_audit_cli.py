@@ -148,6 +148,23 @@ def test_value_of_says_which_values_left_and_which_were_withheld(
     assert code == 1 and str(empty) in err and "no value in this file" in err
 
 
+def test_value_of_numbers_values_in_file_order_whichever_way_each_is_found(
+    gate: Listening, tmp_path: Path
+) -> None:
+    """An all-digit tail fails the generic assignment rule while the token on the next
+    line is detected: the numbers still follow the file (they once put detected first,
+    and the test above failed one run in ~200 when its random tail came out all digits)."""
+    plain = "blue-otter-" + "".join(random.choice("0123456789") for _ in range(12))
+    token = Gen(random.SystemRandom().randrange(1 << 30)).crc_token("ghp_")
+    env = tmp_path / "digits.env"
+    env.write_text(f"APP_PASS={plain}\nGITHUB_TOKEN={token}\n")
+    converse(session(gate, "d"), [f"remember {plain}"])
+    code, out, _ = invoke("search", "--value-of", str(env), "--json")
+    report = {a["value"]: a["status"] for a in json.loads(out)["values"]}
+    assert code == 1
+    assert report == {"value 1 of digits.env": "sent", "value 2 of digits.env": "never seen"}
+
+
 def test_sixteen_sdk_sessions_at_once(gate: Listening, gate_dirs: dict[str, Path]) -> None:
     errors: list[BaseException] = []
 
