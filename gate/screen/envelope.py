@@ -3,13 +3,17 @@ for denied values and secrets before it leaves: gate cannot withhold them in pla
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import Iterable, Sequence
 
 from gate.screen.detectors import Tier
 from gate.screen.disclose import Scrub, readings
 
-# Headers that carry the caller's own credential to the provider: sent as they are, never
-# stored (gate cannot tell an API key from another secret put there; docs/guarantees.md).
+# Headers that carry the caller's own credential to the provider: sent as they are when
+# the credential is one token (even a denied value: the caller's key kept in `.env`), never
+# stored; a denied value inside, beside or encoded in it refuses them (docs/guarantees.md).
 # Only those the route's upstream reads pass so (`credential_headers`); the others are
 # screened like any header.
 AUTH_HEADERS = frozenset(
@@ -68,6 +72,13 @@ _SDK_WORDS = frozenset(
 _FRAMING = frozenset(
     {"host", "content-length", "transfer-encoding", "content-encoding", "connection"}
 )
+# Authorization schemes whose credential is one token after the scheme word; `Basic` is
+# base64 of `user:password`, each part read on its own.
+_SCHEMES = frozenset({"bearer", "token", "basic"})
+# A JSON Web Token (ChatGPT's and Google's OAuth bearer tokens): its payload is base64 of
+# claims (an e-mail address, an account id) that a denied file may also hold, so only a
+# denied value written into it as is refuses it.
+_JWT = re.compile(r"eyJ[\w-]+\.eyJ[\w-]+\.[\w-]*")
 # Path segments read joined in every run of consecutive ones (a value cut in two across
 # segments); a path with more is refused rather than read in part.
 MAX_SEGMENTS = 32
@@ -138,6 +149,12 @@ class Envelope:
                 "the query string holds a denied file's value or a likely secret; gate"
                 " cannot withhold it in place, so the request was not sent"
             )
+        if google and (key := _google_key(query)) is not None and self._smuggled(key):
+            return (
+                "the query's key= holds a denied file's value inside or beside the API key"
+                " (a key that is exactly one denied value passes: it is often the caller's"
+                " own); the request was not sent"
+            )
         return self._headers(headers, credentials)
 
     def _values_hold(self, query: str, google: bool) -> bool:
@@ -164,7 +181,16 @@ class Envelope:
         values: list[str] = []
         sdk: list[str] = []  # informational values, where an SDK's own words may be
         for (raw, value), name in zip(headers, names, strict=True):
-            if name in credentials or name in _FRAMING:
+            if name in credentials:
+                if self._smuggled(value):
+                    return (
+                        f"the {name} header holds a denied file's value inside or beside"
+                        " the credential (a credential that is exactly one denied value"
+                        " passes: it is often the caller's own key); the request was not"
+                        " sent"
+                    )
+                continue
+            if name in _FRAMING:
                 continue
             words = _informational(name)
             if any(self._holds(r, words) for r in readings(f"{raw}: {value}")):
@@ -195,6 +221,34 @@ class Envelope:
                 return self._joined()
         return None
 
+    def _smuggled(self, value: str) -> bool:
+        """Whether a credential holds a denied value other than as the whole credential.
+        The caller's key is one token and may itself be a denied value (the key kept in
+        `.env`): that passes, as gate cannot tell it from another value put there
+        (docs/guarantees.md). A denied value beside other text, several of them, or one
+        encoded into the credential is a value sent under a key's name."""
+        parts = _credential_parts(value)
+        if parts is None:
+            return any(self._denied(r) for r in readings(value))
+        for part in parts:
+            if not part or any(part in index.units for index in self.scrub.indexes):
+                continue
+            if _JWT.fullmatch(part):
+                if self._denied(part, as_written=True):
+                    return True
+            elif any(self._denied(r) for r in readings(part)):
+                return True
+        return False
+
+    def _denied(self, text: str, as_written: bool = False) -> bool:
+        """A denied value in `text`, in any form the indexes know, or (`as_written`) only
+        as the value itself, in the case it was written in."""
+        for index in self.scrub.indexes:
+            for hit in index.find(text):
+                if not as_written or text[hit.start : hit.end] in index.units:
+                    return True
+        return False
+
     @staticmethod
     def _joined() -> str:
         return (
@@ -211,6 +265,33 @@ class Envelope:
                     return True
         secrets = self.scrub.secrets
         return secrets is not None and any(f.tier is Tier.HIGH for f in secrets.scanner.scan(text))
+
+
+def _credential_parts(value: str) -> list[str] | None:
+    """The tokens of a credential header: the token after a `Bearer` or `Token` scheme,
+    `Basic`'s user and password, or the whole value. None: a `Basic` value that is no
+    base64 of text (read whole, as any header is)."""
+    value = value.strip()
+    scheme, _, rest = value.partition(" ")
+    if scheme.lower() not in _SCHEMES or not rest.strip():
+        return [value]
+    rest = rest.strip()
+    if scheme.lower() != "basic":
+        return [rest]
+    try:
+        plain = base64.b64decode(rest, validate=True).decode()
+    except (binascii.Error, ValueError):
+        return None
+    user, _, password = plain.partition(":")
+    return [user, password]
+
+
+def _google_key(query: str) -> str | None:
+    """The first `key=` parameter's value: a Google upstream's API key."""
+    for param in query.split("&"):
+        if param.startswith("key="):
+            return param[4:]
+    return None
 
 
 def google_upstream(

@@ -379,6 +379,41 @@ def test_a_credential_header_the_upstream_does_not_read_is_screened(
         _refused(gate, provider, gate_dirs, value, path, [(header, value)])
 
 
+def test_a_credential_is_one_token_even_a_denied_one_never_a_carrier(
+    gate: Listening, provider: FakeProvider, gate_dirs: dict[str, Path], phrase: str
+) -> None:
+    """The SDKs' own credential headers: the caller's key kept in the denied `.env` passes
+    as it is; a denied value sent beside it, or encoded as the key, is refused."""
+    anth = {"base_url": f"{gate.base_url}/anthropic", "max_retries": 0}
+    oai = {"base_url": f"{gate.base_url}/openai/v1", "max_retries": 0}
+    msg = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    with anthropic.Anthropic(api_key=phrase, **anth) as client:  # type: ignore[arg-type]
+        client.messages.create(**msg)  # type: ignore[arg-type]
+    seen = provider.seen[-1].headers  # x-api-key, or a bearer token in newer SDKs
+    assert phrase in (seen.get("x-api-key"), seen.get("authorization", "").removeprefix("Bearer "))
+    with openai.OpenAI(api_key=phrase, **oai) as oclient:  # type: ignore[arg-type]
+        oclient.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert provider.seen[-1].headers["authorization"] == f"Bearer {phrase}"
+    before = len(provider.seen)
+    carried = base64.b64encode(f"PASSPHRASE={phrase}".encode()).decode()
+    for key in (f"sk-ant-{phrase}", carried):
+        with (
+            anthropic.Anthropic(api_key=key, **anth) as client,  # type: ignore[arg-type]
+            pytest.raises(anthropic.BadRequestError) as err,
+        ):
+            client.messages.create(**msg)  # type: ignore[arg-type]
+        assert "beside the credential" in str(err.value) and phrase not in str(err.value)
+        with (
+            openai.OpenAI(api_key=f"{key} x", **oai) as oclient,  # type: ignore[arg-type]
+            pytest.raises(openai.BadRequestError) as oerr,
+        ):
+            oclient.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert "the authorization header" in str(oerr.value)
+    assert len(provider.seen) == before  # nothing left
+    stored = json.dumps(_rows(gate_dirs), default=str)
+    assert phrase not in stored and carried not in stored
+
+
 def test_the_credential_headers_each_upstream_reads() -> None:
     from gate.screen.envelope import credential_headers
 

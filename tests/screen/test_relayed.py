@@ -121,6 +121,14 @@ def test_the_callers_credential_header_passes_only_where_the_host_reads_it() -> 
     assert "'authorization' header" in (_why(headers=auth) or "")
 
 
+def test_a_denied_value_beside_the_callers_credential_is_refused() -> None:
+    creds = {"credentials": frozenset({"authorization"}), "decrypted": True}
+    assert _why(headers=[("authorization", f"Bearer {VALUE}")], **creds) is None
+    for value in (f"Bearer {VALUE}.x", "Bearer " + base64.b64encode(_ENV).decode()):
+        why = _why(headers=[("authorization", value)], **creds)
+        assert why is not None and "beside the credential" in why and VALUE not in why
+
+
 def test_a_sign_in_secret_passes_only_to_the_host_that_issued_it() -> None:
     secret = "GOCSPX-" + _gen().chars(B64URL, 28)
     body = f"client_id=x.apps.googleusercontent.com&client_secret={secret}".encode()
