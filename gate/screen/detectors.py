@@ -446,12 +446,15 @@ def _entry(node: yaml.Node, name: str, lazy: bool = False) -> Detector:
             where=_at(name, nodes["check"]),
             hint="checks: " + ", ".join(sorted(checks.CHECKS)),
         )
+    keywords = _keywords(nodes["keywords"], name)
+    if fields["tier"] == Tier.HIGH.value and distinctive_prefix(keywords) and "pattern" in fields:
+        fields = {**fields, "pattern": unguarded(fields["pattern"])}
     return Detector(
         id=fields["id"],
         kind=fields["kind"],
         tier=Tier(fields["tier"]),
         patterns=_patterns(fields, nodes, name, lazy),
-        keywords=_keywords(nodes["keywords"], name),
+        keywords=keywords,
         docs=fields["docs"],
         where=where,
         check=fields.get("check"),
@@ -460,6 +463,40 @@ def _entry(node: yaml.Node, name: str, lazy: bool = False) -> Detector:
         after=int(_number(fields, nodes, "after", name, 320)),
         anchor=_anchor(fields, nodes, name),
     )
+
+
+# A token glued to the word before it (`backup_ghp_...`, `x$(cat token)`, `9sk-ant-...`) is
+# still the token when its prefix says so. A high-tier pattern's leading guard ("not after
+# a word character", written to keep a short prefix inside a longer word from matching)
+# is dropped when every keyword is distinctive: 4+ characters with a `_` or `-` in them
+# (`ghp_`, `sk-ant-`, `xoxb-`, `glpat-`). Prefixes of letters and digits alone (`AKIA`,
+# `AIza`, ClickHouse's `4b1d`) keep it: hex dumps and base64 hold them by chance.
+_GUARD = re.compile(r"(\(\?[aiLmsux]+\))?\(\?<!(?:\[(?:\\.|[^\]\\])+\]|\\[dw])\)")
+
+
+# A keyword's first word that ordinary words and names end in or hold (`GSSAPI-`,
+# `client_secret_`, `my-private-key:`): its guard stays.
+_GENERIC_HEADS = frozenset({"api", "secret", "private", "access", "login", "key", "token"})
+
+
+def distinctive_prefix(keywords: Sequence[str]) -> bool:
+    """Whether every keyword is a vendor's own prefix: 4+ characters with a `_` or `-` in
+    them, whose first word is no ordinary word (`api-` is not one)."""
+    return bool(keywords) and all(
+        len(k) >= 4
+        and ("_" in k or "-" in k)
+        and (head := re.split(r"[_\-.]", k, maxsplit=1)[0])
+        and head not in _GENERIC_HEADS
+        for k in keywords
+    )
+
+
+def unguarded(source: str) -> str:
+    """`source` without its leading lookbehind guard (flags kept), if it has one. The
+    closing guard stays: a fixed-length body with more of its alphabet glued on is a
+    longer string, not that vendor's token."""
+    m = _GUARD.match(source)
+    return source if m is None else (m.group(1) or "") + source[m.end() :]
 
 
 def _common(fields: dict[str, str], nodes: dict[str, yaml.Node], name: str) -> None:

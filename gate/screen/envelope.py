@@ -124,6 +124,10 @@ class Envelope:
 
     def __init__(self, scrub: Scrub):
         self.scrub = scrub
+        # The denied values one request's credentials are, whole: one is the caller's key
+        # kept in `.env`; two (`x-api-key` and a bearer token, Basic's user and password,
+        # `?key=` beside a header) are values sent under keys' names.
+        self._whole: set[str] = set()
 
     def refusal(
         self,
@@ -133,7 +137,9 @@ class Envelope:
         credentials: frozenset[str] = AUTH_HEADERS,
     ) -> str | None:
         """Why the request must not leave (naming where, never what), or None.
-        `credentials`: the credential headers the upstream reads, passed unscreened."""
+        `credentials`: the credential headers the upstream reads, passed as they are
+        when each is one token and no more than one is a denied value."""
+        self._whole.clear()
         base, _, query = path.partition("?")
         segments = [s for s in base.split("/") if s]
         if len(segments) > MAX_SEGMENTS:
@@ -155,7 +161,14 @@ class Envelope:
                 " (a key that is exactly one denied value passes: it is often the caller's"
                 " own); the request was not sent"
             )
-        return self._headers(headers, credentials)
+        if why := self._headers(headers, credentials):
+            return why
+        if len(self._whole) > 1:
+            return (
+                "the request's credentials are more than one denied file's value (one"
+                " passes: it is often the caller's own key); the request was not sent"
+            )
+        return None
 
     def _values_hold(self, query: str, google: bool) -> bool:
         """A value cut in two across parameters: their values read together, in order."""
@@ -231,7 +244,10 @@ class Envelope:
         if parts is None:
             return any(self._denied(r) for r in readings(value))
         for part in parts:
-            if not part or any(part in index.units for index in self.scrub.indexes):
+            if not part:
+                continue
+            if any(part in index.units for index in self.scrub.indexes):
+                self._whole.add(part)
                 continue
             if _JWT.fullmatch(part):
                 if self._denied(part, as_written=True):

@@ -49,7 +49,7 @@ def _jwt(claims: dict[str, object], signature: str = "") -> str:
         [("Authorization", f"Bearer {KEY}")],
         [("authorization", f"bearer  {OTHER} ")],
         [("authorization", "Basic " + base64.b64encode(f"me:{OTHER}".encode()).decode())],
-        [("authorization", "Basic " + base64.b64encode(f"{EMAIL}:{OTHER}".encode()).decode())],
+        [("authorization", "Basic " + base64.b64encode(f"me:{KEY}".encode()).decode())],
         # ChatGPT's sign-in token: its claims hold the e-mail address the .env also holds.
         [("authorization", "Bearer " + _jwt({"email": EMAIL, "sub": "auth0|x"}))],
         [("x-api-key", "sk-ant-test")],
@@ -100,3 +100,23 @@ def test_a_google_key_is_read_as_a_credential_too() -> None:
     why = _why([], path + urllib.parse.quote(f"{KEY}/{OTHER}", safe=""), google=True)
     assert why is not None and "key=" in why and KEY not in why
     assert _why([], path + "AIza" + OTHER, google=True) is not None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("x-api-key", KEY), ("authorization", f"Bearer {OTHER}")],
+        [("authorization", "Basic " + base64.b64encode(f"{KEY}:{OTHER}".encode()).decode())],
+        [("authorization", "Basic " + base64.b64encode(f"{EMAIL}:{OTHER}".encode()).decode())],
+    ],
+    ids=["two-headers", "basic-two", "basic-email"],
+)
+def test_two_denied_values_as_credentials_are_refused(headers: list[tuple[str, str]]) -> None:
+    why = _why(headers)
+    assert why is not None and "more than one" in why and OTHER not in why
+
+
+def test_the_same_key_in_two_credential_headers_passes() -> None:
+    assert _why([("x-api-key", KEY), ("authorization", f"Bearer {KEY}")]) is None
+    path = "/v1beta/models/g:generateContent?key=" + KEY
+    assert _why([("authorization", f"Bearer {OTHER}")], path, google=True) is not None
