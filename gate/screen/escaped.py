@@ -16,17 +16,23 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 # Runs of escapes, each decoded whole (UTF-8 bytes in a row, a surrogate pair), each kind
-# looked for only when its first characters are in the text (one regex of them all is
-# ten times slower: no literal to skip ahead by).
-_KINDS = (
-    ("%", r"(?:%[0-9A-Fa-f]{2})+"),
-    ("\\x", r"(?:\\x[0-9A-Fa-f]{2})+"),
-    ("\\u", r"(?:\\u[0-9A-Fa-f]{4})+"),
-    ("\\/", r"\\/"),  # JSON's escaped slash (PHP writes every `/` so)
+# looked for only when one of its first characters is in the text (one regex of them all
+# is ten times slower: no literal to skip ahead by).
+_KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("%",), r"(?:%[0-9A-Fa-f]{2})+"),
+    (("\\x",), r"(?:\\x[0-9A-Fa-f]{2})+"),
+    (("\\u",), r"(?:\\u[0-9A-Fa-f]{4})+"),
+    (("\\/",), r"\\/"),  # JSON's escaped slash (PHP writes every `/` so)
     # Quoted-printable is read only in text that shows it, an encoded `=` (which it always
     # encodes): otherwise `KEY=AB12` would be read as a byte, and a base64 line's padding
     # at its end as a soft line break.
-    ("=3D", r"(?:=[0-9A-F]{2}|=\r?\n)+"),
+    (("=3D",), r"(?:=[0-9A-F]{2}|=\r?\n)+"),
+    # HTML character references, hex and decimal (`&#x64;&#66;`: PHP's and a template
+    # engine's escaping, `recode ..html`), octal bytes (`\144`: `printf %b`, `echo -e`,
+    # C and Python literals) and JavaScript's `escape()` (`%u0064`).
+    (("&#",), r"(?:&#[xX][0-9A-Fa-f]{1,6};|&#[0-9]{1,7};)+"),
+    (("\\0", "\\1", "\\2", "\\3"), r"(?:\\[0-3][0-7]{2})+"),
+    (("%u", "%U"), r"(?:%[uU][0-9A-Fa-f]{4})+"),
 )
 # Found by the scanner's keyword pass (lower-cased UTF-8): only a string holding one of
 # these is read through the view there.
@@ -34,6 +40,9 @@ TRIGGERS = (
     *(f"{p}{h}" for p in ("%", "\\x", "\\u") for h in "0123456789abcdef"),
     "\\/",
     "=3d",
+    "&#",
+    *(f"\\{d}" for d in "0123"),
+    "%u",
 )
 REACH = 4096  # as far as a detector reads around a keyword (a PEM block, a JWT)
 
@@ -91,7 +100,11 @@ def _view_start(run: tuple[int, int, int, int]) -> int:
 def view(text: str) -> Escaped | None:
     """`text` with its escapes decoded, or None when it holds none."""
     slash = "\\" in text  # one search at C speed spares three in most text
-    kinds = tuple(p for sign, p in _KINDS if (slash or sign[0] != "\\") and sign in text)
+    kinds = tuple(
+        p
+        for signs, p in _KINDS
+        if (slash or signs[0][0] != "\\") and any(sign in text for sign in signs)
+    )
     if not kinds:
         return None
     # Split at C speed (plain, run, plain, ...): a page of escaped links has thousands.
@@ -119,6 +132,15 @@ _ONE = {
 def _decode(run: str) -> str:
     if run == "\\/":
         return "/"
+    if run[0] == "&":
+        return "".join(_reference(r) for r in _REFERENCE.findall(run))
+    if run[0] == "\\" and run[1] in "0123":
+        return bytes(int(run[i + 1 : i + 4], 8) for i in range(0, len(run), 4)).decode(
+            "utf-8", "replace"
+        )
+    if run[0] == "%" and run[1] in "uU":
+        units = bytes.fromhex(run.replace("%u", "").replace("%U", ""))
+        return units.decode("utf-16-be", "replace")
     if run[0] == "\\" and run[1] == "u":
         units = bytes.fromhex(run.replace("\\u", ""))
         return units.decode("utf-16-be", "replace")
@@ -129,3 +151,12 @@ def _decode(run: str) -> str:
         return bytes.fromhex(run.replace("=", "")).decode("utf-8", "replace")
     data = bytes.fromhex(run.replace("%", "").replace("\\x", ""))
     return data.decode("utf-8", "replace")
+
+
+_REFERENCE = re.compile(r"&#([xX][0-9A-Fa-f]+|[0-9]+);")
+
+
+def _reference(number: str) -> str:
+    """One HTML character reference's character (U+FFFD for no character)."""
+    code = int(number[1:], 16) if number[0] in "xX" else int(number)
+    return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"

@@ -107,3 +107,40 @@ def test_escaped_urls_and_json_pass_untouched(
     client.messages.create(**conversation(str(gate_dirs["project"]), turn))
     result = provider.seen[-1].json()["messages"][-1]["content"][0]["content"]
     assert result == out
+
+
+# Escapes that write every character of the value (not only what is around it): HTML
+# character references, octal bytes, JavaScript's escape().
+WHOLE: dict[str, Callable[[str], str]] = {
+    "html hex": lambda text: "".join(f"&#x{ord(c):x};" for c in text),
+    "html decimal": lambda text: "".join(f"&#{ord(c)};" for c in text),
+    "octal": lambda text: "".join(f"\\{b:03o}" for b in text.encode()),
+    "%u": lambda text: "".join(f"%u{ord(c):04X}" for c in text),
+}
+
+
+@pytest.mark.parametrize("escaping", sorted(WHOLE))
+def test_a_value_written_in_escapes_never_leaves(
+    client: anthropic.Anthropic,
+    provider: FakeProvider,
+    gate_dirs: dict[str, Path],
+    escaping: str,
+) -> None:
+    """In a prompt (`see: &#x50;&#x77;...`) and in a tool's output: the denied value, and a
+    token no rule denies, read through the escapes."""
+    project = gate_dirs["project"]
+    rng = random.SystemRandom()
+    value = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(24))
+    (project / ".env").write_text(f"DB_PASSWORD={value}\nDEBUG=true\n")
+    token = _ghp()
+    encode = WHOLE[escaping]
+    prompt = {"role": "user", "content": f"see: {encode(value)} ok"}
+    client.messages.create(model="claude-test", max_tokens=8, messages=[prompt])
+    sent = json.loads(provider.seen[-1].body)["messages"][0]["content"]
+    assert encode(value) not in sent and "[gate: withheld a value from .env" in sent
+    out = f"token: {encode(token)}\n"
+    turn = tool_turn("toolu_1", "Bash", {"command": "printf '%b' \"$(cat notes)\""}, out)
+    client.messages.create(**conversation(str(project), turn))
+    content = json.loads(provider.seen[-1].body)["messages"][2]["content"][0]["content"]
+    assert encode(token)[: len(encode(token)) // 2] not in content
+    assert "[gate: redacted github-token" in content
