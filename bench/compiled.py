@@ -33,7 +33,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "bench"), str(REPO / "tests" / "screen")]
 from latency import Conversation  # noqa: E402
-from secrets_corpus import positives, realistic_text  # noqa: E402
+from secrets_corpus import next_turn, positives, realistic_text  # noqa: E402
 
 MODULES = (
     "gate.screen.secrets",
@@ -115,13 +115,7 @@ def scans(trees: dict[str, dict[str, ModuleType]], size: float, passes: int) -> 
 
     show(f"cold scan, {passes} passes each", alternated({n: cold(n) for n in loaded}, passes), mb)
 
-    history, held = [], 0
-    for c in chunks:
-        if held >= 2_000_000:
-            break
-        history.append(c)
-        held += len(c)
-    new = realistic_text(20_000, seed=99)[0][:20_000]
+    history, new = next_turn(chunks)
     warm = {}
     for name, (cls, detectors) in loaded.items():
         warm[name] = cls(detectors)
@@ -138,7 +132,7 @@ def scans(trees: dict[str, dict[str, ModuleType]], size: float, passes: int) -> 
         return run
 
     show(
-        f"next turn: {held / 1e6:.1f} MB seen + 20 KB new, {passes} passes each",
+        f"next turn: {sum(map(len, history)) / 1e6:.1f} MB seen + 20 KB new, {passes} passes each",
         alternated({n: turn(n) for n in loaded}, passes),
     )
 

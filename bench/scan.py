@@ -40,7 +40,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests" / "screen")]  # bench/screen.py sh
 
 from detect_secrets.core import scan as ds_scan  # noqa: E402
 from detect_secrets.settings import default_settings, get_settings  # noqa: E402
-from secrets_corpus import Sample, negatives, positives, realistic_text  # noqa: E402
+from secrets_corpus import Sample, negatives, next_turn, positives, realistic_text  # noqa: E402
 
 from gate.screen.secrets import Scanner, Tier  # noqa: E402
 
@@ -90,13 +90,8 @@ def cold(text: str, chunks: list[str], tmp: Path) -> None:
 
 
 def turn(chunks: list[str], tmp: Path) -> None:
-    history, size = [], 0
-    for c in chunks:
-        if size >= 2_000_000:
-            break
-        history.append(c)
-        size += len(c)
-    new = realistic_text(20_000, seed=99)[0][:20_000]
+    history, new = next_turn(chunks)
+    size = sum(map(len, history))
     scanner = Scanner()
     for c in history:
         scanner.scan(c)  # earlier turns
@@ -232,7 +227,7 @@ def startup(trees: dict[str, Path] | None = None, runs: int = 5) -> None:
 _TREE = """
 import json, sys, time
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
-from secrets_corpus import positives, realistic_text
+from secrets_corpus import next_turn, positives, realistic_text
 from gate.screen.secrets import Scanner
 size = int(sys.argv[3])
 text, chunks = realistic_text(size)
@@ -246,13 +241,7 @@ for _ in range(5):
     for c in chunks:
         fresh.scan(c)
     best = min(best, time.thread_time() - t0)
-history, held = [], 0
-for c in chunks:
-    if held >= 2_000_000:
-        break
-    history.append(c)
-    held += len(c)
-new = realistic_text(20_000, seed=99)[0][:20_000]
+history, new = next_turn(chunks)
 warm = Scanner(scanner.detectors)
 for c in history:
     warm.scan(c)

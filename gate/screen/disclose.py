@@ -34,6 +34,11 @@ def readings(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def api_key_param(params: list[str]) -> int | None:
+    """Where a Google upstream's API key is among a query's parameters: the first `key=`."""
+    return next((i for i, p in enumerate(params) if p.startswith("key=")), None)
+
+
 @dataclass(frozen=True, slots=True)
 class Scrub:
     """The screens a gate runs, applied to what it writes down."""
@@ -76,10 +81,8 @@ class Scrub:
         stored; a second one, or `key=` anywhere else, is screened like any parameter."""
         _, _, query = path.partition("?")
         params = query.split("&")
-        if google:
-            first = next((i for i, p in enumerate(params) if p.startswith("key=")), None)
-            if first is not None:
-                del params[first]
+        if google and (first := api_key_param(params)) is not None:
+            del params[first]
         rest = "&".join(params)
         return bool(rest) and any(self.holds(r) for r in readings(rest))
 

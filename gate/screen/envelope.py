@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from gate.screen.detectors import Tier
-from gate.screen.disclose import Scrub, readings
+from gate.screen.disclose import Scrub, api_key_param, readings
 
 # Headers that carry the caller's own credential to the provider: sent as they are when
 # the credential is one token (even a denied value: the caller's key kept in `.env`), never
@@ -173,10 +173,8 @@ class Envelope:
     def _values_hold(self, query: str, google: bool) -> bool:
         """A value cut in two across parameters: their values read together, in order."""
         params = [p for p in query.split("&") if p]
-        if google:
-            first = next((i for i, p in enumerate(params) if p.startswith("key=")), None)
-            if first is not None:
-                del params[first]
+        if google and (first := api_key_param(params)) is not None:
+            del params[first]
         values = [p.partition("=")[2] for p in params][:MAX_SEGMENTS]
         return any(self._holds(r) for s in _runs(values) for r in readings(s))
 
@@ -303,11 +301,10 @@ def _credential_parts(value: str) -> list[str] | None:
 
 
 def _google_key(query: str) -> str | None:
-    """The first `key=` parameter's value: a Google upstream's API key."""
-    for param in query.split("&"):
-        if param.startswith("key="):
-            return param[4:]
-    return None
+    """A Google upstream's API key: the first `key=` parameter's value."""
+    params = query.split("&")
+    first = api_key_param(params)
+    return None if first is None else params[first].removeprefix("key=")
 
 
 def google_upstream(

@@ -1353,6 +1353,18 @@ def negatives(seed: int = 5) -> list[Sample]:
 # -- realistic mixed text for the benchmark -----------------------------------------------
 
 
+def next_turn(chunks: list[str], held: int = 2_000_000) -> tuple[list[str], str]:
+    """A conversation's next turn, for the benchmarks: the first chunks, until `held`
+    characters, as the history earlier turns screened, and 20 KB of new text."""
+    history, size = [], 0
+    for c in chunks:
+        if size >= held:
+            break
+        history.append(c)
+        size += len(c)
+    return history, realistic_text(20_000, seed=99)[0][:20_000]
+
+
 def realistic_text(size: int, seed: int = 7) -> tuple[str, list[str]]:
     """About `size` characters of agent traffic: lockfiles, minified JS, logs, configs,
     .env dumps, git logs and JSON tool results, with a few secrets among them. Also
