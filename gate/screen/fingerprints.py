@@ -302,10 +302,12 @@ _FIRST, _NEXT = _BODY.replace("{Q}", "{8,}"), _BODY.replace("{Q}", "*")
 _ESCAPED_LITERALS = re.compile(
     rf"""(?<![\w'"])(?:b{_FIRST}(?:\s*b{_NEXT})*|{_FIRST}(?:\s*{_NEXT})*)"""
 )
-# A bytes literal that may hold line breaks (put anywhere by `fold`, an escape's middle
-# too); one that holds none is read above.
+# A bytes literal that may hold line breaks, put anywhere by `fold`: inside an escape too,
+# between its backslash and the character it escapes (`\\` + break + `'` is no end of
+# the literal). A repr writes its own line breaks as `\n`, so every break is a fold's.
+# One that holds none is read above.
 _FOLDED_LITERAL = re.compile(
-    r"""(?<![\w'"])b(?:'(?:[^'\\]|\\[\s\S]){8,200000}'|"(?:[^"\\]|\\[\s\S]){8,200000}")"""
+    r"""(?<![\w'"])b(?:'(?:[^'\\]|\\\r?\n?[\s\S]){8,200000}'|"(?:[^"\\]|\\\r?\n?[\s\S]){8,200000}")"""
 )
 # A character per byte: Latin-1, and a lone surrogate escaping a byte that was no UTF-8.
 _BYTE_CHARS = re.compile(f"[\x00-\xff\udc80-\udcff]{{{MIN_BYTES},}}")

@@ -253,6 +253,22 @@ def test_wrapped_base64_and_hex_blocks_are_withheld(wrap: int) -> None:
         assert new.startswith("$ base64 .env\n") and new.endswith("\n$ echo done")
 
 
+def test_a_bytes_repr_folded_anywhere_is_withheld() -> None:
+    """`print(base64.b64decode(v)) | fold -w N` breaks the repr anywhere: inside `\\x82`,
+    and between an escape's backslash and the quote or backslash it escapes, where a
+    reader that takes `\\` + break as the escape ends the literal at the next quote (1 key
+    in 40 passed so). A break after every character of it in turn."""
+    data = bytes(range(256))[::7] + b"\\'\"" + bytes(range(255, 0, -5)) + b"'\\"
+    index = DeniedIndex({base64.b64encode(data).decode(): _source()})  # type: ignore[dict-item]
+    literal = repr(data)
+    assert "\\'" in literal and "\\\\" in literal  # the escapes a break may split
+    for at in range(2, len(literal) - 1):
+        folded = literal[:at] + "\n" + literal[at:]
+        new, hits = index.redact(f"$ python3 -c ... | fold\n{folded}\n$ echo done")
+        assert hits and "withheld" in new, at
+        assert new.endswith("\n$ echo done"), at
+
+
 def test_a_string_remembered_clean_is_screened_again_once_a_new_value_is_denied(
     gate_dirs: dict[str, Path],
 ) -> None:
