@@ -42,6 +42,9 @@ _LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuv
 _OTHER = bytes(c for c in range(256) if not (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122))
 _ALNUM = re.compile(rb"[0-9A-Za-z]")
 _JSON_ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{4}|.)")
+_URLSAFE = str.maketrans("-_", "+/")
+_STANDARD_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+_PRINTABLE = bytes(range(32, 127)) + b"\t\n\r"
 _BLOCK = 4096  # bytes per step of the map from letters and digits back to the text
 
 
@@ -72,26 +75,68 @@ def random_looking(chars: str) -> bool:
     )
 
 
-def _piece(chars: str) -> bool:
+def _piece(chars: str, of_bytes: bool) -> bool:
     """Whether PIECE letters and digits of a random-looking value identify it: not all
-    digits, nor letters that could be a word (all one case, or capitalised words)."""
-    return not chars.isdigit() and not (chars.isalpha() and _turns(chars) < 2)
+    digits, nor letters that could be a word (all one case, or capitalised words), unless
+    the value is base64 of random bytes (`of_bytes`): a key file's line spells no words,
+    whatever its letters look like (`bRrrAffgyMit` is one piece in a hundred of them)."""
+    return not chars.isdigit() and (of_bytes or not (chars.isalpha() and _turns(chars) < 2))
 
 
-def forms(unit: str) -> Iterator[tuple[str, bool]]:
+def _begins_alike(unit: str) -> bool:
+    """Whether `unit` starts as every token of its kind does (_SHARED_STARTS), read from
+    the bytes its start decodes to: a JSON object's first key, DER's SEQUENCE then its
+    version INTEGER, SSH's length-prefixed name. A key file's middle line that happens to
+    start `MC` or `eyJ` (one in 4,000 lines) goes on with random bytes: its pieces count."""
+    if not unit.startswith(_SHARED_STARTS):
+        return False
+    try:
+        head = base64.b64decode(unit[:12].translate(_URLSAFE), validate=True)
+    except ValueError:
+        return True  # no base64 of its kind: read by its start only, as before
+    if head.startswith(b'{"'):
+        return not head[2:].translate(None, _PRINTABLE)
+    if head.startswith(b"0"):  # 0x30: a DER SEQUENCE
+        return b"\x02\x01" in head[1:6]
+    return head.startswith(b"\0\0\0") and not head[4:8].translate(None, _PRINTABLE)
+
+
+def of_random_bytes(unit: str) -> bool:
+    """Whether `unit` is standard base64 (a key file's line, a signing key) of random
+    bytes: written as random characters are (a turn, in _turns' sense, at one pair in four
+    or more: random base64 turns at one in two, `CorrectHorseBatteryStaple` at none, and
+    any run of letters decodes to bytes), and decoding to bytes that are no text (a
+    quarter or more outside printable ASCII; random bytes: 63%)."""
+    if len(unit) < 24 or not _STANDARD_BASE64.fullmatch(unit):
+        return False
+    chars = unit.encode().translate(None, _OTHER).decode()
+    if _turns(chars) * 4 < len(chars):
+        return False
+    body = unit.rstrip("=")
+    # A line of a file's base64 starts a quantum or half-way into one: read either way,
+    # random bytes are no text; base64 of text is text one of the two ways.
+    for k in (0, 2):
+        raw = base64.b64decode(body[k : len(body) - (len(body) - k) % 4])
+        if len(raw.translate(None, _PRINTABLE)) * 4 < len(raw):
+            return False
+    return True
+
+
+def forms(unit: str, of_bytes: bool) -> Iterator[tuple[str, bool]]:
     """The letter-and-digit forms of a random-looking value, lower-cased, each with whether
     any piece of it counts (its own letters and digits: a value cut in two) or only all of
     it (an encoded form). For a value that does not look random, only the forms of the
-    bytes it decodes to if it is base64."""
+    bytes it decodes to if it is base64. `of_bytes`: the value is base64 of random bytes
+    (of_random_bytes), random whatever its letters (one key line in 4,000 holds no digit)."""
     # A base64 value's bytes look random whatever its characters do (a key file's line
     # may hold no digit): their forms are looked for either way.
     for form in byte_forms(unit):
         yield form, False
     chars = unit.encode().translate(None, _OTHER).decode()
-    if not PIECE <= len(chars) <= MAX_VALUE or not random_looking(chars):
+    if not PIECE <= len(chars) <= MAX_VALUE or not (of_bytes or random_looking(chars)):
         return
     # Pieces only of one token: a URL's or an address's would be words (`example.com/v1`).
-    token = not unit.startswith(_SHARED_STARTS) and not any(c in unit for c in " \t@:")
+    token = not _begins_alike(unit) and not any(c in unit for c in " \t@:")
     yield chars.lower(), token
     raw = unit.encode()
     yield raw.hex(), False  # `.hex(' ')`, `od -An -tx1`, `xxd -p -c4`
@@ -140,7 +185,8 @@ class Matcher:
         covered: set[str] = set()  # letter-and-digit forms read case-blind already
         for unit, owner in units:
             cased = unit.encode().translate(None, _OTHER).decode()
-            for form, pieces in forms(unit):
+            loose = of_random_bytes(unit)
+            for form, pieces in forms(unit, loose):
                 covered.add(form)
                 if not pieces:
                     # Found by its middle: tokens of one kind begin alike (the hex of
@@ -150,7 +196,7 @@ class Matcher:
                     continue
                 last = len(form) - PIECE
                 for at in dict.fromkeys((*range(0, last, STRIDE), last)):
-                    if _piece(cased[at : at + PIECE]):
+                    if _piece(cased[at : at + PIECE], loose):
                         i = slot(form[at : at + PIECE])
                         self._tokens[i].append(_Token(form, at, owner))
         for form, word, owner in exact:

@@ -13,7 +13,7 @@ import pytest
 
 from gate.rules.model import Effect, Rule
 from gate.screen.fingerprints import DeniedIndex, Source
-from gate.screen.skeleton import random_looking
+from gate.screen.skeleton import of_random_bytes, random_looking
 from screen.secrets_corpus import realistic_text
 from screen.test_real_world_negatives import harmless_texts
 
@@ -76,6 +76,61 @@ def test_a_piece_is_found_from_thirteen_letters_and_digits() -> None:
     index = _index(value)
     assert index.hits(f"a {value[5:18]} b")
     assert not index.hits(f"a {value[5:16]} b")
+
+
+def _key_line(start: str, middle: str) -> str:
+    """A key file's 64-character line (base64 of random bytes) that starts with `start`
+    and holds `middle` at its 20th character: shapes one line in thousands has."""
+    while True:
+        line = base64.b64encode(os.urandom(48)).decode()
+        line = start + line[len(start) : 20] + middle + line[20 + len(middle) :]
+        if of_random_bytes(line):  # (almost always: a check that `line` is what it says)
+            return line
+
+
+@pytest.mark.parametrize(
+    ("start", "middle"),
+    [
+        ("", "bRrrAffgyMit+TqNtcN"),  # letters only, capitalised like words
+        ("", "NEitaFCnUrDSXOtgoq"),
+        ("MC", "x3"),  # a DER or JWT start, by chance, on a middle line
+        ("eyJ", "Lrlvav0PI/2HudDE"),
+        ("MIIbzq", ""),
+    ],
+)
+def test_any_piece_of_a_key_line_is_found_whatever_its_letters(start: str, middle: str) -> None:
+    """A key line is random bytes: 13 of its letters and digits in a row identify it even
+    where they look like capitalised words or start as a DER header does (one key in
+    thirty held such a piece; the shell cut it out and it passed)."""
+    line = _key_line(start, middle)
+    index = _index(line)
+    for at in range(0, len(line) - 18, 3):
+        piece = line[at:][: next(i for i in range(13, 30) if _alnum(line[at : at + i]) >= 13)]
+        assert index.hits(f"cut: {piece}\n"), (line, piece)
+
+
+def _alnum(text: str) -> int:
+    return sum(c.isalnum() for c in text)
+
+
+def test_a_key_line_with_no_digit_is_found_by_its_pieces() -> None:
+    rng = random.SystemRandom()
+    letters = string.ascii_letters + "+/"
+    while not of_random_bytes(line := "".join(rng.choice(letters) for _ in range(64))):
+        pass
+    index = _index(line)
+    assert index.hits(f"x {line[10:30]} y")
+
+
+def test_words_in_base64_s_alphabet_are_no_key_line() -> None:
+    """Any run of letters decodes as base64: a passphrase of capitalised words keeps
+    being found whole only, never by a piece that prose could make."""
+    phrase = "CorrectHorseBatteryStapleIsMyFavouritePass"
+    assert not of_random_bytes(phrase)
+    assert not of_random_bytes(base64.b64encode(b"#!/bin/sh\necho hello world\n").decode())
+    index = _index(phrase)
+    assert not index.hits("the correct horse battery staple is my favourite")
+    assert index.hits(f"pw={phrase}")
 
 
 def test_word_like_values_are_found_as_written_only() -> None:
