@@ -42,6 +42,30 @@ _FOLD_END = re.compile(
     )
     + ")"
 )
+# A token that starts on a line after other text (`export TOKEN=ghp_...` wrapped at 80
+# columns, a log line's tail) and goes on on the next: matched at a vendor keyword, token
+# characters to the line's end, then a line break (or its escape) and one more at least
+# (`fold` leaves a token's last character alone on a line as readily as any other), that
+# starts no Read line number.
+_TAIL_FOLD = re.compile(
+    r"[A-Za-z0-9_+/.~-]{1,640}"
+    r"(\\?[ ]{0,2}\r?\n[ \t]*(?:\d{1,7}→)?)(?=[A-Za-z0-9_+/.~-])(?!\d{1,7}→)"
+)
+_TAIL_REACH = 640  # characters from a keyword to its line's start or end, at most
+# A token's last line: a Read line number, then its rest (no assignment; padding ends it).
+_LAST_LINE = re.compile(r"[ \t]*(?:\d{1,7}→)?([^\s=:]*=*)")
+_WORD = re.compile(r"[A-Z]?[a-z_-]*|[A-Z_-]*")  # a name: no digit, one case or capitalised
+# A next line that starts with a name: a word (the whole run) or a run before `=` or `:`.
+_NAME_NEXT = re.compile(r"(?:[A-Z]?[a-z_-]*|[A-Z_-]*)(?![A-Za-z0-9_+/.~-])|[A-Za-z0-9_+/.~-]*[=:]")
+_RUN_GOES_ON = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/.~-=:")
+# A line from its start to a keyword: indentation, a Read line number, then token
+# characters (group 1: where they start) the keyword is not the first of.
+_TOKEN_BEFORE = re.compile(r"[ \t]*(?:\d{1,7}→)?([A-Za-z0-9_+/.~-]+)")
+_ALL_TOKEN = re.compile(r"[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]*")  # ... or none
+# The end of a line that ends in token characters, the last a letter or digit (no
+# `-----BEGIN ...-----`), searched for in the 48 characters before the next line: group 1
+# is the break (a continuation's `\\`, spaces, CR kept out of the token).
+_FOLD_BEFORE = re.compile(r"[A-Za-z0-9_+/.~-]{3}[A-Za-z0-9](\\?[ ]{0,2}\r?\n)\Z")
 # A shell line continuation inside a token, raw (`\` newline) or JSON-escaped (which the
 # unescaped view shows as three spaces and a newline).
 _CONTINUED = re.compile(
@@ -52,7 +76,12 @@ _B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_
 _B64_TABLE = bytes(ord("a") if c in _B64_CHARS else ord(" ") for c in range(256))
 _RUN = b"a" * 40
 REACH = 512  # characters rescanned on each side of a cut
+# ... of a group with a fold after other text: the token starts before it, up to a line
+# away (the longest tokens, 1Password's and Dropbox's, are 600 characters).
+TAIL_SCAN = _TAIL_REACH
 LAYERS = 2  # base64 inside base64, no deeper
+# A depth past every layer's: text scanned by the detectors alone, no hidden form read.
+PLAIN_ONLY = LAYERS + 1
 # Compressed data inside one string's runs is inflated to at most this much, in all (a
 # larger blob is read as it is; the denied-file screen withholds such a blob whole).
 INFLATE_PER_STRING = 16 << 20
@@ -74,11 +103,18 @@ Scan = Callable[[str, int], Sequence[Finding]]
 
 
 def cuts(
-    view: str, regions: Sequence[tuple[int, int]], triggers: Collection[str] | None = None
-) -> list[tuple[int, int]]:
+    view: str,
+    regions: Sequence[tuple[int, int]],
+    triggers: Collection[str] | None = None,
+    heads: Sequence[int] = (),
+    ends: Collection[int] = (),
+) -> tuple[list[tuple[int, int]], set[int]]:
     """Spans to take out of `view`: invisible characters anywhere, line folds inside
     `regions` (the windows around vendor keywords: a folded token keeps its prefix on
-    its first line). `triggers`: which of TRIGGERS `view` holds, if known."""
+    its first line), and folds of a token that starts at one of `heads` (the keywords'
+    offsets) after other text on its line (`ends`: where the high-tier findings in `view`
+    as it is end). `triggers`: which of TRIGGERS `view` holds, if known. With them, the starts of
+    the cuts that end such a first line."""
     if triggers is None:
         triggers = [t for t in TRIGGERS if t in view.lower()]
     out = (
@@ -95,7 +131,72 @@ def cuts(
     folded = [(start, end) for start, end in regions if _FOLD_END.search(view, start, end)]
     if folded:
         out += _folds(view, folded)
-    return sorted(set(out))
+    tails, marks = _tail_folds(view, heads, out, ends) if heads else ([], set())
+    return sorted({*out, *tails}), marks
+
+
+def _tail_folds(
+    view: str, heads: Sequence[int], found: list[tuple[int, int]], ends: Collection[int]
+) -> tuple[list[tuple[int, int]], set[int]]:
+    """Folds of a token around one of its keywords where the token shares its line with
+    other text: the break after the keyword's run of token characters (and those after
+    whole lines of token as long as the first: a token wrapped over three lines), and the
+    break before it when the run starts its line after token characters the keyword is
+    not the first of, and the line before ends in token characters (a keyword at a
+    token's end: `..._mmk`, `...-us13`). A line all token (a base64 block's) is left to
+    _folds; so is a line that ends where a high-tier finding does, before a name (`NAME=`,
+    a word: _rest_of_token would take nothing past it). Each line is looked at once, in
+    reach of a keyword only. With them, where every fold after other text starts, `found`
+    (a shell continuation) or not."""
+    out: list[tuple[int, int]] = []
+    marks: set[int] = set()
+    taken = {start for start, _ in found}
+    seen: set[int] = set()  # line ends already looked at
+    for head in dict.fromkeys(heads):
+        line = view.rfind("\n", max(0, head - _TAIL_REACH), head) + 1
+        if line and (m := _TOKEN_BEFORE.fullmatch(view, line, head)):
+            b = _FOLD_BEFORE.search(view, max(0, line - 48), line)
+            if b is not None and b.start(1) not in taken and _after_text(view, b.start(1)):
+                taken.add(b.start(1))
+                marks.add(b.start(1))
+                out.append((b.start(1), m.start(1)))
+        nl = view.find("\n", head, head + _TAIL_REACH + 8)
+        if nl == -1 or nl in seen:
+            continue
+        seen.add(nl)
+        m = _TAIL_FOLD.match(view, head, head + _TAIL_REACH + 48)
+        if m is None or not m.start(1) <= nl < m.end(1) or not _after_text(view, head):
+            continue  # (a line all token, a base64 block's, is _folds')
+        if m.start(1) in ends and _NAME_NEXT.match(view, m.end(1)):
+            continue
+        marks.add(m.start(1))
+        if m.start(1) in taken:  # a shell continuation, cut by _folds
+            continue
+        taken.add(m.start(1))
+        out.append(m.span(1))
+        # Whole lines of token after it, as long as the first (the width it was wrapped
+        # at), each folded into the next; a shorter line is the token's last.
+        width, line = nl - view.rfind("\n", 0, head), nl + 1
+        while (nl := view.find("\n", line, line + width)) == line + width - 1 and nl not in seen:
+            seen.add(nl)
+            fold = _FOLD.match(view, line, nl + 48)
+            if not fold or not fold.start(1) <= nl < fold.end(1):
+                break
+            if fold.start(1) not in taken:  # (a window's walk may have stopped short)
+                taken.add(fold.start(1))
+                marks.add(fold.start(1))
+                out.append(fold.span(1))
+            line = nl + 1
+    return out, marks
+
+
+def _after_text(view: str, at: int) -> bool:
+    """Whether the line `at` is on holds more than token characters before it (within
+    _TAIL_REACH of it: a longer run is no token's)."""
+    line = view.rfind("\n", max(0, at - _TAIL_REACH), at) + 1
+    if not line and at > _TAIL_REACH:
+        line = at - _TAIL_REACH
+    return _ALL_TOKEN.fullmatch(view, line, at) is None
 
 
 def _folds(view: str, regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -144,33 +245,84 @@ def split_findings(
     scan: Scan,
     depth: int,
     triggers: Collection[str] | None = None,
+    heads: Sequence[int] = (),
+    plain: Iterable[Finding] = (),
 ) -> list[Finding]:
     """Findings that only exist once the hidden separators are taken out. Only the text
-    around each group of cuts is rebuilt and scanned again, not the whole string."""
+    around each group of cuts is rebuilt and scanned again, not the whole string. A token
+    found whole in `view` as it is (`plain`) before a break after other text is grown over
+    it only into what can be its rest (_rest_of_token: `TOKEN=...` then `NAME=...`, a
+    column of `key  value` lines: the next line's first word is none)."""
+    if depth == PLAIN_ONLY:
+        return []
     found: list[Finding] = []
-    pending = cuts(view, regions, triggers)
+    plain = list(plain)
+    # A high-tier finding ending a line is a vendor token found whole (a generic one may
+    # be its first part: `API_KEY = 'gsk_...` cut anywhere).
+    high_ends = {f.end for f in plain if f.tier is Tier.HIGH}
+    pending, tails = cuts(view, regions, triggers, heads, high_ends)
+    whole = {(f.start, f.rule_id) for f in plain} if tails else set()
     while pending:
         group = [pending.pop(0)]
         while pending and pending[0][0] - group[-1][1] < REACH:
             group.append(pending.pop(0))
-        lo, hi = max(0, group[0][0] - REACH), min(len(view), group[-1][1] + REACH)
-        parts, out_starts, in_starts, pos, size = [], [], [], lo, 0
-        for start, end in group:
-            start = max(start, pos)
-            out_starts.append(size)
-            in_starts.append(pos)
-            parts.append(view[pos:start])
-            size += start - pos
-            pos = max(pos, end)
-        out_starts.append(size)
-        in_starts.append(pos)
-        parts.append(view[pos:hi])
-        for f in scan("".join(parts), depth):
-            start = to_view(f.start, out_starts, in_starts)
-            end = to_view(f.end - 1, out_starts, in_starts) + 1
-            if end - start != f.end - f.start:  # it spans a separator: new
+        tailed = any(start in tails for start, _ in group)
+        reach = TAIL_SCAN if tailed else REACH
+        lo, hi = max(0, group[0][0] - reach), min(len(view), group[-1][1] + reach)
+        # Where a fold after other text is, the group's last line break may join the
+        # token's last line to the next line of text (`ghp_...` wrapped, then `next
+        # line`): a token that ends at a fixed length is no token with more after it. So
+        # it is read without that one too, by the detectors alone (cutting that break
+        # again would branch at every level).
+        tries = [group]
+        if tailed and len(group) > 1 and "\n" in view[slice(*group[-1])]:
+            tries.append(group[:-1])
+        for level, cut in zip((depth, PLAIN_ONLY), tries, strict=False):
+            text, out_starts, in_starts = _rebuilt(view, cut, lo, hi)
+            for f in scan(text, level):
+                start = to_view(f.start, out_starts, in_starts)
+                end = to_view(f.end - 1, out_starts, in_starts) + 1
+                if end - start == f.end - f.start:
+                    continue  # it spans no separator: found as it is
+                if (start, f.rule_id) in whole and not _rest_of_token(view, start, end, tails):
+                    continue  # grown into the next line's first word (`NAME=`, `key:`)
                 found.append(Finding(start, end, f.kind, f.rule_id, f.tier))
     return found
+
+
+def _rest_of_token(view: str, start: int, end: int, tails: set[int]) -> bool:
+    """Whether a finding at `start` grown to `end` over a fold after other text holds only
+    the rest of its token on its last line: a whole run of that line, no assignment
+    (`NAME=`; `OTHER_NAME=value` is in the alphabet of tokens with `=` padding) and no
+    word (a column of `vault token lookup`'s names, YAML's next key): a digit, or cases
+    mixed."""
+    if not any(start < t < end for t in tails):
+        return True  # grown over no such fold (lines all token)
+    last = _LAST_LINE.fullmatch(view, view.rfind("\n", start, end) + 1, end)
+    return (
+        last is not None
+        and _WORD.fullmatch(last[1]) is None
+        and (end == len(view) or view[end] not in _RUN_GOES_ON)
+    )
+
+
+def _rebuilt(
+    view: str, group: list[tuple[int, int]], lo: int, hi: int
+) -> tuple[str, list[int], list[int]]:
+    """`view[lo:hi]` with the spans of `group` taken out, and where each kept part starts
+    in it and in `view`."""
+    parts, out_starts, in_starts, pos, size = [], [], [], lo, 0
+    for start, end in group:
+        start = max(start, pos)
+        out_starts.append(size)
+        in_starts.append(pos)
+        parts.append(view[pos:start])
+        size += start - pos
+        pos = max(pos, end)
+    out_starts.append(size)
+    in_starts.append(pos)
+    parts.append(view[pos:hi])
+    return "".join(parts), out_starts, in_starts
 
 
 def to_view(offset: int, out_starts: list[int], in_starts: list[int]) -> int:

@@ -165,6 +165,7 @@ class Scanner:
         view = unescaped_view(text)
         ranked: list[tuple[tuple[bool, bool, int, int], Finding]] = []
         regions: list[tuple[int, int]] = []  # where a vendor token may sit folded
+        heads: list[int] = []  # where its keyword is
         n = len(view)
         found = self._find_keywords(view)
         for i, hits in found.hits.items():
@@ -174,6 +175,7 @@ class Scanner:
             windows = hits if det.anchor else _windows(hits, det.before, det.after, n)
             if det.tier is Tier.HIGH and det.after < FOLDED_MAX:  # vendor formats
                 regions += windows
+                heads += (start for start, _ in hits)
             for f in det.find(view, windows, hits, deadline.passed):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
         # Base64 runs, found once: the hidden-form pass decodes them, and the finders look
@@ -192,7 +194,9 @@ class Scanner:
 
         regions.sort()
         extra = [
-            *hidden.split_findings(view, regions, inner, depth, found.triggers),
+            *hidden.split_findings(
+                view, regions, inner, depth, found.triggers, sorted(heads), plain
+            ),
             *hidden.base64_findings(view, inner, depth, runs),
             # Dumps as printed (od -c's `\n` cells are escapes the view would undo), and
             # as the view reads them (a dump inside JSON-escaped text); same offsets.

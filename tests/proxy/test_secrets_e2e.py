@@ -173,3 +173,37 @@ def test_a_token_in_lookalike_characters_is_redacted(
         if "[gate: redacted" not in result or LOOKALIKES[name](tokens[name])[8:] in result:
             leaked.append(name)
     assert leaked == [], leaked
+
+
+# A token's two halves on two lines after other text, as commands print them.
+FOLDS = {
+    "wrapped": lambda t: f"export GITHUB_TOKEN={t[:11]}\n{t[11:]}\n",
+    "printf": lambda t: f"token={t[:20]}\\n{t[20:]}",  # `\n` written out
+    "crlf": lambda t: f"GITHUB_TOKEN: {t[:4]}\r\n{t[4:]}\r\n",
+    "fold -w 30": lambda t: _fold(f"remote set-url origin {t} && git push", 30),
+}
+
+
+def _fold(line: str, width: int) -> str:
+    return "\n".join(line[i : i + width] for i in range(0, len(line), width))
+
+
+def test_a_token_folded_after_other_text_is_redacted(
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    """Through a real listener: the provider gets neither half of the token."""
+    tokens = {name: _token() for name in FOLDS}
+    turns = [
+        tool_turn(f"toolu_{i}", "Bash", {"command": "cat log"}, FOLDS[name](tokens[name]))
+        for i, name in enumerate(FOLDS)
+    ]
+    client.messages.create(**conversation(str(gate_dirs["project"]), *turns))
+    sent = provider.seen[-1].json()
+    leaked = []
+    for i, name in enumerate(FOLDS):
+        result = sent["messages"][2 + 2 * i]["content"][0]["content"]
+        token = tokens[name]
+        halves = (token[4:14], token[-10:])
+        if "[gate: redacted" not in result or any(h in result for h in halves):
+            leaked.append(name)
+    assert leaked == [], leaked

@@ -94,7 +94,7 @@ class ReferenceScanner:
 
         regions.sort()
         extra = [
-            *split_findings(view, regions, inner, depth),
+            *split_findings(view, regions, inner, depth, self.heads(view), plain),
             *base64_findings(view, inner, depth),
             # Dumps looked for everywhere (the scanner only where its triggers are).
             *dumps.findings(text, inner, depth),
@@ -124,6 +124,21 @@ class ReferenceScanner:
                 out.setdefault(turn, []).append(at)
                 at = low.find(k, at + 1)
         return out
+
+    def heads(self, view: str) -> list[int]:
+        """Where a vendor detector's keyword starts (lower-cased view, any keyword)."""
+        data = view.encode("utf-8", "surrogatepass").lower()
+        out = set()
+        for word, start, _ in _char_offsets(
+            data, self._prefilter.find_matches_as_indexes(data, overlapping=True)
+        ):
+            windowed, anchored = self._targets[word]
+            if any(
+                self.detectors[i].tier is Tier.HIGH and self.detectors[i].after < FOLDED_MAX
+                for i in [i for i, _, _ in windowed] + list(anchored)
+            ):
+                out.add(start)
+        return sorted(out)
 
     def windows(self, view: str) -> dict[int, list[tuple[int, int]]]:
         data = view.encode("utf-8", "surrogatepass").lower()
@@ -233,13 +248,20 @@ _B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_
 _B64_TABLE = bytes(ord("a") if c in _B64_CHARS else ord(" ") for c in range(256))
 _RUN = b"a" * 40
 REACH = 512
+TAIL = 640  # from a keyword to its line's start or end, at most
+TAIL_SCAN = TAIL
 LAYERS = 2
 _TEXT_TABLE = bytes(ord("a") if 32 <= c < 127 or c in b"\t\n\r" else ord(" ") for c in range(256))
 _TEXT_RUN = b"a" * 16
 PRINTABLE = 0.95
 
 
-def cuts(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+_TOKEN = "-A-Za-z0-9_+/.~"  # a character class's body
+
+
+def cuts(
+    view: str, regions: Sequence[tuple[int, int]], heads: Sequence[int], ends: set[int]
+) -> tuple[list[tuple[int, int]], set[int]]:
     out = (
         [m.span() for m in _INVISIBLE.finditer(view)]
         if not view.isascii() and any(c in view for c in _INVISIBLE_CHARS)
@@ -272,34 +294,120 @@ def cuts(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]
                 break
             line = nl + 1
             nl = view.find("\n", line, end)
-    return sorted(set(out))
+    tails, marks = _tails(view, heads, {a for a, _ in out}, ends)
+    return sorted({*out, *tails}), marks
+
+
+def _tails(
+    view: str, heads: Sequence[int], taken: set[int], ends: set[int]
+) -> tuple[list[tuple[int, int]], set[int]]:
+    """Breaks around the run of token characters holding a keyword that shares its line,
+    and where each such break starts (taken already or not)."""
+    out = []
+    marks: set[int] = set()
+    seen: set[int] = set()
+    for head in heads:
+        line = view.rfind("\n", 0, head) + 1
+        before = re.fullmatch(f"[ \\t]*(?:\\d{{1,7}}→)?([{_TOKEN}]+)", view[line:head])
+        if line > 0 and head - line < TAIL and before:
+            prev = re.search(f"[{_TOKEN}]{{3}}[A-Za-z0-9](\\\\?[ ]{{0,2}}\\r?\\n)\\Z", view[:line])
+            if prev and prev.start(1) not in taken and _after_text(view, prev.start(1)):
+                taken.add(prev.start(1))
+                marks.add(prev.start(1))
+                out.append((prev.start(1), line + before.start(1)))
+        nl = view.find("\n", head)
+        if nl == -1 or nl - head > TAIL + 7 or nl in seen:
+            continue
+        seen.add(nl)
+        sep = r"(\\?[ ]{0,2}\r?\n[ \t]*(?:\d{1,7}→)?)"
+        fold = re.match(
+            f"[{_TOKEN}]{{1,{TAIL}}}{sep}(?=[{_TOKEN}])(?!\\d{{1,7}}→)",
+            view[head : head + TAIL + 48],
+        )
+        if fold is None or not _after_text(view, head):
+            continue
+        after = view[head + fold.end(1) :]
+        word = re.match(f"([A-Z]?[a-z_-]*|[A-Z_-]*)(?![{_TOKEN}])|[{_TOKEN}]*[=:]", after)
+        if head + fold.start(1) in ends and word:
+            continue
+        marks.add(head + fold.start(1))
+        if head + fold.start(1) in taken:
+            continue
+        taken.add(head + fold.start(1))
+        out.append((head + fold.start(1), head + fold.end(1)))
+        width, line = nl - view.rfind("\n", 0, head), nl + 1
+        while view.find("\n", line, line + width) == line + width - 1:
+            nl = line + width - 1
+            if nl in seen:
+                break
+            seen.add(nl)
+            m = _FOLD.match(view, line, nl + 48)
+            if not m or not m.start(1) <= nl < m.end(1):
+                break
+            if m.start(1) not in taken:
+                taken.add(m.start(1))
+                marks.add(m.start(1))
+                out.append(m.span(1))
+            line = nl + 1
+    return out, marks
+
+
+def _after_text(view: str, at: int) -> bool:
+    line = view.rfind("\n", 0, at) + 1
+    if at - line >= TAIL:  # (only so far back is looked at)
+        line = at - TAIL
+    return not re.fullmatch(f"[ \\t]*(?:\\d{{1,7}}→)?[{_TOKEN}]*", view[line:at])
 
 
 def split_findings(
-    view: str, regions: Sequence[tuple[int, int]], scan: Scan, depth: int
+    view: str,
+    regions: Sequence[tuple[int, int]],
+    scan: Scan,
+    depth: int,
+    heads: Sequence[int],
+    plain: Sequence[Finding],
 ) -> list[Finding]:
+    if depth > LAYERS:
+        return []
     found: list[Finding] = []
-    pending = cuts(view, regions)
+    pending, tails = cuts(view, regions, heads, {f.end for f in plain if f.tier is Tier.HIGH})
+    whole = {(f.start, f.rule_id) for f in plain}
     while pending:
         group = [pending.pop(0)]
         while pending and pending[0][0] - group[-1][1] < REACH:
             group.append(pending.pop(0))
-        lo, hi = max(0, group[0][0] - REACH), min(len(view), group[-1][1] + REACH)
-        parts, out_starts, in_starts, pos, size = [], [], [], lo, 0
-        for start, end in group:
-            start = max(start, pos)
+        tailed = any(start in tails for start, _ in group)
+        reach = TAIL_SCAN if tailed else REACH
+        lo, hi = max(0, group[0][0] - reach), min(len(view), group[-1][1] + reach)
+        tries = [group]
+        if tailed and len(group) > 1 and "\n" in view[group[-1][0] : group[-1][1]]:
+            tries.append(group[:-1])
+        for level, cut in zip((depth, LAYERS + 1), tries, strict=False):
+            parts, out_starts, in_starts, pos, size = [], [], [], lo, 0
+            for start, end in cut:
+                start = max(start, pos)
+                out_starts.append(size)
+                in_starts.append(pos)
+                parts.append(view[pos:start])
+                size += start - pos
+                pos = max(pos, end)
             out_starts.append(size)
             in_starts.append(pos)
-            parts.append(view[pos:start])
-            size += start - pos
-            pos = max(pos, end)
-        out_starts.append(size)
-        in_starts.append(pos)
-        parts.append(view[pos:hi])
-        for f in scan("".join(parts), depth):
-            start = _to_view(f.start, out_starts, in_starts)
-            end = _to_view(f.end - 1, out_starts, in_starts) + 1
-            if end - start != f.end - f.start:
+            parts.append(view[pos:hi])
+            for f in scan("".join(parts), level):
+                start = _to_view(f.start, out_starts, in_starts)
+                end = _to_view(f.end - 1, out_starts, in_starts) + 1
+                if end - start == f.end - f.start:
+                    continue
+                if (start, f.rule_id) in whole and any(start < t < end for t in tails):
+                    last = view[start:end].split("\n")[-1]
+                    rest = re.fullmatch(r"[ \t]*(?:\d{1,7}→)?([^\s=:]*=*)", last)
+                    if (
+                        re.match(f"[{_TOKEN}=:]", view[end : end + 1])
+                        or not rest
+                        or re.fullmatch(r"[A-Z]?[a-z_-]*|[A-Z_-]*", rest[1])
+                    ):
+                        continue
                 found.append(Finding(start, end, f.kind, f.rule_id, f.tier))
     return found
 
