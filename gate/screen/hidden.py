@@ -59,8 +59,8 @@ _WORD = re.compile(r"[A-Z]?[a-z_-]*|[A-Z_-]*")  # a name: no digit, one case or 
 _NAME_NEXT = re.compile(r"(?:[A-Z]?[a-z_-]*|[A-Z_-]*)(?![A-Za-z0-9_+/.~-])|[A-Za-z0-9_+/.~-]*[=:]")
 _RUN_GOES_ON = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/.~-=:")
 # A line from its start to a keyword: indentation, a Read line number, then token
-# characters (group 1: where they start) the keyword is not the first of.
-_TOKEN_BEFORE = re.compile(r"[ \t]*(?:\d{1,7}→)?([A-Za-z0-9_+/.~-]+)")
+# characters (group 1: where they start; the keyword is not the first of them when any).
+_TOKEN_BEFORE = re.compile(r"[ \t]*(?:\d{1,7}→)?([A-Za-z0-9_+/.~-]*)")
 _ALL_TOKEN = re.compile(r"[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]*")  # ... or none
 # The end of a line that ends in token characters, the last a letter or digit (no
 # `-----BEGIN ...-----`), searched for in the 48 characters before the next line: group 1
@@ -112,7 +112,7 @@ def cuts(
     """Spans to take out of `view`: invisible characters anywhere, line folds inside
     `regions` (the windows around vendor keywords: a folded token keeps its prefix on
     its first line), and folds of a token that starts at one of `heads` (the keywords'
-    offsets) after other text on its line (`ends`: where the high-tier findings in `view`
+    offsets, sorted) after other text on its line (`ends`: where the high-tier findings in `view`
     as it is end). `triggers`: which of TRIGGERS `view` holds, if known. With them, the starts of
     the cuts that end such a first line."""
     if triggers is None:
@@ -152,15 +152,28 @@ def _tail_folds(
     marks: set[int] = set()
     taken = {start for start, _ in found}
     seen: set[int] = set()  # line ends already looked at
-    for head in dict.fromkeys(heads):
+    starts: set[int] = set()  # line starts already looked at (the first keyword on a
+    # line decides the break before it: a later one has the same run, or none)
+    # Past the end of a line whose breaks are both decided, its later keywords skipped
+    # (`heads` is sorted): a line of 150 keywords costs one step, not 150.
+    i, count = 0, len(heads)
+    while i < count:
+        head = heads[i]
+        i += 1
         line = view.rfind("\n", max(0, head - _TAIL_REACH), head) + 1
-        if line and (m := _TOKEN_BEFORE.fullmatch(view, line, head)):
-            b = _FOLD_BEFORE.search(view, max(0, line - 48), line)
-            if b is not None and b.start(1) not in taken and _after_text(view, b.start(1)):
-                taken.add(b.start(1))
-                marks.add(b.start(1))
-                out.append((b.start(1), m.start(1)))
+        if line and line not in starts:
+            lead = _TOKEN_BEFORE.fullmatch(view, line, head)
+            if lead is None or lead.start(1) < head:  # else: the keyword starts the run
+                starts.add(line)
+            if lead is not None and lead.start(1) < head:
+                b = _FOLD_BEFORE.search(view, max(0, line - 48), line)
+                if b is not None and b.start(1) not in taken and _after_text(view, b.start(1)):
+                    taken.add(b.start(1))
+                    marks.add(b.start(1))
+                    out.append((b.start(1), lead.start(1)))
         nl = view.find("\n", head, head + _TAIL_REACH + 8)
+        if nl != -1 and (not line or line in starts):
+            i = bisect.bisect_left(heads, nl, i)
         if nl == -1 or nl in seen:
             continue
         seen.add(nl)
