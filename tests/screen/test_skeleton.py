@@ -5,6 +5,7 @@ and other tokens of the same kind are not."""
 from __future__ import annotations
 
 import base64
+import itertools
 import os
 import random
 import string
@@ -131,6 +132,27 @@ def test_words_in_base64_s_alphabet_are_no_key_line() -> None:
     index = _index(phrase)
     assert not index.hits("the correct horse battery staple is my favourite")
     assert index.hits(f"pw={phrase}")
+
+
+def test_a_hex_value_with_few_different_digits_is_found_through_separators() -> None:
+    """One random 24-digit hex value in 140 (`fake_secret()`'s shape, many API keys')
+    holds only 8 or 9 different digits: it was taken for words and found only as
+    written, so `fold -w4` or a cut of it passed."""
+
+    def turns(v: str) -> int:  # digits to letters and back
+        return sum(a.isdigit() != b.isdigit() for a, b in itertools.pairwise(v))
+
+    value = ""
+    while len(set(value)) != 9 or turns(value) < 3:
+        value = os.urandom(12).hex()
+    assert random_looking(value)
+    index = _index(value)
+    for text in (
+        " ".join(value),
+        value.upper()[3:17],
+        "\n".join(value[i : i + 4] for i in range(0, 24, 4)),
+    ):
+        assert index.hits(f"out: {text} end"), text
 
 
 def test_word_like_values_are_found_as_written_only() -> None:
