@@ -290,7 +290,12 @@ def split_findings(
         tries = [group]
         if tailed and len(group) > 1 and "\n" in view[slice(*group[-1])]:
             tries.append(group[:-1])
-        for level, cut in zip((depth, PLAIN_ONLY), tries, strict=False):
+        # Around a fold after other text, only what the detectors and decoding find: a
+        # turned or lookalike reading of the joined lines (depth 0's) would grow a token
+        # the text as sent holds only turned into the next line's word (`tuc_...` then
+        # `done`, rot13), unchecked against what the text as sent holds.
+        first = max(depth, 1) if tailed else depth
+        for level, cut in zip((first, PLAIN_ONLY), tries, strict=False):
             text, out_starts, in_starts = _rebuilt(view, cut, lo, hi)
             for f in scan(text, level):
                 start = to_view(f.start, out_starts, in_starts)

@@ -382,7 +382,8 @@ def split_findings(
         tries = [group]
         if tailed and len(group) > 1 and "\n" in view[group[-1][0] : group[-1][1]]:
             tries.append(group[:-1])
-        for level, cut in zip((depth, LAYERS + 1), tries, strict=False):
+        first = max(depth, 1) if tailed else depth
+        for level, cut in zip((first, LAYERS + 1), tries, strict=False):
             parts, out_starts, in_starts, pos, size = [], [], [], lo, 0
             for start, end in cut:
                 start = max(start, pos)

@@ -82,3 +82,16 @@ def test_a_denied_value_is_found_reversed_and_rot13ed() -> None:
     for turn in (REVERSED, ROT13):
         out, hits = index.redact(f"x {turn.apply('DB_PASSWORD=' + value)} y")
         assert hits and value not in out and turn.apply(value) not in out, turn.name
+
+
+def test_a_turned_token_is_not_grown_into_the_next_line() -> None:
+    """A rot13-ed token whose turned text holds another vendor's keyword (`Eaa`,
+    Facebook's) by chance: the fold reading joins its line to the next (`done`), and the
+    rescan must not turn the joined line back and grow the token over that word (one
+    random token in 180 was reported over `\\ndone`)."""
+    rot13 = next(t for t in TURNS if t.name == "rot13")
+    token = "ghp_x7Kq2mZ9Rnn90p6Q9OPcqGxv4WbT3a7dLsYw"  # its rot13 holds `Eaa`
+    assert len(token) == 40 and "Eaa" in rot13.apply(token)
+    text = f"$ cat notes | rot13\n{rot13.apply(f'export KEY={token}')}\ndone\n"
+    found = [f for f in SCANNER.scan(text) if f.rule_id == "github.token"]
+    assert [text[f.start : f.end] for f in found] == [rot13.apply(token)]
