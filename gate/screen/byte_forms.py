@@ -24,9 +24,9 @@ MIN_BYTES = 9  # decoded bytes whose forms are looked for (their hex is longer t
 MAX_ENCODED = 4096
 # A value that may be base64 (or base64url) of bytes: a key file's line, a signing key.
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}|[A-Za-z0-9_-]{12,}={0,2}")
-_URLSAFE = str.maketrans("-_", "+/")
+URLSAFE = str.maketrans("-_", "+/")  # base64url to standard base64
 _URLSAFE_ONLY = frozenset("-_")
-_HEX = frozenset("0123456789abcdefABCDEF")
+HEX = frozenset("0123456789abcdefABCDEF")
 _LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
 _OTHER = bytes(c for c in range(256) if not (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122))
 
@@ -39,9 +39,9 @@ def byte_forms(unit: str) -> Iterator[str]:
     its start and from its third character; the wrong one gives bytes nobody prints.
     Found by their middle, like every encoded form (the bytes of keys of one kind begin
     alike)."""
-    if len(unit) > MAX_ENCODED or not _BASE64.fullmatch(unit) or _HEX.issuperset(unit):
+    if len(unit) > MAX_ENCODED or not _BASE64.fullmatch(unit) or HEX.issuperset(unit):
         return  # (a hex value is found by its own hex and byte forms: skeleton.forms)
-    body = unit.rstrip("=").translate(_URLSAFE)
+    body = unit.rstrip("=").translate(URLSAFE)
     # Base64 again at the value's own alignment is the value's own letters: found as they
     # are written (a word-like value as written only), never as a form of its bytes.
     own = _bones(unit.encode())

@@ -56,12 +56,11 @@ _TAIL_REACH = 640  # characters from a keyword to its line's start or end, at mo
 _LAST_LINE = re.compile(r"[ \t]*(?:\d{1,7}→)?([^\s=:]*=*)")
 _WORD = re.compile(r"[A-Z]?[a-z_-]*|[A-Z_-]*")  # a name: no digit, one case or capitalised
 # A next line that starts with a name: a word (the whole run) or a run before `=` or `:`.
-_NAME_NEXT = re.compile(r"(?:[A-Z]?[a-z_-]*|[A-Z_-]*)(?![A-Za-z0-9_+/.~-])|[A-Za-z0-9_+/.~-]*[=:]")
+_NAME_NEXT = re.compile(rf"(?:{_WORD.pattern})(?![A-Za-z0-9_+/.~-])|[A-Za-z0-9_+/.~-]*[=:]")
 _RUN_GOES_ON = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/.~-=:")
 # A line from its start to a keyword: indentation, a Read line number, then token
 # characters (group 1: where they start; the keyword is not the first of them when any).
 _TOKEN_BEFORE = re.compile(r"[ \t]*(?:\d{1,7}→)?([A-Za-z0-9_+/.~-]*)")
-_ALL_TOKEN = re.compile(r"[ \t]*(?:\d{1,7}→)?[A-Za-z0-9_+/.~-]*")  # ... or none
 # The end of a line that ends in token characters, the last a letter or digit (no
 # `-----BEGIN ...-----`), searched for in the 48 characters before the next line: group 1
 # is the break (a continuation's `\\`, spaces, CR kept out of the token).
@@ -165,7 +164,7 @@ def _tail_folds(
             lead = _TOKEN_BEFORE.fullmatch(view, line, head)
             if lead is None or lead.start(1) < head:  # else: the keyword starts the run
                 starts.add(line)
-            if lead is not None and lead.start(1) < head:
+            if lead is not None and lead.start(1) < head:  # token characters before it
                 b = _FOLD_BEFORE.search(view, max(0, line - 48), line)
                 if b is not None and b.start(1) not in taken and _after_text(view, b.start(1)):
                     taken.add(b.start(1))
@@ -209,7 +208,7 @@ def _after_text(view: str, at: int) -> bool:
     line = view.rfind("\n", max(0, at - _TAIL_REACH), at) + 1
     if not line and at > _TAIL_REACH:
         line = at - _TAIL_REACH
-    return _ALL_TOKEN.fullmatch(view, line, at) is None
+    return _TOKEN_BEFORE.fullmatch(view, line, at) is None
 
 
 def _folds(view: str, regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -272,7 +271,7 @@ def split_findings(
     plain = list(plain)
     # A high-tier finding ending a line is a vendor token found whole (a generic one may
     # be its first part: `API_KEY = 'gsk_...` cut anywhere).
-    high_ends = {f.end for f in plain if f.tier is Tier.HIGH}
+    high_ends = {f.end for f in plain if f.tier is Tier.HIGH} if heads else set()
     pending, tails = cuts(view, regions, triggers, heads, high_ends)
     whole = {(f.start, f.rule_id) for f in plain} if tails else set()
     while pending:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-from gate.screen.byte_forms import HEAD, byte_forms
+from gate.screen.byte_forms import HEAD, HEX, URLSAFE, byte_forms
 
 PIECE = 12  # letters and digits in a row that identify a random-looking value
 STRIDE = 2  # its pieces start every STRIDE characters: any PIECE + 1 in a row hold one
@@ -42,8 +42,6 @@ _LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuv
 _OTHER = bytes(c for c in range(256) if not (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122))
 _ALNUM = re.compile(rb"[0-9A-Za-z]")
 _JSON_ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{4}|.)")
-_URLSAFE = str.maketrans("-_", "+/")
-_HEX = frozenset("0123456789abcdefABCDEF")
 _STANDARD_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _PRINTABLE = bytes(range(32, 127)) + b"\t\n\r"
 _BLOCK = 4096  # bytes per step of the map from letters and digits back to the text
@@ -70,7 +68,7 @@ def random_looking(chars: str) -> bool:
     characters, digits among letters, turning often (`HelloWorld2024Project` does not).
     Hex has only 16 characters to differ by: 8 different are many (10 missed one random
     24-digit hex value in 140, which was then found only as written)."""
-    many = 8 if _HEX.issuperset(chars) else 10
+    many = 8 if HEX.issuperset(chars) else 10
     return (
         len(set(chars.lower())) >= min(len(chars) // 2 + 2, many)
         and not chars.isalpha()
@@ -95,7 +93,7 @@ def _begins_alike(unit: str) -> bool:
     if not unit.startswith(_SHARED_STARTS):
         return False
     try:
-        head = base64.b64decode(unit[:12].translate(_URLSAFE), validate=True)
+        head = base64.b64decode(unit[:12].translate(URLSAFE), validate=True)
     except ValueError:
         return True  # no base64 of its kind: read by its start only, as before
     if head.startswith(b'{"'):
