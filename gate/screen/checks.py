@@ -15,6 +15,7 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
@@ -26,10 +27,20 @@ from gate.screen.shapes import (
     is_templated_secret,
 )
 
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """keep, for the value's first `length` characters only: the rest was glued on after
+    the token (`${TOKEN}x`), which the checksum tells apart."""
+
+    length: int
+
+
 # keep: the detector's tier; demote: low; structure: kept, and read as a structure the check
 # verified (a key's dump), not a typed token, so the hand-typed test does not apply (a
 # well-known DH prime's run of F's, a dump's column padding); None: not a finding.
-Verdict = Literal["keep", "demote", "structure"] | None
+Verdict = Literal["keep", "demote", "structure"] | Cut | None
+
 
 # Credentials vendors print in their own docs: known to everyone, so not secrets.
 DOC_EXAMPLES = (
@@ -1012,9 +1023,19 @@ def base62(n: int, width: int = 6) -> str:
 
 def _crc32(m: re.Match[str], value: str) -> Verdict:
     """GitHub and npm tokens end with a base62 CRC32 of their random part: a token whose
-    checksum fails is a fake or a typo, kept only in the low tier."""
-    body = value.split("_", 1)[1]
-    return "keep" if base62(zlib.crc32(body[:-6].encode())) == body[-6:] else "demote"
+    checksum fails is a fake or a typo, kept only in the low tier. A longer run whose
+    first 36 characters hold is the token with letters glued after it (`${TOKEN}x`): the
+    finding is cut to the token."""
+    prefix, body = value.split("_", 1)
+    if base62(zlib.crc32(body[:-6].encode())) == body[-6:]:
+        return "keep"
+    token = body[:_CRC_BODY]
+    if len(body) > _CRC_BODY and base62(zlib.crc32(token[:-6].encode())) == token[-6:]:
+        return Cut(len(prefix) + 1 + _CRC_BODY)
+    return "demote"
+
+
+_CRC_BODY = 36  # 30 random characters and 6 of checksum
 
 
 def _atlassian_dc(m: re.Match[str], value: str) -> Verdict:

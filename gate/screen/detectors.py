@@ -54,6 +54,8 @@ _NOT_WITH_FINDER = (
     "anchor",
 )
 _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
+_HEX_DIGITS = frozenset(string.hexdigits)
+_DIGEST_DIGITS = frozenset({32, 40, 56, 64, 96, 128})  # MD5, SHA-1, SHA-2 in hex
 # After an anchored detector's keyword: the rest of the name, then (group 1, when the name
 # is assigned) a closing quote, an operator; one call per name. The rest of the name is
 # read possessively and stops only before a `.=` operator: what follows a name can never
@@ -117,6 +119,7 @@ class Detector:
     after: int = 320
     anchor: bool = False  # match only at the start of an assigned name holding a keyword
     finder: str | None = None  # no keywords or pattern: checks.FINDERS[finder] reads it all
+    glued: bool = False  # its pattern's guards were dropped (distinctive_prefix)
 
     @property
     def generic(self) -> bool:
@@ -153,6 +156,8 @@ class Detector:
             if not value or (self.entropy and checks.entropy(value) < self.entropy):
                 continue
             verdict = "keep" if check is None else check(m, value)
+            if isinstance(verdict, checks.Cut):
+                end, value, verdict = start + verdict.length, value[: verdict.length], "keep"
             if verdict is not None and (tier := self._settle(m, value, end, verdict)) is not None:
                 yield Finding(start, end, self.kind, self.id, tier)
 
@@ -248,11 +253,32 @@ class Detector:
         for start, end in checks.FINDERS[self.finder or ""](reading):
             yield Finding(start, end, self.kind, self.id, self.tier)
 
-    def _accept(self, m: re.Match[str], value: str, end: int) -> Tier | None:
+    def _accept(self, m: re.Match[str], value: str, end: int) -> tuple[Tier, int] | None:
+        """`find`'s filters of one match: the tier, and where the finding ends."""
         if not value or (self.entropy and checks.entropy(value) < self.entropy):
             return None
         verdict = checks.CHECKS[self.check](m, value) if self.check else "keep"
-        return None if verdict is None else self._settle(m, value, end, verdict)
+        if isinstance(verdict, checks.Cut):
+            end, value, verdict = end - len(value) + verdict.length, value[: verdict.length], "keep"
+        tier = None if verdict is None else self._settle(m, value, end, verdict)
+        return None if tier is None else (tier, end)
+
+    def _hash_in_a_word(self, view: str, start: int, end: int, value: str) -> bool:
+        """A hex token glued on both sides, its hex run a digest's length: a content hash
+        inside a name (`vipul-<sha256>.png` holds Pulumi's `pul-` and 40 hex digits), not
+        a token. One glued to a few more digits (`_${TOKEN}9`) is still the token."""
+        if not (start > 0 and end < len(view)):
+            return False
+        if view[start - 1] not in _NAME_CHARS or view[end] not in _HEX_DIGITS:
+            return False
+        low = value.lower()
+        body = next((low[len(k) :] for k in self.keywords if low.startswith(k)), "")
+        if not body or any(c not in _HEX_DIGITS for c in body):
+            return False
+        run = end
+        while run < len(view) and view[run] in _HEX_DIGITS:
+            run += 1
+        return len(body) + run - end in _DIGEST_DIGITS
 
     def _settle(
         self, m: re.Match[str], value: str, end: int, verdict: checks.Verdict
@@ -263,6 +289,8 @@ class Detector:
         if checks.is_example(value) or checks.is_placeholder(value, password):
             return None
         if checks.is_masked(m, end):
+            return None
+        if self.glued and self._hash_in_a_word(m.string, end - len(value), end, value):
             return None
         if verdict == "demote" or (
             self.tier is Tier.HIGH and verdict != "structure" and checks.is_made_up(value)
@@ -447,7 +475,8 @@ def _entry(node: yaml.Node, name: str, lazy: bool = False) -> Detector:
             hint="checks: " + ", ".join(sorted(checks.CHECKS)),
         )
     keywords = _keywords(nodes["keywords"], name)
-    if fields["tier"] == Tier.HIGH.value and distinctive_prefix(keywords) and "pattern" in fields:
+    glued = fields["tier"] == Tier.HIGH.value and distinctive_prefix(keywords)
+    if glued and "pattern" in fields:
         fields = {**fields, "pattern": unguarded(fields["pattern"])}
     return Detector(
         id=fields["id"],
@@ -462,6 +491,7 @@ def _entry(node: yaml.Node, name: str, lazy: bool = False) -> Detector:
         before=int(_number(fields, nodes, "before", name, 8)),
         after=int(_number(fields, nodes, "after", name, 320)),
         anchor=_anchor(fields, nodes, name),
+        glued=glued and "pattern" in fields,
     )
 
 
@@ -472,6 +502,7 @@ def _entry(node: yaml.Node, name: str, lazy: bool = False) -> Detector:
 # (`ghp_`, `sk-ant-`, `xoxb-`, `glpat-`). Prefixes of letters and digits alone (`AKIA`,
 # `AIza`, ClickHouse's `4b1d`) keep it: hex dumps and base64 hold them by chance.
 _GUARD = re.compile(r"(\(\?[aiLmsux]+\))?\(\?<!(?:\[(?:\\.|[^\]\\])+\]|\\[dw])\)")
+_CLOSING = re.compile(r"\(\?!(?:\[(?:\\.|[^\]\\])+\]|\\[dw])\)\Z")
 
 
 # A keyword's first word that ordinary words and names end in or hold (`GSSAPI-`,
@@ -485,18 +516,27 @@ def distinctive_prefix(keywords: Sequence[str]) -> bool:
     return bool(keywords) and all(
         len(k) >= 4
         and ("_" in k or "-" in k)
-        and (head := re.split(r"[_\-.]", k, maxsplit=1)[0])
+        and (head := _first_word(k))
         and head not in _GENERIC_HEADS
         for k in keywords
     )
 
 
+def _first_word(keyword: str) -> str:
+    """`keyword` up to its first `_`, `-` or `.` (no regex: the scanner asks this of every
+    detector as it starts)."""
+    cut = min((at for sep in "_-." if (at := keyword.find(sep)) != -1), default=len(keyword))
+    return keyword[:cut]
+
+
 def unguarded(source: str) -> str:
-    """`source` without its leading lookbehind guard (flags kept), if it has one. The
-    closing guard stays: a fixed-length body with more of its alphabet glued on is a
-    longer string, not that vendor's token."""
+    """`source` without its leading lookbehind guard (flags kept) and its closing lookahead
+    guard, where it has them."""
     m = _GUARD.match(source)
-    return source if m is None else (m.group(1) or "") + source[m.end() :]
+    if m is not None:
+        source = (m.group(1) or "") + source[m.end() :]
+    end = _CLOSING.search(source)
+    return source if end is None else source[: end.start()]
 
 
 def _common(fields: dict[str, str], nodes: dict[str, yaml.Node], name: str) -> None:

@@ -259,12 +259,15 @@ def split_findings(
     triggers: Collection[str] | None = None,
     heads: Sequence[int] = (),
     plain: Iterable[Finding] = (),
+    leads: Collection[int] = (),
 ) -> list[Finding]:
     """Findings that only exist once the hidden separators are taken out. Only the text
     around each group of cuts is rebuilt and scanned again, not the whole string. A token
     found whole in `view` as it is (`plain`) before a break after other text is grown over
     it only into what can be its rest (_rest_of_token: `TOKEN=...` then `NAME=...`, a
-    column of `key  value` lines: the next line's first word is none)."""
+    column of `key  value` lines: the next line's first word is none). `leads`: where a
+    vendor prefix that starts its token (detectors.distinctive_prefix) starts: a line
+    that starts with one is no token's rest."""
     if depth == PLAIN_ONLY:
         return []
     found: list[Finding] = []
@@ -301,6 +304,10 @@ def split_findings(
                 end = to_view(f.end - 1, out_starts, in_starts) + 1
                 if end - start == f.end - f.start:
                     continue  # it spans no separator: found as it is
+                if any(start < b < end and b in leads for _, b in cut):
+                    # Run into the next line's vendor prefix: that line starts a token of
+                    # its own (a block of `ghp_...` lines), not this one's rest.
+                    continue
                 if (start, f.rule_id) in whole and not _rest_of_token(view, start, end, tails):
                     continue  # grown into the next line's first word (`NAME=`, `key:`)
                 found.append(Finding(start, end, f.kind, f.rule_id, f.tier))

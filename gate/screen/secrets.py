@@ -32,6 +32,7 @@ from gate.screen.detectors import (
     Detector,
     Finding,
     Tier,
+    distinctive_prefix,
     load_detectors,
 )
 
@@ -97,6 +98,11 @@ class Scanner:
         # (their UTF-8) and their JSON escapes.
         self._triggers = len(words)
         self._finders = tuple(d for d in self.detectors if d.finder)  # no keywords
+        self._leading = frozenset(  # vendor formats whose keyword starts the token
+            i
+            for i, d in enumerate(self.detectors)
+            if d.tier is Tier.HIGH and distinctive_prefix(d.keywords)
+        )
         # Keywords written backwards (`rev`) or rot13-ed (`tr A-Za-z N-ZA-Mn-za-m`): a hit
         # has its line turned back and scanned (turned.py). Short ones would hit ordinary
         # text; the turned keywords hit about 10 times in 2 MB of it.
@@ -166,6 +172,7 @@ class Scanner:
         ranked: list[tuple[tuple[bool, bool, int, int], Finding]] = []
         regions: list[tuple[int, int]] = []  # where a vendor token may sit folded
         heads: list[int] = []  # where its keyword is
+        leads: set[int] = set()  # where a keyword that starts its token is
         n = len(view)
         found = self._find_keywords(view)
         for i, hits in found.hits.items():
@@ -176,6 +183,8 @@ class Scanner:
             if det.tier is Tier.HIGH and det.after < FOLDED_MAX:  # vendor formats
                 regions += windows
                 heads += (start for start, _ in hits)
+                if i in self._leading:
+                    leads.update(start for start, _ in hits)
             for f in det.find(view, windows, hits, deadline.passed):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
         # Base64 runs, found once: the hidden-form pass decodes them, and the finders look
@@ -195,7 +204,7 @@ class Scanner:
         regions.sort()
         extra = [
             *hidden.split_findings(
-                view, regions, inner, depth, found.triggers, sorted(heads), plain
+                view, regions, inner, depth, found.triggers, sorted(heads), plain, leads
             ),
             *hidden.base64_findings(view, inner, depth, runs),
             # Dumps as printed (od -c's `\n` cells are escapes the view would undo), and

@@ -207,3 +207,31 @@ def test_a_token_folded_after_other_text_is_redacted(
         if "[gate: redacted" not in result or any(h in result for h in halves):
             leaked.append(name)
     assert leaked == [], leaked
+
+
+# A token with more glued after it, as a shell prints `${TOKEN}x`.
+GLUED = {
+    "letter": lambda t: f"{t}x\n",
+    "underscore": lambda t: f"backup: {t}_old\n",
+    "digits": lambda t: f'echo "{t}2024"\n',
+    "both sides": lambda t: f"x{t}Zq9\n",
+}
+
+
+def test_a_token_with_text_glued_after_it_is_redacted(
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    """Through a real listener: one character after a token hid it from every detector."""
+    tokens = {name: _token() for name in GLUED}
+    turns = [
+        tool_turn(f"toolu_{i}", "Bash", {"command": "cat log"}, GLUED[name](tokens[name]))
+        for i, name in enumerate(GLUED)
+    ]
+    client.messages.create(**conversation(str(gate_dirs["project"]), *turns))
+    sent = provider.seen[-1].json()
+    leaked = []
+    for i, name in enumerate(GLUED):
+        result = sent["messages"][2 + 2 * i]["content"][0]["content"]
+        if "[gate: redacted" not in result or tokens[name][4:] in result:
+            leaked.append(name)
+    assert leaked == [], leaked

@@ -18,7 +18,14 @@ from collections.abc import Callable, Iterator, Sequence
 import ahocorasick_rs
 
 from gate.screen import dumps, escaped, lookalike, turned, wallets
-from gate.screen.detectors import _NAME_CHARS, Detector, Finding, Tier, _secret_span
+from gate.screen.detectors import (
+    _NAME_CHARS,
+    Detector,
+    Finding,
+    Tier,
+    _secret_span,
+    distinctive_prefix,
+)
 from gate.screen.secrets import _PLAIN, FOLDED_MAX, MIN_TEXT
 
 Scan = Callable[[str, int], Sequence[Finding]]
@@ -94,7 +101,9 @@ class ReferenceScanner:
 
         regions.sort()
         extra = [
-            *split_findings(view, regions, inner, depth, self.heads(view), plain),
+            *split_findings(
+                view, regions, inner, depth, self.heads(view), plain, self.heads(view, True)
+            ),
             *base64_findings(view, inner, depth),
             # Dumps looked for everywhere (the scanner only where its triggers are).
             *dumps.findings(text, inner, depth),
@@ -125,8 +134,9 @@ class ReferenceScanner:
                 at = low.find(k, at + 1)
         return out
 
-    def heads(self, view: str) -> list[int]:
-        """Where a vendor detector's keyword starts (lower-cased view, any keyword)."""
+    def heads(self, view: str, leading: bool = False) -> list[int]:
+        """Where a vendor detector's keyword starts (lower-cased view, any keyword); with
+        `leading`, only a keyword that starts its token (a distinctive prefix)."""
         data = view.encode("utf-8", "surrogatepass").lower()
         out = set()
         for word, start, _ in _char_offsets(
@@ -134,7 +144,9 @@ class ReferenceScanner:
         ):
             windowed, anchored = self._targets[word]
             if any(
-                self.detectors[i].tier is Tier.HIGH and self.detectors[i].after < FOLDED_MAX
+                self.detectors[i].tier is Tier.HIGH
+                and self.detectors[i].after < FOLDED_MAX
+                and (not leading or distinctive_prefix(self.detectors[i].keywords))
                 for i in [i for i, _, _ in windowed] + list(anchored)
             ):
                 out.add(start)
@@ -163,9 +175,9 @@ class ReferenceScanner:
 def _find(det: Detector, view: str, windows: list[tuple[int, int]]) -> Iterator[Finding]:
     for m in _anchored(det, view, windows) if det.anchor else _search(det, view, windows):
         start, end = _secret_span(m)
-        tier = det._accept(m, view[start:end], end)
-        if tier is not None:
-            yield Finding(start, end, det.kind, det.id, tier)
+        accepted = det._accept(m, view[start:end], end)
+        if accepted is not None:
+            yield Finding(start, accepted[1], det.kind, det.id, accepted[0])
 
 
 def _search(det: Detector, view: str, windows: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
@@ -366,6 +378,7 @@ def split_findings(
     depth: int,
     heads: Sequence[int],
     plain: Sequence[Finding],
+    leads: Sequence[int],
 ) -> list[Finding]:
     if depth > LAYERS:
         return []
@@ -399,6 +412,8 @@ def split_findings(
                 start = _to_view(f.start, out_starts, in_starts)
                 end = _to_view(f.end - 1, out_starts, in_starts) + 1
                 if end - start == f.end - f.start:
+                    continue
+                if any(start < b < end and b in leads for _, b in cut):
                     continue
                 if (start, f.rule_id) in whole and any(start < t < end for t in tails):
                     last = view[start:end].split("\n")[-1]

@@ -1,6 +1,8 @@
 """A token glued to the word before it is still the token where its prefix is a vendor's
 own (`backup_ghp_....txt`, `x$(cat token)`, `MY_TOKEN_sk-ant-...`): one character in front
 used to hide 139 of 152 high-tier formats from the detectors (an attacker review's find).
+So is one glued after it (`echo "${TOKEN}x"`, `${TOKEN}_old`): one letter, digit, `_` or
+`-` after it hid 62 to 74 of the 94 formats below, at every tier (the closing guard).
 Prefixes of letters and digits alone, or an ordinary word (`AKIA`, `api-`), keep their
 guard: hex dumps, base64 and words hold them by chance."""
 
@@ -10,9 +12,11 @@ import pytest
 
 from gate.screen.detectors import distinctive_prefix
 from gate.screen.secrets import Scanner, Tier
-from screen.secrets_corpus import positives
+from screen.secrets_corpus import Gen, positives
 
 GLUES = ("x{}", "9{}", "backup_{}.txt", "MY_TOKEN_{}", "?t=x{} ")
+# After it: `echo "${TOKEN}x"`, `${TOKEN}_old`, a digit; around it.
+AFTER = ("{}x", "{}_", "{}0", "{}Zq9Zq9Zq9", "{}_backup", "{}-", "x{}_", "_{}9")
 
 
 def _tokens(scanner: Scanner) -> dict[str, str]:
@@ -42,7 +46,7 @@ def test_most_high_tier_formats_have_a_distinctive_prefix(scanner: Scanner) -> N
     assert len(_tokens(scanner)) >= 90
 
 
-@pytest.mark.parametrize("glue", GLUES)
+@pytest.mark.parametrize("glue", GLUES + AFTER)
 def test_a_token_glued_to_a_word_is_found(scanner: Scanner, glue: str) -> None:
     missed = []
     for rule, token in _tokens(scanner).items():
@@ -58,3 +62,25 @@ def test_a_generic_or_alphanumeric_prefix_keeps_its_guard() -> None:
     assert distinctive_prefix(("ghp_", "gho_")) and distinctive_prefix(("sk-ant-",))
     for keywords in (("akia",), ("4b1d",), ("api-",), ("secret_",), ("ghp_", "xo"), ()):
         assert not distinctive_prefix(keywords), keywords
+
+
+def test_a_content_hash_in_a_name_holding_a_hex_vendor_prefix_is_no_token(
+    scanner: Scanner,
+) -> None:
+    """`vipul-<sha256>.png` holds Pulumi's `pul-` and 40 hex digits then 24 more: with
+    both guards gone it read as a token. A hex run of a digest's length, longer than the
+    token, inside a name is a hash; the token glued to one more digit is not (`_{}9`)."""
+    g = Gen(64)
+    hexed = {}  # keyword: (rule, hex digits in its token)
+    for rule, token in _tokens(scanner).items():
+        [det] = [d for d in scanner.detectors if d.id == rule]
+        key = next((k for k in det.keywords if token.lower().startswith(k)), None)
+        if key and all(c in "0123456789abcdefABCDEF" for c in token[len(key) :]):
+            hexed[key] = (rule, len(token) - len(key))
+    assert len(hexed) >= 4, hexed
+    for key, (rule, body) in hexed.items():
+        for digits in (d for d in (40, 64, 128) if d > body):
+            text = f'<img src="./assets/vi{key}{g.hex(digits)}.png" alt="">'
+            assert not [f for f in scanner.scan(text) if f.tier is Tier.HIGH], (rule, text)
+            glued = f"_{key}{g.hex(body)}9 "
+            assert [f for f in scanner.scan(glued) if f.tier is Tier.HIGH], (rule, glued)

@@ -118,11 +118,11 @@ def _near_misses(rule: str, token: str) -> list[str]:
     length, and letters before a URL leave the URL whole)."""
     mid = len(token) // 2 + 3
     misses = [token[: min(len(token) * 2 // 3, 45)], token[:mid] + "!" + token[mid + 1 :]]
-    # A letter glued before a token whose prefix is distinctive (`pat-na1-`) is still that
-    # token (gate/screen/detectors.py, distinctive_prefix): not a near miss there.
+    # Letters glued before or after a token whose prefix is distinctive (`pat-na1-`) leave
+    # it that token (gate/screen/detectors.py, distinctive_prefix): no near miss there.
     if rule != "tines.webhook" and not _distinctive(rule):
         misses.append("x" + token)
-    if rule not in OPEN_LENGTH:
+    if rule not in OPEN_LENGTH and not _distinctive(rule):
         misses.append(token + "Zq9" * 8)
     return misses
 
