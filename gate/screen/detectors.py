@@ -498,8 +498,9 @@ def _entry(node: yaml.Node, name: str, lazy: bool = False) -> Detector:
 # A token glued to the word before it (`backup_ghp_...`, `x$(cat token)`, `9sk-ant-...`) is
 # still the token when its prefix says so. A high-tier pattern's leading guard ("not after
 # a word character", written to keep a short prefix inside a longer word from matching)
-# is dropped when every keyword is distinctive: 4+ characters with a `_` or `-` in them
-# (`ghp_`, `sk-ant-`, `xoxb-`, `glpat-`). Prefixes of letters and digits alone (`AKIA`,
+# is dropped when every keyword is distinctive: 4+ characters with a `_`, `-` or `.` in
+# them (`ghp_`, `sk-ant-`, `xoxb-`, `glpat-`, `hvs.`), and so is its closing guard (a
+# token with text glued after it: `${TOKEN}x`). Prefixes of letters and digits alone (`AKIA`,
 # `AIza`, ClickHouse's `4b1d`) keep it: hex dumps and base64 hold them by chance.
 _GUARD = re.compile(r"(\(\?[aiLmsux]+\))?\(\?<!(?:\[(?:\\.|[^\]\\])+\]|\\[dw])\)")
 _CLOSING = re.compile(r"\(\?!(?:\[(?:\\.|[^\]\\])+\]|\\[dw])\)\Z")
@@ -511,11 +512,11 @@ _GENERIC_HEADS = frozenset({"api", "secret", "private", "access", "login", "key"
 
 
 def distinctive_prefix(keywords: Sequence[str]) -> bool:
-    """Whether every keyword is a vendor's own prefix: 4+ characters with a `_` or `-` in
-    them, whose first word is no ordinary word (`api-` is not one)."""
+    """Whether every keyword is a vendor's own prefix: 4+ characters with a `_`, `-` or `.`
+    in them, whose first word is no ordinary word (`api-` is not one)."""
     return bool(keywords) and all(
         len(k) >= 4
-        and ("_" in k or "-" in k)
+        and ("_" in k or "-" in k or "." in k)
         and (head := _first_word(k))
         and head not in _GENERIC_HEADS
         for k in keywords
