@@ -46,7 +46,17 @@ _PAIRS = tuple(
 _OD_CELLS_AT = ("   =   ", "   _   ", "   -   ")
 # (` = ` is left out: code holds it everywhere, `x = 1`; a line spelled out with spaces is
 # found by its `_` or `-`, as names and most tokens hold one.)
-_SPELLED = (" _ ", " - ", "\n=\n", "\n_\n", "\n-\n")
+# Characters joined by one other (`','.join(v)`, `sed 's/./&-/g'`, `'.'.join(v)`) or by a
+# comma and a space: the token's `_`, `-` or `=` between two of them.
+_JOINERS = (",", ", ", ".", ":", ";", "|", "/", "\\", "-", "*", "+", "#", "\t")
+_SPELLED = (
+    " _ ",
+    " - ",
+    "\n=\n",
+    "\n_\n",
+    "\n-\n",
+    *(f"{sep}{mark}{sep}" for sep in _JOINERS for mark in "_-="),
+)
 _LISTS = ("', '", '", "', "','", '","')
 _CODES = re.compile(r"(?<![\w.])(?:[0-9]{1,3}, ?){11,}[0-9]{1,3}(?![\w.])")
 _CODES_AT = tuple(f",{s}{n},{s}" for n in (10, 61, 95, 45) for s in ("", " "))
@@ -361,24 +371,38 @@ def _spaced_hex(
 
 
 def _spelled(view: str, present: Collection[str]) -> list[tuple[int, int, bytes]]:
-    """Characters separated by single spaces or one per line (every other character is
-    the text), read outwards from each spelled `=`, `_` or `-` (a trigger)."""
+    """Characters separated by single spaces, one per line or joined by another separator
+    (_JOINERS: every other character, or every third after `, `, is the text), read
+    outwards from each spelled `=`, `_` or `-` (a trigger)."""
     out: list[tuple[int, int, bytes]] = []
     done = 0
     for trigger in _SPELLED:
         if trigger not in present:
             continue
-        sep = trigger[0]
+        sep = trigger[: (len(trigger) - 1) // 2]
+        width, step = len(sep), len(sep) + 1
         for pos in _positions(view, trigger):
             if pos < done:
                 continue
-            i = j = pos + 1  # the spelled character
-            while i >= 2 and view[i - 1] == sep and view[i - 2] != "\n":
-                i -= 2
-            while j + 2 < len(view) and view[j + 1] == sep and view[j + 2] != "\n":
-                j += 2
-            if (j - i) // 2 + 1 >= MIN_BYTES:
-                out.append((i, j + 1, view[i : j + 1 : 2].encode("utf-8", "surrogatepass")))
+            i = j = pos + width  # the spelled character
+            alone = sep == "\n"  # one a line: the line before or after holds only it
+            while (
+                i > width
+                and view[i - width : i] == sep
+                and view[i - step] != "\n"
+                and (not alone or i == step or view[i - step - 1] == "\n")
+            ):
+                i -= step
+            while (
+                j + step < len(view)
+                and view[j + 1 : j + step] == sep
+                and view[j + step] != "\n"
+                and (not alone or j + step + 1 == len(view) or view[j + step + 1] == "\n")
+            ):
+                j += step
+            if (j - i) // step + 1 >= MIN_BYTES:
+                chars = view[i : j + 1 : step]
+                out.append((i, j + 1, chars.encode("utf-8", "surrogatepass")))
                 done = j + 1
     return out
 

@@ -10,6 +10,7 @@ import random
 import shutil
 import string
 import subprocess
+import zlib
 
 import pytest
 
@@ -111,6 +112,25 @@ def test_lists_pairs_and_spelled_characters_are_read() -> None:
         if not any(f.rule_id == "aws.access-key-id" for f in SCANNER.scan(f"out: {form}\ndone"))
     ]
     assert missed == []
+
+
+@pytest.mark.parametrize(
+    "sep", [",", ", ", ".", ":", ";", "|", "/", "\\", "-", "*", "+", "#", "\t", " ", "\n"]
+)
+def test_a_token_joined_by_any_one_separator_is_read(sep: str) -> None:
+    """`sep.join(token)`, `sed 's/./&-/g'`: every other character (every third after `, `)
+    is the token. Only spaces and line breaks were read: the other 13 hid it."""
+    token = "ghp_" + "".join(random.Random(sep).choices(string.ascii_letters + string.digits, k=30))
+    token += _crc(token[4:])
+    text = f"$ python3 -c 'print(sep.join(t))'\n{sep.join(token)}\nexit 0\n"
+    found = [f for f in SCANNER.scan(text) if f.rule_id == "github.token"]
+    assert [(f.tier, text[f.start : f.end]) for f in found] == [(Tier.HIGH, sep.join(token))]
+
+
+def _crc(body: str) -> str:
+    from gate.screen.checks import base62
+
+    return base62(zlib.crc32(body.encode()))
 
 
 def test_a_dump_inside_json_escaped_text_is_read() -> None:
