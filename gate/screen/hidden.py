@@ -130,8 +130,32 @@ def cuts(
     folded = [(start, end) for start, end in regions if _FOLD_END.search(view, start, end)]
     if folded:
         out += _folds(view, folded)
+    if regions and ('"' in view or "'" in view or "`" in view):
+        out += _joins(view, regions)
     tails, marks = _tail_folds(view, heads, out, ends) if heads else ([], set())
     return sorted({*out, *tails}), marks
+
+
+# String literals joined in code around a vendor keyword (`"ghp_abc" + "def..."`, Python's
+# implicit concatenation over lines, shell's `'abc''def'`, SQL's `||`, Lua's `..`, PHP's
+# `.`): a token written in pieces. The cut: a closing quote after a token character (and
+# the space an escaped quote leaves in the view), what joins (on one line, or over a line
+# break), the opening quote before one.
+_JOINED = re.compile(
+    r"(?<=[A-Za-z0-9_+/=.~-]) ?[\"'`][ \t]*(?:(?:\+|\.\.?|\|\|)[ \t]*)?"
+    r"(?:\\?\r?\n[ \t]*(?:(?:\+|\.\.?|\|\|)[ \t]*)?)?[\"'`](?=[A-Za-z0-9_+/=.~-])"
+)
+
+
+def _joins(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The joins of string literals in `regions` (sorted), each looked at once."""
+    out: list[tuple[int, int]] = []
+    done = 0
+    for start, end in regions:
+        for m in _JOINED.finditer(view, max(start, done), end):
+            out.append(m.span())
+        done = max(done, end)
+    return out
 
 
 def _tail_folds(

@@ -269,6 +269,10 @@ PRINTABLE = 0.95
 
 
 _TOKEN = "-A-Za-z0-9_+/.~"  # a character class's body
+_JOIN_OP = r"(?:(?:\+|\.\.?|\|\|)[ \t]*)?"
+_JOINED = re.compile(
+    f"(?<=[{_TOKEN}=]) ?[\"'`][ \t]*{_JOIN_OP}(?:\\\\?\r?\n[ \t]*{_JOIN_OP})?[\"'`](?=[{_TOKEN}=])"
+)
 
 
 def cuts(
@@ -306,6 +310,8 @@ def cuts(
                 break
             line = nl + 1
             nl = view.find("\n", line, end)
+    for start, end in regions:  # string literals joined in code, around a keyword
+        out += [m.span() for m in _JOINED.finditer(view, start, end)]
     tails, marks = _tails(view, heads, {a for a, _ in out}, ends)
     return sorted({*out, *tails}), marks
 

@@ -79,6 +79,40 @@ def test_tokens_folded_over_lines_raw_escaped_and_numbered(scanner: Scanner, wid
             assert not _leaks(token, _redact(text, scanner)), (rule, width)
 
 
+# A token written in pieces of code: string literals joined on one line or over lines.
+JOINS: dict[str, Callable[[list[str]], str]] = {
+    "plus": lambda p: "token = " + " + ".join(f'"{x}"' for x in p),
+    "python implicit": lambda p: "TOKEN = (\n" + "".join(f'    "{x}"\n' for x in p) + ")",
+    "plus over lines": lambda p: "t = '" + "' +\n    '".join(p) + "'",
+    "shell": lambda p: "export T=" + "".join(f"'{x}'" for x in p),
+    "sql": lambda p: "SELECT " + " || ".join(f"'{x}'" for x in p) + ";",
+    "lua": lambda p: "local t = " + " .. ".join(f'"{x}"' for x in p),
+    "js backticks": lambda p: "const t = " + " + ".join(f"`{x}`" for x in p) + ";",
+}
+
+
+@pytest.mark.parametrize("join", JOINS)
+@pytest.mark.parametrize("size", [8, 13, 20])
+def test_a_token_in_joined_string_literals_is_found(scanner: Scanner, join: str, size: int) -> None:
+    g = Gen(size + len(join))
+    for rule, token in _tokens(g).items():
+        pieces = [token[i : i + size] for i in range(0, len(token), size)]
+        text = JOINS[join](pieces)
+        for shown in (text, json.dumps({"output": text})):
+            found = scanner.scan(shown)
+            assert any(f.rule_id == rule and f.tier is Tier.HIGH for f in found), (rule, shown)
+            assert not _leaks(token, _redact(shown, scanner).replace("\\n", "\n")), rule
+
+
+def test_separate_string_literals_stay_apart(scanner: Scanner) -> None:
+    """Two tokens in a list, or a token then a word in another literal, are not joined."""
+    g = Gen(77)
+    a, b = g.crc_token("ghp_"), g.crc_token("ghp_")
+    text = f'tokens = ["{a}", "{b}"]\nlabel = "{a}" + "suffix"\n'
+    spans = sorted(text[f.start : f.end] for f in scanner.scan(text))
+    assert spans == sorted([a, b, a]), spans
+
+
 def test_a_fold_does_not_swallow_the_next_line(scanner: Scanner) -> None:
     """A whole token followed by an unrelated line is found as exactly itself."""
     g = Gen(3)
