@@ -172,6 +172,7 @@ class Scanner:
         ranked: list[tuple[tuple[bool, bool, int, int], Finding]] = []
         regions: list[tuple[int, int]] = []  # where a vendor token may sit folded
         heads: list[int] = []  # where its keyword is
+        spans: list[tuple[int, int]] = []  # and where it ends
         leads: set[int] = set()  # where a keyword that starts its token is
         n = len(view)
         found = self._find_keywords(view)
@@ -183,6 +184,7 @@ class Scanner:
             if det.tier is Tier.HIGH and det.after < FOLDED_MAX:  # vendor formats
                 regions += windows
                 heads += (start for start, _ in hits)
+                spans += hits
                 if i in self._leading:
                     leads.update(start for start, _ in hits)
             for f in det.find(view, windows, hits, deadline.passed):
@@ -217,7 +219,9 @@ class Scanner:
                 if view is not text
                 else ()
             ),
-            *turned.findings(view, found.turned, inner, depth),
+            *turned.findings(
+                view, self._turns(view, found.turned, spans, plain, depth), inner, depth
+            ),
             *self._lookalike(text, depth, deadline),
             *self._escaped(text, depth, deadline, found.triggers),
         ]
@@ -233,6 +237,21 @@ class Scanner:
                 ((f.tier is not Tier.HIGH, f.rule_id in generic, f.start - f.end, f.start), f)
             )
         return _resolve(ranked)
+
+    @staticmethod
+    def _turns(
+        view: str,
+        hits: dict[turned.Turn, list[int]],
+        spans: list[tuple[int, int]],
+        plain: Sequence[Finding],
+        depth: int,
+    ) -> dict[turned.Turn, list[int]]:
+        """The turned keywords' hits, and the vendor keywords to read with their case
+        swapped (at depth 0, as every turn)."""
+        if depth > 0 or not spans:
+            return hits
+        swapped = turned.swapped_hits(view, sorted(spans), plain)
+        return {**hits, turned.SWAPCASE: swapped} if swapped else hits
 
     def _lookalike(self, text: str, depth: int, deadline: _Deadline) -> list[Finding]:
         """Findings in text as sent read back from lookalike characters (fullwidth,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gate.screen.detectors import Finding
 from gate.screen.hidden import Scan
@@ -24,14 +24,23 @@ _ROT13 = str.maketrans(
 )
 
 
+# ASCII letters only: str.swapcase turns `ß` into `SS`, and offsets must hold.
+_SWAPCASE = str.maketrans(
+    string.ascii_lowercase + string.ascii_uppercase,
+    string.ascii_uppercase + string.ascii_lowercase,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     name: str
     backwards: bool
+    # A translation, if not written backwards (not hashed: a Turn is its name and way).
+    table: dict[int, int] | None = field(default=None, compare=False)
 
     def apply(self, text: str) -> str:
         """`text` turned (each turn is its own inverse)."""
-        return text[::-1] if self.backwards else text.translate(_ROT13)
+        return text[::-1] if self.backwards else text.translate(self.table or {})
 
     def back(self, start: int, end: int, length: int) -> tuple[int, int]:
         """Where a span of the turned text is in the text it was turned from."""
@@ -39,8 +48,30 @@ class Turn:
 
 
 REVERSED = Turn("reversed", backwards=True)
-ROT13 = Turn("rot13", backwards=False)
-TURNS = (REVERSED, ROT13)
+ROT13 = Turn("rot13", backwards=False, table=_ROT13)
+TURNS = (REVERSED, ROT13)  # keywords turned these ways are looked for
+# Letters' case swapped (`tr a-zA-Z A-Za-z`, `.swapcase()`; upper-casing a lower-case or
+# hex token): the keyword pass ignores case, so its hits are the keywords' own. A vendor
+# keyword written in capitals only (`GHP_`, `SK-ANT-`) that nothing was found at has its
+# line read swapped (a mixed-case one, `AIza`, is a keyword as its vendor writes it: a
+# Firebase web config's key, dropped as public, would be read again swapped).
+SWAPCASE = Turn("swapcase", backwards=False, table=_SWAPCASE)
+
+
+def swapped_hits(view: str, hits: Sequence[tuple[int, int]], found: Sequence[Finding]) -> list[int]:
+    """Of vendor keywords' (start, end) hits, sorted, those whose letters are all upper
+    case and that lie in no finding: where a token with its case swapped may start."""
+    spans = sorted((f.start, f.end) for f in found)
+    out, k = [], 0
+    for start, end in hits:
+        while k < len(spans) and spans[k][1] <= start:
+            k += 1
+        if k < len(spans) and spans[k][0] <= start:
+            continue  # inside a finding
+        word = view[start:end]
+        if word.isupper() and word.isascii():
+            out.append(start)
+    return out
 
 
 def findings(
@@ -62,6 +93,10 @@ def findings(
             line = view[start:end]
             for f in scan(turn.apply(line), depth + 1):
                 s, e = turn.back(f.start, f.end, len(line))
+                if turn is SWAPCASE and not any(c.isdigit() for c in line[s:e]):
+                    # A name in capitals and camel case read swapped looks random
+                    # (`GLC_CreateLightmapTextureArray`); a random token holds digits.
+                    continue
                 out.append(Finding(start + s, start + e, f.kind, f.rule_id, f.tier))
             done = end
     return out

@@ -108,7 +108,7 @@ class ReferenceScanner:
             # Dumps looked for everywhere (the scanner only where its triggers are).
             *dumps.findings(text, inner, depth),
             *(dumps.findings(view, inner, depth) if view is not text else ()),
-            *turned.findings(view, self._turned_hits(view), inner, depth),
+            *turned.findings(view, self._turned_hits(view, plain, depth), inner, depth),
             *_lookalike(text, depth, inner),
             *_escaped(text, depth, inner),
         ]
@@ -123,8 +123,11 @@ class ReferenceScanner:
             )
         return _resolve(ranked)
 
-    def _turned_hits(self, view: str) -> dict[turned.Turn, list[int]]:
-        """Where each turned keyword starts, by str.find over the ASCII-lowered view."""
+    def _turned_hits(
+        self, view: str, plain: Sequence[Finding], depth: int
+    ) -> dict[turned.Turn, list[int]]:
+        """Where each turned keyword starts, by str.find over the ASCII-lowered view; and
+        (at depth 0) the vendor keywords in capitals only in no plain finding."""
         low = view.translate(_ASCII_LOWER)  # one character each: the same offsets
         out: dict[turned.Turn, list[int]] = {}
         for turn, k in self._turned:
@@ -132,14 +135,28 @@ class ReferenceScanner:
             while at != -1:
                 out.setdefault(turn, []).append(at)
                 at = low.find(k, at + 1)
+        swapped = sorted(
+            start
+            for start, end in self.vendor_hits(view)
+            if depth == 0
+            and re.fullmatch(r"[^a-z]*[A-Z][^a-z]*", view[start:end])
+            and view[start:end].isascii()
+            and not any(f.start <= start < f.end for f in plain)
+        )
+        if swapped:
+            out[turned.SWAPCASE] = swapped
         return out
 
     def heads(self, view: str, leading: bool = False) -> list[int]:
         """Where a vendor detector's keyword starts (lower-cased view, any keyword); with
         `leading`, only a keyword that starts its token (a distinctive prefix)."""
+        return sorted({start for start, _ in self.vendor_hits(view, leading)})
+
+    def vendor_hits(self, view: str, leading: bool = False) -> set[tuple[int, int]]:
+        """The (start, end) of each vendor detector's keyword hit (see heads)."""
         data = view.encode("utf-8", "surrogatepass").lower()
         out = set()
-        for word, start, _ in _char_offsets(
+        for word, start, end in _char_offsets(
             data, self._prefilter.find_matches_as_indexes(data, overlapping=True)
         ):
             windowed, anchored = self._targets[word]
@@ -149,8 +166,8 @@ class ReferenceScanner:
                 and (not leading or distinctive_prefix(self.detectors[i].keywords))
                 for i in [i for i, _, _ in windowed] + list(anchored)
             ):
-                out.add(start)
-        return sorted(out)
+                out.add((start, end))
+        return out
 
     def windows(self, view: str) -> dict[int, list[tuple[int, int]]]:
         data = view.encode("utf-8", "surrogatepass").lower()

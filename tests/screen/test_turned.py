@@ -17,7 +17,7 @@ from gate.screen.denied_walk import Source
 from gate.screen.detectors import Tier
 from gate.screen.fingerprints import DeniedIndex
 from gate.screen.secrets import Scanner
-from gate.screen.turned import REVERSED, ROT13, TURNS
+from gate.screen.turned import REVERSED, ROT13, SWAPCASE, TURNS
 
 SCANNER = Scanner()
 SOURCE = Source(
@@ -95,3 +95,43 @@ def test_a_turned_token_is_not_grown_into_the_next_line() -> None:
     text = f"$ cat notes | rot13\n{rot13.apply(f'export KEY={token}')}\ndone\n"
     found = [f for f in SCANNER.scan(text) if f.rule_id == "github.token"]
     assert [text[f.start : f.end] for f in found] == [rot13.apply(token)]
+
+
+def test_a_token_with_its_case_swapped_is_found_where_it_is_at_its_tier() -> None:
+    """`tr a-zA-Z A-Za-z`, `.swapcase()`: the keyword pass ignores case, so the vendor
+    keyword is hit as written (`GHP_`), and its line is read with the case swapped back."""
+    tokens = {k: v for k, v in _tokens().items() if k != "aws.access-key-id"}
+    tokens["sentry.token"] = "sntryu_" + "".join(random.choices("0123456789abcdef", k=64))
+    for rule, token in tokens.items():
+        plain = [f for f in SCANNER.scan(f"export KEY={token}\n") if f.rule_id == rule]
+        assert plain, rule
+        for shown in (token.swapcase(), token.upper() if rule == "sentry.token" else None):
+            if shown is None:
+                continue
+            text = f"$ cat notes | tr a-zA-Z A-Za-z\nexport KEY={shown}\ndone\n"
+            found = [f for f in SCANNER.scan(text) if f.rule_id == rule]
+            assert found and found[0].tier is plain[0].tier, (rule, text)
+            assert text[found[0].start : found[0].end] == shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT ID FROM PAT.ACCOUNTS WHERE DAPI_VERSION = 2; -- SG.SEND, HVS.READ\n" * 20,
+        "CONSTANT GHP_TOKEN_PREFIX = 'GHP_'; XOXB-PREFIX; SK-ANT-API03 IS THE FORMAT\n" * 20,
+        "sha256: " + "".join(random.Random(5).choices("0123456789ABCDEF", k=64)) + "\n",
+    ],
+)
+def test_ordinary_upper_case_text_is_not_read_as_a_swapped_token(text: str) -> None:
+    assert SCANNER.scan(text) == []
+    assert SCANNER.scan(SWAPCASE.apply(text)) == []
+
+
+def test_names_in_capitals_and_camel_case_are_not_read_as_swapped_tokens() -> None:
+    """Swapped, `GLC_CreateLightmapTextureArray` is `glc_cREATElIGHTMAP...`: a Grafana
+    token's shape, random-looking in its cases. A name holds no digit; a token does."""
+    text = (
+        "static void GLC_CreateLightmapTextureArray(void);\n"
+        "subdirs = glob.glob('HF_CAASIMULIAComputeServicesBuildTime.HF*.Linux64')\n"
+    )
+    assert SCANNER.scan(text) == []
