@@ -103,14 +103,21 @@ class Scanner:
             for i, d in enumerate(self.detectors)
             if d.tier is Tier.HIGH and distinctive_prefix(d.keywords)
         )
-        # Keywords written backwards (`rev`) or rot13-ed (`tr A-Za-z N-ZA-Mn-za-m`): a hit
-        # has its line turned back and scanned (turned.py). Short ones would hit ordinary
-        # text; the turned keywords hit about 10 times in 2 MB of it.
+        # Keywords written backwards (`rev`), rot13-ed (`tr A-Za-z N-ZA-Mn-za-m`) or
+        # rot47-ed: a hit has its line turned back and scanned (turned.py). Short ones
+        # would hit ordinary text; in 2 MB of it the reversed and rot13-ed keywords hit
+        # about 13 times, the rot47-ed ones 62 (mostly hex: `ghp_` is `89A0`), each read
+        # over at most 1 KB. Lower-cased: the pass folds case (rot47 makes capitals).
         self._turned = [
             (turn, k)
             for turn in turned.TURNS
-            for k in dict.fromkeys(turn.apply(w) for w in words if len(w) >= turned.MIN_KEYWORD)
-            if k not in words
+            for k in dict.fromkeys(
+                turn.apply(cased).lower()
+                for w in words
+                if len(w) >= turned.MIN_KEYWORD
+                for cased in (w, w.upper())  # rot47 is not case-blind: `AKIA`'s own case
+            )
+            if k not in words and not k.isdigit()  # (rot47 turns `abcd` into `2345`)
         ]
         self._turned_at = self._triggers + len(_TRIGGERS)
         self._prefilter = ahocorasick_rs.BytesAhoCorasick(
@@ -220,7 +227,7 @@ class Scanner:
                 else ()
             ),
             *turned.findings(
-                view, self._turns(view, found.turned, spans, plain, depth), inner, depth
+                view, self._turns(view, found.turned, spans, plain, depth), inner, depth, text
             ),
             *self._lookalike(text, depth, deadline),
             *self._escaped(text, depth, deadline, found.triggers),

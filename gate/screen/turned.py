@@ -1,7 +1,8 @@
-"""Text turned so that no detector reads it: written backwards (`rev`, `[::-1]`) or rot13-ed
-(`tr A-Za-z N-ZA-Mn-za-m`). The secret scanner's keyword pass also looks for every keyword
-turned each way; a hit has the line around it turned back and scanned, and what is found
-there is reported at its place in the turned text."""
+"""Text turned so that no detector reads it: written backwards (`rev`, `[::-1]`), rot13-ed
+(`tr A-Za-z N-ZA-Mn-za-m`) or rot47-ed, or with its letters' case swapped. The secret
+scanner's keyword pass also looks for every keyword turned each way; a hit has the line
+around it turned back and scanned, and what is found there is reported at its place in
+the turned text."""
 
 from __future__ import annotations
 
@@ -47,9 +48,13 @@ class Turn:
         return (length - end, length - start) if self.backwards else (start, end)
 
 
+# rot47 (`tr '!-~' 'P-~!-O'`, CyberChef's): every printable ASCII character but the space.
+_PRINTABLE = "".join(chr(c) for c in range(33, 127))
+_ROT47 = str.maketrans(_PRINTABLE, _PRINTABLE[47:] + _PRINTABLE[:47])
 REVERSED = Turn("reversed", backwards=True)
 ROT13 = Turn("rot13", backwards=False, table=_ROT13)
-TURNS = (REVERSED, ROT13)  # keywords turned these ways are looked for
+ROT47 = Turn("rot47", backwards=False, table=_ROT47)
+TURNS = (REVERSED, ROT13, ROT47)  # keywords turned these ways are looked for
 # Letters' case swapped (`tr a-zA-Z A-Za-z`, `.swapcase()`; upper-casing a lower-case or
 # hex token): the keyword pass ignores case, so its hits are the keywords' own. A vendor
 # keyword written in capitals only (`GHP_`, `SK-ANT-`) that nothing was found at has its
@@ -75,22 +80,27 @@ def swapped_hits(view: str, hits: Sequence[tuple[int, int]], found: Sequence[Fin
 
 
 def findings(
-    view: str, hits: Mapping[Turn, Sequence[int]], scan: Scan, depth: int
+    view: str, hits: Mapping[Turn, Sequence[int]], scan: Scan, depth: int, text: str = ""
 ) -> list[Finding]:
     """Findings in the lines around turned keywords' hits, turned back; only in text as
-    sent (depth 0), never in a decoded or already turned view."""
+    sent (depth 0), never in a decoded or already turned view. rot47 reads `text` (as
+    sent, the view's same offsets): it turns `-` into a backslash, which the view reads
+    as an escape (`-Q` is `\\"`)."""
     if depth > 0:
         return []
     out = []
     for turn, starts in hits.items():
+        source = text if turn is ROT47 and text else view
         done = -1
         for pos in sorted(starts):
             if pos < done:
                 continue  # this line was read
-            start = max(view.rfind("\n", 0, pos) + 1, pos - REACH)
-            end = view.find("\n", pos)
-            end = min(len(view) if end == -1 else end, pos + REACH)
-            line = view[start:end]
+            # rot47-ed keywords are mostly hex (`ghp_` is `89A0`): read near the hit only.
+            before, after = (256, 1024) if turn is ROT47 else (REACH, REACH)
+            start = max(source.rfind("\n", 0, pos) + 1, pos - before)
+            end = source.find("\n", pos)
+            end = min(len(source) if end == -1 else end, pos + after)
+            line = source[start:end]
             for f in scan(turn.apply(line), depth + 1):
                 s, e = turn.back(f.start, f.end, len(line))
                 if turn is SWAPCASE and not any(c.isdigit() for c in line[s:e]):

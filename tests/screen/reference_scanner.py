@@ -59,8 +59,13 @@ class ReferenceScanner:
         self._turned = [
             (turn, k)
             for turn in turned.TURNS
-            for k in dict.fromkeys(turn.apply(w) for w in words if len(w) >= turned.MIN_KEYWORD)
-            if k not in words
+            for k in dict.fromkeys(
+                turn.apply(c).lower()
+                for w in words
+                if len(w) >= turned.MIN_KEYWORD
+                for c in (w, w.upper())
+            )
+            if k not in words and not k.isdigit()
         ]
         self._targets = [
             (
@@ -108,7 +113,7 @@ class ReferenceScanner:
             # Dumps looked for everywhere (the scanner only where its triggers are).
             *dumps.findings(text, inner, depth),
             *(dumps.findings(view, inner, depth) if view is not text else ()),
-            *turned.findings(view, self._turned_hits(view, plain, depth), inner, depth),
+            *turned.findings(view, self._turned_hits(view, plain, depth), inner, depth, text),
             *_lookalike(text, depth, inner),
             *_escaped(text, depth, inner),
         ]

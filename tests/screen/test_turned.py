@@ -100,7 +100,8 @@ def test_a_turned_token_is_not_grown_into_the_next_line() -> None:
 def test_a_token_with_its_case_swapped_is_found_where_it_is_at_its_tier() -> None:
     """`tr a-zA-Z A-Za-z`, `.swapcase()`: the keyword pass ignores case, so the vendor
     keyword is hit as written (`GHP_`), and its line is read with the case swapped back."""
-    tokens = {k: v for k, v in _tokens().items() if k != "aws.access-key-id"}
+    # Each holds a digit (a swapped finding without one is dropped: a name in capitals).
+    tokens = {k: v[:20] + "7" + v[21:] for k, v in _tokens().items() if k != "aws.access-key-id"}
     tokens["sentry.token"] = "sntryu_" + "".join(random.choices("0123456789abcdef", k=64))
     for rule, token in tokens.items():
         plain = [f for f in SCANNER.scan(f"export KEY={token}\n") if f.rule_id == rule]
@@ -135,3 +136,20 @@ def test_names_in_capitals_and_camel_case_are_not_read_as_swapped_tokens() -> No
         "subdirs = glob.glob('HF_CAASIMULIAComputeServicesBuildTime.HF*.Linux64')\n"
     )
     assert SCANNER.scan(text) == []
+
+
+def test_the_real_tr_rot47_is_read() -> None:
+    """`tr '!-~' 'P-~!-O'` is rot47 (CyberChef's, every printable character but the space):
+    a token in lower-case and one in capitals as their vendors write them."""
+    tokens = _tokens()
+    env = (
+        f"GITHUB_TOKEN={tokens['github.token']}\nAWS_ACCESS_KEY_ID={tokens['aws.access-key-id']}\n"
+    )
+    if shutil.which("tr") is None:
+        pytest.skip("no tr")
+    out = subprocess.run(
+        ["tr", "!-~", "P-~!-O"], input=env.encode(), capture_output=True, check=True
+    ).stdout.decode()
+    assert out != env
+    found = {f.rule_id for f in SCANNER.scan(out)}
+    assert {"github.token", "aws.access-key-id"} <= found, out
