@@ -55,6 +55,22 @@ _NOT_WITH_FINDER = (
 )
 _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
 _HEX_DIGITS = frozenset(string.hexdigits)
+_RUN_CHARS = frozenset(string.ascii_letters + string.digits + "_-+/=")
+_RUN_SIDE = 16  # token characters on both sides of a glued match: inside a longer run
+
+
+def _inside_a_run(view: str, start: int, end: int) -> bool:
+    """Whether a match that lost its guards sits inside a long run of token characters,
+    16 or more on both sides (a base64url blob holds `ghp_`, `sp_r`... and a body by
+    chance: random base64url had 8 high-tier findings in 4 MB, read forwards and
+    backwards, with the guards gone); a token glued to a few characters is not."""
+    if start < _RUN_SIDE or end + _RUN_SIDE > len(view):
+        return False
+    return all(c in _RUN_CHARS for c in view[start - _RUN_SIDE : start]) and all(
+        c in _RUN_CHARS for c in view[end : end + _RUN_SIDE]
+    )
+
+
 _DIGEST_DIGITS = frozenset({32, 40, 56, 64, 96, 128})  # MD5, SHA-1, SHA-2 in hex
 # After an anchored detector's keyword: the rest of the name, then (group 1, when the name
 # is assigned) a closing quote, an operator; one call per name. The rest of the name is
@@ -290,7 +306,10 @@ class Detector:
             return None
         if checks.is_masked(m, end):
             return None
-        if self.glued and self._hash_in_a_word(m.string, end - len(value), end, value):
+        if self.glued and (
+            _inside_a_run(m.string, end - len(value), end)
+            or self._hash_in_a_word(m.string, end - len(value), end, value)
+        ):
             return None
         if verdict == "demote" or (
             self.tier is Tier.HIGH and verdict != "structure" and checks.is_made_up(value)

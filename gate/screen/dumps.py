@@ -373,32 +373,26 @@ def _spaced_hex(
 def _spelled(view: str, present: Collection[str]) -> list[tuple[int, int, bytes]]:
     """Characters separated by single spaces, one per line or joined by another separator
     (_JOINERS: every other character, or every third after `, `, is the text), read
-    outwards from each spelled `=`, `_` or `-` (a trigger)."""
+    outwards from each spelled `=`, `_` or `-` (a trigger). Each trigger's positions are
+    walked in order, every one (no cap: a run walked is skipped whole, so the walk is
+    linear; 10,000 decoys first hid a token), and runs found by two overlap: findings()
+    keeps one."""
     out: list[tuple[int, int, bytes]] = []
-    done = 0
     for trigger in _SPELLED:
         if trigger not in present:
             continue
         sep = trigger[: (len(trigger) - 1) // 2]
         width, step = len(sep), len(sep) + 1
-        for pos in _positions(view, trigger):
+        done = 0  # per trigger: another's runs may lie anywhere
+        for pos in _positions(view, trigger, len(view)):
             if pos < done:
                 continue
             i = j = pos + width  # the spelled character
-            alone = sep == "\n"  # one a line: the line before or after holds only it
-            while (
-                i > width
-                and view[i - width : i] == sep
-                and view[i - step] != "\n"
-                and (not alone or i == step or view[i - step - 1] == "\n")
-            ):
+            # One a line, the first and last may share their line with other text (`x =
+            # g`, then `h`...): taken, as a line's last or first character.
+            while i > width and view[i - width : i] == sep and view[i - step] != "\n":
                 i -= step
-            while (
-                j + step < len(view)
-                and view[j + 1 : j + step] == sep
-                and view[j + step] != "\n"
-                and (not alone or j + step + 1 == len(view) or view[j + step + 1] == "\n")
-            ):
+            while j + step < len(view) and view[j + 1 : j + step] == sep and view[j + step] != "\n":
                 j += step
             if (j - i) // step + 1 >= MIN_BYTES:
                 chars = view[i : j + 1 : step]

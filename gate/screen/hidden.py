@@ -148,13 +148,16 @@ _JOINED = re.compile(
 
 
 def _joins(view: str, regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The joins of string literals in `regions` (sorted), each looked at once."""
+    """The joins of string literals in `regions` (sorted), overlapping ones read as one
+    (a join across where one ends and the next begins is read whole)."""
     out: list[tuple[int, int]] = []
-    done = 0
-    for start, end in regions:
-        for m in _JOINED.finditer(view, max(start, done), end):
-            out.append(m.span())
-        done = max(done, end)
+    lo, hi = regions[0]
+    for start, end in [*regions[1:], (len(view) + 1, len(view) + 1)]:
+        if start <= hi:
+            hi = max(hi, end)
+            continue
+        out += [m.span() for m in _JOINED.finditer(view, lo, hi)]
+        lo, hi = start, end
     return out
 
 
@@ -301,10 +304,13 @@ def split_findings(
     high_ends = {f.end for f in plain if f.tier is Tier.HIGH} if heads else set()
     pending, tails = cuts(view, regions, triggers, heads, high_ends)
     whole = {(f.start, f.rule_id) for f in plain} if tails else set()
-    while pending:
-        group = [pending.pop(0)]
-        while pending and pending[0][0] - group[-1][1] < REACH:
-            group.append(pending.pop(0))
+    at, count = 0, len(pending)  # (an index: popping the list's head was quadratic)
+    while at < count:
+        group = [pending[at]]
+        at += 1
+        while at < count and pending[at][0] - group[-1][1] < REACH:
+            group.append(pending[at])
+            at += 1
         tailed = any(start in tails for start, _ in group)
         reach = TAIL_SCAN if tailed else REACH
         lo, hi = max(0, group[0][0] - reach), min(len(view), group[-1][1] + reach)
@@ -323,12 +329,15 @@ def split_findings(
         first = max(depth, 1) if tailed else depth
         for level, cut in zip((first, PLAIN_ONLY), tries, strict=False):
             text, out_starts, in_starts = _rebuilt(view, cut, lo, hi)
+            # Where a cut ends at a vendor prefix, sorted: looked up per finding by
+            # bisection (a scan over the group's cuts per finding was quadratic).
+            led = sorted(b for _, b in cut if b in leads) if leads else []
             for f in scan(text, level):
                 start = to_view(f.start, out_starts, in_starts)
                 end = to_view(f.end - 1, out_starts, in_starts) + 1
                 if end - start == f.end - f.start:
                     continue  # it spans no separator: found as it is
-                if any(start < b < end and b in leads for _, b in cut):
+                if led and (i := bisect.bisect_right(led, start)) < len(led) and led[i] < end:
                     # Run into the next line's vendor prefix: that line starts a token of
                     # its own (a block of `ghp_...` lines), not this one's rest.
                     continue

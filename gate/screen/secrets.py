@@ -98,6 +98,7 @@ class Scanner:
         # (their UTF-8) and their JSON escapes.
         self._triggers = len(words)
         self._finders = tuple(d for d in self.detectors if d.finder)  # no keywords
+        self._generic_ids = frozenset(d.id for d in self.detectors if d.generic)
         self._leading = frozenset(  # vendor formats whose keyword starts the token
             i
             for i, d in enumerate(self.detectors)
@@ -245,8 +246,8 @@ class Scanner:
             )
         return _resolve(ranked)
 
-    @staticmethod
     def _turns(
+        self,
         view: str,
         hits: dict[turned.Turn, list[int]],
         spans: list[tuple[int, int]],
@@ -254,10 +255,12 @@ class Scanner:
         depth: int,
     ) -> dict[turned.Turn, list[int]]:
         """The turned keywords' hits, and the vendor keywords to read with their case
-        swapped (at depth 0, as every turn)."""
+        swapped (at depth 0, as every turn): those no vendor finding covers."""
         if depth > 0 or not spans:
             return hits
-        swapped = turned.swapped_hits(view, sorted(spans), plain)
+        # A generic finding (`TOKEN=GHP_...`'s assignment) does not read the token.
+        vendor = [f for f in plain if f.rule_id not in self._generic_ids]
+        swapped = turned.swapped_hits(view, sorted(spans), vendor)
         return {**hits, turned.SWAPCASE: swapped} if swapped else hits
 
     def _lookalike(self, text: str, depth: int, deadline: _Deadline) -> list[Finding]:

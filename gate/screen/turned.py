@@ -88,25 +88,43 @@ def findings(
     as an escape (`-Q` is `\\"`)."""
     if depth > 0:
         return []
-    out = []
+    out: list[Finding] = []
     for turn, starts in hits.items():
         source = text if turn is ROT47 and text else view
-        done = -1
+        # rot47-ed keywords are mostly hex (`ghp_` is `89A0`): read near the hit only.
+        before, after = (256, 1024) if turn is ROT47 else (REACH, REACH)
+        # The lines of hits one after another are read as one block (a line at a time,
+        # 40,000 lines of `GHP_...` took 4 s), up to BLOCK characters.
+        block: tuple[int, int] | None = None
         for pos in sorted(starts):
-            if pos < done:
+            if block is not None and pos < block[1]:
                 continue  # this line was read
-            # rot47-ed keywords are mostly hex (`ghp_` is `89A0`): read near the hit only.
-            before, after = (256, 1024) if turn is ROT47 else (REACH, REACH)
             start = max(source.rfind("\n", 0, pos) + 1, pos - before)
             end = source.find("\n", pos)
             end = min(len(source) if end == -1 else end, pos + after)
-            line = source[start:end]
-            for f in scan(turn.apply(line), depth + 1):
-                s, e = turn.back(f.start, f.end, len(line))
-                if turn is SWAPCASE and not any(c.isdigit() for c in line[s:e]):
-                    # A name in capitals and camel case read swapped looks random
-                    # (`GLC_CreateLightmapTextureArray`); a random token holds digits.
-                    continue
-                out.append(Finding(start + s, start + e, f.kind, f.rule_id, f.tier))
-            done = end
+            if block is not None and start <= block[1] + 1 and end - block[0] <= BLOCK:
+                block = (block[0], end)
+                continue
+            if block is not None:
+                out += _read(turn, source, *block, scan, depth)
+            block = (start, end)
+        if block is not None:
+            out += _read(turn, source, *block, scan, depth)
+    return out
+
+
+BLOCK = 65_536
+
+
+def _read(turn: Turn, source: str, start: int, end: int, scan: Scan, depth: int) -> list[Finding]:
+    """Findings in `source[start:end]` turned back, at their place in `source`."""
+    out = []
+    line = source[start:end]
+    for f in scan(turn.apply(line), depth + 1):
+        s, e = turn.back(f.start, f.end, len(line))
+        if turn is SWAPCASE and not any(c.isdigit() for c in line[s:e]):
+            # A name in capitals and camel case read swapped looks random
+            # (`GLC_CreateLightmapTextureArray`); a random token holds digits.
+            continue
+        out.append(Finding(start + s, start + e, f.kind, f.rule_id, f.tier))
     return out

@@ -146,11 +146,14 @@ class ReferenceScanner:
             if depth == 0
             and re.fullmatch(r"[^a-z]*[A-Z][^a-z]*", view[start:end])
             and view[start:end].isascii()
-            and not any(f.start <= start < f.end for f in plain)
+            and not any(f.start <= start < f.end and not self._generic(f.rule_id) for f in plain)
         )
         if swapped:
             out[turned.SWAPCASE] = swapped
         return out
+
+    def _generic(self, rule_id: str) -> bool:
+        return any(d.id == rule_id and d.generic for d in self.detectors)
 
     def heads(self, view: str, leading: bool = False) -> list[int]:
         """Where a vendor detector's keyword starts (lower-cased view, any keyword); with

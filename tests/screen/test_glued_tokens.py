@@ -85,3 +85,18 @@ def test_a_content_hash_in_a_name_holding_a_hex_vendor_prefix_is_no_token(
             assert not [f for f in scanner.scan(text) if f.tier is Tier.HIGH], (rule, text)
             glued = f"_{key}{g.hex(body)}9 "
             assert [f for f in scanner.scan(glued) if f.tier is Tier.HIGH], (rule, glued)
+
+
+def test_random_base64url_holds_no_glued_token(scanner: Scanner) -> None:
+    """With both guards gone, a long base64url run holds a vendor prefix and a body by
+    chance, read forwards or backwards (8 high-tier findings in 4 MB of it): a match with
+    16 token characters on both sides is inside a run, not a token."""
+    import base64
+    import random
+
+    rng = random.Random(9)
+    high = 0
+    for _ in range(6):
+        text = "\n".join(base64.urlsafe_b64encode(rng.randbytes(600)).decode() for _ in range(250))
+        high += sum(1 for f in scanner.scan(text) if f.tier is Tier.HIGH)
+    assert high == 0

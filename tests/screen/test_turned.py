@@ -153,3 +153,13 @@ def test_the_real_tr_rot47_is_read() -> None:
     assert out != env
     found = {f.rule_id for f in SCANNER.scan(out)}
     assert {"github.token", "aws.access-key-id"} <= found, out
+
+
+def test_a_swapped_token_under_a_secret_s_name_is_found_at_its_tier() -> None:
+    """`GITHUB_TOKEN=GHP_...`: the generic assignment finding covers the keyword, and must
+    not stop the swapped read (the token was found only at the low tier)."""
+    token = _tokens()["github.token"]
+    token = token[:20] + "7" + token[21:]
+    for text in (f"GITHUB_TOKEN={token.swapcase()}\n", f'password = "{token.swapcase()}"\n'):
+        found = [f for f in SCANNER.scan(text) if f.rule_id == "github.token"]
+        assert found, text
