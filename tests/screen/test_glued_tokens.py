@@ -18,6 +18,8 @@ from screen.secrets_corpus import Gen, positives
 GLUES = ("x{}", "9{}", "backup_{}.txt", "MY_TOKEN_{}", "?t=x{} ")
 # After it: `echo "${TOKEN}x"`, `${TOKEN}_old`, a digit; around it.
 AFTER = ("{}x", "{}_", "{}0", "{}Zq9Zq9Zq9", "{}_backup", "{}-", "x{}_", "_{}9")
+# A run of one character after it: a placeholder to the checks, whole (`${TOKEN}aaa...`).
+PADS = ("{}" + "a" * 250, "{}" + "0" * 100, "{}" + "_" * 50, "{}" + "ab" * 60)
 
 
 def _tokens(scanner: Scanner) -> dict[str, str]:
@@ -47,7 +49,7 @@ def test_most_high_tier_formats_have_a_distinctive_prefix(scanner: Scanner) -> N
     assert len(_tokens(scanner)) >= 105
 
 
-@pytest.mark.parametrize("glue", GLUES + AFTER)
+@pytest.mark.parametrize("glue", GLUES + AFTER + PADS, ids=lambda g: g[:12])
 def test_a_token_glued_to_a_word_is_found(scanner: Scanner, glue: str) -> None:
     missed = []
     for rule, token in _tokens(scanner).items():
