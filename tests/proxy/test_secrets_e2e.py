@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import anthropic
@@ -176,7 +177,7 @@ def test_a_token_in_lookalike_characters_is_redacted(
 
 
 # A token's two halves on two lines after other text, as commands print them.
-FOLDS = {
+FOLDS: dict[str, Callable[[str], str]] = {
     "wrapped": lambda t: f"export GITHUB_TOKEN={t[:11]}\n{t[11:]}\n",
     "printf": lambda t: f"token={t[:20]}\\n{t[20:]}",  # `\n` written out
     "crlf": lambda t: f"GITHUB_TOKEN: {t[:4]}\r\n{t[4:]}\r\n",
@@ -188,29 +189,40 @@ def _fold(line: str, width: int) -> str:
     return "\n".join(line[i : i + width] for i in range(0, len(line), width))
 
 
+def _leaked(
+    client: anthropic.Anthropic,
+    provider: FakeProvider,
+    project: Path,
+    forms: dict[str, Callable[[str], str]],
+) -> list[str]:
+    """Each form of a fresh token as one tool result of one request through the listener:
+    the forms whose result reached the provider unredacted or with a part of the token
+    (its first 10 characters after the prefix, or its last 10)."""
+    tokens = {name: _token() for name in forms}
+    turns = [
+        tool_turn(f"toolu_{i}", "Bash", {"command": "cat log"}, forms[name](tokens[name]))
+        for i, name in enumerate(forms)
+    ]
+    client.messages.create(**conversation(str(project), *turns))
+    sent = provider.seen[-1].json()
+    leaked = []
+    for i, name in enumerate(forms):
+        result = sent["messages"][2 + 2 * i]["content"][0]["content"]
+        token = tokens[name]
+        if "[gate: redacted" not in result or any(p in result for p in (token[4:14], token[-10:])):
+            leaked.append(name)
+    return leaked
+
+
 def test_a_token_folded_after_other_text_is_redacted(
     client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
 ) -> None:
     """Through a real listener: the provider gets neither half of the token."""
-    tokens = {name: _token() for name in FOLDS}
-    turns = [
-        tool_turn(f"toolu_{i}", "Bash", {"command": "cat log"}, FOLDS[name](tokens[name]))
-        for i, name in enumerate(FOLDS)
-    ]
-    client.messages.create(**conversation(str(gate_dirs["project"]), *turns))
-    sent = provider.seen[-1].json()
-    leaked = []
-    for i, name in enumerate(FOLDS):
-        result = sent["messages"][2 + 2 * i]["content"][0]["content"]
-        token = tokens[name]
-        halves = (token[4:14], token[-10:])
-        if "[gate: redacted" not in result or any(h in result for h in halves):
-            leaked.append(name)
-    assert leaked == [], leaked
+    assert _leaked(client, provider, gate_dirs["project"], FOLDS) == []
 
 
 # A token with more glued after it, as a shell prints `${TOKEN}x`.
-GLUED = {
+GLUED: dict[str, Callable[[str], str]] = {
     "letter": lambda t: f"{t}x\n",
     "underscore": lambda t: f"backup: {t}_old\n",
     "digits": lambda t: f'echo "{t}2024"\n',
@@ -222,16 +234,4 @@ def test_a_token_with_text_glued_after_it_is_redacted(
     client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
 ) -> None:
     """Through a real listener: one character after a token hid it from every detector."""
-    tokens = {name: _token() for name in GLUED}
-    turns = [
-        tool_turn(f"toolu_{i}", "Bash", {"command": "cat log"}, GLUED[name](tokens[name]))
-        for i, name in enumerate(GLUED)
-    ]
-    client.messages.create(**conversation(str(gate_dirs["project"]), *turns))
-    sent = provider.seen[-1].json()
-    leaked = []
-    for i, name in enumerate(GLUED):
-        result = sent["messages"][2 + 2 * i]["content"][0]["content"]
-        if "[gate: redacted" not in result or tokens[name][4:] in result:
-            leaked.append(name)
-    assert leaked == [], leaked
+    assert _leaked(client, provider, gate_dirs["project"], GLUED) == []
