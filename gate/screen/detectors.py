@@ -54,43 +54,7 @@ _NOT_WITH_FINDER = (
     "anchor",
 )
 _NAME_CHARS = string.ascii_letters + string.digits + "_.-"
-_HEX_DIGITS = frozenset(string.hexdigits)
-_RUN_CHARS = frozenset(string.ascii_letters + string.digits + "_-+/=")
-_RUN_SIDE = 16  # token characters on both sides of a glued match: inside a longer run
 
-
-_PAD = 8  # one character repeated this often at a glued match's end is padding
-
-
-def _unpadded(m: re.Match[str], end: int, value: str) -> tuple[int, str]:
-    """A match that lost its guards without the run of one character glued after the
-    token (`${TOKEN}aaaa...`, `000...`), if the pattern still takes what is left: the run
-    made it a placeholder to the checks, and 23 to 29 of 108 formats hid behind one.
-    With where it then ends."""
-    last = value[-1:]
-    kept = value.rstrip(last) if last else value
-    if len(value) - len(kept) < _PAD:
-        return end, value
-    cut = end - (len(value) - len(kept))
-    again = m.re.match(m.string, m.start(), cut)
-    if again is None or _secret_span(again)[1] != cut:
-        return end, value  # too short for the format without it (`sk_live_12xxxx...`)
-    return cut, kept
-
-
-def _inside_a_run(view: str, start: int, end: int) -> bool:
-    """Whether a match that lost its guards sits inside a long run of token characters,
-    16 or more on both sides (a base64url blob holds `ghp_`, `sp_r`... and a body by
-    chance: random base64url had 8 high-tier findings in 4 MB, read forwards and
-    backwards, with the guards gone); a token glued to a few characters is not."""
-    if start < _RUN_SIDE or end + _RUN_SIDE > len(view):
-        return False
-    return all(c in _RUN_CHARS for c in view[start - _RUN_SIDE : start]) and all(
-        c in _RUN_CHARS for c in view[end : end + _RUN_SIDE]
-    )
-
-
-_DIGEST_DIGITS = frozenset({32, 40, 56, 64, 96, 128})  # MD5, SHA-1, SHA-2 in hex
 # After an anchored detector's keyword: the rest of the name, then (group 1, when the name
 # is assigned) a closing quote, an operator; one call per name. The rest of the name is
 # read possessively and stops only before a `.=` operator: what follows a name can never
@@ -178,8 +142,8 @@ class Detector:
             matches = (m for p in self.patterns for m in self._search(p, view, windows))
         else:
             matches = self._led(view, windows, hits)
-        # `_accept`'s first steps, inline: most candidates stop at the check (thousands
-        # per 2 MB for the generic detectors), so the check is looked up once, not per match.
+        # Most candidates stop at the check (thousands per 2 MB for the generic detectors),
+        # so the check is looked up once, not per match.
         check = checks.CHECKS[self.check] if self.check else None
         for n, m in enumerate(matches, 1):
             # Each match costs its checks (tens of microseconds); a string made of
@@ -187,16 +151,8 @@ class Detector:
             if stop is not None and not n % STOP_EVERY and stop():
                 return
             start, end = _secret_span(m)
-            value = view[start:end]
-            if self.glued:
-                end, value = _unpadded(m, end, value)
-            if not value or (self.entropy and not self._random_enough(value)):
-                continue
-            verdict = "keep" if check is None else check(m, value)
-            if isinstance(verdict, checks.Cut):
-                end, value, verdict = start + verdict.length, value[: verdict.length], "keep"
-            if verdict is not None and (tier := self._settle(m, value, end, verdict)) is not None:
-                yield Finding(start, end, self.kind, self.id, tier)
+            if (accepted := self._accept(m, view[start:end], end, check)) is not None:
+                yield Finding(start, accepted[1], self.kind, self.id, accepted[0])
 
     @staticmethod
     def _search(
@@ -290,13 +246,22 @@ class Detector:
         for start, end in checks.FINDERS[self.finder or ""](reading):
             yield Finding(start, end, self.kind, self.id, self.tier)
 
-    def _accept(self, m: re.Match[str], value: str, end: int) -> tuple[Tier, int] | None:
-        """`find`'s filters of one match: the tier, and where the finding ends."""
+    def _accept(
+        self,
+        m: re.Match[str],
+        value: str,
+        end: int,
+        check: Callable[[re.Match[str], str], checks.Verdict] | None = None,
+    ) -> tuple[Tier, int] | None:
+        """`find`'s filters of one match: the tier, and where the finding ends. `check`:
+        the detector's check, looked up by the caller (else here)."""
         if self.glued:
             end, value = _unpadded(m, end, value)
         if not value or (self.entropy and not self._random_enough(value)):
             return None
-        verdict = checks.CHECKS[self.check](m, value) if self.check else "keep"
+        if check is None and self.check:
+            check = checks.CHECKS[self.check]
+        verdict = "keep" if check is None else check(m, value)
         if isinstance(verdict, checks.Cut):
             end, value, verdict = end - len(value) + verdict.length, value[: verdict.length], "keep"
         tier = None if verdict is None else self._settle(m, value, end, verdict)
@@ -574,6 +539,46 @@ def distinctive_prefix(keywords: Sequence[str]) -> bool:
         and head not in _GENERIC_HEADS
         for k in keywords
     )
+
+
+_HEX_DIGITS = frozenset(string.hexdigits)
+_RUN_CHARS = frozenset(string.ascii_letters + string.digits + "_-+/=")
+_RUN_SIDE = 16  # token characters on both sides of a glued match: inside a longer run
+_RUN_VARIED = 6  # different characters in 16 random ones: 14 on average
+_PAD = 8  # one character repeated this often at a glued match's end is padding
+
+
+def _unpadded(m: re.Match[str], end: int, value: str) -> tuple[int, str]:
+    """A match that lost its guards without the run of one character glued after the
+    token (`${TOKEN}aaaa...`, `000...`), if the pattern still takes what is left: the run
+    made it a placeholder to the checks, and 23 to 29 of 108 formats hid behind one.
+    With where it then ends."""
+    last = value[-1:]
+    kept = value.rstrip(last) if last else value
+    if len(value) - len(kept) < _PAD:
+        return end, value
+    cut = end - (len(value) - len(kept))
+    again = m.re.match(m.string, m.start(), cut)
+    if again is None or _secret_span(again)[1] != cut:
+        return end, value  # too short for the format without it (`sk_live_12xxxx...`)
+    return cut, kept
+
+
+def _inside_a_run(view: str, start: int, end: int) -> bool:
+    """Whether a match that lost its guards sits inside a long run of token characters,
+    16 or more on both sides (a base64url blob holds `ghp_`, `sp_r`... and a body by
+    chance: random base64url had 8 high-tier findings in 4 MB, read forwards and
+    backwards, with the guards gone); a token glued to a few characters, or to a run of
+    few different ones, is not."""
+    if start < _RUN_SIDE or end + _RUN_SIDE > len(view):
+        return False
+    sides = (view[start - _RUN_SIDE : start], view[end : end + _RUN_SIDE])
+    # Random characters on both sides: padding of a few (`aaaa...${TOKEN}aaaa...`, which
+    # hid every glued format) is no blob.
+    return all(_RUN_CHARS.issuperset(side) and len(set(side)) >= _RUN_VARIED for side in sides)
+
+
+_DIGEST_DIGITS = frozenset({32, 40, 56, 64, 96, 128})  # MD5, SHA-1, SHA-2 in hex
 
 
 def _first_word(keyword: str) -> str:

@@ -32,7 +32,6 @@ from gate.screen.detectors import (
     Detector,
     Finding,
     Tier,
-    distinctive_prefix,
     load_detectors,
 )
 
@@ -99,11 +98,8 @@ class Scanner:
         self._triggers = len(words)
         self._finders = tuple(d for d in self.detectors if d.finder)  # no keywords
         self._generic_ids = frozenset(d.id for d in self.detectors if d.generic)
-        self._leading = frozenset(  # vendor formats whose keyword starts the token
-            i
-            for i, d in enumerate(self.detectors)
-            if d.tier is Tier.HIGH and distinctive_prefix(d.keywords)
-        )
+        # Vendor formats whose keyword starts the token (and so lost their guards).
+        self._leading = frozenset(i for i, d in enumerate(self.detectors) if d.glued)
         # Keywords written backwards (`rev`), rot13-ed (`tr A-Za-z N-ZA-Mn-za-m`) or
         # rot47-ed: a hit has its line turned back and scanned (turned.py). Short ones
         # would hit ordinary text; in 2 MB of it the reversed and rot13-ed keywords hit

@@ -20,6 +20,8 @@ GLUES = ("x{}", "9{}", "backup_{}.txt", "MY_TOKEN_{}", "?t=x{} ")
 AFTER = ("{}x", "{}_", "{}0", "{}Zq9Zq9Zq9", "{}_backup", "{}-", "x{}_", "_{}9")
 # A run of one character after it: a placeholder to the checks, whole (`${TOKEN}aaa...`).
 PADS = ("{}" + "a" * 250, "{}" + "0" * 100, "{}" + "_" * 50, "{}" + "ab" * 60)
+# Padded on both sides past the 16 characters that make a match "inside a run".
+BOTH = ("a" * 20 + "{}" + "a" * 20, "x" * 16 + "{}" + "y" * 16, "ab" * 10 + "{}" + "ab" * 10)
 
 
 def _tokens(scanner: Scanner) -> dict[str, str]:
@@ -49,7 +51,7 @@ def test_most_high_tier_formats_have_a_distinctive_prefix(scanner: Scanner) -> N
     assert len(_tokens(scanner)) >= 105
 
 
-@pytest.mark.parametrize("glue", GLUES + AFTER + PADS, ids=lambda g: g[:12])
+@pytest.mark.parametrize("glue", GLUES + AFTER + PADS + BOTH, ids=lambda g: g[:12])
 def test_a_token_glued_to_a_word_is_found(scanner: Scanner, glue: str) -> None:
     missed = []
     for rule, token in _tokens(scanner).items():
