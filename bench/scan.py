@@ -73,7 +73,7 @@ def cold(text: str, chunks: list[str], tmp: Path) -> None:
     scanner = Scanner()  # loaded outside the timing, as at gate start
     # Warm-up: each detector's first use reads its pattern once per process (gate/screen/
     # leads.py); a running gate has paid that after its first requests.
-    warm = timed(lambda: [Scanner(scanner.detectors).scan(s.text) for s in positives(1)])
+    warm = timed(lambda: [scanner.scan(s.text) for s in positives(1)])
     gate_chunks = timed(lambda: [scanner.scan(c) for c in chunks])
     gate_whole = timed(lambda: Scanner(scanner.detectors).scan(text))
     found = sum(len(Scanner(scanner.detectors).scan(c)) for c in chunks)
@@ -233,7 +233,7 @@ size = int(sys.argv[3])
 text, chunks = realistic_text(size)
 scanner = Scanner()
 for s in positives(1):  # every detector used once (pattern analysis), as a running gate has
-    Scanner(scanner.detectors).scan(s.text)
+    scanner.scan(s.text)
 best = float("inf")
 for _ in range(5):
     fresh = Scanner(scanner.detectors)

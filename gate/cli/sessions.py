@@ -42,11 +42,12 @@ def sessions_cmd(since: float | None, limit: int, as_json: bool) -> None:
         click.echo("no conversations recorded" + (" in this period" if since else " yet"))
         return
     click.echo(f"{'SESSION':<18}  {'LAST':<19}  {'AGENT':<12}  TURNS  WITHHELD  FIRST PROMPT")
+    scanner = Scanner()  # built once: it compiles its keyword automaton (~35 ms)
     for c in found:
         held = f"{c.withheld}" + (f" +{c.blocked} blocked" if c.blocked else "")
         click.echo(
             f"{c.session:<18}  {when(c.last_ts)}  {(c.agent or '-')[:12]:<12}  "
-            f"{c.requests:>5}  {held:>8}  {_mask(c.first_prompt, Scanner(), False)}"
+            f"{c.requests:>5}  {held:>8}  {_mask(c.first_prompt, scanner, False)}"
         )
         if c.project:
             click.echo(f"{'':<18}  project {c.project}")

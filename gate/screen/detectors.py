@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -119,6 +119,7 @@ class Detector:
     anchor: bool = False  # match only at the start of an assigned name holding a keyword
     finder: str | None = None  # no keywords or pattern: checks.FINDERS[finder] reads it all
     glued: bool = False  # its pattern's guards were dropped (distinctive_prefix)
+    loose: bool = False  # a guarded format's twin without its guards, low tier (loosened)
 
     @property
     def generic(self) -> bool:
@@ -295,6 +296,30 @@ class Detector:
             run += 1
         return len(body) + run - end in _DIGEST_DIGITS
 
+    def _hex_run(self, view: str, start: int, end: int, value: str) -> bool:
+        """A hex body with a hex digit glued on either side (`API-` + 32 hex digits in a
+        page's URL, `4b1d` inside a digest read backwards): a longer hex string, a hash or
+        an id, not the token. (A hex token glued to a hex digit is not told from one.)"""
+        low = value.lower()
+        body = next((low[len(k) :] for k in self.keywords if low.startswith(k)), "")
+        if not body or any(c not in _HEX_DIGITS for c in body):
+            return False
+        return (start > 0 and view[start - 1] in _HEX_DIGITS) or (
+            end < len(view) and view[end] in _HEX_DIGITS
+        )
+
+    def _word_like(self, value: str) -> bool:
+        """A body of letters alone whose lower-case runs are a word's length on average
+        (`hf_requiredCharacteristicTypes...`): an identifier, not a random token."""
+        low = value.lower()
+        body = next((value[len(k) :] for k in self.keywords if low.startswith(k)), value)
+        if not body.isalpha():
+            return False
+        if body.isupper() or body.islower():  # `ASIAASACKOFRICE...`, `API-VIRHEKAPSELO...`
+            return True
+        runs = [len(r) for r in _LOWER_RUNS.findall(body)]
+        return sum(runs) / len(runs) >= _WORD_RUN
+
     def _settle(
         self, m: re.Match[str], value: str, end: int, verdict: checks.Verdict
     ) -> Tier | None:
@@ -308,6 +333,12 @@ class Detector:
         if self.glued and (
             _inside_a_run(m.string, end - len(value), end)
             or self._hash_in_a_word(m.string, end - len(value), end, value)
+        ):
+            return None
+        if self.loose and (
+            _long_glue(m.string, end - len(value), end)
+            or self._word_like(value)
+            or self._hex_run(m.string, end - len(value), end, value)
         ):
             return None
         if verdict == "demote" or (
@@ -337,6 +368,10 @@ class Compiled(Sequence[re.Pattern[str]]):
         self._leads: tuple[tuple[tuple[str, ...], int], list[Lead]] | None = None
         if not lazy:
             self._all()
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return self._sources
 
     def leads(self, keywords: tuple[str, ...], before: int) -> list[Lead]:
         """Each pattern with `leads.lead` of it, kept here: the lookup by pattern hashes
@@ -562,6 +597,52 @@ def _unpadded(m: re.Match[str], end: int, value: str) -> tuple[int, str]:
     if again is None or _secret_span(again)[1] != cut:
         return end, value  # too short for the format without it (`sk_live_12xxxx...`)
     return cut, kept
+
+
+_LOOSE_KEYWORD = 3  # a shorter keyword sits in random text by chance: no loosened twin
+_GLUE_MAX = 12  # token characters glued on one side of a loosened match: a word, a date
+_LOWER_RUNS = re.compile(r"[a-z]+")
+_WORD_RUN = 4.0  # lower-case letters in a row, on average: random mixed case has about 2
+
+
+def _long_glue(view: str, start: int, end: int) -> bool:
+    """Whether a loosened match has more than 12 token characters glued on either side, of
+    more than two different ones (padding of one character is no blob): a base64 blob
+    or a long name holds a short prefix by chance. A line break inside the run does not
+    end it: base64 and hex dumps are wrapped (76 characters a line hold a whole token
+    and a few glued on)."""
+    for lo, hi, step in ((start - 1, -1, -1), (end, len(view), 1)):
+        seen: set[str] = set()
+        n, i = 0, lo
+        while i != hi:
+            c = view[i]
+            if c in _RUN_CHARS:
+                seen.add(c)
+                n += 1
+                if n > _GLUE_MAX and len(seen) > 2:
+                    return True
+            elif c not in "\r\n" or not n:
+                break  # (a break right at the match is no wrapped run)
+            i += step
+    return False
+
+
+@cache  # per detector, once per process: its sources are rewritten by regex
+def loosened(det: Detector) -> Detector | None:
+    """A guarded high-tier format's twin with its guards dropped, at the low tier: the
+    token with a character glued to it (`x${TOKEN}`, `${TOKEN}_old`) is redacted, not
+    asked about (its short prefix sits in words and blobs by chance)."""
+    if det.tier is not Tier.HIGH or det.glued or det.finder or det.anchor:
+        return None
+    if any(len(k) < _LOOSE_KEYWORD for k in det.keywords):
+        return None  # Entra's `Q~`: random base64 with `~` (Freenet's keys) holds it
+    if not isinstance(det.patterns, Compiled):
+        return None
+    sources = det.patterns.sources
+    loose = tuple(unguarded(s) for s in sources)
+    if loose == sources:
+        return None
+    return replace(det, tier=Tier.LOW, patterns=Compiled(loose, det.where), glued=True, loose=True)
 
 
 def _inside_a_run(view: str, start: int, end: int) -> bool:

@@ -33,6 +33,7 @@ from gate.screen.detectors import (
     Finding,
     Tier,
     load_detectors,
+    loosened,
 )
 
 __all__ = [
@@ -100,6 +101,8 @@ class Scanner:
         self._generic_ids = frozenset(d.id for d in self.detectors if d.generic)
         # Vendor formats whose keyword starts the token (and so lost their guards).
         self._leading = frozenset(i for i, d in enumerate(self.detectors) if d.glued)
+        # Guarded formats' twins without their guards (low tier): detectors.loosened.
+        self._loose = [loosened(d) for d in self.detectors]
         # Keywords written backwards (`rev`), rot13-ed (`tr A-Za-z N-ZA-Mn-za-m`) or
         # rot47-ed: a hit has its line turned back and scanned (turned.py). Short ones
         # would hit ordinary text; in 2 MB of it the reversed and rot13-ed keywords hit
@@ -193,6 +196,9 @@ class Scanner:
                     leads.update(start for start, _ in hits)
             for f in det.find(view, windows, hits, deadline.passed):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
+            if (twin := self._loose[i]) is not None:
+                for f in twin.find(view, windows, hits, deadline.passed):
+                    ranked.append(((True, False, f.start - f.end, f.start), f))
         # Base64 runs, found once: the hidden-form pass decodes them, and the finders look
         # in them for base58 keys.
         runs = list(hidden.base64_runs(view, found.data))

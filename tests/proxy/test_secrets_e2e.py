@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+import string
 from collections.abc import Callable
 from pathlib import Path
 
@@ -194,11 +195,12 @@ def _leaked(
     provider: FakeProvider,
     project: Path,
     forms: dict[str, Callable[[str], str]],
+    make: Callable[[], str] = _token,
 ) -> list[str]:
-    """Each form of a fresh token as one tool result of one request through the listener:
-    the forms whose result reached the provider unredacted or with a part of the token
-    (its first 10 characters after the prefix, or its last 10)."""
-    tokens = {name: _token() for name in forms}
+    """Each form of a fresh token (`make`) as one tool result of one request through the
+    listener: the forms whose result reached the provider unredacted or with a part of
+    the token (its first 10 characters after the prefix, or its last 10)."""
+    tokens = {name: make() for name in forms}
     turns = [
         tool_turn(f"toolu_{i}", "Bash", {"command": "cat log"}, forms[name](tokens[name]))
         for i, name in enumerate(forms)
@@ -235,3 +237,23 @@ def test_a_token_with_text_glued_after_it_is_redacted(
 ) -> None:
     """Through a real listener: one character after a token hid it from every detector."""
     assert _leaked(client, provider, gate_dirs["project"], GLUED) == []
+
+
+def _google_key() -> str:
+    rng = random.SystemRandom()
+    return "AIza" + "".join(
+        rng.choice(string.ascii_letters + string.digits + "_-") for _ in range(35)
+    )
+
+
+def test_a_token_of_a_guarded_format_glued_to_text_is_redacted(
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    """`AIza` keeps its guards (words and blobs hold it by chance): glued to a character it
+    hid from every detector. Its loosened twin redacts it (low tier: no question)."""
+    forms: dict[str, Callable[[str], str]] = {
+        **GLUED,
+        "before": lambda t: f"key:x{t}\n",
+        "file name": lambda t: f"saved to MY_KEY_{t}.bak\n",
+    }
+    assert _leaked(client, provider, gate_dirs["project"], forms, _google_key) == []

@@ -25,6 +25,7 @@ from gate.screen.detectors import (
     Tier,
     _secret_span,
     distinctive_prefix,
+    loosened,
 )
 from gate.screen.secrets import _PLAIN, FOLDED_MAX, MIN_TEXT
 
@@ -95,6 +96,9 @@ class ReferenceScanner:
                 regions += windows
             for f in _find(det, view, windows):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
+            if (twin := loosened(det)) is not None:  # its guards dropped, low tier
+                for f in _find(twin, view, windows):
+                    ranked.append(((True, False, f.start - f.end, f.start), f))
         for det in self.detectors:
             if det.finder:  # no keyword: its function reads the whole view
                 for f in det.found(wallets.Reading(view, list(base64_runs(view)))):
