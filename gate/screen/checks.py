@@ -1036,6 +1036,52 @@ def _crc32(m: re.Match[str], value: str) -> Verdict:
 
 
 _CRC_BODY = 36  # 30 random characters and 6 of checksum
+_BODY_GLUE = 12  # characters glued to a bare body that are still read around it
+_HEX = frozenset("0123456789abcdefABCDEF")
+_BLOB_EDGES = frozenset("+/")  # standard base64: a stretch between them is inside a blob
+_WORD_EDGES = frozenset("-_")  # base64url, or a longer name, when a long run goes on past
+
+
+def crc_bodies(reading: wallets.Reading) -> Iterator[tuple[int, int]]:
+    """GitHub's and npm's tokens without their prefix (`${TOKEN#ghp_}`, `cut -c5-`, a
+    token's prefix and body sent apart): 36 letters and digits whose last 6 are the base62
+    CRC32 of the first 30. A random stretch passes once in 62**6 (5.7e10), so no keyword
+    is needed (one written backwards is read too). Read: a stretch of 36, or the token
+    with up to 12 characters glued on; not one inside a base64 blob (a `+` or `/` at its
+    edge, or a `-` or `_` with a long run past it), nor one of hex digits alone (a
+    digest)."""
+    view = reading.view
+    for start, end in reading.alnum_stretches(_CRC_BODY):
+        if end - start > _CRC_BODY + _BODY_GLUE or _in_a_blob(view, start, end):
+            continue
+        if all(c in _HEX for c in view[start:end]):
+            continue
+        for at in range(start, end - _CRC_BODY + 1):
+            body = view[at : at + _CRC_BODY]
+            if _crc_holds(body) or _crc_holds(body[::-1]):  # as sent, or written backwards
+                yield at, at + _CRC_BODY
+                break
+
+
+def _crc_holds(body: str) -> bool:
+    return base62(zlib.crc32(body[:-6].encode())) == body[-6:]
+
+
+def _in_a_blob(view: str, start: int, end: int) -> bool:
+    for edge, beyond, step in ((start - 1, start - 2, -1), (end, end + 1, 1)):
+        if not 0 <= edge < len(view):
+            continue
+        c = view[edge]
+        if c in _BLOB_EDGES:
+            return True
+        if c in _WORD_EDGES:
+            run, i = 0, beyond
+            while 0 <= i < len(view) and view[i].isascii() and view[i].isalnum() and run < 16:
+                run += 1
+                i += step
+            if run >= 16:
+                return True
+    return False
 
 
 def _atlassian_dc(m: re.Match[str], value: str) -> Verdict:
@@ -1100,5 +1146,6 @@ CHECKS: dict[str, Callable[[re.Match[str], str], Verdict]] = {
 FINDERS: dict[str, Callable[[wallets.Reading], Iterator[tuple[int, int]]]] = {
     "bip39": mnemonic.spans,
     "wif": wallets.wif_spans,
+    "crc-body": crc_bodies,
     "solana-keypair": wallets.keypair_spans,
 }

@@ -34,6 +34,7 @@ _WIF_VERSIONS = (0x80, 0xEF)
 _TEXT = "abcdefghijklmnopqrstuvwxyz0123456789 \t\r\n,\"'.)?[]"  # seed phrases, number lists
 _B58 = "abcdefghijklmnopqrstuvwxyz123456789"  # base58, lower-cased
 TEXT_CLASS = bytes(0x61 if chr(c) in _TEXT else 0x2E for c in range(256))
+ALNUM_CLASS = bytes(0x61 if chr(c).isascii() and chr(c).isalnum() else 0x2E for c in range(256))
 B58_CLASS = bytes(0x61 if chr(c) in _B58 else 0x2E for c in range(256))
 _B58_MIN = 51  # a WIF key's length; a keypair's is 87 or 88
 _NUM_MIN = 129  # [ + 64 numbers + 63 commas + ]
@@ -112,6 +113,11 @@ class Reading:
     """A string and the stretches its finders read, each found once for all of them."""
 
     __slots__ = ("_base58", "_lowered", "_runs", "_text", "view")
+
+    def alnum_stretches(self, shortest: int) -> Iterator[tuple[int, int]]:
+        """Stretches of `shortest` or more ASCII letters and digits: one translate and a
+        literal search (a token body with no prefix: checks.crc_bodies)."""
+        return stretches(self._lowered.translate(ALNUM_CLASS), b"a" * shortest)
 
     def __init__(
         self, view: str, runs: Sequence[tuple[int, int]], lowered: bytes | None = None

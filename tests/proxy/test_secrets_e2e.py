@@ -257,3 +257,15 @@ def test_a_token_of_a_guarded_format_glued_to_text_is_redacted(
         "file name": lambda t: f"saved to MY_KEY_{t}.bak\n",
     }
     assert _leaked(client, provider, gate_dirs["project"], forms, _google_key) == []
+
+
+def test_a_token_body_without_its_prefix_is_redacted(
+    client: anthropic.Anthropic, provider: FakeProvider, gate_dirs: dict[str, Path]
+) -> None:
+    """`${GH_TOKEN#ghp_}` through a real listener: no keyword, the checksum tells it."""
+    forms: dict[str, Callable[[str], str]] = {
+        "alone": lambda t: f"{t}\n",
+        "glued": lambda t: f"tail=x{t}_old\n",
+        "backwards": lambda t: f"{t[::-1]}\n",
+    }
+    assert _leaked(client, provider, gate_dirs["project"], forms, lambda: _token()[4:]) == []

@@ -1017,6 +1017,18 @@ def _specs(g: Gen) -> Iterator[tuple[str, str, list[Part]]]:
         ],
     )
     yield from wallet_corpus.wallet_specs(g, Secret)
+    # (Last: a spec added before others changes their random values and contexts.)
+    # A GitHub token's body alone, its prefix cut off (`${GH_TOKEN#ghp_}`); an npm one's.
+    yield (
+        "github.token-body",
+        "cut",
+        shell('echo "${GH_TOKEN#ghp_}"', Secret(g.crc_token("ghp_")[4:]), "\n"),
+    )
+    yield (
+        "github.token-body",
+        "npm",
+        ["token tail: ", Secret(g.crc_token("npm_")[4:]), " (done)\n"],
+    )
 
 
 def positives(seed: int = 5) -> list[Sample]:
