@@ -336,6 +336,12 @@ def long_runs() -> dict[str, Callable[[int], str]]:
         "token lines": lambda n: "".join(
             f"ghp_{''.join(rnd.choices(string.ascii_letters, k=72))}\n" for _ in range(n // 77 + 1)
         )[:n],
+        # Short lines of one width (a narrow fold's shape) under keyword lines.
+        "narrow lines": lambda n: "".join(
+            ("xoxb-" if i % 3 == 0 else "".join(rnd.choices(string.ascii_letters, k=8))) + "\n"
+            for i in range(n // 8 + 1)
+        )[:n],
+        "AKIA12 lines": repeat("AKIA12345678\n"),
     }
 
 

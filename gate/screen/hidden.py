@@ -65,6 +65,16 @@ _TOKEN_BEFORE = re.compile(r"[ \t]*(?:\d{1,7}→)?([A-Za-z0-9_+/.~-]*)")
 # `-----BEGIN ...-----`), searched for in the 48 characters before the next line: group 1
 # is the break (a continuation's `\\`, spaces, CR kept out of the token).
 _FOLD_BEFORE = re.compile(r"[A-Za-z0-9_+/.~-]{3}[A-Za-z0-9](\\?[ ]{0,2}\r?\n)\Z")
+# A token folded narrower than a _FOLD's first line (`fold -w8`, `cut -c` in a loop):
+# lines of 2 to 15 token characters all of one width, then a last one no wider (escaped
+# newlines read as spaces and a newline in the view).
+_NARROW_WIDTH = 15  # token characters on a narrow line, at most
+NARROW_KEYWORD = 4  # characters of a keyword that starts a narrow fold, at least
+_NARROW_LEAD = 3  # characters before the keyword on a narrow fold's first line, at most
+_NARROW_LINE = re.compile(rf"([A-Za-z0-9_+/.~-]{{1,{_NARROW_WIDTH}}})([ ]{{0,2}}\r?\n)")
+_FOLD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/.~-")
+_NARROW_MIN = 2  # line breaks taken out of a narrow fold at least (three lines)
+_NARROW_LINES = 160  # lines of one narrow fold at most (a 600-character token at 4)
 # A shell line continuation inside a token, raw (`\` newline) or JSON-escaped (which the
 # unescaped view shows as three spaces and a newline).
 _CONTINUED = re.compile(
@@ -107,6 +117,7 @@ def cuts(
     triggers: Collection[str] | None = None,
     heads: Sequence[int] = (),
     ends: Collection[int] = (),
+    narrow: Sequence[int] = (),
 ) -> tuple[list[tuple[int, int]], set[int]]:
     """Spans to take out of `view`: invisible characters anywhere, line folds inside
     `regions` (the windows around vendor keywords: a folded token keeps its prefix on
@@ -130,6 +141,8 @@ def cuts(
     folded = [(start, end) for start, end in regions if _FOLD_END.search(view, start, end)]
     if folded:
         out += _folds(view, folded)
+    if narrow:
+        out += _narrow_folds(view, narrow)
     if regions and ('"' in view or "'" in view or "`" in view):
         out += _joins(view, regions)
     tails, marks = _tail_folds(view, heads, out, ends) if heads else ([], set())
@@ -238,6 +251,66 @@ def _after_text(view: str, at: int) -> bool:
     return _TOKEN_BEFORE.fullmatch(view, line, at) is None
 
 
+def _narrow_folds(view: str, heads: Sequence[int]) -> list[tuple[int, int]]:
+    """The line breaks of tokens folded narrower than 16 characters a line (`fold -w8`)
+    whose first line starts with a vendor keyword of 4+ characters (`heads`, sorted: a
+    shorter one starts a short line of random text by chance), or with at most 2
+    characters before it (`x${TOKEN}`): lines of token characters alone, all of the first
+    one's width, then a last one no wider. At least three lines: two short lines of text
+    are no fold (and a keyword inside a short line of random text is, by chance, often)."""
+    out: list[tuple[int, int]] = []
+    done = -1  # where the last fold ended, or the last line walked
+    last = -1
+    for head in heads:
+        if head == last:
+            continue  # (several detectors share a keyword)
+        last = head
+        lo = max(0, head - _NARROW_LEAD)
+        nl = view.rfind("\n", lo, head)
+        if nl == -1 and lo > 0:
+            continue  # the keyword is further into its line than a token's start
+        line = nl + 1
+        if line <= done:
+            continue  # inside the last fold, or its line walked already
+        done = line
+        breaks = _narrow_fold(view, line)
+        if len(breaks) >= _NARROW_MIN:
+            out += breaks
+            done = breaks[-1][1]
+    return out
+
+
+def _narrow_fold(view: str, line: int) -> list[tuple[int, int]]:
+    """From a line's start: the breaks of the narrow fold it starts, if any."""
+    nl = view.find("\n", line, line + _NARROW_WIDTH + 3)
+    if nl == -1 or view.startswith(view[line : line + 4], nl + 1):
+        return []  # a longer line, or a list whose lines start alike (see below)
+    first = _NARROW_LINE.match(view, line)
+    if first is None or len(first.group(1)) < 2:
+        return []  # (one character a line is spelled out: dumps.py)
+    width, breaks, pos = len(first.group(1)), [first.span(2)], first.end()
+    # A line that starts as the first one does is an item of a list (`ghp_abcd` lines, a
+    # column of `AKIA...`), not a token's rest: a token's later lines start at random.
+    head = view[line : line + min(width, 4)]
+    while len(breaks) < _NARROW_LINES:
+        if view.startswith(head, pos):
+            return breaks[:-1]
+        m = _NARROW_LINE.match(view, pos)
+        if m is not None and len(m.group(1)) == width:
+            breaks.append(m.span(2))
+            pos = m.end()
+            continue
+        if m is not None and len(m.group(1)) < width:
+            return breaks  # the last line, with a break of its own
+        # The last line: a run of at most `width` token characters, then no break (a
+        # quote, a blank, the end); none, or a longer one, and the last break ended it.
+        run = pos
+        while run < len(view) and view[run] in _FOLD_CHARS and run - pos <= width:
+            run += 1
+        return breaks if 0 < run - pos <= width else breaks[:-1]
+    return breaks
+
+
 def _folds(view: str, regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Folds in the lines the windows touch. Every line is tried on its own (one anchored
     match each), so a decoy keyword on an earlier line, merged into the same window, hides
@@ -287,6 +360,7 @@ def split_findings(
     heads: Sequence[int] = (),
     plain: Iterable[Finding] = (),
     leads: Collection[int] = (),
+    narrow: Sequence[int] = (),
 ) -> list[Finding]:
     """Findings that only exist once the hidden separators are taken out. Only the text
     around each group of cuts is rebuilt and scanned again, not the whole string. A token
@@ -302,7 +376,7 @@ def split_findings(
     # A high-tier finding ending a line is a vendor token found whole (a generic one may
     # be its first part: `API_KEY = 'gsk_...` cut anywhere).
     high_ends = {f.end for f in plain if f.tier is Tier.HIGH} if heads else set()
-    pending, tails = cuts(view, regions, triggers, heads, high_ends)
+    pending, tails = cuts(view, regions, triggers, heads, high_ends, narrow)
     whole = {(f.start, f.rule_id) for f in plain} if tails else set()
     at, count = 0, len(pending)  # (an index: popping the list's head was quadratic)
     while at < count:

@@ -179,6 +179,7 @@ class Scanner:
         ranked: list[tuple[tuple[bool, bool, int, int], Finding]] = []
         regions: list[tuple[int, int]] = []  # where a vendor token may sit folded
         heads: list[int] = []  # where its keyword is
+        narrow: list[int] = []  # ... of 4+ characters (a narrow fold's first line: hidden.py)
         spans: list[tuple[int, int]] = []  # and where it ends
         leads: set[int] = set()  # where a keyword that starts its token is
         n = len(view)
@@ -191,6 +192,7 @@ class Scanner:
             if det.tier is Tier.HIGH and det.after < FOLDED_MAX:  # vendor formats
                 regions += windows
                 heads += (start for start, _ in hits)
+                narrow += (start for start, end in hits if end - start >= hidden.NARROW_KEYWORD)
                 spans += hits
                 if i in self._leading:
                     leads.update(start for start, _ in hits)
@@ -216,7 +218,15 @@ class Scanner:
         regions.sort()
         extra = [
             *hidden.split_findings(
-                view, regions, inner, depth, found.triggers, sorted(heads), plain, leads
+                view,
+                regions,
+                inner,
+                depth,
+                found.triggers,
+                sorted(heads),
+                plain,
+                leads,
+                sorted(narrow),
             ),
             *hidden.base64_findings(view, inner, depth, runs),
             # Dumps as printed (od -c's `\n` cells are escapes the view would undo), and

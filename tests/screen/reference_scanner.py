@@ -27,6 +27,7 @@ from gate.screen.detectors import (
     distinctive_prefix,
     loosened,
 )
+from gate.screen.hidden import NARROW_KEYWORD, _narrow_folds
 from gate.screen.secrets import _PLAIN, FOLDED_MAX, MIN_TEXT
 
 Scan = Callable[[str, int], Sequence[Finding]]
@@ -111,7 +112,14 @@ class ReferenceScanner:
         regions.sort()
         extra = [
             *split_findings(
-                view, regions, inner, depth, self.heads(view), plain, self.heads(view, True)
+                view,
+                regions,
+                inner,
+                depth,
+                self.heads(view),
+                plain,
+                self.heads(view, True),
+                sorted({s for s, e in self.vendor_hits(view) if e - s >= NARROW_KEYWORD}),
             ),
             *base64_findings(view, inner, depth),
             # Dumps looked for everywhere (the scanner only where its triggers are).
@@ -305,7 +313,11 @@ _JOINED = re.compile(
 
 
 def cuts(
-    view: str, regions: Sequence[tuple[int, int]], heads: Sequence[int], ends: set[int]
+    view: str,
+    regions: Sequence[tuple[int, int]],
+    heads: Sequence[int],
+    ends: set[int],
+    narrow: Sequence[int] = (),
 ) -> tuple[list[tuple[int, int]], set[int]]:
     out = (
         [m.span() for m in _INVISIBLE.finditer(view)]
@@ -341,6 +353,8 @@ def cuts(
             nl = view.find("\n", line, end)
     for start, end in regions:  # string literals joined in code, around a keyword
         out += [m.span() for m in _JOINED.finditer(view, start, end)]
+    # Tokens folded narrower than 16 characters a line: gate's own walk (not mirrored).
+    out += _narrow_folds(view, narrow)
     tails, marks = _tails(view, heads, {a for a, _ in out}, ends)
     return sorted({*out, *tails}), marks
 
@@ -414,11 +428,14 @@ def split_findings(
     heads: Sequence[int],
     plain: Sequence[Finding],
     leads: Sequence[int],
+    narrow: Sequence[int] = (),
 ) -> list[Finding]:
     if depth > LAYERS:
         return []
     found: list[Finding] = []
-    pending, tails = cuts(view, regions, heads, {f.end for f in plain if f.tier is Tier.HIGH})
+    pending, tails = cuts(
+        view, regions, heads, {f.end for f in plain if f.tier is Tier.HIGH}, narrow
+    )
     whole = {(f.start, f.rule_id) for f in plain}
     while pending:
         group = [pending.pop(0)]

@@ -79,6 +79,34 @@ def test_tokens_folded_over_lines_raw_escaped_and_numbered(scanner: Scanner, wid
             assert not _leaks(token, _redact(text, scanner)), (rule, width)
 
 
+@pytest.mark.parametrize("width", [8, 10, 12, 15])
+def test_tokens_folded_narrow_are_found(scanner: Scanner, width: int) -> None:
+    """`fold -w8` of a token: lines of one width under the 16 a fold's first line needs,
+    then a last one no wider (hidden._narrow_folds), raw and JSON-escaped. (Narrower than
+    its vendor keyword, `sk_live_` at 7, the keyword is cut and nothing starts a read.)"""
+    g = Gen(width + 100)
+    for rule, token in _tokens(g).items():
+        lines = [token[i : i + width] for i in range(0, len(token), width)]
+        raw = f"$ fold -w {width} t.txt\n" + "\n".join(lines) + "\n$ "
+        for text in (raw, json.dumps({"output": raw})[1:-1], "\n".join(lines)):
+            found = scanner.scan(text)
+            assert any(f.rule_id == rule for f in found), (rule, width, text)
+            assert not _leaks(token, _redact(text, scanner)), (rule, width)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ghp_abcd\n" * 50,  # a list whose every line starts alike
+        "AKIA12345678\n" * 50,
+        "see ghp_ docs\n" + "".join(f"{n:08d}\n" for n in range(40)),  # a column of numbers
+        "xoxb-\nfoo\nbar\nbaz\n",  # short words
+    ],
+)
+def test_short_lines_near_a_keyword_are_no_narrow_fold(scanner: Scanner, text: str) -> None:
+    assert scanner.scan(text) == []
+
+
 # A token written in pieces of code: string literals joined on one line or over lines.
 JOINS: dict[str, Callable[[list[str]], str]] = {
     "plus": lambda p: "token = " + " + ".join(f'"{x}"' for x in p),
