@@ -48,7 +48,9 @@ _OD_CELLS_AT = ("   =   ", "   _   ", "   -   ")
 # found by its `_` or `-`, as names and most tokens hold one.)
 # Characters joined by one other (`','.join(v)`, `sed 's/./&-/g'`, `'.'.join(v)`) or by a
 # comma and a space: the token's `_`, `-` or `=` between two of them.
-_JOINERS = (",", ", ", ".", ":", ";", "|", "/", "\\", "-", "*", "+", "#", "\t")
+# Two spaces and a space before a line break: one character a line, or each behind a
+# backslash, as a JSON-escaped string shows them in the view (`\\n` and `\\\\` read so).
+_JOINERS = (",", ", ", ".", ":", ";", "|", "/", "\\", "-", "*", "+", "#", "\t", "  ", " \n")
 _SPELLED = (
     " _ ",
     " - ",

@@ -63,6 +63,8 @@ _PLAIN = {
     "\\r": " \r",
     "\\t": " \t",
 }
+# Escapes whose backslash is escaped once more (escaped.py reads them).
+_DOUBLED_ESCAPES = ("\\\\x", "\\\\u", "\\\\0", "\\\\1", "\\\\2", "\\\\3")
 # In a group, so that split() returns the escapes between the plain runs.
 _ESCAPES = re.compile(r"""(\\\\n?|\\["'nrt])""")
 
@@ -294,7 +296,11 @@ class Scanner:
         inside one breaks it: gate/screen/escaped.py), over the escapes that spell them.
         Only the stretches around escapes that hold a keyword, or base64 written with
         escapes, are read again (a page of links escaped `%20` is mostly neither)."""
-        if depth > 0 or triggers.isdisjoint(escaped.TRIGGERS):
+        if depth > 0:
+            return []
+        # The keyword pass read the view, where an escaped backslash (`\\x67`, text printed
+        # as a JSON string) shows as blanks: such escapes are looked for in the text.
+        if triggers.isdisjoint(escaped.TRIGGERS) and not any(e in text for e in _DOUBLED_ESCAPES):
             return []
         if (esc := escaped.view(text)) is None:
             return []

@@ -162,6 +162,41 @@ def test_a_dump_inside_json_escaped_text_is_read() -> None:
     assert any(f.rule_id == "aws.access-key-id" for f in SCANNER.scan(escaped))
 
 
+# A token printed as escapes or one character at a time by code, then printed again as a
+# JSON string (`print(json.dumps(...))`, an API's response): each backslash escaped once
+# more, each newline a `\n`.
+JSON_TWICE = {
+    "\\x escapes": lambda t: "".join(f"\\x{ord(c):02x}" for c in t),
+    "\\u escapes": lambda t: "".join(f"\\u{ord(c):04x}" for c in t),
+    "octal": lambda t: "".join(f"\\{ord(c):03o}" for c in t),
+    "one a line": lambda t: "\n".join(t),
+    "each behind a backslash": lambda t: "".join("\\" + c for c in t),
+}
+
+
+@pytest.mark.parametrize("form", JSON_TWICE)
+def test_a_token_spelled_out_inside_json_escaped_text_is_read(form: str) -> None:
+    # (No `n`, `r` or `t`: behind a backslash, JSON-escaped, they read as line breaks and
+    # tabs, which end a spelled run; docs/guarantees.md says so.)
+    alphabet = "".join(c for c in string.ascii_letters + string.digits if c not in "nrt")
+    body = "".join(random.Random(form).choices(alphabet, k=30))
+    token = "ghp_" + body + _crc(body)
+    if any(c in "nrt" for c in token):  # the checksum's characters
+        token = "ghp_" + (body := body[::-1]) + _crc(body)
+    assume = form != "each behind a backslash" or not any(c in "nrt" for c in token)
+    assert assume, "pick another seed: the checksum spells n, r or t"
+    printed = f"$ python leak.py\n{JSON_TWICE[form](token)}\nexit 0\n"
+    for text in (printed, json.dumps({"output": printed})):
+        found = SCANNER.scan(text)
+        assert any(f.rule_id.startswith("github.") and f.tier is Tier.HIGH for f in found), text
+
+
+def test_escaped_backslashes_in_paths_are_no_escapes() -> None:
+    """A JSON-escaped Windows path (`C:\\x64\\...`) decodes to a few letters, no finding."""
+    text = json.dumps({"path": "C:\\x64\\u2019\\Program Files\\x86\\012\\1234"})
+    assert SCANNER.scan(text) == []
+
+
 HARMLESS = [
     "\n".join(
         f"{i:08x}: " + " ".join(f"{(i * 7 + j) % 65536:04x}" for j in range(8))
