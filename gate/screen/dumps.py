@@ -73,10 +73,12 @@ _ESCAPE_RUNS = (
         re.compile(r"(?:&#(?:[xX][0-9A-Fa-f]{1,2}|[0-9]{1,3});){8,}"),
         ("&#10;", "&#61;", "&#95;", "&#45;", *(f"&#x{h};" for h in _MARKS)),
     ),
-    (  # also over lines (`xxd -i`: twelve a line, indented) and quoted (`[hex(b) ...]`)
+    # also over lines (`xxd -i`: twelve a line, indented), quoted (`[hex(b) ...]`), and
+    # separated by a blank or a line break alone (`printf '0x%02x '`)
+    (
         re.compile(
             r"(?P<q>['\"]?)0[xX][0-9A-Fa-f]{1,2}(?P=q)"
-            r"(?:,[ \t]*\r?\n?[ \t]*(?P=q)0[xX][0-9A-Fa-f]{1,2}(?P=q)){7,}"
+            r"(?:(?:,[ \t]*\r?\n?[ \t]*|[ \t]|\r?\n)(?P=q)0[xX][0-9A-Fa-f]{1,2}(?P=q)){7,}"
         ),
         # Compressed bytes hold no mark: a compression signature's first two bytes instead.
         (

@@ -191,6 +191,16 @@ def test_a_token_spelled_out_inside_json_escaped_text_is_read(form: str) -> None
         assert any(f.rule_id.startswith("github.") and f.tier is Tier.HIGH for f in found), text
 
 
+@pytest.mark.parametrize("sep", [", ", " ", "\t", "\n"], ids=["comma", "blank", "tab", "line"])
+def test_a_token_as_0x_bytes_is_read_whatever_separates_them(sep: str) -> None:
+    """`printf '0x%02x ' ...`: bytes as 0x literals, a blank or a line break between."""
+    body = "".join(random.Random(sep).choices(string.ascii_letters + string.digits, k=30))
+    token = "ghp_" + body + _crc(body)
+    text = "bytes: " + sep.join(f"0x{b:02x}" for b in token.encode()) + "\n"
+    found = SCANNER.scan(text)
+    assert [f.rule_id for f in found] == ["github.token"], found
+
+
 def test_escaped_backslashes_in_paths_are_no_escapes() -> None:
     """A JSON-escaped Windows path (`C:\\x64\\...`) decodes to a few letters, no finding."""
     text = json.dumps({"path": "C:\\x64\\u2019\\Program Files\\x86\\012\\1234"})
@@ -213,6 +223,7 @@ HARMLESS = [
     "%20%20%20%20%20%20%20%20%20%2d%2d%2d%2d%2d%2d%2d%2d%2d",
     "&#60;&#61;&#62;&#60;&#61;&#62;&#60;&#61;&#62;&#60;&#61;&#62;",
     "static const uint8_t table[] = {0x00, 0x01, 0x2d, 0x3d, 0x5f, 0xff, 0x10, 0x20, 0x30};",
+    "regs: 0x10 0x20 0x30 0x40 0x0a 0x50 0x60 0x70 0x80 0x90 0x5f 0x2d",  # no text in them
     "MAC 00:1a:2b:3c:4d:5e:6f:70:81:92 and fingerprint SHA256 ab:cd:ef:01:23:45:67:89:ab",
 ]
 
