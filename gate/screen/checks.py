@@ -1064,7 +1064,9 @@ def crc_bodies(reading: wallets.Reading) -> Iterator[tuple[int, int]]:
 
 
 def _crc_holds(body: str) -> bool:
-    return base62(zlib.crc32(body[:-6].encode())) == body[-6:]
+    # A CRC32 is under 62**6 / 13: its 6 base62 digits start with 0 to 4, a test that
+    # spares 11 in 12 random windows the CRC and the conversion.
+    return body[-6] in "01234" and base62(zlib.crc32(body[:-6].encode())) == body[-6:]
 
 
 def _in_a_blob(view: str, start: int, end: int) -> bool:

@@ -309,16 +309,18 @@ class Detector:
         )
 
     def _word_like(self, value: str) -> bool:
-        """A body of letters alone whose lower-case runs are a word's length on average
-        (`hf_requiredCharacteristicTypes...`): an identifier, not a random token."""
+        """A body whose letters are words: of letters alone in one case, or with lower-case
+        runs of a word's length on average (`hf_requiredCharacteristicTypes...`, and with
+        digits, `isSuspiciousTransactionDetectedForAccount2`): an identifier, not a
+        random token (random mixed case has runs of about 2)."""
         low = value.lower()
         body = next((value[len(k) :] for k in self.keywords if low.startswith(k)), value)
-        if not body.isalpha():
-            return False
-        if body.isupper() or body.islower():  # `ASIAASACKOFRICE...`, `API-VIRHEKAPSELO...`
-            return True
+        if body.isalpha() and (body.isupper() or body.islower()):
+            return True  # `ASIAASACKOFRICE...`, `API-VIRHEKAPSELO...`
+        if body.lower() == body:
+            return False  # lower case and digits (base36, hex): runs tell nothing
         runs = [len(r) for r in _LOWER_RUNS.findall(body)]
-        return sum(runs) / len(runs) >= _WORD_RUN
+        return len(runs) > 1 and sum(runs) >= _WORD_LETTERS and sum(runs) / len(runs) >= _WORD_RUN
 
     def _settle(
         self, m: re.Match[str], value: str, end: int, verdict: checks.Verdict
@@ -600,17 +602,23 @@ def _unpadded(m: re.Match[str], end: int, value: str) -> tuple[int, str]:
 
 
 _LOOSE_KEYWORD = 3  # a shorter keyword sits in random text by chance: no loosened twin
+_WRAP_WIDTHS = frozenset({60, 64, 76})  # what `xxd -p`, PEM and `base64` wrap at
+_WRAP_LOOK = 80  # characters of a line read beside a break to tell a wrapped blob
+_WORD_LETTERS = 8  # lower-case letters in a body before its runs tell words
 _GLUE_MAX = 12  # token characters glued on one side of a loosened match: a word, a date
 _LOWER_RUNS = re.compile(r"[a-z]+")
 _WORD_RUN = 4.0  # lower-case letters in a row, on average: random mixed case has about 2
 
 
 def _long_glue(view: str, start: int, end: int) -> bool:
-    """Whether a loosened match has more than 12 token characters glued on either side, of
-    more than two different ones (padding of one character is no blob): a base64 blob
-    or a long name holds a short prefix by chance. A line break inside the run does not
-    end it: base64 and hex dumps are wrapped (76 characters a line hold a whole token
-    and a few glued on)."""
+    """Whether a loosened match has more than 12 token characters glued on either side,
+    of more than two different ones (padding of one character is no blob): a base64 blob
+    or a long name holds a short prefix by chance (`=` counts: base64's padding sits inside
+    a blob of joined ones, so `LONG_NAME=x${KEY}` is read as one run too). A line break
+    goes on with the run only where the
+    match's line and the next are token characters through (wrapped base64 and hex: 76
+    characters a line hold a whole token and a few glued on), not into a neighbour's
+    words (`${TOKEN}_old` then `WORKDIR=/srv`)."""
     for lo, hi, step in ((start - 1, -1, -1), (end, len(view), 1)):
         seen: set[str] = set()
         n, i = 0, lo
@@ -621,10 +629,26 @@ def _long_glue(view: str, start: int, end: int) -> bool:
                 n += 1
                 if n > _GLUE_MAX and len(seen) > 2:
                     return True
-            elif c not in "\r\n" or not n:
+            elif c not in "\r\n" or not n or not _wrapped(view, i, step):
                 break  # (a break right at the match is no wrapped run)
             i += step
     return False
+
+
+def _wrapped(view: str, at: int, step: int) -> bool:
+    """Whether the lines on both sides of the line break reached at `at` hold token
+    characters only (as far as 80 characters from the break: a wrapped blob's line)."""
+    nl = view.rfind("\n", max(0, at - 1), at + 1) if step > 0 else view.find("\n", at, at + 2)
+    if nl == -1:
+        return False
+    before = view[max(0, nl - _WRAP_LOOK) : nl].rstrip("\r")
+    before = before[before.rfind("\n") + 1 :]
+    after = view[nl + 1 : nl + 1 + _WRAP_LOOK]
+    after = after.split("\n", 1)[0].rstrip("\r")
+    # The line above the break is a whole line of a wrap (`base64` 76, PEM 64, `xxd -p`
+    # 60 characters; 80 read: a longer one), not a token and its glue (under 60).
+    full = len(before) in _WRAP_WIDTHS or len(before) >= _WRAP_LOOK
+    return full and bool(after) and _RUN_CHARS.issuperset(before + after)
 
 
 @cache  # per detector, once per process: its sources are rewritten by regex

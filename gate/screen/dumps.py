@@ -50,7 +50,10 @@ _OD_CELLS_AT = ("   =   ", "   _   ", "   -   ")
 # comma and a space: the token's `_`, `-` or `=` between two of them.
 # Two spaces and a space before a line break: one character a line, or each behind a
 # backslash, as a JSON-escaped string shows them in the view (`\\n` and `\\\\` read so).
-_JOINERS = (",", ", ", ".", ":", ";", "|", "/", "\\", "-", "*", "+", "#", "\t", "  ", " \n")
+_JOINERS = (
+    *(",", ", ", ".", ":", ";", "|", "/", "\\", "-", "*", "+", "#", "\t"),
+    *("  ", " \n", " \t", "\r\n", " \r \n"),  # and CRLF, as the view shows them escaped
+)
 _SPELLED = (
     " _ ",
     " - ",

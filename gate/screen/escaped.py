@@ -20,10 +20,10 @@ from itertools import accumulate
 # is ten times slower: no literal to skip ahead by).
 _KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("%",), r"(?:%[0-9A-Fa-f]{2})+"),
-    # (An escape may have its backslash escaped once more: the same text printed as a
-    # JSON or Python string, `\\x67\\x68`.)
-    (("\\x",), r"(?:\\?\\x[0-9A-Fa-f]{2})+"),
-    (("\\u",), r"(?:\\?\\u[0-9A-Fa-f]{4})+"),
+    # (An escape may have its backslash escaped again: the same text printed as a JSON
+    # or Python string, once or more, `\\x67\\x68`.)
+    (("\\x",), r"(?:\\+x[0-9A-Fa-f]{2})+"),
+    (("\\u",), r"(?:\\+u[0-9A-Fa-f]{4})+"),
     (("\\/",), r"\\/"),  # JSON's escaped slash (PHP writes every `/` so)
     # Quoted-printable is read only in text that shows it, an encoded `=` (which it always
     # encodes): otherwise `KEY=AB12` would be read as a byte, and a base64 line's padding
@@ -36,7 +36,7 @@ _KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
     # `caf&#233;` and a C string's `\n\101` are single ones (decoding every one made a
     # 1.4 MB page of accented words 50 times slower to screen).
     ((";&#",), r"(?:&#[xX][0-9A-Fa-f]{1,6};|&#[0-9]{1,7};){4,}"),
-    (("\\0", "\\1", "\\2", "\\3"), r"(?:\\?\\[0-3][0-7]{2}){4,}"),
+    (("\\0", "\\1", "\\2", "\\3"), r"(?:\\+[0-3][0-7]{2}){4,}"),
     (("%u", "%U"), r"(?:%[uU][0-9A-Fa-f]{4})+"),
 )
 # Found by the scanner's keyword pass (lower-cased UTF-8): only a string holding one of
@@ -137,8 +137,8 @@ _ONE = {
 def _decode(run: str) -> str:
     if run == "\\/":
         return "/"
-    if run[0] == "\\" and "\\\\" in run:  # (some) backslashes escaped once more
-        run = run.replace("\\\\", "\\")
+    if run[0] == "\\" and "\\\\" in run:  # backslashes escaped once or more again
+        run = _BACKSLASHES.sub(r"\\", run)
     if run[0] == "&":
         return "".join(_reference(r) for r in _REFERENCE.findall(run))
     if run[0] == "\\" and run[1] in "0123":
@@ -160,6 +160,7 @@ def _decode(run: str) -> str:
     return data.decode("utf-8", "replace")
 
 
+_BACKSLASHES = re.compile(r"\\+")
 _REFERENCE = re.compile(r"&#([xX][0-9A-Fa-f]+|[0-9]+);")
 
 

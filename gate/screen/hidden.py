@@ -74,6 +74,7 @@ _NARROW_LEAD = 3  # characters before the keyword on a narrow fold's first line,
 _NARROW_LINE = re.compile(rf"([A-Za-z0-9_+/.~-]{{1,{_NARROW_WIDTH}}})([ ]{{0,2}}\r?\n)")
 _FOLD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/.~-")
 _NARROW_MIN = 2  # line breaks taken out of a narrow fold at least (three lines)
+_NARROW_FOLDS = 64  # narrow folds read in one string at most (each costs a rescan)
 _NARROW_LINES = 160  # lines of one narrow fold at most (a 600-character token at 4)
 # A shell line continuation inside a token, raw (`\` newline) or JSON-escaped (which the
 # unescaped view shows as three spaces and a newline).
@@ -261,6 +262,8 @@ def _narrow_folds(view: str, heads: Sequence[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     done = -1  # where the last fold ended, or the last line walked
     last = -1
+    folds = 0
+    starts = frozenset(heads)  # a later line that starts with a keyword is the next item
     for head in heads:
         if head == last:
             continue  # (several detectors share a keyword)
@@ -273,15 +276,19 @@ def _narrow_folds(view: str, heads: Sequence[int]) -> list[tuple[int, int]]:
         if line <= done:
             continue  # inside the last fold, or its line walked already
         done = line
-        breaks = _narrow_fold(view, line)
+        breaks = _narrow_fold(view, line, starts)
         if len(breaks) >= _NARROW_MIN:
             out += breaks
             done = breaks[-1][1]
+            folds += 1
+            if folds == _NARROW_FOLDS:
+                break
     return out
 
 
-def _narrow_fold(view: str, line: int) -> list[tuple[int, int]]:
-    """From a line's start: the breaks of the narrow fold it starts, if any."""
+def _narrow_fold(view: str, line: int, starts: Collection[int] = ()) -> list[tuple[int, int]]:
+    """From a line's start: the breaks of the narrow fold it starts, if any. A later line
+    that starts at a keyword (`starts`) is another item of a list, not the token's rest."""
     nl = view.find("\n", line, line + _NARROW_WIDTH + 3)
     if nl == -1 or view.startswith(view[line : line + 4], nl + 1):
         return []  # a longer line, or a list whose lines start alike (see below)
@@ -293,7 +300,7 @@ def _narrow_fold(view: str, line: int) -> list[tuple[int, int]]:
     # column of `AKIA...`), not a token's rest: a token's later lines start at random.
     head = view[line : line + min(width, 4)]
     while len(breaks) < _NARROW_LINES:
-        if view.startswith(head, pos):
+        if view.startswith(head, pos) or pos in starts:
             return breaks[:-1]
         m = _NARROW_LINE.match(view, pos)
         if m is not None and len(m.group(1)) == width:

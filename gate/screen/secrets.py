@@ -228,7 +228,7 @@ class Scanner:
                 sorted(heads),
                 plain,
                 leads,
-                sorted(narrow),
+                sorted(narrow) if depth == 0 else (),  # (a rebuilt text's own: no)
             ),
             *hidden.base64_findings(view, inner, depth, runs),
             # Dumps as printed (od -c's `\n` cells are escapes the view would undo), and

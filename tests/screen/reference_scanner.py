@@ -119,7 +119,9 @@ class ReferenceScanner:
                 self.heads(view),
                 plain,
                 self.heads(view, True),
-                sorted({s for s, e in self.vendor_hits(view) if e - s >= NARROW_KEYWORD}),
+                sorted({s for s, e in self.vendor_hits(view) if e - s >= NARROW_KEYWORD})
+                if depth == 0
+                else (),
             ),
             *base64_findings(view, inner, depth),
             # Dumps looked for everywhere (the scanner only where its triggers are).

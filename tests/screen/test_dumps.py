@@ -170,6 +170,8 @@ JSON_TWICE = {
     "\\u escapes": lambda t: "".join(f"\\u{ord(c):04x}" for c in t),
     "octal": lambda t: "".join(f"\\{ord(c):03o}" for c in t),
     "one a line": lambda t: "\n".join(t),
+    "one a line, CRLF": lambda t: "\r\n".join(t),
+    "tab-joined": lambda t: "\t".join(t),
     "each behind a backslash": lambda t: "".join("\\" + c for c in t),
 }
 
@@ -186,7 +188,10 @@ def test_a_token_spelled_out_inside_json_escaped_text_is_read(form: str) -> None
     assume = form != "each behind a backslash" or not any(c in "nrt" for c in token)
     assert assume, "pick another seed: the checksum spells n, r or t"
     printed = f"$ python leak.py\n{JSON_TWICE[form](token)}\nexit 0\n"
-    for text in (printed, json.dumps({"output": printed})):
+    texts = [printed, json.dumps({"output": printed})]
+    if "escapes" in form or form == "octal":  # escapes JSON-escaped twice too (not spelled)
+        texts.append(json.dumps({"output": json.dumps({"output": printed})}))
+    for text in texts:
         found = SCANNER.scan(text)
         assert any(f.rule_id.startswith("github.") and f.tier is Tier.HIGH for f in found), text
 

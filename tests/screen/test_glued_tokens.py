@@ -13,7 +13,7 @@ import pytest
 
 from gate.screen.detectors import distinctive_prefix, loosened
 from gate.screen.secrets import Scanner, Tier
-from screen.secrets_corpus import Gen, positives
+from screen.secrets_corpus import ALNUM, Gen, positives
 
 GLUES = ("x{}", "9{}", "backup_{}.txt", "MY_TOKEN_{}", "?t=x{} ")
 # After it: `echo "${TOKEN}x"`, `${TOKEN}_old`, a digit; around it.
@@ -163,6 +163,8 @@ def test_a_guarded_token_glued_to_a_word_is_redacted_not_asked(scanner: Scanner,
         'msgstr "GSSAPI-VIRHEKAPSELOINTIMERKKIJONO."',  # Octopus's API- inside a word
         "https://acme.notion.site/API-BD80F56CDC1441E6BF6011AB6D852875",  # a page id
         "sig: qwertyuiopasdfghAKIAZ7QW2X5TEMPLATE3xcvbnmqwertyuiop",  # inside a run
+        "isSuspiciousTransactionDetectedForAccount2 = True",  # crates.io's `cio` in a name
+        "SocioEconomicIndicatorsForRegion2024Q1Data",
     ],
 )
 def test_a_guarded_prefix_inside_a_word_or_an_id_is_no_token(scanner: Scanner, text: str) -> None:
@@ -182,3 +184,25 @@ def test_wrapped_base64_and_hex_hold_no_loosened_token(scanner: Scanner) -> None
     digests = "\n".join(rng.randbytes(32).hex() for _ in range(10_000))
     for text in (wrapped, digests, digests[::-1]):
         assert [f for f in scanner.scan(text) if f.rule_id != "generic.assignment"] == []
+
+
+@pytest.mark.parametrize(
+    "glue",
+    [
+        "A={}_old\nWORKDIR=/srv/app",  # the next line's words are no blob
+        "{}_\nSuccessfully built",
+        "PATH=/usr/local/bin/configuration\nx{}",
+        "sha256 " + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" + "\nx{}",
+    ],
+)
+def test_a_glued_guarded_token_beside_a_line_of_words_is_redacted(
+    scanner: Scanner, glue: str
+) -> None:
+    """A line break goes on with a glued run only between whole lines of a wrapped blob
+    (60, 64 or 76 characters a line): not into a neighbouring line's words."""
+    token = "AIza" + Gen(len(glue)).chars(ALNUM, 35)
+    text = glue.format(token)
+    at = text.index(token)
+    assert [(f.start, f.end, f.tier) for f in scanner.scan(text)] == [
+        (at, at + len(token), Tier.LOW)
+    ], text
