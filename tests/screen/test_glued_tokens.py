@@ -30,6 +30,12 @@ def _tokens(scanner: Scanner) -> dict[str, str]:
     rules = {
         d.id for d in scanner.detectors if d.tier is Tier.HIGH and distinctive_prefix(d.keywords)
     }
+    return _corpus_tokens(scanner, rules)
+
+
+def _corpus_tokens(scanner: Scanner, rules: set[str]) -> dict[str, str]:
+    """One token per rule of `rules`, as the corpus makes them, found alone at the high
+    tier."""
     out: dict[str, str] = {}
     for seed in (1, 2):
         for s in positives(seed=seed):
@@ -112,17 +118,7 @@ def test_random_base64url_holds_no_glued_token(scanner: Scanner) -> None:
 def _guarded_tokens(scanner: Scanner) -> dict[str, str]:
     """One token per high-tier format that keeps its guards and has a loosened twin, as
     the corpus makes them, found alone at the high tier."""
-    rules = {d.id for d in scanner.detectors if loosened(d) is not None}
-    out: dict[str, str] = {}
-    for seed in (1, 2):
-        for s in positives(seed=seed):
-            if s.rule_id not in rules or s.rule_id in out or not s.spans:
-                continue
-            a, b = s.spans[0]
-            token = s.text[a:b]
-            if "\n" not in token and any(f.tier is Tier.HIGH for f in scanner.scan(token)):
-                out[s.rule_id] = token
-    return out
+    return _corpus_tokens(scanner, {d.id for d in scanner.detectors if loosened(d) is not None})
 
 
 def test_most_guarded_formats_have_a_loosened_twin(scanner: Scanner) -> None:
