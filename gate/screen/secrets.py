@@ -170,11 +170,16 @@ class Scanner:
         return len(text) < MIN_TEXT or content_key(text) in self._cache
 
     def _scan(
-        self, text: str, depth: int = 0, deadline: _Deadline | None = None
+        self,
+        text: str,
+        depth: int = 0,
+        deadline: _Deadline | None = None,
+        loose: bool = True,
     ) -> tuple[Finding, ...]:
         """Findings of every detector in `text`, then in the views that undo hiding
         (invisible characters, folds, base64 layers). Past the time budget the whole
-        string is one high-tier finding: what could not be screened is asked about."""
+        string is one high-tier finding: what could not be screened is asked about.
+        `loose`: with the guarded formats' loosened twins (not in a turned reading)."""
         if deadline is None:
             deadline = _Deadline(self.budget)
         view = unescaped_view(text)
@@ -200,7 +205,7 @@ class Scanner:
                     leads.update(start for start, _ in hits)
             for f in det.find(view, windows, hits, deadline.passed):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
-            if (twin := self._loose[i]) is not None:
+            if loose and (twin := self._loose[i]) is not None:
                 for f in twin.find(view, windows, hits, deadline.passed):
                     ranked.append(((True, False, f.start - f.end, f.start), f))
         # Base64 runs, found once: the hidden-form pass decodes them, and the finders look
@@ -215,7 +220,12 @@ class Scanner:
         plain = _resolve(ranked)
 
         def inner(sub: str, level: int) -> tuple[Finding, ...]:
-            return self._scan(sub, level, deadline) if len(sub) >= MIN_TEXT else ()
+            return self._scan(sub, level, deadline, loose) if len(sub) >= MIN_TEXT else ()
+
+        def guarded(sub: str, level: int) -> tuple[Finding, ...]:
+            # A turned reading (rot47, reversed, swapped case) of random text holds a short
+            # keyword by chance (rot47 turns hex into `hf_`): no loosened twin reads it.
+            return self._scan(sub, level, deadline, False) if len(sub) >= MIN_TEXT else ()
 
         regions.sort()
         extra = [
@@ -242,7 +252,7 @@ class Scanner:
                 else ()
             ),
             *turned.findings(
-                view, self._turns(view, found.turned, spans, plain, depth), inner, depth, text
+                view, self._turns(view, found.turned, spans, plain, depth), guarded, depth, text
             ),
             *self._lookalike(text, depth, deadline),
             *self._escaped(text, depth, deadline, found.triggers),

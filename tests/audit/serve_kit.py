@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import httpx2 as httpx
 
+from gate.screen import scan_pool
 from loopback import served_port
 
 
@@ -47,9 +48,12 @@ def start(
 
 
 def post(base: str, body: bytes, **headers: str) -> httpx.Response:
+    # Longer than a screening worker may take before gate screens a large body in place
+    # (scan_pool.TIMEOUT, 30 s: a niced worker on a loaded 2-core CI machine can): a
+    # client that gives up at the same moment fails a request gate would have answered.
     return httpx.post(
         f"{base}/anthropic/v1/messages",
         content=body,
-        timeout=30,
+        timeout=scan_pool.TIMEOUT + 60,
         headers={"content-type": "application/json", "x-api-key": "k", **headers},
     )

@@ -87,7 +87,7 @@ class ReferenceScanner:
     def scan(self, text: str) -> list[Finding]:
         return [] if len(text) < MIN_TEXT else list(self._scan(text))
 
-    def _scan(self, text: str, depth: int = 0) -> tuple[Finding, ...]:
+    def _scan(self, text: str, depth: int = 0, loose: bool = True) -> tuple[Finding, ...]:
         view = unescaped_view(text)
         ranked: list[tuple[tuple[bool, bool, int, int], Finding]] = []
         regions: list[tuple[int, int]] = []
@@ -97,7 +97,7 @@ class ReferenceScanner:
                 regions += windows
             for f in _find(det, view, windows):
                 ranked.append(((f.tier is not Tier.HIGH, det.generic, f.start - f.end, f.start), f))
-            if (twin := loosened(det)) is not None:  # its guards dropped, low tier
+            if loose and (twin := loosened(det)) is not None:  # guards dropped, low tier
                 for f in _find(twin, view, windows):
                     ranked.append(((True, False, f.start - f.end, f.start), f))
         for det in self.detectors:
@@ -107,7 +107,10 @@ class ReferenceScanner:
         plain = _resolve(ranked)
 
         def inner(sub: str, level: int) -> tuple[Finding, ...]:
-            return self._scan(sub, level) if len(sub) >= MIN_TEXT else ()
+            return self._scan(sub, level, loose) if len(sub) >= MIN_TEXT else ()
+
+        def guarded(sub: str, level: int) -> tuple[Finding, ...]:  # turned: no twins
+            return self._scan(sub, level, False) if len(sub) >= MIN_TEXT else ()
 
         regions.sort()
         extra = [
@@ -127,7 +130,7 @@ class ReferenceScanner:
             # Dumps looked for everywhere (the scanner only where its triggers are).
             *dumps.findings(text, inner, depth),
             *(dumps.findings(view, inner, depth) if view is not text else ()),
-            *turned.findings(view, self._turned_hits(view, plain, depth), inner, depth, text),
+            *turned.findings(view, self._turned_hits(view, plain, depth), guarded, depth, text),
             *_lookalike(text, depth, inner),
             *_escaped(text, depth, inner),
         ]
