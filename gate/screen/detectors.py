@@ -287,8 +287,7 @@ class Detector:
             return False
         if view[start - 1] not in _NAME_CHARS or view[end] not in _HEX_DIGITS:
             return False
-        low = value.lower()
-        body = next((low[len(k) :] for k in self.keywords if low.startswith(k)), "")
+        body = self._after_keyword(value)
         if not body or any(c not in _HEX_DIGITS for c in body):
             return False
         run = end
@@ -296,12 +295,16 @@ class Detector:
             run += 1
         return len(body) + run - end in _DIGEST_DIGITS
 
+    def _after_keyword(self, value: str, default: str = "") -> str:
+        """What follows the keyword `value` starts with (`default` when none starts it)."""
+        low = value.lower()
+        return next((value[len(k) :] for k in self.keywords if low.startswith(k)), default)
+
     def _hex_run(self, view: str, start: int, end: int, value: str) -> bool:
         """A hex body with a hex digit glued on either side (`API-` + 32 hex digits in a
         page's URL, `4b1d` inside a digest read backwards): a longer hex string, a hash or
         an id, not the token. (A hex token glued to a hex digit is not told from one.)"""
-        low = value.lower()
-        body = next((low[len(k) :] for k in self.keywords if low.startswith(k)), "")
+        body = self._after_keyword(value)
         if not body or any(c not in _HEX_DIGITS for c in body):
             return False
         return (start > 0 and view[start - 1] in _HEX_DIGITS) or (
@@ -313,8 +316,7 @@ class Detector:
         runs of a word's length on average (`hf_requiredCharacteristicTypes...`, and with
         digits, `isSuspiciousTransactionDetectedForAccount2`): an identifier, not a
         random token (random mixed case has runs of about 2)."""
-        low = value.lower()
-        body = next((value[len(k) :] for k in self.keywords if low.startswith(k)), value)
+        body = self._after_keyword(value, value)
         if body.isalpha() and (body.isupper() or body.islower()):
             return True  # `ASIAASACKOFRICE...`, `API-VIRHEKAPSELO...`
         if body.lower() == body:

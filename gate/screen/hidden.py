@@ -74,7 +74,6 @@ _NARROW_LEAD = 3  # characters before the keyword on a narrow fold's first line,
 _NARROW_LINE = re.compile(rf"([A-Za-z0-9_+/.~-]{{1,{_NARROW_WIDTH}}})([ ]{{0,2}}\r?\n)")
 _FOLD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/.~-")
 _NARROW_MIN = 2  # line breaks taken out of a narrow fold at least (three lines)
-_NARROW_FOLDS = 64  # narrow folds read in one string at most (each costs a rescan)
 _NARROW_LINES = 160  # lines of one narrow fold at most (a 600-character token at 4)
 # A shell line continuation inside a token, raw (`\` newline) or JSON-escaped (which the
 # unescaped view shows as three spaces and a newline).
@@ -262,7 +261,6 @@ def _narrow_folds(view: str, heads: Sequence[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     done = -1  # where the last fold ended, or the last line walked
     last = -1
-    folds = 0
     starts = frozenset(heads)  # a later line that starts with a keyword is the next item
     for head in heads:
         if head == last:
@@ -280,9 +278,6 @@ def _narrow_folds(view: str, heads: Sequence[int]) -> list[tuple[int, int]]:
         if len(breaks) >= _NARROW_MIN:
             out += breaks
             done = breaks[-1][1]
-            folds += 1
-            if folds == _NARROW_FOLDS:
-                break
     return out
 
 

@@ -107,6 +107,18 @@ def test_short_lines_near_a_keyword_are_no_narrow_fold(scanner: Scanner, text: s
     assert scanner.scan(text) == []
 
 
+def test_decoy_narrow_folds_before_a_folded_token_hide_nothing(scanner: Scanner) -> None:
+    """Narrow folds are not capped per string (a cap was a count of decoys to send first):
+    a crafted flood of them costs rescans, and past the budget it is held, not passed."""
+    g = Gen(90)
+    decoys = "".join(f"ghp_{g.chars(ALNUM, 4)}\n{g.chars(ALNUM, 8)}\nab\n\n" for _ in range(100))
+    token = g.crc_token("ghp_")
+    text = decoys + "\n".join(token[i : i + 8] for i in range(0, len(token), 8)) + "\n$ "
+    found = scanner.scan(text)
+    assert any(f.rule_id == "github.token" for f in found), found
+    assert not _leaks(token, _redact(text, scanner))
+
+
 def test_lines_that_each_start_with_a_keyword_are_a_list_not_a_fold() -> None:
     """A list of short items each starting with some vendor keyword was joined into one
     fold of thousands of lines and rescanned (an attacker review: 1.6 -> 12 s a MB)."""
